@@ -1,0 +1,220 @@
+#include "cpu/cpu.h"
+
+#include "cpu/cpu_model.h"
+#include "cpu/decode.h"
+#include "cpu/exceptions.h"
+#include "cpu/memory.h"
+#include "cpu/msrs.h"
+
+#include <algorithm>
+
+namespace vmxsim {
+
+Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
+    : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()), Id(Id),
+      Blocks(std::make_unique<Block[]>(kBlockCacheEntries + 1)) {
+  reset();
+}
+
+Cpu::~Cpu() = default;
+
+void Cpu::reset() {
+  // SDM Vol. 3A, Processor State After Reset (table "IA-32 and Intel 64 Processor States
+  // Following Power-up, Reset, or INIT").
+  S = CpuState{};
+  S.Rflags = rflags::Fixed1;
+  S.Rip = 0xfff0;
+  S.Cr0 = cr0::ET | cr0::CD | cr0::NW;
+  for (Segment &G : S.Seg)
+    G = Segment{0, 0, 0xffff, Segment::P | Segment::S | 0x3};
+  S.seg(SegReg::CS) = Segment{0xf000, 0xffff0000, 0xffff, Segment::P | Segment::S | 0xb};
+  S.Ldtr = Segment{0, 0, 0xffff, Segment::P | 0x2};
+  S.Tr = Segment{0, 0, 0xffff, Segment::P | 0xb};
+  S.Gdtr = S.Idtr = TableReg{0, 0xffff};
+  S.Gpr[RDX] = cpuidSignature(Model);
+  S.Fcw = 0x40;
+  *Msrs = MsrState{};
+  resetMsrs(*this);
+  Pending = PendingEvent{};
+  Halted = InShutdown = NmiBlocked = NmiPending = false;
+  ShadowUntil = 0;
+  DeliveryDepth = 0;
+  flushTlb();
+  flushDecodeCache();
+  modeChanged();
+}
+
+void Cpu::modeChanged() {
+  const Segment &Cs = S.cs();
+  CodeMode M;
+  if (S.longMode() && (Cs.Attr & Segment::L))
+    M = CodeMode::Long64;
+  else if ((S.Cr0 & cr0::PE) && !(S.Rflags & rflags::VM))
+    M = (Cs.Attr & Segment::DB) ? CodeMode::Prot32 : CodeMode::Prot16;
+  else
+    M = CodeMode::Real16;
+  DecodeMode = uint8_t(M);
+  RipMask = M == CodeMode::Long64 ? ~uint64_t(0)
+            : M == CodeMode::Prot32 ? 0xffffffffull
+                                    : 0xffffull;
+  breakBlock();
+}
+
+void Cpu::flushTlb() {
+  for (unsigned I = 0; I < kTlbEntries; ++I)
+    TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = kTlbEmpty;
+  breakBlock();
+}
+
+void Cpu::flushTlbPage(uint64_t La) {
+  // Large pages may cover many TLB slots; one slot per 4 KiB page is cached here, so a
+  // full flush is the simple exact answer for INVLPG on any page size.
+  (void)La;
+  flushTlb();
+}
+
+void Cpu::dropWriteMappings(uint64_t Pfn) {
+  for (TlbEntry &E : TlbWrite)
+    if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
+      E.Tag = kTlbEmpty;
+}
+
+void Cpu::flushDecodeCache() {
+  for (unsigned I = 0; I <= kBlockCacheEntries; ++I) {
+    Blocks[I].Pa = ~uint64_t(0);
+    Blocks[I].NumInsns = 0;
+  }
+}
+
+StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
+  const uint64_t InsnEnd = MaxInsns > ~Retired ? ~uint64_t(0) : Retired + MaxInsns;
+  for (;;) {
+    if (Io.stopRequested())
+      return LastStop = StopReason::StopRequested;
+    if (InShutdown)
+      return LastStop = StopReason::Shutdown;
+    if (Retired >= InsnEnd)
+      return LastStop = StopReason::InsnLimit;
+    if (Cycles >= UntilCycle)
+      return LastStop = StopReason::Deadline;
+
+    // Event window between instructions (SDM Vol. 3A, Priority Among Concurrent Events):
+    // NMI, then maskable interrupts when IF=1 and no STI/MOV SS shadow.
+    Status St = Status::Ok;
+    if (NmiPending && !NmiBlocked) {
+      NmiPending = false;
+      Halted = false;
+      St = deliverEvent(*this, EventKind::Nmi, vec::NMI, false, 0, S.Rip);
+    } else if (Intr && (S.Rflags & rflags::IF) && Retired >= ShadowUntil &&
+               Intr->intrPending()) {
+      Halted = false;
+      St = deliverEvent(*this, EventKind::External, Intr->acknowledge(), false, 0, S.Rip);
+    }
+    if (St == Status::Fault)
+      St = deliverPendingException(*this);
+    if (St == Status::Shutdown) {
+      InShutdown = true;
+      continue;
+    }
+    if (Halted)
+      return LastStop = StopReason::Halted;
+
+    Deadline = UntilCycle;
+    StopReason R = StopReason::InsnLimit;
+    if (runBlock(InsnEnd - Retired, R))
+      return LastStop = R;
+  }
+}
+
+namespace {
+inline unsigned blockSlot(uint64_t Pa) {
+  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
+}
+} // namespace
+
+bool Cpu::runBlock(uint64_t InsnBudget, StopReason &Why) {
+  // Find or decode the block at CS:RIP.
+  Block *B = nullptr;
+  Status St = Status::Ok;
+  uint64_t La = S.Rip + S.cs().Base;
+  if (DecodeMode != uint8_t(CodeMode::Long64))
+    La &= 0xffffffffull;
+  const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(*this, La, false) && DecodeMode == uint8_t(CodeMode::Long64))
+      [[likely]] {
+    uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
+    Block &Cand = Blocks[blockSlot(Pa)];
+    if (Cand.Pa == Pa && Cand.Mode == DecodeMode && Cand.Gen == Mem.codeGeneration(E.Pfn))
+      B = &Cand;
+  }
+  if (!B) {
+    St = decodeBlock(*this, B);
+    if (St != Status::Ok)
+      return handleStatus(St, Why);
+  }
+
+  const DecodedInsn *I = B->Insns;
+  const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnBudget);
+  if (Observer || (S.Rflags & rflags::TF)) [[unlikely]]
+    return runBlockSlow(I, End, Why);
+  for (;;) {
+    St = I->Fn(*this, *I);
+    if (St != Status::Ok) [[unlikely]]
+      return handleStatus(St, Why);
+    Cycles += I->Cost;
+    ++Retired;
+    if (++I == End || Cycles >= Deadline)
+      return false;
+  }
+}
+
+bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why) {
+  for (; I != End; ++I) {
+    bool SingleStep = S.Rflags & rflags::TF;
+    if (Observer)
+      Observer->beforeInsn(*this, *I);
+    Status St = I->Fn(*this, *I);
+    if (St != Status::Ok)
+      return handleStatus(St, Why);
+    Cycles += I->Cost;
+    ++Retired;
+    if (Observer)
+      Observer->afterInsn(*this, *I);
+    if (SingleStep) {
+      // Single-step trap after the instruction (SDM Vol. 3A, Single-Step Exception
+      // Condition): DR6.BS, #DB delivered with RIP of the next instruction.
+      S.Dr[6] |= 1u << 14;
+      Pending = PendingEvent{vec::DB, false, 0, 0};
+      return handleStatus(Status::Fault, Why);
+    }
+    if (Cycles >= Deadline)
+      return false;
+  }
+  return false;
+}
+
+bool Cpu::handleStatus(Status St, StopReason &Why) {
+  switch (St) {
+  case Status::Ok:
+    return false;
+  case Status::Fault:
+    if (Observer)
+      Observer->onException(*this, Pending);
+    if (deliverPendingException(*this) == Status::Shutdown)
+      InShutdown = true;
+    return false;
+  case Status::Shutdown:
+    InShutdown = true;
+    return false;
+  case Status::VmExit:
+    // The VMX layer performs the exit (cpu/vmx); until it exists nothing returns this.
+    Why = StopReason::Unimplemented;
+    return true;
+  case Status::Unimplemented:
+    Why = StopReason::Unimplemented;
+    return true;
+  }
+  return false;
+}
+
+} // namespace vmxsim

@@ -1,0 +1,181 @@
+// One logical processor: architectural state, software TLB, decoded-block cache, virtual
+// clock and the run loop. Instruction semantics live in free functions in cpu/exec_*.cpp.
+#pragma once
+#include "cpu/decoded_insn.h"
+#include "cpu/registers.h"
+#include "cpu/status.h"
+#include "mmu/io_bus.h"
+#include "mmu/phys_mem.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace vmxsim {
+
+struct CpuModel;
+struct MsrState;
+class InterruptSource;
+
+enum class Access : uint8_t { Read, Write, Fetch };
+
+/// An exception waiting to be delivered (or turned into a VM exit by the VMX layer).
+struct PendingEvent {
+  uint8_t Vector = 0;
+  bool HasErrorCode = false;
+  uint32_t ErrorCode = 0;
+  uint64_t FaultAddr = 0; ///< #PF linear address, loaded into CR2 at delivery
+};
+
+/// Why Cpu::run returned.
+enum class StopReason : uint8_t {
+  InsnLimit,     ///< the retired-instruction budget ran out
+  Deadline,      ///< the cycle deadline of this run call passed
+  Halted,        ///< HLT (or shutdown state) with no event that can wake it
+  Shutdown,      ///< triple fault: the processor entered shutdown
+  StopRequested, ///< a device (isa-debug-exit, shutdown port) asked the machine to stop
+  Unimplemented, ///< the guest executed something vmxsim does not implement
+};
+
+/// An interrupt controller as the processor sees it: the INTR line and the INTA cycle.
+class InterruptSource {
+public:
+  virtual ~InterruptSource() = default;
+  virtual bool intrPending() = 0;
+  /// The interrupt acknowledge cycle: returns the vector and updates the controller.
+  virtual uint8_t acknowledge() = 0;
+};
+
+/// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
+/// page address | 1 for a user-mode (CPL 3) access; an empty entry holds kTlbEmpty.
+struct TlbEntry {
+  uint64_t Tag;
+  uintptr_t Addend; ///< host pointer = linear address + Addend
+  uint64_t Pfn;     ///< guest-physical page frame number
+};
+inline constexpr unsigned kTlbEntries = 256;
+inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
+
+/// Decoded-instruction cache, organised as blocks of straight-line code keyed by the
+/// physical address of their first byte and the decode mode (STYLE 2.2).
+inline constexpr unsigned kMaxBlockInsns = 32;
+struct Block {
+  uint64_t Pa = ~uint64_t(0);
+  uint32_t Gen = 0;    ///< PhysMem code generation of the page when decoded
+  uint8_t Mode = 0xff; ///< CodeMode
+  uint8_t NumInsns = 0;
+  DecodedInsn Insns[kMaxBlockInsns];
+};
+inline constexpr unsigned kBlockCacheEntries = 4096;
+
+/// Hooks for tooling (instruction traces); null when unused so they cost one branch.
+class CpuObserver {
+public:
+  virtual ~CpuObserver() = default;
+  /// Called before each instruction executes when instruction tracing is on.
+  virtual void beforeInsn(const Cpu &, const DecodedInsn &) {}
+  /// Called after each instruction retires.
+  virtual void afterInsn(const Cpu &, const DecodedInsn &) {}
+  virtual void onException(const Cpu &, const PendingEvent &) {}
+};
+
+class Cpu {
+public:
+  Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id = 0);
+  ~Cpu();
+  Cpu(const Cpu &) = delete;
+  Cpu &operator=(const Cpu &) = delete;
+
+  /// Power-on/RESET state (SDM Vol. 3A, Processor State After Reset).
+  void reset();
+  /// Executes until an instruction budget or virtual-cycle deadline is reached, or the
+  /// processor stops for another StopReason.
+  StopReason run(uint64_t MaxInsns, uint64_t UntilCycle = ~uint64_t(0));
+
+  // --- state (public: plain data, as in Blink/Bochs; functions keep the invariants) ---
+  CpuState S;
+  PhysMem &Mem;
+  IoBus &Io;
+  const CpuModel &Model;
+  std::unique_ptr<MsrState> Msrs;
+  InterruptSource *Intr = nullptr;
+  CpuObserver *Observer = nullptr;
+  unsigned Id;
+  /// All CPUs of the machine (including this one), for cross-CPU TLB shootdown of write
+  /// mappings when a page starts holding code. Defaults to just this CPU.
+  Cpu **Peers = &Self;
+  unsigned NumPeers = 1;
+  Cpu *Self = this;
+
+  uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
+  uint64_t Retired = 0; ///< retired instructions
+  /// The run loop leaves the current block when Cycles >= Deadline; anything that must
+  /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
+  uint64_t Deadline = 0;
+  PendingEvent Pending;
+  bool Halted = false;
+  bool InShutdown = false;
+  /// STI / MOV SS blocking for one instruction (SDM Vol. 3A, Masking Maskable Hardware
+  /// Interrupts): the Retired count at which the shadow ends.
+  uint64_t ShadowUntil = 0;
+  bool NmiBlocked = false;
+  bool NmiPending = false;
+  /// Set by a nested fault while delivering an event, to detect #DF and triple faults.
+  uint8_t DeliveryDepth = 0;
+  StopReason LastStop = StopReason::InsnLimit;
+
+  // --- TLB (per access type) ---
+  TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
+  void flushTlb();
+  void flushTlbPage(uint64_t La);
+  /// Drops fast write mappings of a physical page that now holds decoded code.
+  void dropWriteMappings(uint64_t Pfn);
+
+  std::unique_ptr<Block[]> Blocks;
+  void flushDecodeCache();
+
+  /// Ends the current block after this instruction (mode change, self-modifying code,
+  /// new interrupt, device stop request).
+  void breakBlock() { Deadline = 0; }
+
+  /// Raises an exception: records it and returns Status::Fault.
+  Status raise(uint8_t Vector) {
+    Pending = PendingEvent{Vector, false, 0, 0};
+    return Status::Fault;
+  }
+  Status raise(uint8_t Vector, uint32_t ErrorCode) {
+    Pending = PendingEvent{Vector, true, ErrorCode, 0};
+    return Status::Fault;
+  }
+  Status raiseGp(uint32_t ErrorCode = 0) { return raise(vec::GP, ErrorCode); }
+  Status raiseUd() { return raise(vec::UD); }
+
+  /// Mask of valid RIP bits in the current code size (IP/EIP wrap).
+  uint64_t RipMask = 0xffff;
+  /// Recomputes cached mode-derived values (RipMask, decode mode, TLB user bit) after a
+  /// change to CR0, EFER, CS or RFLAGS.VM; ends the current block.
+  void modeChanged();
+  uint8_t DecodeMode = 0; ///< CodeMode of the current CS
+
+  /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
+  const char *UnimplementedWhat = nullptr;
+  uint64_t UnimplementedRip = 0;
+  Status unimplemented(const char *What) {
+    UnimplementedWhat = What;
+    UnimplementedRip = S.Rip;
+    return Status::Unimplemented;
+  }
+
+private:
+  /// Executes one block; true when the run must stop (Why says why).
+  bool runBlock(uint64_t InsnBudget, StopReason &Why);
+  bool runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why);
+  bool handleStatus(Status St, StopReason &Why);
+};
+
+/// Advances RIP past the instruction (the common tail of non-branch handlers).
+inline Status next(Cpu &C, const DecodedInsn &I) {
+  C.S.Rip = (C.S.Rip + I.Len) & C.RipMask;
+  return Status::Ok;
+}
+
+} // namespace vmxsim

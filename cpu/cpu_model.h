@@ -1,0 +1,32 @@
+// The modelled processor: what CPUID reports and which optional features exist.
+// Guest-visible and part of the machine's inputs, so it is plain data.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vmxsim {
+
+struct CpuidLeaf {
+  uint32_t Leaf, Subleaf;
+  bool HasSubleaves;
+  uint32_t Eax, Ebx, Ecx, Edx;
+};
+
+struct CpuModel {
+  const char *Name = "vmxsim-default";
+  uint8_t MaxPhysAddrBits = 46;
+  uint8_t MaxLinearAddrBits = 48;
+  bool La57 = false;    ///< 5-level paging
+  bool Pcid = true;
+  bool Smep = true, Smap = true;
+  bool Nx = true;
+  bool Page1G = true;
+  /// CPUID table; leaves not listed return the highest basic leaf's data as Intel
+  /// processors do for out-of-range basic leaves (SDM Vol. 2A, CPUID).
+  std::vector<CpuidLeaf> Cpuid;
+
+  /// The default: a modern Intel core with VMX (see cpu/cpuid.cpp).
+  static const CpuModel &defaultModel();
+};
+
+} // namespace vmxsim

@@ -1,0 +1,194 @@
+// Shared helpers for instruction handlers: register and operand access, flag
+// computation, condition codes and the stack. Handlers are templates instantiated per
+// operand size and form, chosen by the binder at decode time.
+#pragma once
+#include "cpu/binders.h"
+#include "cpu/cost_model.h"
+#include "cpu/cpu.h"
+#include "cpu/decode_info.h"
+#include "cpu/memory.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace vmxsim {
+
+// --- registers -----------------------------------------------------------------------
+
+template <typename T> inline T getReg(const Cpu &C, uint8_t R) {
+  if constexpr (sizeof(T) == 1)
+    if (R >= kRegAH)
+      return T(C.S.Gpr[R - kRegAH] >> 8);
+  return T(C.S.Gpr[R]);
+}
+
+/// Writes a GPR with the width rules of SDM Vol. 1, General-Purpose Registers in 64-Bit
+/// Mode: 32-bit results zero-extend, 8- and 16-bit results merge.
+template <typename T> inline void setReg(Cpu &C, uint8_t R, T V) {
+  if constexpr (sizeof(T) == 8) {
+    C.S.Gpr[R] = V;
+  } else if constexpr (sizeof(T) == 4) {
+    C.S.Gpr[R] = uint32_t(V);
+  } else if constexpr (sizeof(T) == 2) {
+    C.S.Gpr[R] = (C.S.Gpr[R] & ~uint64_t(0xffff)) | uint16_t(V);
+  } else {
+    if (R >= kRegAH)
+      C.S.Gpr[R - kRegAH] = (C.S.Gpr[R - kRegAH] & ~uint64_t(0xff00)) | (uint64_t(uint8_t(V)) << 8);
+    else
+      C.S.Gpr[R] = (C.S.Gpr[R] & ~uint64_t(0xff)) | uint8_t(V);
+  }
+}
+
+/// Reads operand K (register Reg[K], or the memory operand when IsMem).
+template <typename T, bool IsMem, unsigned K = 0>
+inline Status readOp(Cpu &C, const DecodedInsn &I, T &V) {
+  if constexpr (IsMem) {
+    return readMem(C, SegReg(I.Seg), effectiveAddress(C, I), V);
+  } else {
+    V = getReg<T>(C, I.Reg[K]);
+    return Status::Ok;
+  }
+}
+template <typename T, bool IsMem, unsigned K = 0>
+inline Status writeOp(Cpu &C, const DecodedInsn &I, T V) {
+  if constexpr (IsMem) {
+    return writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), V);
+  } else {
+    setReg<T>(C, I.Reg[K], V);
+    return Status::Ok;
+  }
+}
+
+// --- flags ---------------------------------------------------------------------------
+
+template <typename T> inline constexpr unsigned kBits = sizeof(T) * 8;
+template <typename T> inline constexpr T kMsb = T(T(1) << (kBits<T> - 1));
+
+inline uint64_t parityFlag(uint64_t Result) {
+  return __builtin_parity(unsigned(Result & 0xff)) ? 0 : rflags::PF;
+}
+/// SF, ZF, PF of a result.
+template <typename T> inline uint64_t flagsSzp(T R) {
+  return ((R & kMsb<T>) ? rflags::SF : 0) | (R == 0 ? rflags::ZF : 0) | parityFlag(R);
+}
+template <typename T> inline uint64_t flagsAdd(T A, T B, T R, bool CarryIn) {
+  bool Cf = CarryIn ? R <= A : R < A;
+  return flagsSzp(R) | (Cf ? rflags::CF : 0) | ((A ^ B ^ R) & 0x10 ? rflags::AF : 0) |
+         (((A ^ R) & (B ^ R) & kMsb<T>) ? rflags::OF : 0);
+}
+template <typename T> inline uint64_t flagsSub(T A, T B, T R, bool BorrowIn) {
+  bool Cf = BorrowIn ? A <= B : A < B;
+  return flagsSzp(R) | (Cf ? rflags::CF : 0) | ((A ^ B ^ R) & 0x10 ? rflags::AF : 0) |
+         (((A ^ B) & (A ^ R) & kMsb<T>) ? rflags::OF : 0);
+}
+/// AND/OR/XOR/TEST: CF=OF=0; AF is undefined and Intel processors clear it.
+template <typename T> inline uint64_t flagsLogic(T R) { return flagsSzp(R); }
+
+inline void setArithFlags(Cpu &C, uint64_t Bits, uint64_t Mask = rflags::Arith) {
+  C.S.Rflags = (C.S.Rflags & ~Mask) | (Bits & Mask);
+}
+
+/// Evaluates condition code Cc (SDM Vol. 1, Jcc conditions) on RFLAGS.
+inline bool testCond(uint64_t F, uint8_t Cc) {
+  bool R;
+  switch (Cc >> 1) {
+  case 0: R = F & rflags::OF; break;
+  case 1: R = F & rflags::CF; break;
+  case 2: R = F & rflags::ZF; break;
+  case 3: R = F & (rflags::CF | rflags::ZF); break;
+  case 4: R = F & rflags::SF; break;
+  case 5: R = F & rflags::PF; break;
+  case 6: R = bool(F & rflags::SF) != bool(F & rflags::OF); break;
+  default: R = (F & rflags::ZF) || (bool(F & rflags::SF) != bool(F & rflags::OF)); break;
+  }
+  return R != bool(Cc & 1);
+}
+
+// --- stack ---------------------------------------------------------------------------
+
+/// Stack-address size in bytes: 8 in 64-bit mode, else SS.B (SDM Vol. 1, Stack).
+inline unsigned stackAddrSize(const Cpu &C) {
+  if (C.DecodeMode == uint8_t(CodeMode::Long64))
+    return 8;
+  return (C.S.ss().Attr & Segment::DB) ? 4 : 2;
+}
+inline uint64_t maskToSize(uint64_t V, unsigned SizeBytes) {
+  return SizeBytes == 8 ? V : V & ((uint64_t(1) << (8 * SizeBytes)) - 1);
+}
+/// Writes RSP respecting the stack-address size (upper bits preserved for 16-bit).
+inline void setStackPointer(Cpu &C, uint64_t V) {
+  unsigned S = stackAddrSize(C);
+  if (S == 8)
+    C.S.Gpr[RSP] = V;
+  else if (S == 4)
+    C.S.Gpr[RSP] = uint32_t(V);
+  else
+    C.S.Gpr[RSP] = (C.S.Gpr[RSP] & ~uint64_t(0xffff)) | uint16_t(V);
+}
+
+/// Pushes a value of SizeBytes (2, 4, 8). RSP changes only if the store succeeds.
+template <typename T> inline Status push(Cpu &C, T V) {
+  unsigned S = stackAddrSize(C);
+  uint64_t NewSp = maskToSize(C.S.Gpr[RSP] - sizeof(T), S);
+  VMX_TRY(writeMem(C, SegReg::SS, NewSp, V));
+  setStackPointer(C, NewSp);
+  return Status::Ok;
+}
+/// Reads the value at the top of the stack without moving RSP (callers commit with
+/// popCommit once every fault check of the instruction has passed).
+template <typename T> inline Status peek(Cpu &C, T &V, uint64_t Offset = 0) {
+  unsigned S = stackAddrSize(C);
+  return readMem(C, SegReg::SS, maskToSize(C.S.Gpr[RSP] + Offset, S), V);
+}
+inline void popCommit(Cpu &C, uint64_t Bytes) {
+  setStackPointer(C, C.S.Gpr[RSP] + Bytes);
+}
+template <typename T> inline Status pop(Cpu &C, T &V) {
+  VMX_TRY(peek(C, V));
+  popCommit(C, sizeof(T));
+  return Status::Ok;
+}
+
+// --- control transfer ---------------------------------------------------------------
+
+/// Near branch to Target (already computed in the operand size): truncated to the
+/// operand size outside 64-bit mode; in 64-bit mode a non-canonical target raises #GP(0)
+/// on the branch itself; outside it, a target beyond CS.limit raises #GP(0)
+/// (SDM Vol. 2A, JMP: "IF tempEIP is not within code segment limit THEN #GP(0)").
+inline Status branchTo(Cpu &C, uint64_t Target, unsigned OpSizeBytes) {
+  if (C.DecodeMode == uint8_t(CodeMode::Long64)) {
+    if (OpSizeBytes == 4) // not encodable, kept for completeness
+      Target = uint32_t(Target);
+    else if (OpSizeBytes == 2)
+      Target = uint16_t(Target);
+    if (!isCanonical(C, Target))
+      return C.raiseGp(0);
+  } else {
+    Target = maskToSize(Target, OpSizeBytes);
+    if (Target > C.S.cs().Limit)
+      return C.raiseGp(0);
+  }
+  C.S.Rip = Target;
+  return Status::Ok;
+}
+inline uint64_t nextRip(const Cpu &C, const DecodedInsn &I) {
+  return (C.S.Rip + I.Len) & C.RipMask;
+}
+
+// --- binders -------------------------------------------------------------------------
+
+/// Picks Tmpl<uint8_t..uint64_t, Rest...> by operand size in bytes.
+#define VMX_BY_SIZE(Size, Tmpl, ...)                                                    \
+  ((Size) == 1   ? &Tmpl<uint8_t __VA_OPT__(, ) __VA_ARGS__>                            \
+   : (Size) == 2 ? &Tmpl<uint16_t __VA_OPT__(, ) __VA_ARGS__>                           \
+   : (Size) == 4 ? &Tmpl<uint32_t __VA_OPT__(, ) __VA_ARGS__>                           \
+                 : &Tmpl<uint64_t __VA_OPT__(, ) __VA_ARGS__>)
+
+/// Fills DecodedInsn::Reg[] from the decoded operands (register numbers, kRegNone for
+/// memory and immediates).
+inline void copyOperandRegs(const DecodeInfo &D, DecodedInsn &I) {
+  for (unsigned K = 0; K < 3 && K < D.NumOps; ++K)
+    I.Reg[K] = D.Ops[K].Kind == OperandKind::Reg ? D.Ops[K].Reg : kRegNone;
+}
+
+} // namespace vmxsim

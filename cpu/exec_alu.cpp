@@ -1,0 +1,183 @@
+// Two-operand integer arithmetic and logic: ADD OR ADC SBB AND SUB XOR CMP TEST
+// (SDM Vol. 2, instruction pages of each), and INC/DEC/NEG/NOT.
+#include "cpu/exec.h"
+
+namespace vmxsim {
+
+namespace {
+
+enum class AluOp : uint8_t { Add, Or, Adc, Sbb, And, Sub, Xor, Cmp, Test };
+/// Operand forms: destination register or memory, source register, memory or immediate.
+enum class Form : uint8_t { RR, RM, MR, RI, MI };
+
+template <AluOp Op> inline constexpr bool kWritesDest = Op != AluOp::Cmp && Op != AluOp::Test;
+
+template <AluOp Op, typename T> inline T alu(Cpu &C, T A, T B) {
+  T R;
+  uint64_t F;
+  switch (Op) {
+  case AluOp::Add:
+    R = T(A + B);
+    F = flagsAdd<T>(A, B, R, false);
+    break;
+  case AluOp::Adc: {
+    bool Cin = C.S.Rflags & rflags::CF;
+    R = T(A + B + Cin);
+    F = flagsAdd<T>(A, B, R, Cin);
+    break;
+  }
+  case AluOp::Sub:
+  case AluOp::Cmp:
+    R = T(A - B);
+    F = flagsSub<T>(A, B, R, false);
+    break;
+  case AluOp::Sbb: {
+    bool Bin = C.S.Rflags & rflags::CF;
+    R = T(A - B - Bin);
+    F = flagsSub<T>(A, B, R, Bin);
+    break;
+  }
+  case AluOp::And:
+  case AluOp::Test:
+    R = A & B;
+    F = flagsLogic<T>(R);
+    break;
+  case AluOp::Or:
+    R = A | B;
+    F = flagsLogic<T>(R);
+    break;
+  case AluOp::Xor:
+    R = A ^ B;
+    F = flagsLogic<T>(R);
+    break;
+  }
+  setArithFlags(C, F);
+  return R;
+}
+
+template <typename T, AluOp Op, Form F> Status execAlu(Cpu &C, const DecodedInsn &I) {
+  if constexpr (F == Form::RR || F == Form::RI || F == Form::RM) {
+    T A = getReg<T>(C, I.Reg[0]);
+    T B;
+    if constexpr (F == Form::RR)
+      B = getReg<T>(C, I.Reg[1]);
+    else if constexpr (F == Form::RI)
+      B = T(I.Imm);
+    else
+      VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), B));
+    T R = alu<Op, T>(C, A, B);
+    if constexpr (kWritesDest<Op>)
+      setReg<T>(C, I.Reg[0], R);
+  } else {
+    T B = F == Form::MR ? getReg<T>(C, I.Reg[1]) : T(I.Imm);
+    uint64_t Ea = effectiveAddress(C, I);
+    if constexpr (kWritesDest<Op>) {
+      RmwRef Ref;
+      VMX_TRY(mapRmw<T>(C, SegReg(I.Seg), Ea, Ref));
+      T A;
+      VMX_TRY(rmwRead(C, Ref, A));
+      T R = alu<Op, T>(C, A, B);
+      VMX_TRY(rmwWrite(C, Ref, R));
+    } else {
+      T A;
+      VMX_TRY(readMem(C, SegReg(I.Seg), Ea, A));
+      (void)alu<Op, T>(C, A, B);
+    }
+  }
+  return next(C, I);
+}
+
+template <AluOp Op> bool bindAluOp(const DecodeInfo &D, DecodedInsn &I) {
+  copyOperandRegs(D, I);
+  const OperandInfo &Dst = D.Ops[0], &Src = D.Ops[1];
+  const unsigned Size = Dst.SizeBytes;
+  const bool Locked = D.Prefixes & insnflag::Lock;
+  // LOCK is only valid with a memory destination of a writing op (SDM Vol. 2A, LOCK).
+  if (Locked && (Dst.Kind != OperandKind::Mem || !kWritesDest<Op>))
+    return false;
+  Form F;
+  if (Dst.Kind == OperandKind::Reg)
+    F = Src.Kind == OperandKind::Reg ? Form::RR
+        : Src.Kind == OperandKind::Imm ? Form::RI
+                                       : Form::RM;
+  else
+    F = Src.Kind == OperandKind::Imm ? Form::MI : Form::MR;
+  switch (F) {
+  case Form::RR: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RR); break;
+  case Form::RM: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RM); break;
+  case Form::MR: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::MR); break;
+  case Form::RI: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RI); break;
+  case Form::MI: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::MI); break;
+  }
+  I.Cost = costOf(F == Form::RR || F == Form::RI ? CostClass::Simple : CostClass::Memory);
+  return true;
+}
+
+// INC/DEC leave CF unchanged; NEG sets CF unless the operand was 0; NOT changes no flags.
+enum class UnOp : uint8_t { Inc, Dec, Neg, Not };
+
+template <UnOp Op, typename T> inline T unary(Cpu &C, T A) {
+  switch (Op) {
+  case UnOp::Inc: {
+    T R = T(A + 1);
+    setArithFlags(C, flagsAdd<T>(A, 1, R, false), rflags::Arith & ~rflags::CF);
+    return R;
+  }
+  case UnOp::Dec: {
+    T R = T(A - 1);
+    setArithFlags(C, flagsSub<T>(A, 1, R, false), rflags::Arith & ~rflags::CF);
+    return R;
+  }
+  case UnOp::Neg: {
+    T R = T(T(0) - A);
+    setArithFlags(C, flagsSub<T>(0, A, R, false));
+    return R;
+  }
+  case UnOp::Not:
+    return T(~A);
+  }
+  return A;
+}
+
+template <typename T, UnOp Op, bool IsMem> Status execUnary(Cpu &C, const DecodedInsn &I) {
+  if constexpr (IsMem) {
+    RmwRef Ref;
+    VMX_TRY(mapRmw<T>(C, SegReg(I.Seg), effectiveAddress(C, I), Ref));
+    T A;
+    VMX_TRY(rmwRead(C, Ref, A));
+    VMX_TRY(rmwWrite(C, Ref, unary<Op, T>(C, A)));
+  } else {
+    setReg<T>(C, I.Reg[0], unary<Op, T>(C, getReg<T>(C, I.Reg[0])));
+  }
+  return next(C, I);
+}
+
+template <UnOp Op> bool bindUnaryOp(const DecodeInfo &D, DecodedInsn &I) {
+  copyOperandRegs(D, I);
+  const OperandInfo &Dst = D.Ops[0];
+  bool Mem = Dst.Kind == OperandKind::Mem;
+  if ((D.Prefixes & insnflag::Lock) && !Mem)
+    return false;
+  I.Fn = Mem ? VMX_BY_SIZE(Dst.SizeBytes, execUnary, Op, true)
+             : VMX_BY_SIZE(Dst.SizeBytes, execUnary, Op, false);
+  I.Cost = costOf(Mem ? CostClass::Memory : CostClass::Simple);
+  return true;
+}
+
+} // namespace
+
+bool bindAdd(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Add>(D, I); }
+bool bindOr(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Or>(D, I); }
+bool bindAdc(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Adc>(D, I); }
+bool bindSbb(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Sbb>(D, I); }
+bool bindAnd(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::And>(D, I); }
+bool bindSub(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Sub>(D, I); }
+bool bindXor(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Xor>(D, I); }
+bool bindCmp(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Cmp>(D, I); }
+bool bindTest(const DecodeInfo &D, DecodedInsn &I) { return bindAluOp<AluOp::Test>(D, I); }
+bool bindInc(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Inc>(D, I); }
+bool bindDec(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Dec>(D, I); }
+bool bindNeg(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Neg>(D, I); }
+bool bindNot(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Not>(D, I); }
+
+} // namespace vmxsim

@@ -1,0 +1,176 @@
+#include "cpu/memory.h"
+
+#include "mmu/paging.h"
+
+namespace vmxsim {
+
+Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeBytes,
+                           Access Kind, uint64_t &La) {
+  const CpuState &S = C.S;
+  const bool IsSs = Seg == SegReg::SS;
+  auto fail = [&]() { return IsSs ? C.raise(vec::SS, 0) : C.raiseGp(0); };
+  if (S.longMode() && (S.cs().Attr & Segment::L)) {
+    // 64-bit mode: no limit checks; the linear address must be canonical (SDM Vol. 3A,
+    // Limit Checking in 64-Bit Mode). FS/GS bases were added by the fast path.
+    La = Offset + (Seg >= SegReg::FS ? S.seg(Seg).Base : 0);
+    return fail();
+  }
+  const Segment &D = S.seg(Seg);
+  if (S.Cr0 & cr0::PE && !(S.Rflags & rflags::VM)) {
+    // Protected mode: a null/unusable segment faults on use; type checks (SDM Vol. 3A,
+    // Type Checking).
+    if (D.Attr & Segment::Unusable)
+      return fail();
+    unsigned Type = D.Attr & Segment::Type;
+    bool Code = Type & 8;
+    if (Kind == Access::Write && (Code || !(Type & 2)))
+      return fail();
+    if (Kind == Access::Read && Code && !(Type & 2))
+      return fail();
+    bool ExpandDown = !Code && (Type & 4);
+    uint64_t Last = Offset + SizeBytes - 1;
+    if (ExpandDown) {
+      uint64_t Upper = (D.Attr & Segment::DB) ? 0xffffffffull : 0xffffull;
+      if (Offset <= D.Limit || Last > Upper)
+        return fail();
+    } else if (Last > D.Limit) {
+      return fail();
+    }
+  } else {
+    // Real and virtual-8086 mode still check the (cached) limit.
+    if (Offset + SizeBytes - 1 > D.Limit)
+      return fail();
+  }
+  La = (D.Base + Offset) & 0xffffffffull;
+  return Status::Ok;
+}
+
+namespace {
+
+// Translates one page's worth of an access and installs the TLB entry when the page is
+// plain RAM (never for MMIO, and never a write mapping for a page holding decoded code).
+Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
+  bool User = !Supervisor && C.S.cpl() == 3;
+  Translation T;
+  VMX_TRY(translateLinear(C, La, Kind, User, T));
+  Pa = T.Pa;
+  uint8_t *Host = C.Mem.ramPointer(Gpa(T.Pa & kPageMask));
+  if (!Host)
+    return Status::Ok;
+  uint64_t Pfn = T.Pa >> 12;
+  // With SMAP on, supervisor entries for user pages are not cached: RFLAGS.AC can change
+  // without a TLB flush.
+  if (!User && T.User && (C.S.Cr4 & cr4::SMAP))
+    return Status::Ok;
+  TlbEntry E{tlbTag(C, La, Supervisor),
+             reinterpret_cast<uintptr_t>(Host) - (La & kPageMask), Pfn};
+  unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+  switch (Kind) {
+  case Access::Read:
+    C.TlbRead[Slot] = E;
+    break;
+  case Access::Write:
+    if (!C.Mem.pageHoldsCode(Pfn))
+      C.TlbWrite[Slot] = E;
+    // A page writable now is readable too; saves the read walk of a RMW.
+    C.TlbRead[Slot] = E;
+    break;
+  case Access::Fetch:
+    C.TlbFetch[Slot] = E;
+    break;
+  }
+  return Status::Ok;
+}
+
+} // namespace
+
+Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool Supervisor) {
+  uint8_t *Dst = static_cast<uint8_t *>(Out);
+  // Translate every page the access touches before reading any of it.
+  uint64_t Pa0, Pa1 = 0;
+  unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
+  VMX_TRY(translateAndFill(C, La, Access::Read, Supervisor, Pa0));
+  if (First < SizeBytes)
+    VMX_TRY(translateAndFill(C, La + First, Access::Read, Supervisor, Pa1));
+  auto copy = [&](uint64_t Pa, uint8_t *D, unsigned N) {
+    if (uint8_t *H = C.Mem.ramPointer(Gpa(Pa)); H && (Pa & 0xfff) + N <= kPageSize) {
+      std::memcpy(D, H, N);
+      return;
+    }
+    if (N == 1 || N == 2 || N == 4 || N == 8) {
+      uint64_t V = C.Mem.read(Gpa(Pa), N);
+      std::memcpy(D, &V, N);
+      return;
+    }
+    for (unsigned I = 0; I < N; ++I)
+      D[I] = uint8_t(C.Mem.read(Gpa(Pa + I), 1));
+  };
+  copy(Pa0, Dst, First);
+  if (First < SizeBytes)
+    copy(Pa1, Dst + First, SizeBytes - First);
+  return Status::Ok;
+}
+
+Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
+                       bool Supervisor) {
+  const uint8_t *Src = static_cast<const uint8_t *>(In);
+  uint64_t Pa0, Pa1 = 0;
+  unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
+  VMX_TRY(translateAndFill(C, La, Access::Write, Supervisor, Pa0));
+  if (First < SizeBytes)
+    VMX_TRY(translateAndFill(C, La + First, Access::Write, Supervisor, Pa1));
+  uint64_t Before = C.Mem.codeWriteCount();
+  auto copy = [&](uint64_t Pa, const uint8_t *S, unsigned N) {
+    if (uint8_t *H = C.Mem.ramPointer(Gpa(Pa)); H && (Pa & 0xfff) + N <= kPageSize) {
+      std::memcpy(H, S, N);
+      C.Mem.noteWrite(Pa >> 12);
+      return;
+    }
+    if (N == 1 || N == 2 || N == 4 || N == 8) {
+      uint64_t V = 0;
+      std::memcpy(&V, S, N);
+      C.Mem.write(Gpa(Pa), N, V);
+      return;
+    }
+    for (unsigned I = 0; I < N; ++I)
+      C.Mem.write(Gpa(Pa + I), 1, S[I]);
+  };
+  copy(Pa0, Src, First);
+  if (First < SizeBytes)
+    copy(Pa1, Src + First, SizeBytes - First);
+  // Self-modifying code: leave the current block so the next fetch sees the new bytes.
+  if (C.Mem.codeWriteCount() != Before)
+    C.breakBlock();
+  return Status::Ok;
+}
+
+Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor) {
+  uint64_t Pa;
+  unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
+  VMX_TRY(translateAndFill(C, La, Access::Write, Supervisor, Pa));
+  if (First < SizeBytes)
+    VMX_TRY(translateAndFill(C, La + First, Access::Write, Supervisor, Pa));
+  return Status::Ok;
+}
+
+Status fetchCode(Cpu &C, uint64_t La, uint8_t *Buf, unsigned Max, unsigned &Got,
+                 uint64_t &Pa) {
+  unsigned N = unsigned(std::min<uint64_t>(Max, kPageSize - (La & 0xfff)));
+  const TlbEntry &E = C.TlbFetch[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(C, La, false)) {
+    Pa = (E.Pfn << 12) | (La & 0xfff);
+    std::memcpy(Buf, reinterpret_cast<const void *>(La + E.Addend), N);
+    Got = N;
+    return Status::Ok;
+  }
+  VMX_TRY(translateAndFill(C, La, Access::Fetch, false, Pa));
+  if (uint8_t *H = C.Mem.ramPointer(Gpa(Pa)))
+    std::memcpy(Buf, H, N);
+  else
+    for (unsigned I = 0; I < N; ++I)
+      Buf[I] = uint8_t(C.Mem.read(Gpa(Pa + I), 1));
+  Got = N;
+  return Status::Ok;
+}
+
+} // namespace vmxsim

@@ -1,0 +1,139 @@
+// Guest memory access from instructions: segmentation, then the software TLB, then the
+// paging walker on a miss. The TLB hit is the hot path: one compare and a memcpy.
+#pragma once
+#include "cpu/cpu.h"
+#include "cpu/decoded_insn.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace vmxsim {
+
+/// Effective address of the instruction's memory operand (SDM Vol. 1, Specifying an
+/// Offset), truncated to the address size. RIP-relative uses the next instruction's RIP.
+inline uint64_t effectiveAddress(const Cpu &C, const DecodedInsn &I) {
+  uint64_t A = uint64_t(I.Disp);
+  if (I.Base == kRegRip)
+    A += C.S.Rip + I.Len;
+  else if (I.Base != kRegNone)
+    A += C.S.Gpr[I.Base];
+  if (I.Index != kRegNone)
+    A += C.S.Gpr[I.Index] << I.ScaleLog2;
+  if (I.AddrSize == 8)
+    return A;
+  return I.AddrSize == 4 ? uint32_t(A) : uint16_t(A);
+}
+
+/// Segmentation: Seg:Offset to a linear address for an access of SizeBytes, with the
+/// limit, type and canonical checks of the current mode (SDM Vol. 3A, Segment-Limit
+/// Checking; Limit Checking in 64-Bit Mode). Raises #GP(0) or #SS(0).
+Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeBytes,
+                           Access Kind, uint64_t &La);
+
+inline bool isCanonical(const Cpu &C, uint64_t La) {
+  unsigned Bits = (C.S.Cr4 & cr4::LA57) ? 57 : 48;
+  return uint64_t(int64_t(La << (64 - Bits)) >> (64 - Bits)) == La;
+}
+
+inline Status segmentToLinear(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeBytes,
+                              Access Kind, uint64_t &La) {
+  if (C.DecodeMode == 3 /* CodeMode::Long64 */) [[likely]] {
+    La = Offset;
+    if (Seg >= SegReg::FS)
+      La += C.S.seg(Seg).Base;
+    if (isCanonical(C, La)) [[likely]]
+      return Status::Ok;
+  }
+  return segmentToLinearSlow(C, Seg, Offset, SizeBytes, Kind, La);
+}
+
+/// TLB-miss and page-crossing paths. They translate, fill the TLB where allowed, and
+/// copy byte by byte through PhysMem (so MMIO and unassigned addresses work).
+/// Supervisor is true for implicit supervisor accesses (descriptor tables, TSS, IDT).
+Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool Supervisor);
+Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
+                       bool Supervisor);
+/// Checks that [La, La+SizeBytes) is writable (translating and setting A/D bits) without
+/// writing: used to make multi-part stores all-or-nothing.
+Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = false);
+
+inline uint64_t tlbTag(const Cpu &C, uint64_t La, bool Supervisor) {
+  return (La & kPageMask) | (!Supervisor && C.S.cpl() == 3);
+}
+
+template <typename T>
+inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const TlbEntry &E = C.TlbRead[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(C, La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
+    return Status::Ok;
+  }
+  return readLinearSlow(C, La, sizeof(T), &Out, Supervisor);
+}
+
+template <typename T>
+inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const TlbEntry &E = C.TlbWrite[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(C, La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
+    return Status::Ok;
+  }
+  return writeLinearSlow(C, La, sizeof(T), &V, Supervisor);
+}
+
+template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
+  uint64_t La;
+  VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Read, La));
+  return readLinear(C, La, Out);
+}
+
+template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+  uint64_t La;
+  VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, La));
+  return writeLinear(C, La, V);
+}
+
+/// A read-modify-write operand: translated once for writing (so the access faults as a
+/// write before anything is read, as a locked RMW does on hardware), then read and
+/// written through the same mapping.
+struct RmwRef {
+  uint64_t La = 0;
+  uint8_t *Host = nullptr; ///< direct pointer when the operand sits in one RAM page
+};
+
+template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
+  VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
+  const TlbEntry &E = C.TlbWrite[(R.La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(C, R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
+    return Status::Ok;
+  }
+  R.Host = nullptr;
+  return probeWrite(C, R.La, sizeof(T));
+}
+template <typename T> inline Status rmwRead(Cpu &C, const RmwRef &R, T &Out) {
+  if (R.Host) [[likely]] {
+    std::memcpy(&Out, R.Host, sizeof(T));
+    return Status::Ok;
+  }
+  return readLinearSlow(C, R.La, sizeof(T), &Out, false);
+}
+template <typename T> inline Status rmwWrite(Cpu &C, const RmwRef &R, T V) {
+  if (R.Host) [[likely]] {
+    std::memcpy(R.Host, &V, sizeof(T));
+    return Status::Ok;
+  }
+  return writeLinearSlow(C, R.La, sizeof(T), &V, false);
+}
+
+/// Instruction fetch for the decoder: copies up to Max bytes at La that are in the same
+/// page as La (the decoder calls again for the next page). Got receives the count.
+Status fetchCode(Cpu &C, uint64_t La, uint8_t *Buf, unsigned Max, unsigned &Got,
+                 uint64_t &Pa);
+
+} // namespace vmxsim

@@ -1,0 +1,61 @@
+// The port-I/O address space (64 Ki ports). Devices claim port ranges; unassigned ports
+// read all-ones and ignore writes, as on a PC.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vmxsim {
+
+class PortDevice {
+public:
+  virtual ~PortDevice() = default;
+  /// Port is the absolute port number; SizeBytes is 1, 2 or 4.
+  virtual uint32_t ioRead(uint16_t Port, unsigned SizeBytes) = 0;
+  virtual void ioWrite(uint16_t Port, unsigned SizeBytes, uint32_t Value) = 0;
+};
+
+class IoBus {
+public:
+  /// Claims [First, First + Count). Later registrations win over earlier ones.
+  void add(uint16_t First, uint32_t Count, PortDevice *Dev) {
+    Ranges.push_back({First, Count, Dev});
+  }
+  uint32_t read(uint16_t Port, unsigned SizeBytes) const {
+    if (PortDevice *D = find(Port))
+      return D->ioRead(Port, SizeBytes);
+    return SizeBytes == 4 ? 0xffffffffu : (1u << (8 * SizeBytes)) - 1;
+  }
+  void write(uint16_t Port, unsigned SizeBytes, uint32_t Value) {
+    if (PortDevice *D = find(Port))
+      D->ioWrite(Port, SizeBytes, Value);
+  }
+
+  /// A device (isa-debug-exit, a shutdown port) asks the machine to stop after the
+  /// current instruction; the run loop checks it at block boundaries and I/O
+  /// instructions end their block.
+  void requestStop(int ExitStatus) {
+    StopFlag = true;
+    Status = ExitStatus;
+  }
+  bool stopRequested() const { return StopFlag; }
+  int exitStatus() const { return Status; }
+  void clearStop() { StopFlag = false; }
+
+private:
+  bool StopFlag = false;
+  int Status = 0;
+  struct Range {
+    uint16_t First;
+    uint32_t Count;
+    PortDevice *Dev;
+  };
+  PortDevice *find(uint16_t Port) const {
+    for (auto It = Ranges.rbegin(); It != Ranges.rend(); ++It)
+      if (Port >= It->First && uint32_t(Port - It->First) < It->Count)
+        return It->Dev;
+    return nullptr;
+  }
+  std::vector<Range> Ranges;
+};
+
+} // namespace vmxsim

@@ -1,0 +1,137 @@
+#include "mmu/phys_mem.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sys/mman.h>
+
+namespace vmxsim {
+
+namespace {
+void *mapZeroed(uint64_t SizeBytes) {
+  if (SizeBytes == 0)
+    return nullptr;
+  void *P = mmap(nullptr, SizeBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return P == MAP_FAILED ? nullptr : P;
+}
+void unmap(void *P, uint64_t SizeBytes) {
+  if (P)
+    munmap(P, SizeBytes);
+}
+} // namespace
+
+PhysMem::PhysMem(uint64_t RamSizeBytes) : RamSize(RamSizeBytes) {
+  // QEMU's pc machine: all RAM low if it fits below 3.5 GiB, else 3 GiB low + rest high.
+  const uint64_t Limit = 0xe0000000ull, LowWhenSplit = 0xc0000000ull;
+  LowSize = RamSize <= Limit ? RamSize : LowWhenSplit;
+  HighSize = RamSize - LowSize;
+  Low = static_cast<uint8_t *>(mapZeroed(std::max<uint64_t>(LowSize, kPageSize)));
+  if (HighSize) {
+    High = static_cast<uint8_t *>(mapZeroed(HighSize));
+    if (!High) {
+      unmap(Low, std::max<uint64_t>(LowSize, kPageSize));
+      Low = nullptr;
+      return;
+    }
+  }
+  NumPfns = (HighSize ? kHighRamBase + HighSize : LowSize) >> 12;
+  CodeFlags = static_cast<uint8_t *>(mapZeroed(NumPfns));
+  CodeGen = static_cast<uint32_t *>(mapZeroed(NumPfns * sizeof(uint32_t)));
+  if (!CodeFlags || !CodeGen) {
+    unmap(Low, std::max<uint64_t>(LowSize, kPageSize));
+    unmap(High, HighSize);
+    Low = High = nullptr;
+  }
+}
+
+PhysMem::~PhysMem() {
+  unmap(Low, std::max<uint64_t>(LowSize, kPageSize));
+  unmap(High, HighSize);
+  unmap(CodeFlags, NumPfns);
+  unmap(CodeGen, NumPfns * sizeof(uint32_t));
+}
+
+void PhysMem::addMmio(Gpa Base, uint64_t SizeBytes, MmioDevice *Dev) {
+  Mmio.push_back({Base.value(), SizeBytes, Dev});
+  std::sort(Mmio.begin(), Mmio.end(),
+            [](const Region &A, const Region &B) { return A.Base < B.Base; });
+  MmioLowWater = Mmio.front().Base & kPageMask;
+}
+
+MmioDevice *PhysMem::mmioAt(uint64_t A, uint64_t *OffsetOut) const {
+  for (const Region &R : Mmio)
+    if (A >= R.Base && A - R.Base < R.Size) {
+      if (OffsetOut)
+        *OffsetOut = A - R.Base;
+      return R.Dev;
+    }
+  return nullptr;
+}
+
+uint64_t PhysMem::read(Gpa Addr, unsigned SizeBytes) const {
+  uint64_t Off;
+  if (MmioDevice *D = mmioAt(Addr.value(), &Off))
+    return D->mmioRead(Off, SizeBytes);
+  uint64_t V = 0;
+  for (unsigned I = 0; I < SizeBytes; ++I) {
+    const uint8_t *P = ramPointer(Addr + I);
+    V |= uint64_t(P ? *P : 0xff) << (8 * I);
+  }
+  return V;
+}
+
+void PhysMem::write(Gpa Addr, unsigned SizeBytes, uint64_t Value) {
+  uint64_t Off;
+  if (MmioDevice *D = mmioAt(Addr.value(), &Off)) {
+    D->mmioWrite(Off, SizeBytes, Value);
+    return;
+  }
+  for (unsigned I = 0; I < SizeBytes; ++I) {
+    Gpa A = Addr + I;
+    if (uint8_t *P = ramPointer(A)) {
+      *P = uint8_t(Value >> (8 * I));
+      noteWrite(A.pageNumber());
+    }
+  }
+}
+
+bool PhysMem::isRam(Gpa Addr, uint64_t SizeBytes) const {
+  if (SizeBytes == 0)
+    return true;
+  uint64_t A = Addr.value(), End = A + SizeBytes;
+  if (End < A)
+    return false;
+  for (uint64_t P = A & kPageMask; P < End; P += kPageSize)
+    if (!ramPointer(Gpa(std::max(P, A))))
+      return false;
+  return true;
+}
+
+bool PhysMem::copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes) {
+  if (!isRam(Addr, SizeBytes))
+    return false;
+  const uint8_t *S = static_cast<const uint8_t *>(Src);
+  uint64_t A = Addr.value();
+  while (SizeBytes) {
+    uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
+    std::memcpy(ramPointer(Gpa(A)), S, Chunk);
+    noteWrite(A >> 12);
+    A += Chunk, S += Chunk, SizeBytes -= Chunk;
+  }
+  return true;
+}
+
+bool PhysMem::copyOut(Gpa Addr, void *Dst, uint64_t SizeBytes) const {
+  if (!isRam(Addr, SizeBytes))
+    return false;
+  uint8_t *D = static_cast<uint8_t *>(Dst);
+  uint64_t A = Addr.value();
+  while (SizeBytes) {
+    uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
+    std::memcpy(D, ramPointer(Gpa(A)), Chunk);
+    A += Chunk, D += Chunk, SizeBytes -= Chunk;
+  }
+  return true;
+}
+
+} // namespace vmxsim
