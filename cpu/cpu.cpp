@@ -121,49 +121,48 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
 
     Deadline = UntilCycle;
     StopReason R = StopReason::InsnLimit;
-    if (runBlock(InsnEnd - Retired, R))
+    if (runBlocks(InsnEnd, R))
       return LastStop = R;
   }
 }
 
-namespace {
-inline unsigned blockSlot(uint64_t Pa) {
-  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
-}
-} // namespace
-
-bool Cpu::runBlock(uint64_t InsnBudget, StopReason &Why) {
-  // Find or decode the block at CS:RIP.
-  Block *B = nullptr;
-  Status St = Status::Ok;
-  uint64_t La = S.Rip + S.cs().Base;
-  if (DecodeMode != uint8_t(CodeMode::Long64))
-    La &= 0xffffffffull;
-  const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
-  if (E.Tag == tlbTag(*this, La, false) && DecodeMode == uint8_t(CodeMode::Long64))
-      [[likely]] {
-    uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
-    Block &Cand = Blocks[blockSlot(Pa)];
-    if (Cand.Pa == Pa && Cand.Mode == DecodeMode && Cand.Gen == Mem.codeGeneration(E.Pfn))
-      B = &Cand;
-  }
-  if (!B) {
-    St = decodeBlock(*this, B);
-    if (St != Status::Ok)
-      return handleStatus(St, Why);
-  }
-
-  const DecodedInsn *I = B->Insns;
-  const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnBudget);
-  if (Observer || (S.Rflags & rflags::TF)) [[unlikely]]
-    return runBlockSlow(I, End, Why);
+bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
+  // Runs blocks back to back while nothing needs the event window: interrupts can only
+  // become deliverable through an instruction that ends its block with breakBlock() (I/O,
+  // MMIO, CR/flag writes) or at the cycle deadline, both of which leave this loop.
   for (;;) {
-    St = I->Fn(*this, *I);
-    if (St != Status::Ok) [[unlikely]]
-      return handleStatus(St, Why);
-    Cycles += I->Cost;
-    ++Retired;
-    if (++I == End || Cycles >= Deadline)
+    Block *B = nullptr;
+    if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]] {
+      uint64_t La = S.Rip;
+      const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
+      if (E.Tag == tlbTag(*this, La, false)) [[likely]] {
+        uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
+        Block &Cand = Blocks[blockSlot(Pa)];
+        if (Cand.Pa == Pa && Cand.Mode == DecodeMode &&
+            Cand.Gen == Mem.codeGeneration(E.Pfn))
+          B = &Cand;
+      }
+    }
+    if (!B) {
+      Status St = decodeBlock(*this, B);
+      if (St != Status::Ok)
+        return handleStatus(St, Why);
+    }
+
+    const DecodedInsn *I = B->Insns;
+    const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnEnd - Retired);
+    if (Observer || (S.Rflags & rflags::TF)) [[unlikely]]
+      return runBlockSlow(I, End, Why);
+    for (;;) {
+      Status St = I->Fn(*this, *I);
+      if (St != Status::Ok) [[unlikely]]
+        return handleStatus(St, Why);
+      Cycles += I->Cost;
+      ++Retired;
+      if (++I == End || Cycles >= Deadline)
+        break;
+    }
+    if (Cycles >= Deadline || Retired >= InsnEnd)
       return false;
   }
 }

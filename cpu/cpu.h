@@ -66,6 +66,10 @@ struct Block {
   DecodedInsn Insns[kMaxBlockInsns];
 };
 inline constexpr unsigned kBlockCacheEntries = 4096;
+/// Direct-mapped slot of the block starting at physical address Pa.
+inline unsigned blockSlot(uint64_t Pa) {
+  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
+}
 
 /// Hooks for tooling (instruction traces); null when unused so they cost one branch.
 class CpuObserver {
@@ -166,8 +170,9 @@ public:
   }
 
 private:
-  /// Executes one block; true when the run must stop (Why says why).
-  bool runBlock(uint64_t InsnBudget, StopReason &Why);
+  /// Executes blocks until the deadline, the instruction budget, or an event; true when
+  /// the run must stop (Why says why).
+  bool runBlocks(uint64_t InsnEnd, StopReason &Why);
   bool runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why);
   bool handleStatus(Status St, StopReason &Why);
 };

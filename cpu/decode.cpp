@@ -178,6 +178,7 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
       break;
     case ZYDIS_OPERAND_TYPE_MEMORY:
       I.Kind = OperandKind::Mem;
+      I.Seg = segOf(O.mem.segment);
       // Only the first explicit memory operand (or the only one) is described in the
       // DecodedInsn; string instructions use their implicit ES:rDI / seg:rSI operands.
       if (!(Out.Flags & insnflag::HasMem) && O.mem.type != ZYDIS_MEMOP_TYPE_INVALID) {
@@ -231,10 +232,6 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
     return DecodeResult::Invalid;
   }
   return DecodeResult::Ok;
-}
-
-inline unsigned blockSlot(uint64_t Pa) {
-  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
 }
 
 } // namespace

@@ -97,6 +97,9 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
       std::memcpy(D, H, N);
       return;
     }
+    // A device access: its side effects (an interrupt raised, a stop requested) must be
+    // seen at the next instruction boundary.
+    C.breakBlock();
     if (N == 1 || N == 2 || N == 4 || N == 8) {
       uint64_t V = C.Mem.read(Gpa(Pa), N);
       std::memcpy(D, &V, N);
@@ -126,6 +129,7 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
       C.Mem.noteWrite(Pa >> 12);
       return;
     }
+    C.breakBlock(); // device access, as in readLinearSlow
     if (N == 1 || N == 2 || N == 4 || N == 8) {
       uint64_t V = 0;
       std::memcpy(&V, S, N);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds vmxsim and runs the whole test suite twice: an optimised build with -Werror, and
+# an AddressSanitizer + UndefinedBehaviorSanitizer build. This is the README's second
+# Quick start command and what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+jobs=$(nproc)
+
+build() { # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DVMXSIM_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; exit 1; }
+  ninja -C "$dir" -j "$jobs"
+}
+
+echo "== build (RelWithDebInfo, -Werror)"
+mkdir -p build
+build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== tests"
+ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
+
+echo "== build (ASan + UBSan)"
+mkdir -p build-asan
+build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVMXSIM_SANITIZE=ON -DVMXSIM_BENCHMARKS=OFF
+echo "== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900
