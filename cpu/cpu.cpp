@@ -54,6 +54,7 @@ void Cpu::modeChanged() {
   else
     M = CodeMode::Real16;
   DecodeMode = uint8_t(M);
+  UserTagBit = S.cpl() == 3;
   RipMask = M == CodeMode::Long64 ? ~uint64_t(0)
             : M == CodeMode::Prot32 ? 0xffffffffull
                                     : 0xffffull;

@@ -159,6 +159,10 @@ public:
   /// change to CR0, EFER, CS or RFLAGS.VM; ends the current block.
   void modeChanged();
   uint8_t DecodeMode = 0; ///< CodeMode of the current CS
+  /// 1 when CPL is 3: the low bit of TLB tags for explicit accesses. Cached because every
+  /// memory access needs it; modeChanged() recomputes it, so code that changes CS, SS,
+  /// CR0.PE or RFLAGS.VM must call modeChanged().
+  uint8_t UserTagBit = 0;
 
   /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
   const char *UnimplementedWhat = nullptr;

@@ -67,6 +67,10 @@ template <typename T> inline constexpr T kMsb = T(T(1) << (kBits<T> - 1));
 inline uint64_t parityFlag(uint64_t Result) {
   return __builtin_parity(unsigned(Result & 0xff)) ? 0 : rflags::PF;
 }
+
+// Portable flag computation, from the SDM's definitions of each flag (SDM Vol. 1, EFLAGS
+// Register; the instruction pages list which flags each instruction defines).
+namespace portable {
 /// SF, ZF, PF of a result.
 template <typename T> inline uint64_t flagsSzp(T R) {
   return ((R & kMsb<T>) ? rflags::SF : 0) | (R == 0 ? rflags::ZF : 0) | parityFlag(R);
@@ -81,6 +85,50 @@ template <typename T> inline uint64_t flagsSub(T A, T B, T R, bool BorrowIn) {
   return flagsSzp(R) | (Cf ? rflags::CF : 0) | ((A ^ B ^ R) & 0x10 ? rflags::AF : 0) |
          (((A ^ B) & (A ^ R) & kMsb<T>) ? rflags::OF : 0);
 }
+} // namespace portable
+
+#if defined(__x86_64__) && !defined(VMXSIM_PORTABLE_FLAGS)
+// On an x86-64 host the same operation yields the same defined flags (the arithmetic
+// flags of ADD/ADC/SUB/SBB and SF/ZF/PF of any result are architecturally defined and
+// identical on every x86 implementation), and LAHF+SETO read them in two instructions
+// instead of the ~25 of the portable form. tests/cpu/flags_test.cpp checks both agree.
+// (LAHF in 64-bit mode needs CPUID.80000001H:ECX.LAHF-SAHF, present on every x86-64
+// processor since 2005.)
+namespace hostflags {
+inline uint64_t fromLahf(uint64_t Ax, uint8_t Of) {
+  return ((Ax >> 8) & (rflags::SF | rflags::ZF | rflags::AF | rflags::PF | rflags::CF)) |
+         (uint64_t(Of) << 11);
+}
+} // namespace hostflags
+template <typename T> inline uint64_t flagsSzp(T R) {
+  uint64_t Ax;
+  asm("test %1, %1\n\tlahf" : "=a"(Ax) : "q"(R) : "cc");
+  return (Ax >> 8) & (rflags::SF | rflags::ZF | rflags::PF);
+}
+template <typename T> inline uint64_t flagsAdd(T A, T B, T, bool CarryIn) {
+  uint64_t Ax;
+  uint8_t Of, Cin = CarryIn ? 0xff : 0;
+  asm("addb $1, %[cin]\n\tadc %[b], %[a]\n\tlahf\n\tseto %[of]"
+      : [a] "+q"(A), "=a"(Ax), [of] "=q"(Of), [cin] "+q"(Cin)
+      : [b] "q"(B)
+      : "cc");
+  return hostflags::fromLahf(Ax, Of);
+}
+template <typename T> inline uint64_t flagsSub(T A, T B, T, bool BorrowIn) {
+  uint64_t Ax;
+  uint8_t Of, Bin = BorrowIn ? 0xff : 0;
+  asm("addb $1, %[bin]\n\tsbb %[b], %[a]\n\tlahf\n\tseto %[of]"
+      : [a] "+q"(A), "=a"(Ax), [of] "=q"(Of), [bin] "+q"(Bin)
+      : [b] "q"(B)
+      : "cc");
+  return hostflags::fromLahf(Ax, Of);
+}
+#else
+using portable::flagsAdd;
+using portable::flagsSub;
+using portable::flagsSzp;
+#endif
+
 /// AND/OR/XOR/TEST: CF=OF=0; AF is undefined and Intel processors clear it.
 template <typename T> inline uint64_t flagsLogic(T R) { return flagsSzp(R); }
 

@@ -50,7 +50,7 @@ namespace {
 // Translates one page's worth of an access and installs the TLB entry when the page is
 // plain RAM (never for MMIO, and never a write mapping for a page holding decoded code).
 Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
-  bool User = !Supervisor && C.S.cpl() == 3;
+  bool User = !Supervisor && C.UserTagBit;
   Translation T;
   VMX_TRY(translateLinear(C, La, Kind, User, T));
   Pa = T.Pa;
