@@ -7,12 +7,18 @@
 #include "cpu/msrs.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace vmxsim {
 
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()), Id(Id),
-      Blocks(std::make_unique<Block[]>(kBlockCacheEntries + 1)) {
+      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))) {
+  if (!Blocks) {
+    // Host out of memory at construction: nothing sensible can run. This is a host
+    // failure, not a guest-triggerable condition.
+    std::abort();
+  }
   reset();
 }
 
@@ -81,9 +87,11 @@ void Cpu::dropWriteMappings(uint64_t Pfn) {
 }
 
 void Cpu::flushDecodeCache() {
-  for (unsigned I = 0; I <= kBlockCacheEntries; ++I) {
-    Blocks[I].Pa = ~uint64_t(0);
-    Blocks[I].NumInsns = 0;
+  BlockKeyBase += 1u << 8;
+  if (BlockKeyBase == 0) {
+    // The 24-bit epoch wrapped: stale blocks could look current again, so clear them.
+    std::memset(static_cast<void *>(Blocks.get()), 0, (kBlockCacheEntries + 1) * sizeof(Block));
+    BlockKeyBase = 1u << 8;
   }
 }
 
@@ -120,7 +128,10 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
     if (Halted)
       return LastStop = StopReason::Halted;
 
-    Deadline = UntilCycle;
+    // An STI/MOV SS shadow covers exactly the next instruction: run it alone (a deadline
+    // of "now" ends the block after one instruction) so the event window after it is
+    // not skipped.
+    Deadline = Retired < ShadowUntil ? Cycles : UntilCycle;
     StopReason R = StopReason::InsnLimit;
     if (runBlocks(InsnEnd, R))
       return LastStop = R;
@@ -138,8 +149,8 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
       const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
       if (E.Tag == tlbTag(*this, La, false)) [[likely]] {
         uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
-        Block &Cand = Blocks[blockSlot(Pa)];
-        if (Cand.Pa == Pa && Cand.Mode == DecodeMode &&
+        Block &Cand = Blocks.get()[blockSlot(Pa)];
+        if (Cand.Pa == Pa && Cand.Key == blockKey() &&
             Cand.Gen == Mem.codeGeneration(E.Pfn))
           B = &Cand;
       }

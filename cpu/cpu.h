@@ -8,7 +8,9 @@
 #include "mmu/phys_mem.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <type_traits>
 
 namespace vmxsim {
 
@@ -59,12 +61,15 @@ inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
 /// physical address of their first byte and the decode mode (STYLE 2.2).
 inline constexpr unsigned kMaxBlockInsns = 32;
 struct Block {
-  uint64_t Pa = ~uint64_t(0);
-  uint32_t Gen = 0;    ///< PhysMem code generation of the page when decoded
-  uint8_t Mode = 0xff; ///< CodeMode
-  uint8_t NumInsns = 0;
+  uint64_t Pa;
+  uint32_t Gen; ///< PhysMem code generation of the page when decoded
+  /// (cache epoch << 8) | CodeMode: a block is valid only in the epoch it was decoded in,
+  /// so flushing the cache is one increment, and a zero-filled block is never valid.
+  uint32_t Key;
+  uint8_t NumInsns;
   DecodedInsn Insns[kMaxBlockInsns];
 };
+static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
 inline constexpr unsigned kBlockCacheEntries = 4096;
 /// Direct-mapped slot of the block starting at physical address Pa.
 inline unsigned blockSlot(uint64_t Pa) {
@@ -134,7 +139,15 @@ public:
   /// Drops fast write mappings of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);
 
-  std::unique_ptr<Block[]> Blocks;
+  /// kBlockCacheEntries blocks plus one uncached scratch block, in zero-filled memory
+  /// that the host commits only as blocks are used (a 64-CPU machine must not cost
+  /// 64 x 6 MiB up front).
+  struct FreeDeleter {
+    void operator()(Block *P) const { std::free(P); }
+  };
+  std::unique_ptr<Block, FreeDeleter> Blocks;
+  uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
+  uint32_t blockKey() const { return BlockKeyBase | DecodeMode; }
   void flushDecodeCache();
 
   /// Ends the current block after this instruction (mode change, self-modifying code,

@@ -242,6 +242,17 @@ bool decodeOne(const uint8_t *Bytes, unsigned Size, CodeMode Mode, DecodedInsn &
   return decodeBytes(Bytes, Size, Mode, Out) == DecodeResult::Ok;
 }
 
+bool decodeLength(const uint8_t *Bytes, unsigned Size, CodeMode Mode, unsigned &Len,
+                  uint16_t &Mnemonic) {
+  ZydisDecodedInstruction Z;
+  if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoders().ByMode[unsigned(Mode)], nullptr,
+                                                  Bytes, Size, &Z)))
+    return false;
+  Len = Z.length;
+  Mnemonic = uint16_t(Z.mnemonic);
+  return true;
+}
+
 const char *mnemonicName(uint16_t Mnemonic) {
   const char *N = ZydisMnemonicGetString(ZydisMnemonic(Mnemonic));
   return N ? N : "?";
@@ -267,8 +278,8 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   VMX_TRY(fetchCode(C, La, Buf, 16, Got, Pa));
   const uint64_t Pfn = Pa >> 12;
 
-  Block &B = C.Blocks[blockSlot(Pa)];
-  if (B.Pa == Pa && B.Mode == uint8_t(Mode) && B.Gen == C.Mem.codeGeneration(Pfn) &&
+  Block &B = C.Blocks.get()[blockSlot(Pa)];
+  if (B.Pa == Pa && B.Key == C.blockKey() && B.Gen == C.Mem.codeGeneration(Pfn) &&
       C.Mem.pageHoldsCode(Pfn)) {
     Out = &B;
     return Status::Ok;
@@ -277,8 +288,8 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   const uint8_t *Page = C.Mem.ramPointer(Gpa(Pa & kPageMask));
   if (!Page) {
     // Code in MMIO or unassigned space: decode one instruction, never cache it.
-    Block &Scratch = C.Blocks[kBlockCacheEntries];
-    Scratch.Pa = ~uint64_t(0);
+    Block &Scratch = C.Blocks.get()[kBlockCacheEntries];
+    Scratch.Key = 0; // never valid: not cached
     Scratch.NumInsns = 1;
     if (decodeBytes(Buf, std::min<uint64_t>(Got, LimitLeft), Mode, Scratch.Insns[0]) ==
         DecodeResult::NeedMore)
@@ -294,7 +305,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       C.Peers[K]->dropWriteMappings(Pfn);
   }
   B.Pa = Pa;
-  B.Mode = uint8_t(Mode);
+  B.Key = C.blockKey();
   B.Gen = C.Mem.codeGeneration(Pfn);
   B.NumInsns = 0;
 
@@ -306,7 +317,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     if (R == DecodeResult::NeedMore) {
       if (B.NumInsns > 0)
         break; // the crossing instruction starts the next block
-      B.Pa = ~uint64_t(0);
+      B.Key = 0; // the block was not filled
       if (LimitLeft <= Avail)
         return C.raiseGp(0); // runs past the CS limit
       // Page-crossing instruction: fetch the rest from the next page (which may fault)
@@ -316,8 +327,8 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       uint64_t Pa2;
       VMX_TRY(fetchCode(C, (La + Avail) & (Is64 ? ~uint64_t(0) : 0xffffffffull),
                         Buf + Avail, 15 - Avail, Got2, Pa2));
-      Block &Scratch = C.Blocks[kBlockCacheEntries];
-      Scratch.Pa = ~uint64_t(0);
+      Block &Scratch = C.Blocks.get()[kBlockCacheEntries];
+      Scratch.Key = 0; // never valid: not cached
       Scratch.NumInsns = 1;
       unsigned Total = unsigned(std::min<uint64_t>(Avail + Got2, LimitLeft));
       if (decodeBytes(Buf, Total, Mode, Scratch.Insns[0]) == DecodeResult::NeedMore)

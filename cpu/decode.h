@@ -14,6 +14,12 @@ Status decodeBlock(Cpu &C, Block *&Out);
 /// Returns false if the bytes are not a valid instruction (the handler is then #UD).
 bool decodeOne(const uint8_t *Bytes, unsigned Size, CodeMode Mode, DecodedInsn &Out);
 
+/// Zydis's own verdict on the bytes, independent of whether vmxsim binds a handler (for
+/// decoder cross-check tests): true for a valid encoding, with its length in Len and the
+/// decoder's mnemonic number in Mnemonic.
+bool decodeLength(const uint8_t *Bytes, unsigned Size, CodeMode Mode, unsigned &Len,
+                  uint16_t &Mnemonic);
+
 /// Mnemonic text for traces and messages.
 const char *mnemonicName(uint16_t Mnemonic);
 

@@ -15,6 +15,7 @@ struct OperandInfo {
   uint8_t SizeBytes = 0; ///< operand size; for Imm, the size it applies at
   uint8_t Reg = kRegNone; ///< Gpr: 0..15, 16..19 = AH..BH; Seg: SegReg; Cr/Dr/Xmm: number
   bool Implicit = false;  ///< not written in the instruction text (e.g. the AL of AAA)
+  SegReg Seg = SegReg::None; ///< Mem: segment after overrides (string instructions)
 };
 
 /// Mode the instruction was decoded in.

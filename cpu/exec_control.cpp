@@ -1,4 +1,5 @@
-// Near control transfer: JMP, Jcc, CALL, RET (SDM Vol. 2, instruction pages of each).
+// Near control transfer: JMP, Jcc, CALL, RET, LOOP/LOOPE/LOOPNE, JCXZ/JECXZ/JRCXZ, and
+// the procedure-frame instructions ENTER/LEAVE (SDM Vol. 2, instruction pages of each).
 // Far transfers, gates and IRET are in cpu/exec_far.cpp.
 #include "cpu/exec.h"
 
@@ -53,6 +54,79 @@ template <typename T> Status execRet(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(branchTo(C, Target, sizeof(T)));
   popCommit(C, sizeof(T) + I.Imm);
   return Status::Ok;
+}
+
+// LOOP/LOOPE/LOOPNE (SDM Vol. 2A, LOOP/LOOPcc): the counter is CX, ECX or RCX by the
+// address size. The decremented counter is committed only after the branch target
+// passed its checks, so a #GP leaves the counter as it was.
+enum class LoopKind : uint8_t { Loop, Loope, Loopne, Jcxz };
+
+template <typename T, typename A, LoopKind K> Status execLoop(Cpu &C, const DecodedInsn &I) {
+  A Count = getReg<A>(C, RCX);
+  bool Taken;
+  if constexpr (K == LoopKind::Jcxz) {
+    Taken = Count == 0;
+  } else {
+    --Count;
+    Taken = Count != 0;
+    if constexpr (K == LoopKind::Loope)
+      Taken = Taken && (C.S.Rflags & rflags::ZF);
+    if constexpr (K == LoopKind::Loopne)
+      Taken = Taken && !(C.S.Rflags & rflags::ZF);
+  }
+  if (Taken)
+    VMX_TRY(branchTo(C, nextRip(C, I) + I.Imm, sizeof(T)));
+  else
+    (void)next(C, I);
+  if constexpr (K != LoopKind::Jcxz)
+    setReg<A>(C, RCX, Count);
+  return Status::Ok;
+}
+
+template <LoopKind K, typename T> Handler pickLoopAddr(unsigned AddrSize) {
+  return AddrSize == 2   ? &execLoop<T, uint16_t, K>
+         : AddrSize == 4 ? &execLoop<T, uint32_t, K>
+                         : &execLoop<T, uint64_t, K>;
+}
+
+// LEAVE (SDM Vol. 2A): rSP <- rBP (stack-address size), then pops rBP. The load is done
+// before anything is committed.
+template <typename T> Status execLeave(Cpu &C, const DecodedInsn &I) {
+  const unsigned S = stackAddrSize(C);
+  const uint64_t Bp = maskToSize(C.S.Gpr[RBP], S);
+  T V;
+  VMX_TRY(readMem(C, SegReg::SS, Bp, V));
+  setStackPointer(C, Bp + sizeof(T));
+  setReg<T>(C, RBP, V);
+  return next(C, I);
+}
+
+// ENTER imm16, imm8 (SDM Vol. 2A, ENTER): pushes rBP, copies NestingLevel-1 frame
+// pointers from the enclosing frame, pushes the new frame pointer when the level is not
+// zero, then allocates imm16 bytes. Every store is done before rSP/rBP are committed.
+template <typename T> Status execEnter(Cpu &C, const DecodedInsn &I) {
+  const unsigned S = stackAddrSize(C);
+  const unsigned Level = I.Imm2 & 31; // NestingLevel <- imm8 MOD 32
+  const uint64_t AllocSize = uint16_t(I.Imm);
+  uint64_t Sp = C.S.Gpr[RSP];
+  uint64_t Bp = C.S.Gpr[RBP];
+  Sp = maskToSize(Sp - sizeof(T), S);
+  VMX_TRY(writeMem(C, SegReg::SS, Sp, getReg<T>(C, RBP)));
+  const uint64_t FrameTemp = Sp;
+  if (Level > 0) {
+    for (unsigned K = 1; K < Level; ++K) {
+      Bp = maskToSize(Bp - sizeof(T), S);
+      T V;
+      VMX_TRY(readMem(C, SegReg::SS, Bp, V));
+      Sp = maskToSize(Sp - sizeof(T), S);
+      VMX_TRY(writeMem(C, SegReg::SS, Sp, V));
+    }
+    Sp = maskToSize(Sp - sizeof(T), S);
+    VMX_TRY(writeMem(C, SegReg::SS, Sp, T(FrameTemp)));
+  }
+  setReg<T>(C, RBP, T(FrameTemp));
+  setStackPointer(C, Sp - AllocSize);
+  return next(C, I);
 }
 
 } // namespace
@@ -123,6 +197,37 @@ bool bindRet(const DecodeInfo &D, DecodedInsn &I) {
   I.Fn = Size == 2 ? &execRet<uint16_t> : Size == 4 ? &execRet<uint32_t> : &execRet<uint64_t>;
   I.Flags |= insnflag::EndsBlock;
   I.Cost = costOf(CostClass::Branch);
+  return true;
+}
+
+template <LoopKind K> static bool bindLoopOp(const DecodeInfo &D, DecodedInsn &I) {
+  unsigned Size = branchSize(D);
+  I.Fn = Size == 2   ? pickLoopAddr<K, uint16_t>(D.AddrSize)
+         : Size == 4 ? pickLoopAddr<K, uint32_t>(D.AddrSize)
+                     : pickLoopAddr<K, uint64_t>(D.AddrSize);
+  I.Flags |= insnflag::EndsBlock;
+  I.Cost = costOf(CostClass::Branch);
+  return true;
+}
+bool bindLoop(const DecodeInfo &D, DecodedInsn &I) { return bindLoopOp<LoopKind::Loop>(D, I); }
+bool bindLoope(const DecodeInfo &D, DecodedInsn &I) { return bindLoopOp<LoopKind::Loope>(D, I); }
+bool bindLoopne(const DecodeInfo &D, DecodedInsn &I) {
+  return bindLoopOp<LoopKind::Loopne>(D, I);
+}
+bool bindJcxz(const DecodeInfo &D, DecodedInsn &I) { return bindLoopOp<LoopKind::Jcxz>(D, I); }
+
+bool bindEnter(const DecodeInfo &D, DecodedInsn &I) {
+  unsigned Size = D.OpSize;
+  I.Imm = D.ImmRaw;
+  I.Imm2 = uint16_t(D.Imm2);
+  I.Fn = Size == 2 ? &execEnter<uint16_t> : Size == 4 ? &execEnter<uint32_t> : &execEnter<uint64_t>;
+  I.Cost = costOf(CostClass::Memory);
+  return true;
+}
+bool bindLeave(const DecodeInfo &D, DecodedInsn &I) {
+  unsigned Size = D.OpSize;
+  I.Fn = Size == 2 ? &execLeave<uint16_t> : Size == 4 ? &execLeave<uint32_t> : &execLeave<uint64_t>;
+  I.Cost = costOf(CostClass::Memory);
   return true;
 }
 

@@ -1,5 +1,6 @@
-// Data movement: MOV (register, memory, immediate, moffs), LEA, PUSH, POP, NOP
-// (SDM Vol. 2, instruction pages of each).
+// Data movement: MOV (register, memory, immediate, moffs), LEA, PUSH, POP, NOP, CMOVcc,
+// MOVZX/MOVSX/MOVSXD, CBW/CWDE/CDQE, CWD/CDQ/CQO, XLAT, PUSHA/POPA (SDM Vol. 2,
+// instruction pages of each). XCHG and the compare-exchanges are in exec_atomic.cpp.
 #include "cpu/exec.h"
 
 namespace vmxsim {
@@ -65,6 +66,77 @@ template <typename T, bool IsMem> Status execPop(Cpu &C, const DecodedInsn &I) {
 }
 
 Status execNop(Cpu &C, const DecodedInsn &I) { return next(C, I); }
+
+// CMOVcc (SDM Vol. 2A): the source is read whatever the condition (a memory source may
+// fault), and a 32-bit destination is written (zero-extended) even when the condition
+// is false.
+template <typename T, bool IsMem> Status execCmov(Cpu &C, const DecodedInsn &I) {
+  T V;
+  VMX_TRY((readOp<T, IsMem, 1>(C, I, V)));
+  if (testCond(C.S.Rflags, I.Cond))
+    setReg<T>(C, I.Reg[0], V);
+  else if constexpr (sizeof(T) == 4)
+    setReg<T>(C, I.Reg[0], getReg<T>(C, I.Reg[0]));
+  return next(C, I);
+}
+
+// MOVZX / MOVSX / MOVSXD (SDM Vol. 2B): Src is extended to Dst.
+template <typename Dst, typename Src, bool Signed, bool IsMem>
+Status execMovExt(Cpu &C, const DecodedInsn &I) {
+  Src V;
+  VMX_TRY((readOp<Src, IsMem, 1>(C, I, V)));
+  if constexpr (Signed)
+    setReg<Dst>(C, I.Reg[0], Dst(std::make_signed_t<Dst>(std::make_signed_t<Src>(V))));
+  else
+    setReg<Dst>(C, I.Reg[0], Dst(V));
+  return next(C, I);
+}
+
+// CBW/CWDE/CDQE (SDM Vol. 2A): sign-extends the low half of the accumulator into it.
+template <typename T> Status execCbw(Cpu &C, const DecodedInsn &I) {
+  using Half = std::conditional_t<sizeof(T) == 2, int8_t,
+                                  std::conditional_t<sizeof(T) == 4, int16_t, int32_t>>;
+  setReg<T>(C, RAX, T(std::make_signed_t<T>(Half(getReg<T>(C, RAX)))));
+  return next(C, I);
+}
+// CWD/CDQ/CQO (SDM Vol. 2A): rDX <- the sign of rAX.
+template <typename T> Status execCwd(Cpu &C, const DecodedInsn &I) {
+  setReg<T>(C, RDX, (getReg<T>(C, RAX) & kMsb<T>) ? T(~T(0)) : T(0));
+  return next(C, I);
+}
+
+// XLAT (SDM Vol. 2B): AL <- [seg:rBX + zero-extended AL], in the address size.
+Status execXlat(Cpu &C, const DecodedInsn &I) {
+  uint64_t Off = maskToSize(C.S.Gpr[RBX] + getReg<uint8_t>(C, RAX), I.AddrSize);
+  uint8_t V;
+  VMX_TRY(readMem(C, SegReg(I.Seg), Off, V));
+  setReg<uint8_t>(C, RAX, V);
+  return next(C, I);
+}
+
+// PUSHA/PUSHAD (SDM Vol. 2B): pushes AX CX DX BX, the original SP, BP SI DI. All eight
+// stores are done before SP is committed, so a fault leaves SP unchanged.
+template <typename T> Status execPusha(Cpu &C, const DecodedInsn &I) {
+  const unsigned S = stackAddrSize(C);
+  const uint64_t Sp = C.S.Gpr[RSP];
+  for (unsigned K = 0; K < 8; ++K) {
+    uint64_t Slot = maskToSize(Sp - (K + 1) * sizeof(T), S);
+    VMX_TRY(writeMem(C, SegReg::SS, Slot, getReg<T>(C, uint8_t(K))));
+  }
+  setStackPointer(C, Sp - 8 * sizeof(T));
+  return next(C, I);
+}
+// POPA/POPAD (SDM Vol. 2B): pops DI SI BP, skips the saved SP, then BX DX CX AX.
+template <typename T> Status execPopa(Cpu &C, const DecodedInsn &I) {
+  T V[8];
+  for (unsigned K = 0; K < 8; ++K)
+    VMX_TRY(peek(C, V[K], K * sizeof(T)));
+  for (unsigned K = 0; K < 8; ++K)
+    if (7 - K != RSP)
+      setReg<T>(C, uint8_t(7 - K), V[K]);
+  popCommit(C, 8 * sizeof(T));
+  return next(C, I);
+}
 
 } // namespace
 
@@ -144,6 +216,85 @@ bool bindNop(const DecodeInfo &, DecodedInsn &I) {
   I.Flags &= ~insnflag::HasMem; // multi-byte NOP has a ModRM memory form it never reads
   I.Fn = &execNop;
   I.Cost = costOf(CostClass::Simple);
+  return true;
+}
+
+bool bindCmovcc(const DecodeInfo &D, DecodedInsn &I) {
+  if (D.Prefixes & insnflag::Lock)
+    return false;
+  copyOperandRegs(D, I);
+  I.Cond = D.Opcode & 0xf; // 0F 40+cc
+  const bool Mem = D.Ops[1].Kind == OperandKind::Mem;
+  I.Fn = Mem ? VMX_BY_SIZE(D.Ops[0].SizeBytes, execCmov, true)
+             : VMX_BY_SIZE(D.Ops[0].SizeBytes, execCmov, false);
+  I.Cost = costOf(Mem ? CostClass::Memory : CostClass::Simple);
+  return true;
+}
+
+template <typename Dst, bool Signed> static Handler pickMovExt(unsigned SrcSize, bool Mem) {
+  switch (SrcSize) {
+  case 1:
+    return Mem ? &execMovExt<Dst, uint8_t, Signed, true> : &execMovExt<Dst, uint8_t, Signed, false>;
+  case 2:
+    return Mem ? &execMovExt<Dst, uint16_t, Signed, true> : &execMovExt<Dst, uint16_t, Signed, false>;
+  case 4:
+    return Mem ? &execMovExt<Dst, uint32_t, Signed, true> : &execMovExt<Dst, uint32_t, Signed, false>;
+  default:
+    return Mem ? &execMovExt<Dst, uint64_t, Signed, true> : &execMovExt<Dst, uint64_t, Signed, false>;
+  }
+}
+
+template <bool Signed> static bool bindMovExt(const DecodeInfo &D, DecodedInsn &I) {
+  if (D.Prefixes & insnflag::Lock)
+    return false;
+  copyOperandRegs(D, I);
+  const bool Mem = D.Ops[1].Kind == OperandKind::Mem;
+  const unsigned Src = D.Ops[1].SizeBytes;
+  switch (D.Ops[0].SizeBytes) {
+  case 2: I.Fn = pickMovExt<uint16_t, Signed>(Src, Mem); break;
+  case 4: I.Fn = pickMovExt<uint32_t, Signed>(Src, Mem); break;
+  case 8: I.Fn = pickMovExt<uint64_t, Signed>(Src, Mem); break;
+  default: return false;
+  }
+  I.Cost = costOf(Mem ? CostClass::Memory : CostClass::Simple);
+  return true;
+}
+bool bindMovzx(const DecodeInfo &D, DecodedInsn &I) { return bindMovExt<false>(D, I); }
+bool bindMovsx(const DecodeInfo &D, DecodedInsn &I) { return bindMovExt<true>(D, I); }
+// MOVSXD without REX.W (a 16- or 32-bit destination) is a plain move of the low bits.
+bool bindMovsxd(const DecodeInfo &D, DecodedInsn &I) { return bindMovExt<true>(D, I); }
+
+bool bindCbw(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execCbw<uint16_t> : D.OpSize == 4 ? &execCbw<uint32_t>
+                                                             : &execCbw<uint64_t>;
+  I.Cost = costOf(CostClass::Simple);
+  return true;
+}
+bool bindCwd(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execCwd<uint16_t> : D.OpSize == 4 ? &execCwd<uint32_t>
+                                                             : &execCwd<uint64_t>;
+  I.Cost = costOf(CostClass::Simple);
+  return true;
+}
+
+bool bindXlat(const DecodeInfo &D, DecodedInsn &I) {
+  if (D.Prefixes & insnflag::Lock)
+    return false;
+  I.Flags &= ~insnflag::HasMem;
+  I.Fn = &execXlat;
+  I.Cost = costOf(CostClass::Memory);
+  return true;
+}
+
+// PUSHA/POPA are invalid in 64-bit mode; the decoder reports them as #UD there.
+bool bindPusha(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execPusha<uint16_t> : &execPusha<uint32_t>;
+  I.Cost = costOf(CostClass::Memory);
+  return true;
+}
+bool bindPopa(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execPopa<uint16_t> : &execPopa<uint32_t>;
+  I.Cost = costOf(CostClass::Memory);
   return true;
 }
 

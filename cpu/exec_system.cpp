@@ -1,14 +1,62 @@
-// System instructions. BOOTSTRAP VERSION: the system-family work replaces this file.
+// System instructions without a family of their own: CPUID, RDTSC/RDTSCP/RDPMC,
+// RDMSR/WRMSR, HLT, CLI/STI, PUSHF/POPF, INVLPG, INVPCID, cache and fence instructions,
+// PAUSE, UD0/UD1/UD2, MONITOR/MWAIT (SDM Vol. 2, the instruction page of each).
+// Segment-register and descriptor-table instructions are in cpu/exec_seg.cpp, far
+// transfers in cpu/exec_far.cpp, CR/DR in cpu/exec_cr.cpp, port I/O in cpu/exec_io.cpp.
+#include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/msrs.h"
 
 namespace vmxsim {
-bool bindMovSystem(const DecodeInfo &, DecodedInsn &) { return false; }
-bool bindPushSeg(const DecodeInfo &, DecodedInsn &) { return false; }
-bool bindPopSeg(const DecodeInfo &, DecodedInsn &) { return false; }
-bool bindFarJmp(const DecodeInfo &, DecodedInsn &) { return false; }
-bool bindFarCall(const DecodeInfo &, DecodedInsn &) { return false; }
 
 namespace {
+
+unsigned iopl(const Cpu &C) { return unsigned(C.S.Rflags >> 12) & 3; }
+bool inV86(const Cpu &C) { return C.S.Rflags & rflags::VM; }
+
+Status execCpuid(Cpu &C, const DecodedInsn &I) {
+  CpuidResult R = cpuidQuery(C, uint32_t(C.S.Gpr[RAX]), uint32_t(C.S.Gpr[RCX]));
+  C.S.Gpr[RAX] = R.Eax;
+  C.S.Gpr[RBX] = R.Ebx;
+  C.S.Gpr[RCX] = R.Ecx;
+  C.S.Gpr[RDX] = R.Edx;
+  return next(C, I);
+}
+
+// RDTSC/RDTSCP: CR4.TSD restricts them to CPL 0 (SDM Vol. 2B, RDTSC).
+template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
+  if ((C.S.Cr4 & cr4::TSD) && C.S.cpl() > 0)
+    return C.raiseGp(0);
+  uint64_t Tsc = readTsc(C);
+  C.S.Gpr[RAX] = uint32_t(Tsc);
+  C.S.Gpr[RDX] = uint32_t(Tsc >> 32);
+  if constexpr (WithAux)
+    C.S.Gpr[RCX] = uint32_t((*C.Msrs)[MsrSlot::IA32_TSC_AUX]);
+  return next(C, I);
+}
+
+// No performance-monitoring counters are modelled (CPUID leaf 0xA is zero), so every
+// counter index is invalid: #GP(0) (SDM Vol. 2B, RDPMC).
+Status execRdpmc(Cpu &C, const DecodedInsn &) { return C.raiseGp(0); }
+
+Status execRdmsr(Cpu &C, const DecodedInsn &I) {
+  if (C.S.cpl() != 0)
+    return C.raiseGp(0);
+  uint64_t V;
+  VMX_TRY(readMsr(C, uint32_t(C.S.Gpr[RCX]), V));
+  C.S.Gpr[RAX] = uint32_t(V);
+  C.S.Gpr[RDX] = uint32_t(V >> 32);
+  return next(C, I);
+}
+Status execWrmsr(Cpu &C, const DecodedInsn &I) {
+  if (C.S.cpl() != 0)
+    return C.raiseGp(0);
+  uint64_t V = (uint64_t(uint32_t(C.S.Gpr[RDX])) << 32) | uint32_t(C.S.Gpr[RAX]);
+  VMX_TRY(writeMsr(C, uint32_t(C.S.Gpr[RCX]), V));
+  C.breakBlock();
+  return next(C, I);
+}
+
 Status execHlt(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
@@ -16,26 +64,203 @@ Status execHlt(Cpu &C, const DecodedInsn &I) {
   C.breakBlock();
   return next(C, I);
 }
-template <typename T, bool Imm> Status execOut(Cpu &C, const DecodedInsn &I) {
-  uint16_t Port = Imm ? uint16_t(I.Imm) : uint16_t(C.S.Gpr[RDX]);
-  C.Io.write(Port, sizeof(T), T(C.S.Gpr[RAX]));
+
+// CLI/STI (SDM Vol. 2A, CLI; Vol. 2B, STI): IF when IOPL allows, VIF through PVI (CPL 3)
+// or VME (virtual-8086 mode), #GP(0) otherwise.
+template <bool Set> Status execCliSti(Cpu &C, const DecodedInsn &I) {
+  CpuState &S = C.S;
+  uint64_t Bit = rflags::IF;
+  if (S.Cr0 & cr0::PE) {
+    bool Allowed = inV86(C) ? iopl(C) == 3 : S.cpl() <= iopl(C);
+    if (!Allowed) {
+      bool Virtual = inV86(C) ? (S.Cr4 & cr4::VME) : (S.cpl() == 3 && (S.Cr4 & cr4::PVI));
+      if (!Virtual || (Set && (S.Rflags & rflags::VIP)))
+        return C.raiseGp(0);
+      Bit = rflags::VIF;
+    }
+  }
+  if constexpr (Set) {
+    // STI blocks interrupts until the end of the next instruction if IF was 0 (SDM
+    // Vol. 3A, Masking Maskable Hardware Interrupts). Retired advances once for STI;
+    // the window after the next instruction is at Retired + 2. The run loop runs that
+    // instruction alone so the window is not skipped.
+    if (Bit == rflags::IF && !(S.Rflags & rflags::IF))
+      C.ShadowUntil = C.Retired + 2;
+    S.Rflags |= Bit;
+  } else {
+    S.Rflags &= ~Bit;
+  }
   C.breakBlock();
   return next(C, I);
 }
+
+// PUSHF: VM and RF are cleared in the image (SDM Vol. 2B, PUSHF/PUSHFD/PUSHFQ).
+template <typename T> Status execPushf(Cpu &C, const DecodedInsn &I) {
+  if (inV86(C) && iopl(C) != 3)
+    return C.raiseGp(0);
+  VMX_TRY(push<T>(C, T(C.S.Rflags & ~(rflags::VM | rflags::RF))));
+  return next(C, I);
+}
+
+// POPF (SDM Vol. 2B, POPF/POPFD/POPFQ): VM, VIF, VIP never change; RF is cleared; IOPL
+// changes only at CPL 0; IF only when CPL <= IOPL; a 16-bit POPF touches bits 15:0.
+template <typename T> Status execPopf(Cpu &C, const DecodedInsn &I) {
+  CpuState &S = C.S;
+  if (inV86(C) && iopl(C) != 3)
+    return C.raiseGp(0);
+  T V;
+  VMX_TRY(peek(C, V));
+  uint64_t Mask = rflags::Arith | rflags::TF | rflags::DF | rflags::NT | rflags::AC |
+                  rflags::ID | rflags::IF | rflags::IOPL;
+  if (inV86(C)) {
+    Mask &= ~rflags::IOPL;
+  } else if (S.cpl() > 0) {
+    Mask &= ~rflags::IOPL;
+    if (S.cpl() > iopl(C))
+      Mask &= ~rflags::IF;
+  }
+  if (sizeof(T) == 2)
+    Mask &= 0xffff;
+  popCommit(C, sizeof(T));
+  S.Rflags = ((S.Rflags & ~Mask & ~rflags::RF) | (uint64_t(V) & Mask)) | rflags::Fixed1;
+  C.breakBlock(); // IF or TF may have changed
+  return next(C, I);
+}
+
+// INVLPG (SDM Vol. 2A): CPL 0, memory operand only; a non-canonical address is a NOP.
+Status execInvlpg(Cpu &C, const DecodedInsn &I) {
+  if (C.S.cpl() != 0)
+    return C.raiseGp(0);
+  uint64_t La = effectiveAddress(C, I);
+  if (C.S.in64BitMode()) {
+    if (SegReg(I.Seg) >= SegReg::FS)
+      La += C.S.seg(SegReg(I.Seg)).Base;
+  } else {
+    La = (La + C.S.seg(SegReg(I.Seg)).Base) & 0xffffffffull;
+  }
+  C.flushTlbPage(La);
+  return next(C, I);
+}
+
+// INVPCID (SDM Vol. 2A): type in a register, a 128-bit descriptor {PCID, linear address}.
+template <typename T> Status execInvpcid(Cpu &C, const DecodedInsn &I) {
+  CpuState &S = C.S;
+  if (S.cpl() != 0)
+    return C.raiseGp(0);
+  uint64_t Type = getReg<T>(C, I.Reg[0]);
+  uint64_t Ea = effectiveAddress(C, I);
+  uint64_t Desc[2];
+  VMX_TRY(readMem(C, SegReg(I.Seg), Ea, Desc[0]));
+  VMX_TRY(readMem(C, SegReg(I.Seg), maskToSize(Ea + 8, I.AddrSize), Desc[1]));
+  if (Type > 3 || (Desc[0] >> 12))
+    return C.raiseGp(0);
+  if (Type <= 1 && !(S.Cr4 & cr4::PCIDE) && (Desc[0] & 0xfff))
+    return C.raiseGp(0);
+  if (Type == 0 && !isCanonical(C, Desc[1]))
+    return C.raiseGp(0);
+  // The TLB holds no PCID tags: every type is a full flush, which is always allowed.
+  C.flushTlb();
+  return next(C, I);
+}
+
+Status execPrivNop(Cpu &C, const DecodedInsn &I) {
+  if (C.S.cpl() != 0)
+    return C.raiseGp(0);
+  return next(C, I);
+}
+
+Status execNop(Cpu &C, const DecodedInsn &I) { return next(C, I); }
+
+// CLFLUSH/CLFLUSHOPT are checked like a byte read (SDM Vol. 2A, CLFLUSH).
+Status execClflush(Cpu &C, const DecodedInsn &I) {
+  uint8_t B;
+  VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), B));
+  return next(C, I);
+}
+
+Status execUd(Cpu &C, const DecodedInsn &) { return C.raiseUd(); }
+
+bool bindFn(DecodedInsn &I, Handler Fn, CostClass Cost, bool Ends = false) {
+  I.Fn = Fn;
+  I.Cost = costOf(Cost);
+  if (Ends)
+    I.Flags |= insnflag::EndsBlock;
+  return true;
+}
+
 } // namespace
 
+bool bindCpuid(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execCpuid, CostClass::System);
+}
+bool bindRdtsc(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execRdtsc<false>, CostClass::System);
+}
+bool bindRdtscp(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execRdtsc<true>, CostClass::System);
+}
+bool bindRdpmc(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execRdpmc, CostClass::System);
+}
+bool bindRdmsr(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execRdmsr, CostClass::System);
+}
+bool bindWrmsr(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execWrmsr, CostClass::System, true);
+}
 bool bindHlt(const DecodeInfo &, DecodedInsn &I) {
-  I.Fn = &execHlt;
+  return bindFn(I, &execHlt, CostClass::Halt, true);
+}
+bool bindCli(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execCliSti<false>, CostClass::Simple, true);
+}
+bool bindSti(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execCliSti<true>, CostClass::Simple, true);
+}
+bool bindPushf(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execPushf<uint16_t>
+         : D.OpSize == 4 ? &execPushf<uint32_t>
+                         : &execPushf<uint64_t>;
+  I.Cost = costOf(CostClass::Memory);
+  return true;
+}
+bool bindPopf(const DecodeInfo &D, DecodedInsn &I) {
+  I.Fn = D.OpSize == 2 ? &execPopf<uint16_t>
+         : D.OpSize == 4 ? &execPopf<uint32_t>
+                         : &execPopf<uint64_t>;
+  I.Cost = costOf(CostClass::Memory);
   I.Flags |= insnflag::EndsBlock;
   return true;
 }
-bool bindOut(const DecodeInfo &D, DecodedInsn &I) {
-  bool Imm = D.Ops[0].Kind == OperandKind::Imm;
-  unsigned Size = D.Ops[1].SizeBytes;
-  I.Fn = Size == 1 ? (Imm ? &execOut<uint8_t, true> : &execOut<uint8_t, false>)
-         : Size == 2 ? (Imm ? &execOut<uint16_t, true> : &execOut<uint16_t, false>)
-                     : (Imm ? &execOut<uint32_t, true> : &execOut<uint32_t, false>);
-  I.Flags |= insnflag::EndsBlock;
-  return true;
+bool bindInvlpg(const DecodeInfo &D, DecodedInsn &I) {
+  I.Flags &= ~insnflag::HasMem; // computes an address, accesses nothing
+  bindFn(I, &execInvlpg, CostClass::System, true);
+  return D.Ops[0].Kind == OperandKind::Mem;
 }
+bool bindInvpcid(const DecodeInfo &D, DecodedInsn &I) {
+  copyOperandRegs(D, I);
+  I.Fn = D.Ops[0].SizeBytes == 8 ? &execInvpcid<uint64_t> : &execInvpcid<uint32_t>;
+  I.Cost = costOf(CostClass::System);
+  I.Flags |= insnflag::EndsBlock;
+  return D.Ops[1].Kind == OperandKind::Mem;
+}
+bool bindWbinvd(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execPrivNop, CostClass::Serializing);
+}
+bool bindInvd(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execPrivNop, CostClass::Serializing);
+}
+bool bindClflush(const DecodeInfo &D, DecodedInsn &I) {
+  bindFn(I, &execClflush, CostClass::Memory);
+  return D.Ops[0].Kind == OperandKind::Mem;
+}
+bool bindFence(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execNop, CostClass::Simple);
+}
+bool bindUd(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execUd, CostClass::Simple, true);
+}
+/// MONITOR/MWAIT are not advertised (CPUID.1:ECX.MONITOR = 0): #UD (SDM Vol. 2B, MWAIT).
+bool bindMonitorMwait(const DecodeInfo &, DecodedInsn &) { return false; }
+
 } // namespace vmxsim

@@ -8,23 +8,71 @@ namespace vmxsim {
 class Cpu;
 struct CpuModel;
 
-/// Storage for the MSRs that are not part of CpuState.
+/// MSR addresses, SDM spelling (STYLE 2.5), generated from cpu/msrs.def.
+namespace msr {
+enum : uint32_t {
+#define MSR(Name, Address, Reset, Reserved, Write) Name = Address,
+#include "cpu/msrs.def"
+#undef MSR
+};
+} // namespace msr
+
+/// Storage slot of each table row.
+enum class MsrSlot : uint16_t {
+#define MSR(Name, Address, Reset, Reserved, Write) Name,
+#include "cpu/msrs.def"
+#undef MSR
+  NumSlots
+};
+inline constexpr unsigned kNumMsrs = unsigned(MsrSlot::NumSlots);
+
+/// How WRMSR treats a row (the Write column of cpu/msrs.def).
+enum class MsrWrite : uint8_t {
+  Plain,          ///< reserved-bit check, then store
+  ReadOnly,       ///< WRMSR raises #GP(0)
+  Canonical,      ///< the value is a linear address and must be canonical
+  Efer,           ///< CpuState::Efer: LMA is read-only; LME cannot change while paging
+  FsBase,         ///< CpuState FS.base (canonical)
+  GsBase,         ///< CpuState GS.base (canonical)
+  Tsc,            ///< the TSC: adjusts the offset from the virtual clock
+  TscAdjust,      ///< IA32_TSC_ADJUST: moves the TSC by the change
+  ApicBase,       ///< base bits up to MAXPHYADDR
+  FeatureControl, ///< #GP once the lock bit is set
+  MiscEnable,     ///< read-only bits keep their value
+  Pat,            ///< every PAn must be a valid PAT memory type
+  MtrrDefType,    ///< default type must be a valid MTRR memory type
+  MtrrFixed,      ///< every byte must be a valid MTRR memory type
+  MtrrPhysBase,   ///< valid type, base bits up to MAXPHYADDR
+  MtrrPhysMask,   ///< mask bits up to MAXPHYADDR
+};
+
+struct MsrInfo {
+  const char *Name;
+  uint32_t Address;
+  uint64_t Reset;
+  uint64_t Reserved;
+  MsrWrite Write;
+};
+/// The table rows, in table order (index = MsrSlot).
+extern const MsrInfo kMsrTable[kNumMsrs];
+/// The row of an address, or nullptr.
+const MsrInfo *findMsr(uint32_t Address);
+
+/// Storage for the table MSRs that are not part of CpuState, indexed by MsrSlot.
 struct MsrState {
-  uint64_t Star = 0, Lstar = 0, Cstar = 0, Sfmask = 0, KernelGsBase = 0, TscAux = 0;
-  uint64_t SysenterCs = 0, SysenterEsp = 0, SysenterEip = 0;
-  uint64_t ApicBase = 0xfee00900; // BSP, xAPIC enabled
-  uint64_t Pat = 0x0007040600070406ull;
-  uint64_t FeatureControl = 0;
-  uint64_t MiscEnable = 1; // fast strings
-  uint64_t TscAdjust = 0;
-  uint64_t MtrrDefType = 0;
-  uint64_t MtrrFixed[11] = {};
-  uint64_t MtrrVar[16] = {};
+  uint64_t Value[kNumMsrs] = {};
+  /// TSC = Cpu::Cycles + TscOffset (SDM Vol. 3A, Time-Stamp Counter).
+  uint64_t TscOffset = 0;
+
+  uint64_t &operator[](MsrSlot S) { return Value[unsigned(S)]; }
+  uint64_t operator[](MsrSlot S) const { return Value[unsigned(S)]; }
 };
 
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.
 uint32_t cpuidSignature(const CpuModel &M);
+/// The processor's time-stamp counter (before any VMX TSC offsetting).
+uint64_t readTsc(const Cpu &C);
 /// RDMSR/WRMSR semantics; unknown MSRs and reserved bits raise #GP(0).
 Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value);
 Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value);

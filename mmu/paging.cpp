@@ -49,11 +49,10 @@ struct Walker {
       Err |= pferr::W;
     if (User)
       Err |= pferr::U;
-    // I/D is reported for fetches only when NX or SMEP could make a fetch fault
-    // (SDM Vol. 3A, Page-Fault Error Code).
+    // I/D is reported for fetches when CR4.SMEP=1, or when PAE/4-level paging is in
+    // use with IA32_EFER.NXE=1 (SDM Vol. 3A, Page-Fault Exceptions: "I/D flag (bit 4)").
     if (Kind == Access::Fetch &&
-        ((C.S.Efer & efer::NXE) || (C.S.Cr4 & cr4::SMEP)) &&
-        ((C.S.Cr4 & cr4::PAE) || (C.S.Efer & efer::LMA)))
+        ((C.S.Cr4 & cr4::SMEP) || ((C.S.Efer & efer::NXE) && (C.S.Cr4 & cr4::PAE))))
       Err |= pferr::I;
     C.Pending = PendingEvent{vec::PF, true, Err, La};
     return Status::Fault;
@@ -185,6 +184,9 @@ Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation 
     // PDPTEs carry no R/W, U/S or XD in PAE mode.
     Table = Pdpte & W.PhysMask;
     Level = 2;
+    // PAE paging-structure entries reserve bits 62:MAXPHYADDR, not only 51:MAXPHYADDR
+    // as 4-level paging does (SDM Vol. 3A, PAE Paging, formats of PAE PDEs and PTEs).
+    W.ReservedHigh |= 0x7ff0000000000000ull;
   } else {
     const bool La57 = S.Cr4 & cr4::LA57;
     Table = S.Cr3 & W.PhysMask;

@@ -1,0 +1,115 @@
+// Shared helpers of the SSE/SSE2 handlers (cpu/exec_sse_move.cpp, cpu/exec_sse_int.cpp)
+// and of FXSAVE/FXRSTOR (cpu/exec_fxsave.cpp): the availability checks every legacy SSE
+// instruction makes first, 16-byte memory operands with their alignment rule, and lane
+// views of an XMM register.
+#pragma once
+#include "cpu/exec.h"
+
+#include <cstring>
+
+namespace vmxsim::sse {
+
+// Lane views copy the register's bytes; lane 0 is the least significant, which is the
+// host's memory order only on a little-endian host.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lane views assume little endian");
+static_assert(sizeof(Xmm) == 16);
+
+/// MXCSR bits a guest may set: all 16 architectural bits, DAZ included. FXSAVE reports
+/// it as MXCSR_MASK (SDM Vol. 1, Guidelines for Writing to the MXCSR Register).
+inline constexpr uint32_t kMxcsrMask = 0xffff;
+
+/// MXCSR fields (SDM Vol. 1, MXCSR Control and Status Register): exception flags in bits
+/// 0-5, DAZ, exception masks in bits 7-12 (flag bit K is masked by bit K + 7), rounding
+/// control, flush-to-zero.
+namespace mxcsr {
+inline constexpr uint32_t IE = 1u << 0, DE = 1u << 1, ZE = 1u << 2, OE = 1u << 3,
+                          UE = 1u << 4, PE = 1u << 5, DAZ = 1u << 6, UM = 1u << 11,
+                          RC = 3u << 13, FTZ = 1u << 15;
+inline constexpr uint32_t Flags = 0x3f, Masks = 0x3f << 7, MaskShift = 7;
+/// The power-up and initial-configuration value (SDM Vol. 1, MXCSR State Management).
+inline constexpr uint32_t Initial = 0x1f80;
+} // namespace mxcsr
+
+/// Offsets in the 512-byte legacy region shared by FXSAVE and XSAVE (SDM Vol. 2A, FXSAVE,
+/// table "Non-64-bit-Mode Layout of FXSAVE and FXRSTOR Memory Region"; SDM Vol. 1, Legacy
+/// Region of an XSAVE Area).
+namespace fxarea {
+inline constexpr unsigned Fcw = 0, Fsw = 2, Ftw = 4, Fop = 6, Fip = 8, Fcs = 12, Fdp = 16,
+                          Fds = 20, Mxcsr = 24, MxcsrMask = 28, St = 32, Xmm = 160,
+                          Size = 512;
+}
+
+/// The checks every legacy SSE/SSE2 instruction makes before anything else (SDM Vol. 2A,
+/// Exception Classifications of SIMD Instructions > Exceptions Type 4 and Type 5):
+/// #UD if CR0.EM = 1 or CR4.OSFXSR = 0, then #NM if CR0.TS = 1.
+inline Status checkAvailable(Cpu &C) {
+  if ((C.S.Cr0 & cr0::EM) || !(C.S.Cr4 & cr4::OSFXSR)) [[unlikely]]
+    return C.raiseUd();
+  if (C.S.Cr0 & cr0::TS) [[unlikely]]
+    return C.raise(vec::NM);
+  return Status::Ok;
+}
+
+/// Linear address of the memory operand for an access of SizeBytes, with the 16-byte
+/// alignment rule of the aligned forms: "#GP(0) If a memory operand is not aligned on a
+/// 16-byte boundary" (SDM Vol. 2A, Exceptions Type 1 and Type 4; legacy SSE memory
+/// operands of arithmetic instructions are checked like MOVAPS).
+template <bool Aligned>
+inline Status operandLinear(Cpu &C, const DecodedInsn &I, unsigned SizeBytes, Access Kind,
+                            uint64_t &La) {
+  VMX_TRY(segmentToLinear(C, SegReg(I.Seg), effectiveAddress(C, I), SizeBytes, Kind, La));
+  if constexpr (Aligned)
+    if (La & 15) [[unlikely]]
+      return C.raiseGp(0);
+  return Status::Ok;
+}
+
+template <typename T, bool Aligned = false>
+inline Status loadOperand(Cpu &C, const DecodedInsn &I, T &V) {
+  uint64_t La;
+  VMX_TRY(operandLinear<Aligned>(C, I, sizeof(T), Access::Read, La));
+  return readLinear(C, La, V);
+}
+template <typename T, bool Aligned = false>
+inline Status storeOperand(Cpu &C, const DecodedInsn &I, T V) {
+  uint64_t La;
+  VMX_TRY(operandLinear<Aligned>(C, I, sizeof(T), Access::Write, La));
+  return writeLinear(C, La, V);
+}
+
+/// The register as an array of N lanes of type L.
+template <typename L> struct Lanes {
+  static constexpr unsigned N = 16 / sizeof(L);
+  L V[N];
+};
+template <typename L> inline Lanes<L> lanes(const Xmm &X) {
+  Lanes<L> R;
+  std::memcpy(R.V, &X, 16);
+  return R;
+}
+template <typename L> inline Xmm toXmm(const Lanes<L> &R) {
+  Xmm X;
+  std::memcpy(&X, R.V, 16);
+  return X;
+}
+
+/// True when an operand of the decoded instruction is an MMX register: the MMX forms of
+/// the packed-integer mnemonics are not modelled.
+inline bool usesMmx(const DecodeInfo &D) {
+  for (unsigned K = 0; K < D.NumOps; ++K)
+    if (D.Ops[K].Kind == OperandKind::Reg && D.Ops[K].Class == RegClass::Mmx)
+      return true;
+  return false;
+}
+
+/// Handler for the MMX forms: an emulator gap, reported loudly (never a silent #UD).
+Status execMmxUnimplemented(Cpu &C, const DecodedInsn &I);
+
+/// Binds the MMX form of a packed-integer mnemonic to execMmxUnimplemented.
+inline bool bindMmx(DecodedInsn &I) {
+  I.Fn = &execMmxUnimplemented;
+  I.Cost = costOf(CostClass::Sse);
+  return true;
+}
+
+} // namespace vmxsim::sse

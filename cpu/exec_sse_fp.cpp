@@ -1,0 +1,508 @@
+// SSE/SSE2 floating-point arithmetic, compares and conversions: ADD/SUB/MUL/DIV/SQRT/MIN/
+// MAX in their SS/SD/PS/PD forms, CMPSS/CMPSD/CMPPS/CMPPD, COMISS/COMISD/UCOMISS/UCOMISD,
+// and the CVT family between single, double and 32/64-bit integers (SDM Vol. 2, the
+// instruction page of each).
+//
+// How results are computed: each handler runs the very same instruction on the host's SSE
+// unit, with the guest's rounding control, FTZ and DAZ loaded into the host MXCSR and all
+// exceptions masked, then reads the host's exception flags back and restores the host
+// MXCSR. IEEE 754 basic operations, conversions and compares are fully specified, so any
+// x86-64 host gives the bits an Intel processor gives; the guest's unmasked exceptions are
+// then applied by reportFp from the masked flags. RCPSS/RCPPS/RSQRTSS/RSQRTPS are
+// approximations whose bits differ between implementations (Intel and AMD disagree): they
+// are reported as unimplemented rather than answered with the host's (AMD) bits.
+//
+// On a host that is not x86-64 every handler here returns Status::Unimplemented after the
+// availability checks.
+#include "cpu/binders.h"
+#include "cpu/exec_sse.h"
+
+namespace vmxsim {
+
+using namespace sse;
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr bool kHostFp = true;
+#else
+constexpr bool kHostFp = false;
+#endif
+constexpr const char *kNoHostFp = "SSE floating point on a non-x86 host";
+
+// --- host execution ---------------------------------------------------------------------
+
+using V128 = long long __attribute__((vector_size(16)));
+inline V128 toV(const Xmm &X) {
+  V128 V;
+  std::memcpy(&V, &X, 16);
+  return V;
+}
+inline Xmm fromV(V128 V) { return Xmm{uint64_t(V[0]), uint64_t(V[1])}; }
+
+/// The host MXCSR for executing a guest instruction: the guest's RC, FTZ and DAZ, every
+/// exception masked, no flags. FTZ only acts while underflow is masked ("The FTZ bit ...
+/// has no effect if the underflow exception is unmasked", SDM Vol. 1, Flush-To-Zero), so
+/// with UM clear the host computes without it and reportFp sees the tiny result.
+inline uint32_t hostCsr(uint32_t Guest) {
+  uint32_t Csr = (Guest & (mxcsr::RC | mxcsr::FTZ | mxcsr::DAZ)) | mxcsr::Masks;
+  if (!(Guest & mxcsr::UM))
+    Csr &= ~mxcsr::FTZ;
+  return Csr;
+}
+
+// Each primitive runs one instruction between "save host MXCSR; load Csr" and "store the
+// resulting MXCSR; restore host MXCSR" inside a single asm statement, so no compiler-
+// generated SSE code can run under the guest's MXCSR. It returns the MXCSR after the
+// instruction (the caller keeps the flag bits).
+#if defined(__x86_64__)
+#define VMX_FP_ENTER "stmxcsr %[save]\n\tldmxcsr %[csr]\n\t"
+#define VMX_FP_LEAVE "\n\tstmxcsr %[out]\n\tldmxcsr %[save]"
+#define VMX_FP_CSR_OUT [save] "=m"(Save), [out] "=m"(Out)
+
+/// xmm <- op(xmm, xmm): the instruction itself merges scalar results into the upper lanes.
+#define VMX_FP_XX(Name, Insn)                                                             \
+  uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                                     \
+    V128 X = toV(A), Y = toV(B);                                                          \
+    uint32_t Save, Out;                                                                   \
+    asm volatile(VMX_FP_ENTER Insn " %[y], %[x]" VMX_FP_LEAVE                             \
+                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
+                 : [y] "x"(Y), [csr] "m"(Csr));                                           \
+    A = fromV(X);                                                                         \
+    return Out;                                                                           \
+  }
+/// xmm <- cmp(xmm, xmm) with predicate P.
+#define VMX_FP_CMP(Name, Insn)                                                            \
+  template <uint8_t P> uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                \
+    V128 X = toV(A), Y = toV(B);                                                          \
+    uint32_t Save, Out;                                                                   \
+    asm volatile(VMX_FP_ENTER Insn " %[p], %[y], %[x]" VMX_FP_LEAVE                       \
+                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
+                 : [y] "x"(Y), [csr] "m"(Csr), [p] "i"(P));                               \
+    A = fromV(X);                                                                         \
+    return Out;                                                                           \
+  }
+/// xmm <- convert(r32/r64); %z picks the l/q suffix from the integer's size.
+#define VMX_FP_FROM_INT(Name, Insn)                                                       \
+  template <typename T> uint32_t Name(Xmm &A, T G, uint32_t Csr) {                        \
+    V128 X = toV(A);                                                                      \
+    uint32_t Save, Out;                                                                   \
+    asm volatile(VMX_FP_ENTER Insn "%z[g] %[g], %[x]" VMX_FP_LEAVE                        \
+                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
+                 : [g] "r"(G), [csr] "m"(Csr));                                           \
+    A = fromV(X);                                                                         \
+    return Out;                                                                           \
+  }
+/// r32/r64 <- convert(xmm).
+#define VMX_FP_TO_INT(Name, Insn)                                                         \
+  template <typename T> uint32_t Name(T &G, const Xmm &B, uint32_t Csr) {                 \
+    V128 Y = toV(B);                                                                      \
+    uint32_t Save, Out;                                                                   \
+    asm volatile(VMX_FP_ENTER Insn " %[y], %[g]" VMX_FP_LEAVE                             \
+                 : [g] "=r"(G), VMX_FP_CSR_OUT                                            \
+                 : [y] "x"(Y), [csr] "m"(Csr));                                           \
+    return Out;                                                                           \
+  }
+/// EFLAGS <- compare(xmm, xmm): the ZF, PF and CF the host produced.
+#define VMX_FP_COMI(Name, Insn)                                                           \
+  uint32_t Name(const Xmm &A, const Xmm &B, uint32_t Csr, uint64_t &Bits) {               \
+    V128 X = toV(A), Y = toV(B);                                                          \
+    uint32_t Save, Out;                                                                   \
+    bool Z, P, Cf;                                                                        \
+    asm volatile(VMX_FP_ENTER Insn " %[y], %[x]" VMX_FP_LEAVE                             \
+                 : "=@ccz"(Z), "=@ccp"(P), "=@ccc"(Cf), VMX_FP_CSR_OUT                    \
+                 : [x] "x"(X), [y] "x"(Y), [csr] "m"(Csr));                               \
+    Bits = (Z ? rflags::ZF : 0) | (P ? rflags::PF : 0) | (Cf ? rflags::CF : 0);           \
+    return Out;                                                                           \
+  }
+#else
+#define VMX_FP_XX(Name, Insn)                                                             \
+  uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
+#define VMX_FP_CMP(Name, Insn)                                                            \
+  template <uint8_t P> uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
+#define VMX_FP_FROM_INT(Name, Insn)                                                       \
+  template <typename T> uint32_t Name(Xmm &, T, uint32_t) { return 0; }
+#define VMX_FP_TO_INT(Name, Insn)                                                         \
+  template <typename T> uint32_t Name(T &G, const Xmm &, uint32_t) {                      \
+    G = 0;                                                                                \
+    return 0;                                                                             \
+  }
+#define VMX_FP_COMI(Name, Insn)                                                           \
+  uint32_t Name(const Xmm &, const Xmm &, uint32_t, uint64_t &Bits) {                     \
+    Bits = 0;                                                                             \
+    return 0;                                                                             \
+  }
+#endif
+
+// Arithmetic (SDM Vol. 2: ADDPS ... SQRTSD, MINPS ... MAXSD).
+VMX_FP_XX(hostAddss, "addss")
+VMX_FP_XX(hostAddsd, "addsd")
+VMX_FP_XX(hostAddps, "addps")
+VMX_FP_XX(hostAddpd, "addpd")
+VMX_FP_XX(hostSubss, "subss")
+VMX_FP_XX(hostSubsd, "subsd")
+VMX_FP_XX(hostSubps, "subps")
+VMX_FP_XX(hostSubpd, "subpd")
+VMX_FP_XX(hostMulss, "mulss")
+VMX_FP_XX(hostMulsd, "mulsd")
+VMX_FP_XX(hostMulps, "mulps")
+VMX_FP_XX(hostMulpd, "mulpd")
+VMX_FP_XX(hostDivss, "divss")
+VMX_FP_XX(hostDivsd, "divsd")
+VMX_FP_XX(hostDivps, "divps")
+VMX_FP_XX(hostDivpd, "divpd")
+VMX_FP_XX(hostSqrtss, "sqrtss")
+VMX_FP_XX(hostSqrtsd, "sqrtsd")
+VMX_FP_XX(hostSqrtps, "sqrtps")
+VMX_FP_XX(hostSqrtpd, "sqrtpd")
+VMX_FP_XX(hostMinss, "minss")
+VMX_FP_XX(hostMinsd, "minsd")
+VMX_FP_XX(hostMinps, "minps")
+VMX_FP_XX(hostMinpd, "minpd")
+VMX_FP_XX(hostMaxss, "maxss")
+VMX_FP_XX(hostMaxsd, "maxsd")
+VMX_FP_XX(hostMaxps, "maxps")
+VMX_FP_XX(hostMaxpd, "maxpd")
+// Compares (CMPPS, CMPPD, CMPSS, CMPSD; COMISS, COMISD, UCOMISS, UCOMISD).
+VMX_FP_CMP(hostCmpss, "cmpss")
+VMX_FP_CMP(hostCmpsd, "cmpsd")
+VMX_FP_CMP(hostCmpps, "cmpps")
+VMX_FP_CMP(hostCmppd, "cmppd")
+VMX_FP_COMI(hostComiss, "comiss")
+VMX_FP_COMI(hostComisd, "comisd")
+VMX_FP_COMI(hostUcomiss, "ucomiss")
+VMX_FP_COMI(hostUcomisd, "ucomisd")
+// Conversions between floating-point formats and packed doublewords.
+VMX_FP_XX(hostCvtss2sd, "cvtss2sd")
+VMX_FP_XX(hostCvtsd2ss, "cvtsd2ss")
+VMX_FP_XX(hostCvtps2pd, "cvtps2pd")
+VMX_FP_XX(hostCvtpd2ps, "cvtpd2ps")
+VMX_FP_XX(hostCvtdq2ps, "cvtdq2ps")
+VMX_FP_XX(hostCvtps2dq, "cvtps2dq")
+VMX_FP_XX(hostCvttps2dq, "cvttps2dq")
+VMX_FP_XX(hostCvtdq2pd, "cvtdq2pd")
+VMX_FP_XX(hostCvtpd2dq, "cvtpd2dq")
+VMX_FP_XX(hostCvttpd2dq, "cvttpd2dq")
+// Conversions to and from general-purpose registers.
+VMX_FP_FROM_INT(hostCvtsi2ss, "cvtsi2ss")
+VMX_FP_FROM_INT(hostCvtsi2sd, "cvtsi2sd")
+VMX_FP_TO_INT(hostCvtss2si, "cvtss2si")
+VMX_FP_TO_INT(hostCvttss2si, "cvttss2si")
+VMX_FP_TO_INT(hostCvtsd2si, "cvtsd2si")
+VMX_FP_TO_INT(hostCvttsd2si, "cvttsd2si")
+
+#undef VMX_FP_XX
+#undef VMX_FP_CMP
+#undef VMX_FP_FROM_INT
+#undef VMX_FP_TO_INT
+#undef VMX_FP_COMI
+
+using XmmFn = uint32_t (*)(Xmm &, const Xmm &, uint32_t);
+using ComiFn = uint32_t (*)(const Xmm &, const Xmm &, uint32_t, uint64_t &);
+
+// --- exceptions -------------------------------------------------------------------------
+
+/// Lanes of the result that hold a computed floating-point value able to underflow.
+enum class Tiny : uint8_t { None, F32x1, F32x2, F32x4, F64x1, F64x2 };
+
+/// True when a computed lane is a nonzero denormal. With underflow unmasked, "the
+/// underflow exception is signaled whenever the result is tiny, regardless of inexactness"
+/// (SDM Vol. 1, Numeric Underflow Exception (#U)); the masked host run only flags tiny
+/// results that are also inexact, so an exact denormal result is detected here.
+template <Tiny T> bool tinyExactResult(const Xmm &R) {
+  if constexpr (T == Tiny::None) {
+    return false;
+  } else if constexpr (T == Tiny::F64x1 || T == Tiny::F64x2) {
+    Lanes<uint64_t> L = lanes<uint64_t>(R);
+    constexpr unsigned N = T == Tiny::F64x1 ? 1 : 2;
+    for (unsigned K = 0; K < N; ++K)
+      if (!(L.V[K] & 0x7ff0000000000000ull) && (L.V[K] & 0x000fffffffffffffull))
+        return true;
+    return false;
+  } else {
+    Lanes<uint32_t> L = lanes<uint32_t>(R);
+    constexpr unsigned N = T == Tiny::F32x1 ? 1 : T == Tiny::F32x2 ? 2 : 4;
+    for (unsigned K = 0; K < N; ++K)
+      if (!(L.V[K] & 0x7f800000u) && (L.V[K] & 0x007fffffu))
+        return true;
+    return false;
+  }
+}
+
+/// Records the exceptions an instruction raised and decides whether it completes (SDM
+/// Vol. 1, Generating SIMD Floating-Point Exceptions > Handling Masked Exceptions,
+/// Handling Unmasked Exceptions, Handling Combinations of Masked and Unmasked
+/// Exceptions). Invalid, denormal and divide-by-zero are pre-computation exceptions: when
+/// one of them is unmasked the processor sets the pre-computation flags of all elements
+/// and stops before computing, so no post-computation flag is set. Otherwise all flags
+/// are set. In both unmasked cases "the source and destination operands" are left
+/// unaltered and the processor raises #XM if CR4.OSXMMEXCPT = 1, else #UD (SDM Vol. 3A,
+/// Interrupt 19—SIMD Floating-Point Exception (#XM)). Returns Ok when the caller may
+/// write its destination.
+Status reportFp(Cpu &C, uint32_t Raised) {
+  constexpr uint32_t Pre = mxcsr::IE | mxcsr::DE | mxcsr::ZE;
+  uint32_t Unmasked = Raised & ~(C.S.Mxcsr >> mxcsr::MaskShift) & mxcsr::Flags;
+  if (!Unmasked) [[likely]] {
+    C.S.Mxcsr |= Raised;
+    return Status::Ok;
+  }
+  if (Unmasked & Pre)
+    Raised &= Pre;
+  C.S.Mxcsr |= Raised;
+  return (C.S.Cr4 & cr4::OSXMMEXCPT) ? C.raise(vec::XM) : C.raiseUd();
+}
+
+// --- operands and handlers --------------------------------------------------------------
+
+/// The source operand: an XMM register, or memory of 4, 8 or 16 bytes. Legacy SSE
+/// packed operations take a 16-byte aligned m128 (SDM Vol. 2A, Exceptions Type 2 and 4);
+/// scalar and 64-bit memory operands have no alignment rule (Exceptions Type 3 and 5).
+enum class Src : uint8_t { Xmm, M32, M64, M128 };
+
+template <Src S> inline Status loadSource(Cpu &C, const DecodedInsn &I, Xmm &B) {
+  if constexpr (S == Src::Xmm) {
+    B = C.S.XmmReg[I.Reg[1]];
+  } else if constexpr (S == Src::M32) {
+    uint32_t V;
+    VMX_TRY(loadOperand(C, I, V));
+    B = Xmm{V, 0};
+  } else if constexpr (S == Src::M64) {
+    uint64_t V;
+    VMX_TRY(loadOperand(C, I, V));
+    B = Xmm{V, 0};
+  } else {
+    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
+  }
+  return Status::Ok;
+}
+
+/// xmm1 <- Op(xmm1, xmm2/m): arithmetic, CMPxx and the XMM-to-XMM conversions.
+template <XmmFn Op, Src S, Tiny T> Status execFp(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  Xmm R = C.S.XmmReg[I.Reg[0]];
+  uint32_t Raised = Op(R, B, hostCsr(C.S.Mxcsr)) & mxcsr::Flags;
+  if (!(C.S.Mxcsr & mxcsr::UM) && tinyExactResult<T>(R))
+    Raised |= mxcsr::UE;
+  VMX_TRY(reportFp(C, Raised));
+  C.S.XmmReg[I.Reg[0]] = R;
+  return next(C, I);
+}
+
+/// COMISS/COMISD/UCOMISS/UCOMISD: ZF, PF, CF from the compare; OF, SF, AF cleared.
+template <ComiFn Op, Src S> Status execComi(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  uint64_t Bits;
+  VMX_TRY(reportFp(C, Op(C.S.XmmReg[I.Reg[0]], B, hostCsr(C.S.Mxcsr), Bits) & mxcsr::Flags));
+  setArithFlags(C, Bits);
+  return next(C, I);
+}
+
+/// CVTSI2SS/CVTSI2SD xmm, r/m32 or r/m64: the upper lanes of xmm are kept.
+template <typename T, uint32_t (*Op)(Xmm &, T, uint32_t), bool FromMem>
+Status execCvtFromInt(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  T V;
+  if constexpr (FromMem)
+    VMX_TRY(loadOperand(C, I, V));
+  else
+    V = getReg<T>(C, I.Reg[1]);
+  Xmm R = C.S.XmmReg[I.Reg[0]];
+  VMX_TRY(reportFp(C, Op(R, V, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  C.S.XmmReg[I.Reg[0]] = R;
+  return next(C, I);
+}
+
+/// CVT(T)SS2SI/CVT(T)SD2SI r32/r64, xmm/m: out-of-range and NaN sources give the integer
+/// indefinite value with IE, and nothing is written when IE is unmasked.
+template <typename T, uint32_t (*Op)(T &, const Xmm &, uint32_t), Src S>
+Status execCvtToInt(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  T V;
+  VMX_TRY(reportFp(C, Op(V, B, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  setReg<T>(C, I.Reg[0], V);
+  return next(C, I);
+}
+
+/// RCPSS/RCPPS/RSQRTSS/RSQRTPS: see the file comment.
+Status execApproxUnimplemented(Cpu &C, const DecodedInsn &) {
+  VMX_TRY(checkAvailable(C));
+  return C.unimplemented("RCPSS/RSQRT approximation");
+}
+
+// --- binders ----------------------------------------------------------------------------
+
+bool isXmm(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
+}
+bool isGpr(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
+}
+bool isMem(const OperandInfo &O) { return O.Kind == OperandKind::Mem; }
+
+bool finish(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
+  I.Fn = Fn;
+  copyOperandRegs(D, I);
+  I.Cost = costOf(CostClass::Sse);
+  return true;
+}
+
+/// xmm, xmm/m forms; MemSrc is the memory operand's size (and alignment rule).
+template <XmmFn Op, Src MemSrc, Tiny T = Tiny::None>
+bool bindFp(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isXmm(D.Ops[0]))
+    return false;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, &execFp<Op, Src::Xmm, T>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execFp<Op, MemSrc, T>);
+  return false;
+}
+
+/// CMPxx xmm, xmm/m, imm8: one handler per predicate. Legacy-SSE encodings use imm8[2:0]
+/// (SDM Vol. 2A, CMPPS: "bits 7:3 of the immediate are reserved" for the 128-bit legacy
+/// SSE version).
+template <Src MemSrc, XmmFn... Fns> bool bindCmp(const DecodeInfo &D, DecodedInsn &I) {
+  static_assert(sizeof...(Fns) == 8);
+  static constexpr Handler RegForms[] = {&execFp<Fns, Src::Xmm, Tiny::None>...};
+  static constexpr Handler MemForms[] = {&execFp<Fns, MemSrc, Tiny::None>...};
+  if (!isXmm(D.Ops[0]))
+    return false;
+  const unsigned P = D.ImmRaw & 7;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, RegForms[P]);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, MemForms[P]);
+  return false;
+}
+#define VMX_PREDICATES(Fn) Fn<0>, Fn<1>, Fn<2>, Fn<3>, Fn<4>, Fn<5>, Fn<6>, Fn<7>
+
+template <ComiFn Op, Src MemSrc> bool bindComi(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isXmm(D.Ops[0]))
+    return false;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, &execComi<Op, Src::Xmm>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execComi<Op, MemSrc>);
+  return false;
+}
+
+/// CVTSI2SS/CVTSI2SD: the integer's width is the r/m operand size (REX.W selects 64).
+template <uint32_t (*Op32)(Xmm &, int32_t, uint32_t), uint32_t (*Op64)(Xmm &, int64_t, uint32_t)>
+bool bindCvtFromInt(const DecodeInfo &D, DecodedInsn &I) {
+  const OperandInfo &S = D.Ops[1];
+  if (!isXmm(D.Ops[0]) || !(isGpr(S) || isMem(S)))
+    return false;
+  const bool Wide = S.SizeBytes == 8;
+  if (isMem(S))
+    return finish(D, I, Wide ? &execCvtFromInt<int64_t, Op64, true> : &execCvtFromInt<int32_t, Op32, true>);
+  return finish(D, I, Wide ? &execCvtFromInt<int64_t, Op64, false> : &execCvtFromInt<int32_t, Op32, false>);
+}
+
+/// CVT(T)SS2SI/CVT(T)SD2SI: the destination GPR's width selects the integer size.
+template <uint32_t (*Op32)(int32_t &, const Xmm &, uint32_t),
+          uint32_t (*Op64)(int64_t &, const Xmm &, uint32_t), Src MemSrc>
+bool bindCvtToInt(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isGpr(D.Ops[0]))
+    return false;
+  const bool Wide = D.Ops[0].SizeBytes == 8;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, Wide ? &execCvtToInt<int64_t, Op64, Src::Xmm> : &execCvtToInt<int32_t, Op32, Src::Xmm>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, Wide ? &execCvtToInt<int64_t, Op64, MemSrc> : &execCvtToInt<int32_t, Op32, MemSrc>);
+  return false;
+}
+
+} // namespace
+
+// One binder per mnemonic row of cpu/insns_sse_fp.def.
+#define VMX_BINDER(Name, ...)                                                             \
+  bool Name(const DecodeInfo &D, DecodedInsn &I) { return __VA_ARGS__(D, I); }
+VMX_BINDER(bindAddss, bindFp<&hostAddss, Src::M32, Tiny::F32x1>)
+VMX_BINDER(bindAddsd, bindFp<&hostAddsd, Src::M64, Tiny::F64x1>)
+VMX_BINDER(bindAddps, bindFp<&hostAddps, Src::M128, Tiny::F32x4>)
+VMX_BINDER(bindAddpd, bindFp<&hostAddpd, Src::M128, Tiny::F64x2>)
+VMX_BINDER(bindSubss, bindFp<&hostSubss, Src::M32, Tiny::F32x1>)
+VMX_BINDER(bindSubsd, bindFp<&hostSubsd, Src::M64, Tiny::F64x1>)
+VMX_BINDER(bindSubps, bindFp<&hostSubps, Src::M128, Tiny::F32x4>)
+VMX_BINDER(bindSubpd, bindFp<&hostSubpd, Src::M128, Tiny::F64x2>)
+VMX_BINDER(bindMulss, bindFp<&hostMulss, Src::M32, Tiny::F32x1>)
+VMX_BINDER(bindMulsd, bindFp<&hostMulsd, Src::M64, Tiny::F64x1>)
+VMX_BINDER(bindMulps, bindFp<&hostMulps, Src::M128, Tiny::F32x4>)
+VMX_BINDER(bindMulpd, bindFp<&hostMulpd, Src::M128, Tiny::F64x2>)
+VMX_BINDER(bindDivss, bindFp<&hostDivss, Src::M32, Tiny::F32x1>)
+VMX_BINDER(bindDivsd, bindFp<&hostDivsd, Src::M64, Tiny::F64x1>)
+VMX_BINDER(bindDivps, bindFp<&hostDivps, Src::M128, Tiny::F32x4>)
+VMX_BINDER(bindDivpd, bindFp<&hostDivpd, Src::M128, Tiny::F64x2>)
+// Square roots of finite values are never tiny; MIN/MAX only select an operand.
+VMX_BINDER(bindSqrtss, bindFp<&hostSqrtss, Src::M32>)
+VMX_BINDER(bindSqrtsd, bindFp<&hostSqrtsd, Src::M64>)
+VMX_BINDER(bindSqrtps, bindFp<&hostSqrtps, Src::M128>)
+VMX_BINDER(bindSqrtpd, bindFp<&hostSqrtpd, Src::M128>)
+VMX_BINDER(bindMinss, bindFp<&hostMinss, Src::M32>)
+VMX_BINDER(bindMinsd, bindFp<&hostMinsd, Src::M64>)
+VMX_BINDER(bindMinps, bindFp<&hostMinps, Src::M128>)
+VMX_BINDER(bindMinpd, bindFp<&hostMinpd, Src::M128>)
+VMX_BINDER(bindMaxss, bindFp<&hostMaxss, Src::M32>)
+VMX_BINDER(bindMaxsd, bindFp<&hostMaxsd, Src::M64>)
+VMX_BINDER(bindMaxps, bindFp<&hostMaxps, Src::M128>)
+VMX_BINDER(bindMaxpd, bindFp<&hostMaxpd, Src::M128>)
+VMX_BINDER(bindCmpss, bindCmp<Src::M32, VMX_PREDICATES(&hostCmpss)>)
+VMX_BINDER(bindCmpsdXmm, bindCmp<Src::M64, VMX_PREDICATES(&hostCmpsd)>)
+VMX_BINDER(bindCmpps, bindCmp<Src::M128, VMX_PREDICATES(&hostCmpps)>)
+VMX_BINDER(bindCmppd, bindCmp<Src::M128, VMX_PREDICATES(&hostCmppd)>)
+VMX_BINDER(bindComiss, bindComi<&hostComiss, Src::M32>)
+VMX_BINDER(bindComisd, bindComi<&hostComisd, Src::M64>)
+VMX_BINDER(bindUcomiss, bindComi<&hostUcomiss, Src::M32>)
+VMX_BINDER(bindUcomisd, bindComi<&hostUcomisd, Src::M64>)
+// Conversions. CVTPS2PD and CVTDQ2PD read an m64 (Exceptions Type 3, no alignment rule);
+// the other packed conversions read an aligned m128. Only narrowing to single precision
+// can underflow.
+VMX_BINDER(bindCvtss2sd, bindFp<&hostCvtss2sd, Src::M32>)
+VMX_BINDER(bindCvtsd2ss, bindFp<&hostCvtsd2ss, Src::M64, Tiny::F32x1>)
+VMX_BINDER(bindCvtps2pd, bindFp<&hostCvtps2pd, Src::M64>)
+VMX_BINDER(bindCvtpd2ps, bindFp<&hostCvtpd2ps, Src::M128, Tiny::F32x2>)
+VMX_BINDER(bindCvtdq2ps, bindFp<&hostCvtdq2ps, Src::M128>)
+VMX_BINDER(bindCvtps2dq, bindFp<&hostCvtps2dq, Src::M128>)
+VMX_BINDER(bindCvttps2dq, bindFp<&hostCvttps2dq, Src::M128>)
+VMX_BINDER(bindCvtdq2pd, bindFp<&hostCvtdq2pd, Src::M64>)
+VMX_BINDER(bindCvtpd2dq, bindFp<&hostCvtpd2dq, Src::M128>)
+VMX_BINDER(bindCvttpd2dq, bindFp<&hostCvttpd2dq, Src::M128>)
+VMX_BINDER(bindCvtsi2ss, bindCvtFromInt<&hostCvtsi2ss<int32_t>, &hostCvtsi2ss<int64_t>>)
+VMX_BINDER(bindCvtsi2sd, bindCvtFromInt<&hostCvtsi2sd<int32_t>, &hostCvtsi2sd<int64_t>>)
+VMX_BINDER(bindCvtss2si,
+           bindCvtToInt<&hostCvtss2si<int32_t>, &hostCvtss2si<int64_t>, Src::M32>)
+VMX_BINDER(bindCvttss2si,
+           bindCvtToInt<&hostCvttss2si<int32_t>, &hostCvttss2si<int64_t>, Src::M32>)
+VMX_BINDER(bindCvtsd2si,
+           bindCvtToInt<&hostCvtsd2si<int32_t>, &hostCvtsd2si<int64_t>, Src::M64>)
+VMX_BINDER(bindCvttsd2si,
+           bindCvtToInt<&hostCvttsd2si<int32_t>, &hostCvttsd2si<int64_t>, Src::M64>)
+#undef VMX_BINDER
+#undef VMX_PREDICATES
+
+/// The MMX-register conversions (CVTPI2PS, CVTPS2PI, CVTTPS2PI, CVTPI2PD, CVTPD2PI,
+/// CVTTPD2PI): even their memory forms switch the x87 unit to MMX state, which is not
+/// modelled.
+bool bindCvtMmx(const DecodeInfo &, DecodedInsn &I) { return bindMmx(I); }
+
+bool bindSseApprox(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isXmm(D.Ops[0]) || !(isXmm(D.Ops[1]) || isMem(D.Ops[1])))
+    return false;
+  return finish(D, I, &execApproxUnimplemented);
+}
+
+} // namespace vmxsim

@@ -1,0 +1,77 @@
+// The named VMX profiles (`--vmx-profile`). A profile advertises only features vmxsim
+// implements: "a model that advertises a feature implements it; one that does not
+// refuses its control bits at VM entry".
+#include "cpu/vmx/vmx_features.h"
+
+#include <initializer_list>
+
+namespace vmxsim {
+
+namespace {
+constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
+  uint64_t M = 0;
+  for (VmxFeature F : L)
+    M |= uint64_t(1) << unsigned(F);
+  return M;
+}
+} // namespace
+
+const VmxProfile &VmxProfile::full() {
+  // A modern Intel core as the default CPU model: the controls a current hypervisor
+  // uses, minus APIC virtualization, posted interrupts, PML and #VE, which vmxsim does
+  // not model.
+  static const VmxProfile P{
+      "full",
+      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::Ept,
+                VmxFeature::UnrestrictedGuest, VmxFeature::PreemptionTimer,
+                VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
+                VmxFeature::PauseLoopExiting, VmxFeature::DescriptorTableExiting,
+                VmxFeature::Rdtscp, VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
+                VmxFeature::RdseedExiting, VmxFeature::Invpcid, VmxFeature::Xsaves,
+                VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
+                VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
+      /*PreemptionTimerRate=*/5,
+      /*Cr3TargetCount=*/4,
+      /*MaxMsrListEntries=*/0,
+      /*VmwriteAnyField=*/true,
+      /*EptAccessedDirty=*/true,
+      /*EptExecuteOnly=*/true,
+      /*Ept1GPages=*/true,
+      /*Ept5Level=*/false};
+  return P;
+}
+
+const VmxProfile &VmxProfile::kvmNested() {
+  // What Linux KVM's nested VMX reports to an L1 hypervisor on a recent Intel host
+  // (arch/x86/kvm/vmx/nested.c, nested_vmx_setup_ctls_msrs), restricted to what vmxsim
+  // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field.
+  static const VmxProfile P{
+      "kvm-nested",
+      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::Ept,
+                VmxFeature::UnrestrictedGuest, VmxFeature::PreemptionTimer,
+                VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
+                VmxFeature::DescriptorTableExiting, VmxFeature::Rdtscp,
+                VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
+                VmxFeature::RdseedExiting, VmxFeature::Invpcid, VmxFeature::Xsaves,
+                VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
+                VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
+      5, 4, 0, true, true, true, true, false};
+  return P;
+}
+
+const VmxProfile &VmxProfile::minimal() {
+  // First-generation VT-x (2005): no secondary controls at all, so no EPT, no VPID, no
+  // unrestricted guest; no preemption timer, no MSR bitmaps, no TPR shadow.
+  static const VmxProfile P{"minimal", features({}), 0, 4, 0, false, false, false, false,
+                            false};
+  return P;
+}
+
+const VmxProfile *VmxProfile::byName(std::string_view Name) {
+  for (const VmxProfile *P : {&full(), &kvmNested(), &minimal()})
+    if (Name == P->Name)
+      return P;
+  return nullptr;
+}
+
+} // namespace vmxsim

@@ -1,0 +1,54 @@
+#include "cpu/vmx/vmcs.h"
+
+namespace vmxsim {
+
+namespace {
+// Encoding -> field, for the 15-bit encoding space with the access-type bit cleared.
+// Built once from the table; 0xffff marks "no such field".
+struct EncodingIndex {
+  uint16_t FieldOf[0x8000 / 2];
+  EncodingIndex() {
+    for (uint16_t &V : FieldOf)
+      V = 0xffff;
+    for (unsigned I = 0; I < kNumVmcsFields; ++I)
+      FieldOf[kVmcsFields[I].Encoding >> 1] = uint16_t(I);
+  }
+};
+const EncodingIndex &encodingIndex() {
+  static const EncodingIndex Index;
+  return Index;
+}
+} // namespace
+
+VmcsLookup lookupEncoding(uint64_t Encoding) {
+  VmcsLookup L;
+  // Bits 63:15 must be zero (SDM Vol. 3C, "VMREAD, VMWRITE, and Encodings of VMCS
+  // Fields": bits 31:15 are reserved; in 64-bit mode the register is 64 bits and any bit
+  // above 31 set also names no field).
+  if (Encoding >> 15)
+    return L;
+  uint16_t Idx = encodingIndex().FieldOf[(Encoding & 0x7fff) >> 1];
+  if (Idx == 0xffff)
+    return L;
+  const VmcsFieldInfo &F = kVmcsFields[Idx];
+  bool High = Encoding & 1;
+  if (High && F.Width != VmcsWidth::W64)
+    return L;
+  L.Found = true;
+  L.Field = VmcsField(Idx);
+  L.High = High;
+  return L;
+}
+
+const char *vmInstructionErrorText(unsigned Number) {
+  switch (Number) {
+#define VM_INSTRUCTION_ERROR(Name, Num, Desc)                                           \
+  case Num:                                                                              \
+    return Desc;
+#include "cpu/vmx/vm_instruction_errors.def"
+#undef VM_INSTRUCTION_ERROR
+  }
+  return "unknown VM-instruction error";
+}
+
+} // namespace vmxsim

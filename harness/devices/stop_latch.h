@@ -1,0 +1,43 @@
+// Records why a device asked the machine to stop, then raises IoBus::requestStop. The first
+// request wins: a guest that writes isa-debug-exit and then the Bochs shutdown port (as
+// hvm/lib/exit.c does, to run on both) ends with the isa-debug-exit status.
+#pragma once
+#include "mmu/io_bus.h"
+
+#include <cstdint>
+
+namespace vmxsim {
+
+enum class StopCause : uint8_t {
+  None,
+  DebugExit, ///< isa-debug-exit (port 0xf4): status (value << 1) | 1
+  PowerOff,  ///< "Shutdown" written to the Bochs/QEMU power-off port 0x8900
+  Reset,     ///< fast reset through the system control port 0x92
+};
+
+class StopLatch {
+public:
+  explicit StopLatch(IoBus &Io) : Io(Io) {}
+  void request(StopCause C, uint32_t Value, int ExitStatus) {
+    if (Cause != StopCause::None || Io.stopRequested())
+      return;
+    Cause = C;
+    Val = Value;
+    Io.requestStop(ExitStatus);
+  }
+  StopCause cause() const { return Cause; }
+  uint32_t value() const { return Val; }
+  /// Lets a stopped machine run on (tests that continue after an exit request).
+  void clear() {
+    Cause = StopCause::None;
+    Val = 0;
+    Io.clearStop();
+  }
+
+private:
+  IoBus &Io;
+  StopCause Cause = StopCause::None;
+  uint32_t Val = 0;
+};
+
+} // namespace vmxsim

@@ -1,0 +1,40 @@
+// Errors of the machine and its loaders, returned as values (the library stays usable from
+// -fno-exceptions code). Every error is one line: "<path>: <what is wrong>".
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace vmxsim {
+
+/// What went wrong, for callers (and tests) that branch on the kind of failure.
+enum class ErrorCode : uint8_t {
+  None,
+  FileUnreadable,    ///< missing, unreadable or not a regular file
+  FileTooLarge,      ///< larger than guest RAM (or than 4 GiB for 32-bit formats)
+  NotAnImage,        ///< not ELF and no Multiboot header
+  BadMultibootHeader, ///< checksum or header fields inconsistent
+  UnsupportedFlags,  ///< a "must understand" Multiboot flag bit we cannot honour
+  TruncatedImage,    ///< a header or segment reaches past the end of the file
+  BadElf,            ///< malformed or unsupported ELF header / program headers
+  OutsideRam,        ///< a segment or module does not fit in guest RAM
+  BadEntry,          ///< the entry point is not inside the loaded image
+  NoRoom,            ///< no free guest memory for modules or boot information
+  BadConfig,         ///< the machine configuration is invalid
+  HostFailure,       ///< the host refused memory or a file could not be created
+};
+
+struct Error {
+  ErrorCode Code = ErrorCode::None;
+  std::string Path;    ///< file the error is about (may be empty)
+  std::string Message; ///< what is wrong, no trailing newline
+
+  Error() = default;
+  Error(ErrorCode C, std::string M, std::string P = {})
+      : Code(C), Path(std::move(P)), Message(std::move(M)) {}
+  static Error success() { return Error(); }
+  explicit operator bool() const { return Code != ErrorCode::None; }
+  /// "<path>: <message>" or just the message.
+  std::string str() const { return Path.empty() ? Message : Path + ": " + Message; }
+};
+
+} // namespace vmxsim

@@ -1,0 +1,31 @@
+// libFuzzer entry point for the loaders: any bytes as a Multiboot kernel (with one
+// module) and as a flat binary; a load must return, never crash or trip a sanitizer.
+#include "cpu/cpu.h"
+#include "cpu/cpu_model.h"
+#include "harness/loader.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+using namespace vmxsim;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  static PhysMem Mem(8ull << 20);
+  static IoBus Io;
+  static Cpu C(Mem, Io, CpuModel::defaultModel());
+  static const MultibootParams P = [] {
+    MultibootParams Q;
+    Q.KernelName = "fuzz.elf";
+    Q.Modules.push_back({"mod", std::vector<uint8_t>(16, 1)});
+    return Q;
+  }();
+  std::span<const uint8_t> Image(Data, Size);
+  (void)loadMultiboot(C, Image, P);
+  if (Size >= 9) {
+    uint64_t Addr;
+    std::memcpy(&Addr, Data, 8);
+    (void)loadFlat(C, Image.subspan(9), Addr & 0xffffff, EntryMode(Data[8] % 3));
+  }
+  return 0;
+}

@@ -1,0 +1,250 @@
+#include "harness/machine.h"
+
+#include "cpu/cpu_model.h"
+#include "harness/insn_trace.h"
+
+#include <fmt/format.h>
+
+namespace vmxsim {
+
+Error Machine::validate(const MachineConfig &Cfg) {
+  if (Cfg.RamBytes < kMinRamBytes || Cfg.RamBytes > kMaxRamBytes)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("memory size {} bytes is outside 2 MiB..64 GiB", Cfg.RamBytes));
+  if (Cfg.RamBytes % kPageSize)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("memory size {} bytes is not a multiple of 4 KiB", Cfg.RamBytes));
+  if (Cfg.NumCpus < 1 || Cfg.NumCpus > kMaxCpus)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("CPU count {} is outside 1..{}", Cfg.NumCpus, kMaxCpus));
+  const bool HasImage = !Cfg.Kernel.empty() || !Cfg.KernelImage.empty();
+  if (Cfg.FlatAddr && !HasImage)
+    return Error(ErrorCode::BadConfig, "a flat load address needs an image");
+  if (Cfg.FlatAddr && !Cfg.Modules.empty())
+    return Error(ErrorCode::BadConfig, "modules need a Multiboot kernel, not a flat image");
+  if (!HasImage && !Cfg.Modules.empty())
+    return Error(ErrorCode::BadConfig, "modules need a kernel");
+  return Error::success();
+}
+
+Machine::Machine(const MachineConfig &C)
+    : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
+      Fw(C.RamBytes, C.NumCpus), Apic(0), SysA(Latch), PowerOff(Latch) {}
+
+Machine::~Machine() {
+  // Detach observers before the tracer goes away.
+  for (auto &C : Cpus)
+    C->Observer = nullptr;
+}
+
+std::unique_ptr<Machine> Machine::create(const MachineConfig &Cfg, Error &Err) {
+  Err = validate(Cfg);
+  if (Err)
+    return nullptr;
+  std::unique_ptr<Machine> M(new Machine(Cfg));
+  if (!M->Mem.ok()) {
+    Err = Error(ErrorCode::HostFailure,
+                fmt::format("the host refused {} bytes of address space for guest RAM",
+                            Cfg.RamBytes));
+    return nullptr;
+  }
+  Err = M->init();
+  if (Err)
+    return nullptr;
+  return M;
+}
+
+Error Machine::init() {
+  if (Error E = SerialSink.open(Cfg.Serial))
+    return E;
+  SharedDebugcon = Cfg.Debugcon.K == OutputSpec::Kind::File &&
+                   Cfg.Serial.K == OutputSpec::Kind::File && Cfg.Debugcon.Path == Cfg.Serial.Path;
+  if (!SharedDebugcon)
+    if (Error E = DebugconSink.open(Cfg.Debugcon))
+      return E;
+  Debugcon = std::make_unique<DebugConsole>(SharedDebugcon ? SerialSink : DebugconSink);
+
+  // Later registrations win on the bus; none of these overlap.
+  Io.add(Uart16550::kCom1, 8, &Uart);
+  Io.add(DebugConsole::kPort, 1, Debugcon.get());
+  Io.add(DebugExit::kPort, DebugExit::kSize, &DbgExit);
+  Io.add(FwCfg::kSelectorPort, 2, &Fw);
+  Io.add(PciHost::kAddressPort, 8, &Pci);
+  Pic.attach(Io);
+  Io.add(SystemControlA::kPort, 1, &SysA);
+  Io.add(SystemControlB::kPort, 1, &SysB);
+  Io.add(PowerOffPort::kPort, 1, &PowerOff);
+  Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &Apic);
+
+  const CpuModel &Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
+  for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
+    Cpus.push_back(std::make_unique<Cpu>(Mem, Io, Model, I));
+    CpuPtrs.push_back(Cpus.back().get());
+  }
+  for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
+    Cpu &C = *Cpus[I];
+    C.Peers = CpuPtrs.data();
+    C.NumPeers = Cfg.NumCpus;
+    C.Intr = I == 0 ? &Pic : nullptr; // the PIC's INTR line goes to the BSP (virtual wire)
+    if (I != 0)
+      C.Halted = true; // wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol)
+  }
+
+  if (Error E = loadImage())
+    return E;
+
+  if (Cfg.TraceInsns) {
+    if (Error E = TraceSink.open(*Cfg.TraceInsns))
+      return E;
+    Tracer = std::make_unique<InsnTracer>(TraceSink);
+    bsp().Observer = Tracer.get();
+  }
+  return Error::success();
+}
+
+Error Machine::loadImage() {
+  if (Cfg.Kernel.empty() && Cfg.KernelImage.empty())
+    return Error::success();
+  const std::string Name = Cfg.Kernel.empty() ? std::string("<memory>") : Cfg.Kernel;
+  std::vector<uint8_t> FileBytes;
+  const std::vector<uint8_t> *Image = &Cfg.KernelImage;
+  if (Cfg.KernelImage.empty()) {
+    Error E = readImageFile(Cfg.Kernel, Cfg.RamBytes, FileBytes);
+    if (E) {
+      E.Path = Cfg.Kernel;
+      return E;
+    }
+    Image = &FileBytes;
+  }
+
+  Error E;
+  if (Cfg.FlatAddr) {
+    E = loadFlat(bsp(), *Image, *Cfg.FlatAddr, Cfg.FlatMode, &Layout);
+  } else {
+    MultibootParams P;
+    P.KernelName = Name;
+    P.Append = Cfg.Append;
+    for (const std::string &Spec : Cfg.Modules) {
+      // "path args": the path ends at the first space; the whole text is the module's
+      // string (as QEMU's -initrd passes it).
+      std::string Path = Spec.substr(0, Spec.find(' '));
+      ModuleImage M;
+      M.CmdLine = Spec;
+      Error ME = readImageFile(Path, std::min<uint64_t>(Cfg.RamBytes, 1ull << 32), M.Bytes);
+      if (ME) {
+        ME.Path = Path;
+        return ME;
+      }
+      P.Modules.push_back(std::move(M));
+    }
+    E = loadMultiboot(bsp(), *Image, P, &Layout);
+  }
+  if (E)
+    E.Path = Name;
+  return E;
+}
+
+RunResult Machine::run() {
+  Cpu &C = bsp();
+  const uint64_t Budget = Cfg.MaxInsns > C.Retired ? Cfg.MaxInsns - C.Retired : 0;
+  const StopReason Why = Budget ? C.run(Budget) : StopReason::InsnLimit;
+  SerialSink.flush();
+  DebugconSink.flush();
+  TraceSink.flush();
+
+  RunResult R;
+  R.Retired = C.Retired;
+  R.Cycles = C.Cycles;
+  R.CpuId = C.Id;
+  R.Rip = C.S.Rip;
+  switch (Why) {
+  case StopReason::StopRequested:
+    switch (Latch.cause()) {
+    case StopCause::DebugExit:
+      R.Reason = RunReason::GuestExit;
+      R.ExitValue = Latch.value();
+      R.ExitStatus = DebugExit::exitStatusFor(R.ExitValue);
+      break;
+    case StopCause::Reset:
+      R.Reason = RunReason::Reset;
+      R.ExitStatus = 0;
+      break;
+    case StopCause::PowerOff:
+    case StopCause::None: // an embedder's own IoBus::requestStop
+      R.Reason = RunReason::PowerOff;
+      R.ExitStatus = Io.exitStatus();
+      break;
+    }
+    break;
+  case StopReason::Shutdown:
+    R.Reason = RunReason::TripleFault;
+    R.ExitStatus = kExitTripleFault;
+    break;
+  case StopReason::Halted:
+    // No interrupt source exists yet (no PIT, no APIC timer, the PIC's lines are idle),
+    // so a halted BSP can never wake and the APs never receive a SIPI.
+    R.Reason = RunReason::Halted;
+    R.ExitStatus = kExitHalted;
+    break;
+  case StopReason::Unimplemented:
+    R.Reason = RunReason::Unimplemented;
+    R.ExitStatus = kExitUnimplemented;
+    R.What = C.UnimplementedWhat ? C.UnimplementedWhat : "an unnamed feature";
+    R.Rip = C.UnimplementedWhat ? C.UnimplementedRip : C.S.Rip;
+    break;
+  case StopReason::InsnLimit:
+  case StopReason::Deadline:
+    R.Reason = RunReason::InsnLimit;
+    R.ExitStatus = kExitInsnLimit;
+    break;
+  }
+  return R;
+}
+
+std::string RunResult::describe() const {
+  switch (Reason) {
+  case RunReason::GuestExit:
+    return fmt::format("guest exit {:#x} (status {})", ExitValue, ExitStatus);
+  case RunReason::PowerOff:
+    return "guest powered off (port 0x8900)";
+  case RunReason::Reset:
+    return "guest reset (port 0x92)";
+  case RunReason::TripleFault:
+    return fmt::format("triple fault at RIP={:#x} (CPU {})", Rip, CpuId);
+  case RunReason::InsnLimit:
+    return fmt::format("instruction limit reached at RIP={:#x} (CPU {})", Rip, CpuId);
+  case RunReason::Halted:
+    return fmt::format("all CPUs halted with no wakeup possible (CPU {} at RIP={:#x})", CpuId,
+                       Rip);
+  case RunReason::Unimplemented:
+    return fmt::format("unimplemented: {} at RIP={:#x} (CPU {})", What, Rip, CpuId);
+  }
+  return "stopped";
+}
+
+std::string RunResult::summary() const {
+  return fmt::format("vmxsim: {}; {} instructions, {} cycles", describe(), Retired, Cycles);
+}
+
+std::string formatCpuState(const CpuState &S) {
+  static const char *const Names[16] = {"RAX", "RCX", "RDX", "RBX", "RSP", "RBP",
+                                        "RSI", "RDI", "R8",  "R9",  "R10", "R11",
+                                        "R12", "R13", "R14", "R15"};
+  std::string Out;
+  for (unsigned I = 0; I < 16; ++I)
+    Out += fmt::format("{:<3}={:016x}{}", Names[I], S.Gpr[I], I % 4 == 3 ? "\n" : " ");
+  Out += fmt::format("RIP={:016x} RFLAGS={:08x} CPL={}\n", S.Rip, S.Rflags, S.cpl());
+  static const char *const SegNames[6] = {"ES", "CS", "SS", "DS", "FS", "GS"};
+  for (unsigned I = 0; I < kNumSegRegs; ++I)
+    Out += fmt::format("{} ={:04x} base={:016x} limit={:08x} attr={:05x}\n", SegNames[I],
+                       S.Seg[I].Selector, S.Seg[I].Base, S.Seg[I].Limit, S.Seg[I].Attr);
+  Out += fmt::format("TR ={:04x} base={:016x} limit={:08x} attr={:05x}\n", S.Tr.Selector,
+                     S.Tr.Base, S.Tr.Limit, S.Tr.Attr);
+  Out += fmt::format("GDTR={:016x}/{:04x} IDTR={:016x}/{:04x}\n", S.Gdtr.Base, S.Gdtr.Limit,
+                     S.Idtr.Base, S.Idtr.Limit);
+  Out += fmt::format("CR0={:08x} CR2={:016x} CR3={:016x} CR4={:08x} EFER={:x}", S.Cr0, S.Cr2,
+                     S.Cr3, S.Cr4, S.Efer);
+  return Out;
+}
+
+} // namespace vmxsim

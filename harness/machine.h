@@ -1,0 +1,185 @@
+// libvmxsim's machine: memory, the port-I/O bus, PC devices, processors, image loading
+// and run control. This is the API that the vmxsim command, the tests in this repository
+// and users' own GoogleTests use.
+//
+//   vmxsim::MachineConfig Cfg;
+//   Cfg.Kernel = "hvm.elf";
+//   Cfg.Serial = vmxsim::OutputSpec::capture();
+//   vmxsim::Error Err;
+//   auto M = vmxsim::Machine::create(Cfg, Err);   // builds and loads; Err says why not
+//   if (!M) { ... Err.str() ... }
+//   vmxsim::RunResult R = M->run();               // until exit, fault, limit or halt
+//   EXPECT_EQ(R.Reason, vmxsim::RunReason::GuestExit);
+//   EXPECT_EQ(M->serialOutput(), "hello\n");
+//
+// Devices (see each header for exactly what is modelled): 16550A UART at 0x3f8, debug
+// console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI configuration
+// mechanism #1 at 0xcf8/0xcfc with no devices, 8259A PIC pair, a local APIC register
+// page at 0xfee00000, system control ports 0x92/0x61, and the power-off port 0x8900.
+// Unassigned ports read all-ones; unassigned physical addresses read all-ones.
+//
+// Processors: NumCpus are created, but only the bootstrap processor (CPU 0) runs. The
+// application processors sit in the wait-for-SIPI state (represented by Cpu::Halted
+// until INIT/SIPI delivery exists) and are never scheduled: running several CPUs, with
+// the deterministic scheduler of DESIGN.md, is a later issue. fw_cfg reports NumCpus.
+#pragma once
+#include "cpu/cpu.h"
+#include "harness/devices/debug_console.h"
+#include "harness/devices/debug_exit.h"
+#include "harness/devices/fw_cfg.h"
+#include "harness/devices/local_apic.h"
+#include "harness/devices/pci_host.h"
+#include "harness/devices/pic8259.h"
+#include "harness/devices/stop_latch.h"
+#include "harness/devices/system_ports.h"
+#include "harness/devices/uart16550.h"
+#include "harness/error.h"
+#include "harness/loader.h"
+#include "harness/output.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vmxsim {
+
+class InsnTracer;
+
+inline constexpr uint64_t kMinRamBytes = 2ull << 20;
+inline constexpr uint64_t kMaxRamBytes = 64ull << 30;
+inline constexpr unsigned kMaxCpus = 64;
+
+struct MachineConfig {
+  /// Guest RAM. 2 MiB .. 64 GiB; host memory is committed only for pages the guest (or
+  /// the loader) touches. RAM above 3.5 GiB is split QEMU-style: 3 GiB low, rest at 4 GiB.
+  uint64_t RamBytes = 256ull << 20;
+  /// Processors (1..64). Only CPU 0 runs (see the file comment).
+  unsigned NumCpus = 1;
+  /// The image: a Multiboot v1 kernel, or a flat binary when FlatAddr is set. Empty (and
+  /// KernelImage empty): nothing is loaded and CPU 0 is left in its reset state.
+  std::string Kernel;
+  /// If not empty, used instead of reading the file Kernel (which still names the image
+  /// in the command line and in errors).
+  std::vector<uint8_t> KernelImage;
+  /// Multiboot modules, each "path args..." (the module's string is the whole text).
+  std::vector<std::string> Modules;
+  /// Kernel command-line arguments (the kernel sees "Kernel Append").
+  std::string Append;
+  /// Flat binary: load at this guest-physical address and enter it in FlatMode.
+  std::optional<uint64_t> FlatAddr;
+  EntryMode FlatMode = EntryMode::Prot32;
+  /// UART (COM1) output, and the debug console (port 0xe9) output. When both name the
+  /// same file they share one stream.
+  OutputSpec Serial = OutputSpec::stdoutSpec();
+  OutputSpec Debugcon = OutputSpec::stdoutSpec();
+  /// Instruction trace (one line per instruction, see harness/insn_trace.h); off if unset.
+  std::optional<OutputSpec> TraceInsns;
+  /// Retired-instruction budget for run() (total since load); ~0 = unlimited.
+  uint64_t MaxInsns = ~uint64_t(0);
+  /// Processor model; null = CpuModel::defaultModel().
+  const CpuModel *Model = nullptr;
+};
+
+/// Why Machine::run returned.
+enum class RunReason : uint8_t {
+  GuestExit,     ///< isa-debug-exit write: ExitValue = V, ExitStatus = ((V << 1) | 1) & 0xff
+  PowerOff,      ///< "Shutdown" on port 0x8900: status 0
+  Reset,         ///< fast reset via port 0x92: status 0 (no reboot, like QEMU -no-reboot)
+  TripleFault,   ///< the CPU entered shutdown: status kExitTripleFault
+  InsnLimit,     ///< MaxInsns retired: status kExitInsnLimit
+  Halted,        ///< every CPU halted and nothing can wake one: status kExitHalted
+  Unimplemented, ///< the guest used something vmxsim lacks: status kExitUnimplemented
+};
+
+/// Process exit statuses of the vmxsim command. vmxsim's own are even, guest exits
+/// through isa-debug-exit are odd, so they never collide.
+inline constexpr int kExitUsage = 2; ///< bad command line, bad image, host failure
+inline constexpr int kExitInsnLimit = 4, kExitHalted = 6, kExitTripleFault = 8,
+                     kExitUnimplemented = 10;
+
+struct RunResult {
+  RunReason Reason = RunReason::InsnLimit;
+  uint32_t ExitValue = 0; ///< the isa-debug-exit value (GuestExit only)
+  int ExitStatus = 0;     ///< what the vmxsim command exits with
+  uint64_t Retired = 0;   ///< instructions retired by CPU 0 since load
+  uint64_t Cycles = 0;    ///< CPU 0's virtual clock
+  unsigned CpuId = 0;     ///< the CPU the reason concerns
+  uint64_t Rip = 0;       ///< its RIP when it stopped
+  std::string What;       ///< Unimplemented: what is missing
+  /// One phrase, e.g. "guest exit 0x3 (status 7)" or "triple fault at RIP=0x1000 (CPU 0)".
+  std::string describe() const;
+  /// "vmxsim: <describe()>; <N> instructions, <C> cycles".
+  std::string summary() const;
+};
+
+/// A multi-line dump of the architectural registers (for fatal-stop messages).
+std::string formatCpuState(const CpuState &S);
+
+class Machine {
+public:
+  /// Validates Cfg, builds the machine, opens its outputs and loads the image. Returns
+  /// null and sets Err (a one-line message, and the ErrorCode) on failure.
+  static std::unique_ptr<Machine> create(const MachineConfig &Cfg, Error &Err);
+  /// Checks a configuration without building anything.
+  static Error validate(const MachineConfig &Cfg);
+  ~Machine();
+  Machine(const Machine &) = delete;
+  Machine &operator=(const Machine &) = delete;
+
+  /// Runs CPU 0 until a stop reason. May be called again to continue (e.g. with a larger
+  /// MaxInsns, or after clearStop()).
+  RunResult run();
+  /// Clears a device stop request so that run() continues past it.
+  void clearStop() { Latch.clear(); }
+
+  const MachineConfig &config() const { return Cfg; }
+  unsigned numCpus() const { return unsigned(Cpus.size()); }
+  Cpu &cpu(unsigned I = 0) { return *Cpus[I]; }
+  Cpu &bsp() { return *Cpus[0]; }
+  PhysMem &mem() { return Mem; }
+  IoBus &io() { return Io; }
+  const BootLayout &layout() const { return Layout; }
+  /// Captured output (empty unless the spec was OutputSpec::capture()).
+  const std::string &serialOutput() const { return SerialSink.captured(); }
+  const std::string &debugconOutput() const { return debugconSink().captured(); }
+  const std::string &traceOutput() const { return TraceSink.captured(); }
+  void setMaxInsns(uint64_t N) { Cfg.MaxInsns = N; }
+
+  // Devices, for tests and embedders.
+  Uart16550 &uart() { return Uart; }
+  PicPair &pic() { return Pic; }
+  LocalApic &localApic() { return Apic; }
+  FwCfg &fwCfg() { return Fw; }
+  PciHost &pciHost() { return Pci; }
+
+private:
+  explicit Machine(const MachineConfig &Cfg);
+  Error init();
+  Error loadImage();
+  const OutputSink &debugconSink() const { return SharedDebugcon ? SerialSink : DebugconSink; }
+
+  MachineConfig Cfg;
+  PhysMem Mem;
+  IoBus Io;
+  StopLatch Latch;
+  OutputSink SerialSink, DebugconSink, TraceSink;
+  bool SharedDebugcon = false;
+  Uart16550 Uart;
+  std::unique_ptr<DebugConsole> Debugcon;
+  DebugExit DbgExit;
+  FwCfg Fw;
+  PciHost Pci;
+  PicPair Pic;
+  LocalApic Apic;
+  SystemControlA SysA;
+  SystemControlB SysB;
+  PowerOffPort PowerOff;
+  std::vector<std::unique_ptr<Cpu>> Cpus;
+  std::vector<Cpu *> CpuPtrs;
+  std::unique_ptr<InsnTracer> Tracer;
+  BootLayout Layout;
+};
+
+} // namespace vmxsim

@@ -1,0 +1,197 @@
+// SDM Vol. 4, Model-Specific Registers (MSRs): every row of cpu/msrs.def is checked for
+// its reset value and its reserved bits; write behaviours with rules of their own are
+// tested one by one.
+#include "tests/cpu/system_test_support.h"
+
+#include "cpu/msrs.h"
+
+#include <gtest/gtest.h>
+
+using namespace vmxsim;
+using namespace vmxsim::test;
+
+namespace {
+
+class MsrRow : public testing::TestWithParam<unsigned> {
+protected:
+  const MsrInfo &row() const { return kMsrTable[GetParam()]; }
+};
+
+std::string rowName(const testing::TestParamInfo<unsigned> &P) {
+  std::string N;
+  for (const char *C = kMsrTable[P.param].Name; *C; ++C)
+    if (*C != '_')
+      N += *C;
+  return N;
+}
+
+bool physAddressKind(MsrWrite W) {
+  return W == MsrWrite::ApicBase || W == MsrWrite::MtrrPhysBase || W == MsrWrite::MtrrPhysMask;
+}
+bool canonicalKind(MsrWrite W) {
+  return W == MsrWrite::Canonical || W == MsrWrite::FsBase || W == MsrWrite::GsBase;
+}
+
+} // namespace
+
+TEST_P(MsrRow, ReadsResetValueAfterReset) {
+  TestMachine M;
+  uint64_t V = ~uint64_t(0);
+  ASSERT_EQ(readMsr(M.Cpu_, row().Address, V), Status::Ok);
+  EXPECT_EQ(V, row().Reset);
+}
+
+TEST_P(MsrRow, EveryReservedBitRaisesGp) {
+  TestMachine M;
+  const MsrInfo &R = row();
+  uint64_t Reserved = R.Reserved;
+  if (physAddressKind(R.Write))
+    Reserved |= ~((uint64_t(1) << M.Cpu_.Model.MaxPhysAddrBits) - 1);
+  for (unsigned Bit = 0; Bit < 64; ++Bit) {
+    if (!(Reserved & (uint64_t(1) << Bit)))
+      continue;
+    M.Cpu_.Pending = PendingEvent{};
+    EXPECT_EQ(writeMsr(M.Cpu_, R.Address, R.Reset | (uint64_t(1) << Bit)), Status::Fault)
+        << R.Name << " bit " << Bit;
+    EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
+    EXPECT_EQ(M.Cpu_.Pending.ErrorCode, 0u);
+  }
+}
+
+TEST_P(MsrRow, WritingResetValueRoundTripsUnlessReadOnly) {
+  TestMachine M;
+  const MsrInfo &R = row();
+  Status St = writeMsr(M.Cpu_, R.Address, R.Reset);
+  if (R.Write == MsrWrite::ReadOnly) {
+    EXPECT_EQ(St, Status::Fault);
+    return;
+  }
+  ASSERT_EQ(St, Status::Ok);
+  uint64_t V = ~uint64_t(0);
+  ASSERT_EQ(readMsr(M.Cpu_, R.Address, V), Status::Ok);
+  EXPECT_EQ(V, R.Reset);
+}
+
+TEST_P(MsrRow, NonCanonicalAddressRaisesGpForAddressMsrs) {
+  if (!canonicalKind(row().Write))
+    GTEST_SKIP() << "not an address MSR";
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, row().Address, 0x0000800000000000ull), Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, row().Address, 0xffff800000000000ull), Status::Ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelSpecificRegisters, MsrRow, testing::Range(0u, kNumMsrs),
+                         rowName);
+
+TEST(ModelSpecificRegisters, UnknownMsrRaisesGpOnReadAndWrite) {
+  TestMachine M;
+  uint64_t V;
+  for (uint32_t A : {0x12345678u, 0x480u /* VMX: not in this table */, 0xc0000104u}) {
+    EXPECT_EQ(readMsr(M.Cpu_, A, V), Status::Fault);
+    EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
+    EXPECT_EQ(writeMsr(M.Cpu_, A, 0), Status::Fault);
+  }
+}
+
+TEST(ModelSpecificRegisters, FeatureControlLockedRejectsWrites) {
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_FEATURE_CONTROL, 0x5), Status::Ok);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_FEATURE_CONTROL, 0x5), Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_FEATURE_CONTROL, 0x0), Status::Fault);
+  uint64_t V;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_FEATURE_CONTROL, V), Status::Ok);
+  EXPECT_EQ(V, 0x5u);
+}
+
+TEST(ModelSpecificRegisters, EferLmeChangeWhilePagingRaisesGpAndLmaIsReadOnly) {
+  TestMachine M;
+  M.setupLongMode();
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_EFER, efer::NXE | efer::SCE), Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_EFER, efer::LME | efer::NXE), Status::Ok);
+  EXPECT_EQ(M.S.Efer, efer::LME | efer::LMA | efer::NXE); // LMA kept though written 0
+}
+
+TEST(ModelSpecificRegisters, PatRejectsReservedMemoryTypes) {
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_PAT, 0x0007040600070402ull), Status::Fault); // 2
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_PAT, 0x0007040600070403ull), Status::Fault); // 3
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_PAT, 0x0707070707070707ull), Status::Ok);
+}
+
+TEST(ModelSpecificRegisters, MtrrRejectsInvalidTypes) {
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MTRR_FIX64K_00000, 0x0606060606060607ull),
+            Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MTRR_DEF_TYPE, 0xc02), Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MTRR_DEF_TYPE, 0xc06), Status::Ok);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MTRR_PHYSBASE0, 0x80000003), Status::Fault);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MTRR_PHYSBASE0, 0x80000006), Status::Ok);
+}
+
+TEST(ModelSpecificRegisters, TscWriteMovesTscAdjustByTheSameAmount) {
+  TestMachine M;
+  M.Cpu_.Cycles = 1000;
+  uint64_t V;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_TIME_STAMP_COUNTER, V), Status::Ok);
+  EXPECT_EQ(V, 1000u);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_TIME_STAMP_COUNTER, 5000), Status::Ok);
+  M.Cpu_.Cycles = 1100;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_TIME_STAMP_COUNTER, V), Status::Ok);
+  EXPECT_EQ(V, 5100u);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_TSC_ADJUST, V), Status::Ok);
+  EXPECT_EQ(V, 4000u);
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_TSC_ADJUST, 3000), Status::Ok);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_TIME_STAMP_COUNTER, V), Status::Ok);
+  EXPECT_EQ(V, 4100u);
+}
+
+TEST(ModelSpecificRegisters, FsBaseMsrIsTheFsSegmentBase) {
+  TestMachine M;
+  M.setupLongMode();
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_FS_BASE, 0xffff800012345000ull), Status::Ok);
+  EXPECT_EQ(M.S.seg(SegReg::FS).Base, 0xffff800012345000ull);
+}
+
+TEST(ModelSpecificRegisters, MiscEnableReadOnlyBitsKeepTheirValue) {
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_MISC_ENABLE, 0x1), Status::Ok);
+  uint64_t V;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_MISC_ENABLE, V), Status::Ok);
+  EXPECT_EQ(V, 0x1801u);
+}
+
+TEST(ModelSpecificRegisters, ApBaseHasNoBspBit) {
+  PhysMem Mem(1 << 20);
+  IoBus Io;
+  Cpu Ap(Mem, Io, CpuModel::defaultModel(), 1);
+  uint64_t V;
+  ASSERT_EQ(readMsr(Ap, msr::IA32_APIC_BASE, V), Status::Ok);
+  EXPECT_EQ(V, 0xfee00800u);
+}
+
+TEST(ModelSpecificRegisters, RdmsrWrmsrInstructionsMoveEdxEax) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.Gpr[RCX] = msr::IA32_LSTAR;
+  M.S.Gpr[RDX] = 0xffff8000;
+  M.S.Gpr[RAX] = 0x00401000;
+  // wrmsr ; xor eax, eax ; xor edx, edx ; rdmsr ; hlt
+  M.loadCode({0x0f, 0x30, 0x31, 0xc0, 0x31, 0xd2, 0x0f, 0x32, 0xf4});
+  EXPECT_EQ(M.run(), StopReason::Halted);
+  EXPECT_EQ((*M.Cpu_.Msrs)[MsrSlot::IA32_LSTAR], 0xffff800000401000ull);
+  EXPECT_EQ(M.S.Gpr[RAX], 0x00401000u);
+  EXPECT_EQ(M.S.Gpr[RDX], 0xffff8000u);
+}
+
+TEST(ModelSpecificRegisters, RdmsrAtCpl3RaisesGp) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.Idtr = TableReg{kIdtBase, 0};
+  M.loadCode({0x0f, 0x32});
+  M.S.seg(SegReg::CS) = Segment{kSelUserCode64, 0, 0xffffffff, 0xfb | Segment::L | Segment::G};
+  M.S.seg(SegReg::SS) = Segment{kSelUserData, 0, 0xffffffff, 0xf3 | Segment::DB | Segment::G};
+  M.Cpu_.modeChanged();
+  M.S.Gpr[RCX] = msr::IA32_EFER;
+  EXPECT_EQ(M.run(), StopReason::Shutdown); // #GP with an empty IDT
+  EXPECT_EQ(M.S.Rip, kCodeBase);
+}

@@ -1,0 +1,150 @@
+// The vmxsim command: exit statuses and one-line errors.
+#include "harness/testing/multiboot_images.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace vmxsim::testing;
+
+namespace {
+
+struct CmdResult {
+  int Status;
+  std::string Out, Err;
+};
+
+std::string tempPath(const std::string &Name) {
+  return (std::filesystem::temp_directory_path() /
+          ("vmxsim_cli_test_" + std::to_string(::getpid()) + "_" + Name))
+      .string();
+}
+std::string slurp(const std::string &P) {
+  std::ifstream In(P, std::ios::binary);
+  std::stringstream S;
+  S << In.rdbuf();
+  return S.str();
+}
+void writeFile(const std::string &Path, const std::vector<uint8_t> &B) {
+  std::ofstream(Path, std::ios::binary).write(reinterpret_cast<const char *>(B.data()),
+                                              std::streamsize(B.size()));
+}
+
+CmdResult runVmxsim(const std::string &Args) {
+  const std::string Out = tempPath("out"), Err = tempPath("err");
+  std::string Cmd = std::string(VMXSIM_BINARY_DIR) + "/vmxsim " + Args + " >" + Out + " 2>" + Err +
+                    " </dev/null";
+  int St = std::system(Cmd.c_str());
+  CmdResult R{WIFEXITED(St) ? WEXITSTATUS(St) : -1, slurp(Out), slurp(Err)};
+  std::remove(Out.c_str());
+  std::remove(Err.c_str());
+  return R;
+}
+
+size_t lines(const std::string &S) { return size_t(std::count(S.begin(), S.end(), '\n')); }
+
+} // namespace
+
+TEST(CommandLine, UnknownOptionIsOneLineAndStatus2) {
+  CmdResult R = runVmxsim("run --bogus x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u);
+  EXPECT_EQ(R.Err.rfind("vmxsim: error: ", 0), 0u) << R.Err;
+}
+
+TEST(CommandLine, SmpOutOfRangeIsStatus2) {
+  CmdResult R = runVmxsim("run --smp 65 x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+}
+
+TEST(CommandLine, BadMemorySizeIsStatus2) {
+  CmdResult R = runVmxsim("run -m 12Q x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: -m: invalid size '12Q'\n");
+  R = runVmxsim("run -m 128G x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: memory size 137438953472 bytes is outside 2 MiB..64 GiB\n");
+}
+
+TEST(CommandLine, MissingSubcommandOrImageIsStatus2) {
+  EXPECT_EQ(runVmxsim("").Status, 2);
+  CmdResult R = runVmxsim("run");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: run: no image (give IMAGE or --kernel FILE)\n");
+}
+
+TEST(CommandLine, EntryModeNeedsFlat) {
+  CmdResult R = runVmxsim("run --entry-mode long x.bin");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+}
+
+TEST(CommandLine, MissingImageIsOneLineAndStatus2) {
+  CmdResult R = runVmxsim("run /nonexistent/vmxsim/k.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: /nonexistent/vmxsim/k.elf: cannot open: No such file or "
+                   "directory\n");
+}
+
+TEST(CommandLine, BadImageIsOneLineAndStatus2) {
+  const std::string P = tempPath("bad.bin");
+  writeFile(P, std::vector<uint8_t>(64, 0x90));
+  CmdResult R = runVmxsim("run --kernel " + P);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: " + P +
+                       ": not an ELF file and no Multiboot header in the first 8192 bytes\n");
+  std::remove(P.c_str());
+}
+
+TEST(CommandLine, GuestExitStatusAndSummary) {
+  const std::string P = tempPath("ok.elf");
+  writeFile(P, aoutImage({0xb8, 0x21, 0, 0, 0, 0xe7, 0xf4}));
+  CmdResult R = runVmxsim("run " + P + " -m 64M --smp 2");
+  EXPECT_EQ(R.Status, 0x43);
+  // The cycle count comes from the cost model (cpu/cost_model.def).
+  EXPECT_EQ(R.Err.rfind("vmxsim: guest exit 0x21 (status 67); 2 instructions, ", 0), 0u) << R.Err;
+  EXPECT_EQ(lines(R.Err), 1u);
+  R = runVmxsim("run -q " + P);
+  EXPECT_EQ(R.Status, 0x43);
+  EXPECT_EQ(R.Err, "");
+  std::remove(P.c_str());
+}
+
+TEST(CommandLine, SerialOutputGoesToFile) {
+  const std::string P = tempPath("uart.elf"), S = tempPath("serial.txt");
+  // mov dx, 0x3f8; mov al, 'A'; out dx, al; mov al, '\n'; out dx, al; out 0xf4, al
+  writeFile(P, aoutImage({0x66, 0xba, 0xf8, 0x03, 0xb0, 'A', 0xee, 0xb0, '\n', 0xee, 0xe6,
+                          0xf4}));
+  CmdResult R = runVmxsim("run -q --serial file:" + S + " " + P);
+  EXPECT_EQ(R.Status, ((0x0a << 1) | 1));
+  EXPECT_EQ(slurp(S), "A\n");
+  EXPECT_EQ(R.Out, "");
+  std::remove(P.c_str());
+  std::remove(S.c_str());
+}
+
+TEST(CommandLine, InstructionLimitAndHaltStatuses) {
+  const std::string P = tempPath("spin.bin");
+  writeFile(P, {0xeb, 0xfe});
+  CmdResult R = runVmxsim("run -q --flat 0x100000 --max-insns 50 " + P);
+  EXPECT_EQ(R.Status, 4);
+  EXPECT_EQ(R.Err, "vmxsim: instruction limit reached at RIP=0x100000 (CPU 0)\n");
+  writeFile(P, {0xf4});
+  R = runVmxsim("run -q --flat 0x7c00 --entry-mode real " + P);
+  EXPECT_EQ(R.Status, 6);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+  std::remove(P.c_str());
+}
+
+TEST(CommandLine, VersionAndHelpSucceed) {
+  CmdResult R = runVmxsim("--version");
+  EXPECT_EQ(R.Status, 0);
+  EXPECT_EQ(R.Out, "vmxsim 0.1\n");
+  EXPECT_EQ(runVmxsim("--help").Status, 0);
+  EXPECT_EQ(runVmxsim("run --help").Status, 0);
+}
