@@ -125,6 +125,8 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
       InShutdown = true;
       continue;
     }
+    if (St == Status::Unimplemented)
+      return LastStop = StopReason::Unimplemented; // e.g. delivery through a task gate
     if (Halted)
       return LastStop = StopReason::Halted;
 

@@ -6,6 +6,8 @@
 
 namespace vmxsim {
 
+struct VmxProfile;
+
 struct CpuidLeaf {
   uint32_t Leaf, Subleaf;
   bool HasSubleaves;
@@ -24,6 +26,9 @@ struct CpuModel {
   /// CPUID table; leaves not listed return the highest basic leaf's data as Intel
   /// processors do for out-of-range basic leaves (SDM Vol. 2A, CPUID).
   std::vector<CpuidLeaf> Cpuid;
+  /// VMX features and capability-MSR values (`--vmx-profile`); null = no VMX (CPUID.1:
+  /// ECX.VMX reads 0 and VMX instructions are #UD).
+  const VmxProfile *Vmx = nullptr;
 
   /// The default: a modern Intel core with VMX (see cpu/cpuid.cpp).
   static const CpuModel &defaultModel();

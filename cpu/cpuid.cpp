@@ -3,11 +3,11 @@
 // The model is a modern Intel core (family 6, model 0x8F) that advertises only what
 // vmxsim executes: integer ISA incl. CMPXCHG8B/16B, POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
 // SSE and SSE2 (moves and integer operations; no SSE3/SSSE3/SSE4, no AVX); FXSAVE; the
-// x87 FPU bit (FXSAVE needs it — x87 arithmetic itself is not executed); VMX; PCID,
-// INVPCID, SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP.
-// XSAVE is not advertised until XSAVE/XRSTOR are executed; leaf 0xD still describes the
-// x87+SSE area so that turning the bit on is a one-line change.
+// x87 FPU bit (FXSAVE needs it — x87 arithmetic itself is not executed); XSAVE, XSAVEOPT
+// and XSAVEC for the x87 and SSE components (cpu/exec_xsave.cpp); VMX; PCID, INVPCID,
+// SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP.
 #include "cpu/cpuid.h"
+#include "cpu/vmx/vmx_features.h"
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
@@ -21,7 +21,7 @@ namespace {
 
 constexpr uint32_t kMaxBasicLeaf = 0xd;
 constexpr uint32_t kMaxExtLeaf = 0x80000008;
-constexpr bool kAdvertiseXsave = false;
+constexpr bool kAdvertiseXsave = true;
 
 // Brand string, 48 bytes over leaves 0x80000002..4.
 constexpr char kBrand[48] = "vmxsim virtual Intel(R) 64 processor";
@@ -38,7 +38,8 @@ CpuModel makeDefault() {
   M.Name = "vmxsim-default";
   M.MaxPhysAddrBits = 46;
   M.MaxLinearAddrBits = 48;
-  uint32_t Ecx1 = Vmx | Cx16 | Movbe | Popcnt | (M.Pcid ? Pcid : 0) |
+  M.Vmx = &VmxProfile::full();
+  uint32_t Ecx1 = (M.Vmx ? Vmx : 0) | Cx16 | Movbe | Popcnt | (M.Pcid ? Pcid : 0) |
                   (kAdvertiseXsave ? Xsave : 0);
   uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Cx8 | Apic | Sep | Mtrr | Pge | Cmov |
                   Pat | Pse36 | Clfsh | Fxsr | Sse | Sse2;
@@ -69,7 +70,9 @@ CpuModel makeDefault() {
       {0xb, 2, true, 0, 0, 2, 0},
       // Leaf 0xD: XSAVE features x87|SSE; sizes 512 legacy area + 64 header.
       {0xd, 0, true, uint32_t(kSupportedXcr0), 576, 576, 0},
-      {0xd, 1, true, 0, 0, 0, 0},
+      // Subleaf 1: XSAVEOPT (bit 0) and XSAVEC (bit 1); EBX = compacted size for
+      // XCR0 | IA32_XSS (no supervisor components, so 576).
+      {0xd, 1, true, 0x3, 576, 0, 0},
       {0x80000000, 0, false, kMaxExtLeaf, 0, 0, 0},
       {0x80000001, 0, false, 0, 0, LahfLm | Abm,
        Syscall | (M.Nx ? Nx : 0) | (M.Page1G ? Page1Gb : 0) | Rdtscp | Lm},
@@ -135,6 +138,9 @@ CpuidResult cpuidQuery(const Cpu &C, uint32_t Leaf, uint32_t Subleaf) {
     // The APIC bit follows IA32_APIC_BASE.EN (SDM Vol. 3A, Local APIC Status and Location).
     if (!((*C.Msrs)[MsrSlot::IA32_APIC_BASE] & (1u << 11)))
       R.Edx &= ~cpuidbit::Apic;
+    // A model without a VMX profile has no VMX (SDM Vol. 3C, Discovering Support for VMX).
+    if (!M.Vmx)
+      R.Ecx &= ~cpuidbit::Vmx;
     break;
   case 0xb:
     R.Edx = C.Id;

@@ -192,6 +192,9 @@ bool bindCall(const DecodeInfo &D, DecodedInsn &I) {
 }
 
 bool bindRet(const DecodeInfo &D, DecodedInsn &I) {
+  // Zydis names near and far returns alike; CA/CB are RET FAR (SDM Vol. 2B, RET).
+  if (D.OpcodeMap == 0 && (D.Opcode == 0xca || D.Opcode == 0xcb))
+    return bindFarRet(D, I);
   unsigned Size = branchSize(D);
   I.Imm = D.Ops[0].Kind == OperandKind::Imm ? uint16_t(D.ImmRaw) : 0;
   I.Fn = Size == 2 ? &execRet<uint16_t> : Size == 4 ? &execRet<uint32_t> : &execRet<uint64_t>;

@@ -177,8 +177,6 @@ Status stackPush(Cpu &C, StackRef &R, uint64_t V, unsigned SizeBytes) {
     }
     La = (R.Ss.Base + NewSp) & 0xffffffffull;
   }
-  uint8_t Bytes[8];
-  std::memcpy(Bytes, &V, 8);
   Status St = Status::Ok;
   if (SizeBytes == 2)
     St = writeLinear(C, La, uint16_t(V), R.Supervisor);

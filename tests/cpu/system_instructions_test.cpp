@@ -61,6 +61,7 @@ TEST(ProcessorIdentificationAndFeatureDetermination, Leaf1ReportsVmxApicIdAndBas
   EXPECT_FALSE(R.Ecx & cpuidbit::Sse3);
   EXPECT_FALSE(R.Ecx & cpuidbit::Monitor);
   EXPECT_FALSE(R.Ecx & cpuidbit::Osxsave);
+  EXPECT_TRUE(R.Ecx & cpuidbit::Xsave);
   EXPECT_EQ(R.Edx & (cpuidbit::Fpu | cpuidbit::Fxsr | cpuidbit::Sse | cpuidbit::Sse2 |
                      cpuidbit::Pae | cpuidbit::Msr | cpuidbit::Tsc | cpuidbit::Apic),
             cpuidbit::Fpu | cpuidbit::Fxsr | cpuidbit::Sse | cpuidbit::Sse2 | cpuidbit::Pae |
@@ -128,7 +129,6 @@ TEST(SystemArchitectureOverview, MovCr4ReservedOrUnsupportedBitRaisesGp) {
   M.setupLongMode();
   uint64_t Base = M.S.Cr4;
   EXPECT_EQ(runOne({0x0f, 0x22, 0xe0}, Base | (1u << 15)), handlerOf(vec::GP));
-  EXPECT_EQ(runOne({0x0f, 0x22, 0xe0}, Base | cr4::OSXSAVE), handlerOf(vec::GP));
   EXPECT_EQ(runOne({0x0f, 0x22, 0xe0}, Base | cr4::LA57), handlerOf(vec::GP));
   EXPECT_EQ(runOne({0x0f, 0x22, 0xe0}, Base & ~cr4::PAE), handlerOf(vec::GP));
   EXPECT_EQ(runOne({0x0f, 0x22, 0xe0}, Base | cr4::PCIDE), kCodeBase + 4);
@@ -251,6 +251,35 @@ TEST(SystemArchitectureOverview, RdtscpReturnsVirtualClockAndTscAux) {
 
 TEST(SystemArchitectureOverview, XgetbvWithoutOsxsaveRaisesUd) {
   EXPECT_EQ(runOne({0x0f, 0x01, 0xd0}, 0), handlerOf(vec::UD));
+}
+
+TEST(SystemArchitectureOverview, XsetbvXgetbvRoundTripOnceOsxsaveIsSet) {
+  TestMachine M;
+  M.setupLongMode();
+  withHandlers(M);
+  M.S.Gpr[RAX] = M.S.Cr4 | cr4::OSXSAVE;
+  // mov cr4, rax ; xor ecx, ecx ; mov eax, 3 ; xor edx, edx ; xsetbv ; xor eax, eax ;
+  // xgetbv ; hlt
+  M.loadCode({0x0f, 0x22, 0xe0, 0x31, 0xc9, 0xb8, 0x03, 0x00, 0x00, 0x00, 0x31, 0xd2,
+              0x0f, 0x01, 0xd1, 0x31, 0xc0, 0x0f, 0x01, 0xd0, 0xf4});
+  EXPECT_EQ(M.run(), StopReason::Halted);
+  EXPECT_EQ(M.S.Xcr0, 3u);
+  EXPECT_EQ(M.S.Gpr[RAX], 3u);
+  EXPECT_TRUE(cpuidQuery(M.Cpu_, 1, 0).Ecx & cpuidbit::Osxsave);
+}
+
+TEST(SystemArchitectureOverview, XsetbvRejectsUnsupportedComponentsAndClearedX87) {
+  for (uint32_t Xcr0 : {0x2u, 0x7u}) {
+    TestMachine M;
+    M.setupLongMode();
+    withHandlers(M);
+    M.S.Cr4 |= cr4::OSXSAVE;
+    M.S.Gpr[RAX] = Xcr0;
+    M.loadCode({0x31, 0xc9, 0x31, 0xd2, 0x0f, 0x01, 0xd1, 0xf4}); // xor ecx,ecx; xor edx,edx; xsetbv
+    M.run();
+    EXPECT_EQ(M.S.Rip, handlerOf(vec::GP));
+    EXPECT_EQ(M.S.Xcr0, 1u);
+  }
 }
 
 TEST(SystemArchitectureOverview, CltsLmswSmswEditCr0LowBits) {
