@@ -8,7 +8,10 @@
 // exceptions masked, then reads the host's exception flags back and restores the host
 // MXCSR. IEEE 754 basic operations, conversions and compares are fully specified, so any
 // x86-64 host gives the bits an Intel processor gives; the guest's unmasked exceptions are
-// then applied by reportFp from the masked flags. RCPSS/RCPPS/RSQRTSS/RSQRTPS are
+// then applied by reportFp from the masked flags. Two things the masked run cannot show
+// are derived separately: exact tiny results (underflow when unmasked, tinyExactResult)
+// and, for an unmasked overflow or underflow, the per-element precision flag of the
+// unbounded-exponent result (unmaskedPostFlags, a rare path). RCPSS/RCPPS/RSQRTSS/RSQRTPS are
 // approximations whose bits differ between implementations (Intel and AMD disagree): they
 // are reported as unimplemented rather than answered with the host's (AMD) bits.
 //
@@ -202,31 +205,128 @@ using ComiFn = uint32_t (*)(const Xmm &, const Xmm &, uint32_t, uint64_t &);
 
 // --- exceptions -------------------------------------------------------------------------
 
-/// Lanes of the result that hold a computed floating-point value able to underflow.
-enum class Tiny : uint8_t { None, F32x1, F32x2, F32x4, F64x1, F64x2 };
+/// What an instruction computes that can overflow or underflow: the lane width of its
+/// source elements, how many result lanes it computes, and the operation, which the
+/// unmasked-exception path re-evaluates with an unbounded exponent. Narrow is a
+/// double-to-single conversion (its result lanes are 4 bytes wide).
+enum class WideOp : uint8_t { None, Add, Sub, Mul, Div, Narrow };
+struct Post {
+  uint8_t SrcBytes = 0;
+  uint8_t Lanes = 0;
+  WideOp Op = WideOp::None;
+  constexpr unsigned resultBytes() const { return Op == WideOp::Narrow ? 4 : SrcBytes; }
+};
+inline constexpr Post kNoPost{};
+
+/// Lane K of X as a bit pattern of Bytes (4 or 8) bytes.
+inline uint64_t laneBits(const Xmm &X, unsigned Bytes, unsigned K) {
+  if (Bytes == 8)
+    return K ? X.Hi : X.Lo;
+  const uint64_t Q = K >= 2 ? X.Hi : X.Lo;
+  return uint32_t(Q >> (32 * (K & 1)));
+}
+inline bool isDenormal(uint64_t Bits, unsigned Bytes) {
+  return Bytes == 8 ? !(Bits & 0x7ff0000000000000ull) && (Bits & 0x000fffffffffffffull)
+                    : !(Bits & 0x7f800000u) && (Bits & 0x007fffffu);
+}
 
 /// True when a computed lane is a nonzero denormal. With underflow unmasked, "the
 /// underflow exception is signaled whenever the result is tiny, regardless of inexactness"
 /// (SDM Vol. 1, Numeric Underflow Exception (#U)); the masked host run only flags tiny
 /// results that are also inexact, so an exact denormal result is detected here.
-template <Tiny T> bool tinyExactResult(const Xmm &R) {
-  if constexpr (T == Tiny::None) {
-    return false;
-  } else if constexpr (T == Tiny::F64x1 || T == Tiny::F64x2) {
-    Lanes<uint64_t> L = lanes<uint64_t>(R);
-    constexpr unsigned N = T == Tiny::F64x1 ? 1 : 2;
-    for (unsigned K = 0; K < N; ++K)
-      if (!(L.V[K] & 0x7ff0000000000000ull) && (L.V[K] & 0x000fffffffffffffull))
-        return true;
-    return false;
-  } else {
-    Lanes<uint32_t> L = lanes<uint32_t>(R);
-    constexpr unsigned N = T == Tiny::F32x1 ? 1 : T == Tiny::F32x2 ? 2 : 4;
-    for (unsigned K = 0; K < N; ++K)
-      if (!(L.V[K] & 0x7f800000u) && (L.V[K] & 0x007fffffu))
-        return true;
-    return false;
+template <Post P> bool tinyExactResult(const Xmm &R, unsigned First = 0, unsigned Count = P.Lanes) {
+  for (unsigned K = First; K < First + Count; ++K)
+    if (isDenormal(laneBits(R, P.resultBytes(), K), P.resultBytes()))
+      return true;
+  return false;
+}
+
+/// The value of a source lane as a double (exact for both widths), with DAZ applied.
+inline double laneValue(uint64_t Bits, unsigned Bytes, bool Daz) {
+  if (Daz && isDenormal(Bits, Bytes))
+    Bits &= Bytes == 8 ? 1ull << 63 : 1u << 31;
+  if (Bytes == 8) {
+    double D;
+    std::memcpy(&D, &Bits, 8);
+    return D;
   }
+  float F;
+  const uint32_t W = uint32_t(Bits);
+  std::memcpy(&F, &W, 4);
+  return F;
+}
+
+/// Whether rounding the exact result of Op(A, B) to Bits significant bits with an
+/// unbounded exponent is inexact: the precision exception an unmasked overflow or
+/// underflow reports (SDM Vol. 1, Numeric Overflow Exception (#O) and Numeric Underflow
+/// Exception (#U): the unmasked response rounds to the destination precision with an
+/// adjusted exponent). The host's x87 unit computes the result with a 64-bit significand
+/// and an exponent range wide enough for any single or double operation: if that is
+/// inexact so is the narrower rounding, otherwise the significant bits are counted.
+bool inexactUnbounded(WideOp Op, double A, double B, unsigned Bits) {
+  long double R = A;
+  uint16_t Sw = 0;
+#if defined(__x86_64__)
+  const uint16_t Cw = 0x37f; // all masked, 64-bit precision, round to nearest
+  uint16_t SavedCw;
+  switch (Op) {
+#define VMX_X87(Insn)                                                                       asm volatile("fnstcw %[saved]\n\tfldcw %[cw]\n\tfnclex\n\t"                                         "fldl %[b]\n\tfldl %[a]\n\t" Insn "\n\t"                                                "fstpt %[r]\n\tfstp %%st(0)\n\tfnstsw %[sw]\n\tfldcw %[saved]"                         : [r] "=m"(R), [sw] "=m"(Sw), [saved] "=m"(SavedCw)                                         : [a] "m"(A), [b] "m"(B), [cw] "m"(Cw)                                                    : "st", "st(1)")
+  // With st(0) = A and st(1) = B, "op %st(1), %st" computes st(0) <- A op B.
+  case WideOp::Add: VMX_X87("fadd %%st(1), %%st"); break;
+  case WideOp::Sub: VMX_X87("fsub %%st(1), %%st"); break;
+  case WideOp::Mul: VMX_X87("fmul %%st(1), %%st"); break;
+  case WideOp::Div: VMX_X87("fdiv %%st(1), %%st"); break;
+  default: break;
+#undef VMX_X87
+  }
+#else
+  (void)Op;
+  (void)B;
+#endif
+  if (Sw & 0x20)
+    return true;
+  uint64_t Significand;
+  std::memcpy(&Significand, &R, 8); // explicit 64-bit significand of the 80-bit format
+  return Significand && unsigned(64 - __builtin_ctzll(Significand)) > Bits;
+}
+
+/// The flags of an instruction whose masked run raised an unmasked overflow or
+/// underflow (and no unmasked pre-computation exception): each computed lane is re-run
+/// alone (the other lanes hold 1.0, which raises nothing), and a lane whose overflow or
+/// underflow is unmasked reports the precision exception of its unbounded-exponent
+/// result instead of that of the masked response.
+template <XmmFn Op, Post P>
+uint32_t unmaskedPostFlags(const Xmm &A, const Xmm &B, uint32_t Guest) {
+  const uint32_t Unmasked = ~(Guest >> mxcsr::MaskShift) & mxcsr::Flags;
+  const bool Daz = Guest & mxcsr::DAZ;
+  const unsigned SrcLanes = P.Lanes; // one source lane per computed result lane
+  uint32_t Raised = 0;
+  for (unsigned K = 0; K < SrcLanes; ++K) {
+    Xmm A1 = A, B1 = B;
+    if (P.Lanes > 1) { // packed: isolate lane K
+      const uint64_t One = P.SrcBytes == 8 ? 0x3ff0000000000000ull : 0x3f8000003f800000ull;
+      A1 = B1 = Xmm{One, One};
+      const uint64_t Mask = P.SrcBytes == 8 ? ~0ull : 0xffffffffull << (32 * (K & 1));
+      const unsigned Half = P.SrcBytes == 8 ? K : K / 2;
+      uint64_t &AQ = Half ? A1.Hi : A1.Lo, &BQ = Half ? B1.Hi : B1.Lo;
+      AQ = (AQ & ~Mask) | ((Half ? A.Hi : A.Lo) & Mask);
+      BQ = (BQ & ~Mask) | ((Half ? B.Hi : B.Lo) & Mask);
+    }
+    Xmm R = A1;
+    uint32_t F = Op(R, B1, hostCsr(Guest)) & mxcsr::Flags;
+    if ((Unmasked & mxcsr::UE) && tinyExactResult<P>(R, K, 1))
+      F |= mxcsr::UE;
+    if (F & Unmasked & (mxcsr::OE | mxcsr::UE)) {
+      const double X = laneValue(laneBits(A, P.SrcBytes, K), P.SrcBytes, Daz);
+      const double Y = laneValue(laneBits(B, P.SrcBytes, K), P.SrcBytes, Daz);
+      const unsigned Bits = P.resultBytes() == 8 ? 53 : 24;
+      const bool Inexact = P.Op == WideOp::Narrow ? inexactUnbounded(WideOp::None, Y, Y, Bits)
+                                                  : inexactUnbounded(P.Op, X, Y, Bits);
+      F = (F & ~mxcsr::PE) | (Inexact ? mxcsr::PE : 0);
+    }
+    Raised |= F;
+  }
+  return Raised;
 }
 
 /// Records the exceptions an instruction raised and decides whether it completes (SDM
@@ -248,11 +348,6 @@ Status reportFp(Cpu &C, uint32_t Raised) {
   }
   if (Unmasked & Pre)
     Raised &= Pre;
-  // An unmasked overflow or underflow delivers no rounded result, and the inexact flag
-  // of that rounding is not reported (observed on the x86 hosts the oracle test runs on;
-  // for packed operations this also drops an inexact flag raised by another element).
-  else if (Unmasked & (mxcsr::OE | mxcsr::UE))
-    Raised &= ~mxcsr::PE;
   C.S.Mxcsr |= Raised;
   return (C.S.Cr4 & cr4::OSXMMEXCPT) ? C.raise(vec::XM) : C.raiseUd();
 }
@@ -282,16 +377,26 @@ template <Src S> inline Status loadSource(Cpu &C, const DecodedInsn &I, Xmm &B) 
 }
 
 /// xmm1 <- Op(xmm1, xmm2/m): arithmetic, CMPxx and the XMM-to-XMM conversions.
-template <XmmFn Op, Src S, Tiny T> Status execFp(Cpu &C, const DecodedInsn &I) {
+template <XmmFn Op, Src S, Post P> Status execFp(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkAvailable(C));
   if constexpr (!kHostFp)
     return C.unimplemented(kNoHostFp);
   Xmm B;
   VMX_TRY(loadSource<S>(C, I, B));
-  Xmm R = C.S.XmmReg[I.Reg[0]];
-  uint32_t Raised = Op(R, B, hostCsr(C.S.Mxcsr)) & mxcsr::Flags;
-  if (!(C.S.Mxcsr & mxcsr::UM) && tinyExactResult<T>(R))
-    Raised |= mxcsr::UE;
+  const Xmm A = C.S.XmmReg[I.Reg[0]];
+  Xmm R = A;
+  const uint32_t Guest = C.S.Mxcsr;
+  uint32_t Raised = Op(R, B, hostCsr(Guest)) & mxcsr::Flags;
+  if constexpr (P.Op != WideOp::None) {
+    if (!(Guest & mxcsr::UM) && tinyExactResult<P>(R))
+      Raised |= mxcsr::UE;
+    // Rare path: an unmasked overflow or underflow with no unmasked pre-computation
+    // exception needs per-element flags (see unmaskedPostFlags).
+    const uint32_t Unmasked = Raised & ~(Guest >> mxcsr::MaskShift);
+    constexpr uint32_t Pre = mxcsr::IE | mxcsr::DE | mxcsr::ZE;
+    if ((Unmasked & (mxcsr::OE | mxcsr::UE)) && !(Unmasked & Pre)) [[unlikely]]
+      Raised = unmaskedPostFlags<Op, P>(A, B, Guest);
+  }
   VMX_TRY(reportFp(C, Raised));
   C.S.XmmReg[I.Reg[0]] = R;
   return next(C, I);
@@ -366,7 +471,7 @@ bool finish(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
 }
 
 /// xmm, xmm/m forms; MemSrc is the memory operand's size (and alignment rule).
-template <XmmFn Op, Src MemSrc, Tiny T = Tiny::None>
+template <XmmFn Op, Src MemSrc, Post T = kNoPost>
 bool bindFp(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
@@ -382,8 +487,8 @@ bool bindFp(const DecodeInfo &D, DecodedInsn &I) {
 /// SSE version).
 template <Src MemSrc, XmmFn... Fns> bool bindCmp(const DecodeInfo &D, DecodedInsn &I) {
   static_assert(sizeof...(Fns) == 8);
-  static constexpr Handler RegForms[] = {&execFp<Fns, Src::Xmm, Tiny::None>...};
-  static constexpr Handler MemForms[] = {&execFp<Fns, MemSrc, Tiny::None>...};
+  static constexpr Handler RegForms[] = {&execFp<Fns, Src::Xmm, kNoPost>...};
+  static constexpr Handler MemForms[] = {&execFp<Fns, MemSrc, kNoPost>...};
   if (!isXmm(D.Ops[0]))
     return false;
   const unsigned P = D.ImmRaw & 7;
@@ -436,22 +541,22 @@ bool bindCvtToInt(const DecodeInfo &D, DecodedInsn &I) {
 // One binder per mnemonic row of cpu/insns_sse_fp.def.
 #define VMX_BINDER(Name, ...)                                                             \
   bool Name(const DecodeInfo &D, DecodedInsn &I) { return __VA_ARGS__(D, I); }
-VMX_BINDER(bindAddss, bindFp<&hostAddss, Src::M32, Tiny::F32x1>)
-VMX_BINDER(bindAddsd, bindFp<&hostAddsd, Src::M64, Tiny::F64x1>)
-VMX_BINDER(bindAddps, bindFp<&hostAddps, Src::M128, Tiny::F32x4>)
-VMX_BINDER(bindAddpd, bindFp<&hostAddpd, Src::M128, Tiny::F64x2>)
-VMX_BINDER(bindSubss, bindFp<&hostSubss, Src::M32, Tiny::F32x1>)
-VMX_BINDER(bindSubsd, bindFp<&hostSubsd, Src::M64, Tiny::F64x1>)
-VMX_BINDER(bindSubps, bindFp<&hostSubps, Src::M128, Tiny::F32x4>)
-VMX_BINDER(bindSubpd, bindFp<&hostSubpd, Src::M128, Tiny::F64x2>)
-VMX_BINDER(bindMulss, bindFp<&hostMulss, Src::M32, Tiny::F32x1>)
-VMX_BINDER(bindMulsd, bindFp<&hostMulsd, Src::M64, Tiny::F64x1>)
-VMX_BINDER(bindMulps, bindFp<&hostMulps, Src::M128, Tiny::F32x4>)
-VMX_BINDER(bindMulpd, bindFp<&hostMulpd, Src::M128, Tiny::F64x2>)
-VMX_BINDER(bindDivss, bindFp<&hostDivss, Src::M32, Tiny::F32x1>)
-VMX_BINDER(bindDivsd, bindFp<&hostDivsd, Src::M64, Tiny::F64x1>)
-VMX_BINDER(bindDivps, bindFp<&hostDivps, Src::M128, Tiny::F32x4>)
-VMX_BINDER(bindDivpd, bindFp<&hostDivpd, Src::M128, Tiny::F64x2>)
+VMX_BINDER(bindAddss, bindFp<&hostAddss, Src::M32, Post{4, 1, WideOp::Add}>)
+VMX_BINDER(bindAddsd, bindFp<&hostAddsd, Src::M64, Post{8, 1, WideOp::Add}>)
+VMX_BINDER(bindAddps, bindFp<&hostAddps, Src::M128, Post{4, 4, WideOp::Add}>)
+VMX_BINDER(bindAddpd, bindFp<&hostAddpd, Src::M128, Post{8, 2, WideOp::Add}>)
+VMX_BINDER(bindSubss, bindFp<&hostSubss, Src::M32, Post{4, 1, WideOp::Sub}>)
+VMX_BINDER(bindSubsd, bindFp<&hostSubsd, Src::M64, Post{8, 1, WideOp::Sub}>)
+VMX_BINDER(bindSubps, bindFp<&hostSubps, Src::M128, Post{4, 4, WideOp::Sub}>)
+VMX_BINDER(bindSubpd, bindFp<&hostSubpd, Src::M128, Post{8, 2, WideOp::Sub}>)
+VMX_BINDER(bindMulss, bindFp<&hostMulss, Src::M32, Post{4, 1, WideOp::Mul}>)
+VMX_BINDER(bindMulsd, bindFp<&hostMulsd, Src::M64, Post{8, 1, WideOp::Mul}>)
+VMX_BINDER(bindMulps, bindFp<&hostMulps, Src::M128, Post{4, 4, WideOp::Mul}>)
+VMX_BINDER(bindMulpd, bindFp<&hostMulpd, Src::M128, Post{8, 2, WideOp::Mul}>)
+VMX_BINDER(bindDivss, bindFp<&hostDivss, Src::M32, Post{4, 1, WideOp::Div}>)
+VMX_BINDER(bindDivsd, bindFp<&hostDivsd, Src::M64, Post{8, 1, WideOp::Div}>)
+VMX_BINDER(bindDivps, bindFp<&hostDivps, Src::M128, Post{4, 4, WideOp::Div}>)
+VMX_BINDER(bindDivpd, bindFp<&hostDivpd, Src::M128, Post{8, 2, WideOp::Div}>)
 // Square roots of finite values are never tiny; MIN/MAX only select an operand.
 VMX_BINDER(bindSqrtss, bindFp<&hostSqrtss, Src::M32>)
 VMX_BINDER(bindSqrtsd, bindFp<&hostSqrtsd, Src::M64>)
@@ -477,9 +582,9 @@ VMX_BINDER(bindUcomisd, bindComi<&hostUcomisd, Src::M64>)
 // the other packed conversions read an aligned m128. Only narrowing to single precision
 // can underflow.
 VMX_BINDER(bindCvtss2sd, bindFp<&hostCvtss2sd, Src::M32>)
-VMX_BINDER(bindCvtsd2ss, bindFp<&hostCvtsd2ss, Src::M64, Tiny::F32x1>)
+VMX_BINDER(bindCvtsd2ss, bindFp<&hostCvtsd2ss, Src::M64, Post{8, 1, WideOp::Narrow}>)
 VMX_BINDER(bindCvtps2pd, bindFp<&hostCvtps2pd, Src::M64>)
-VMX_BINDER(bindCvtpd2ps, bindFp<&hostCvtpd2ps, Src::M128, Tiny::F32x2>)
+VMX_BINDER(bindCvtpd2ps, bindFp<&hostCvtpd2ps, Src::M128, Post{8, 2, WideOp::Narrow}>)
 VMX_BINDER(bindCvtdq2ps, bindFp<&hostCvtdq2ps, Src::M128>)
 VMX_BINDER(bindCvtps2dq, bindFp<&hostCvtps2dq, Src::M128>)
 VMX_BINDER(bindCvttps2dq, bindFp<&hostCvttps2dq, Src::M128>)

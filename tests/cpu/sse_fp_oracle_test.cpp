@@ -405,4 +405,142 @@ TEST_P(SseFpOracle, UnmaskedExceptionsMatchHost) {
 INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse2, SseFpOracle, ::testing::ValuesIn(allForms()),
                          formName);
 
+// --- fixed cases from the SDM, independent of the host --------------------------------
+
+/// A long-mode machine with the fault-catching IDT: XMM0 = 1.0f, XMM1 = 0.0f, RSI at an
+/// aligned buffer, then Code + HLT runs.
+StopReason runFixed(TestMachine &M, std::vector<uint8_t> Code, uint32_t Mxcsr) {
+  M.setupLongMode();
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+  M.S.Gpr[RSI] = kDataBase;
+  M.S.XmmReg[0] = Xmm{0x3f800000, 0x1234};
+  M.S.XmmReg[1] = Xmm{0, 0};
+  M.S.Mxcsr = Mxcsr;
+  Code.push_back(0xf4);
+  M.loadCode(Code);
+  M.Cpu_.Halted = false;
+  return M.run(10);
+}
+const std::vector<uint8_t> DivssXmm0Xmm1 = {0xf3, 0x0f, 0x5e, 0xc1};
+
+TEST(InterruptAndExceptionHandling, UnmaskedDivideByZeroRaisesXmAndKeepsDestination) {
+  TestMachine M;
+  StopReason Why = runFixed(M, DivssXmm0Xmm1, 0x1f80 & ~(0x200u));
+  EXPECT_EQ(faultVector(M, Why), vec::XM);
+  EXPECT_EQ(M.S.XmmReg[0].Lo, 0x3f800000u);
+  EXPECT_EQ(M.S.XmmReg[0].Hi, 0x1234u);
+  EXPECT_EQ(M.S.Mxcsr, (0x1f80u & ~0x200u) | 0x4u); // ZE
+  EXPECT_EQ(M.read64(M.S.Gpr[RSP]), kCodeBase) << "#XM is a fault: RIP of the DIVSS";
+}
+
+TEST(InterruptAndExceptionHandling, MaskedDivideByZeroGivesInfinity) {
+  TestMachine M;
+  ASSERT_EQ(runFixed(M, DivssXmm0Xmm1, 0x1f80), StopReason::Halted);
+  EXPECT_EQ(M.S.XmmReg[0].Lo, 0x7f800000u);
+  EXPECT_EQ(M.S.XmmReg[0].Hi, 0x1234u);
+  EXPECT_EQ(M.S.Mxcsr, 0x1f84u);
+}
+
+TEST(InterruptAndExceptionHandling, UnmaskedExceptionWithoutOsxmmexcptRaisesUd) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.Cr4 &= ~cr4::OSXMMEXCPT;
+  // runFixed re-runs setupLongMode; clear the bit after it through a wrapper sequence.
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+  M.S.XmmReg[0] = Xmm{0x3f800000, 0};
+  M.S.XmmReg[1] = Xmm{0, 0};
+  M.S.Mxcsr = 0x1f80 & ~0x200u;
+  std::vector<uint8_t> Code = DivssXmm0Xmm1;
+  Code.push_back(0xf4);
+  M.loadCode(Code);
+  StopReason Why = M.run(10);
+  EXPECT_EQ(faultVector(M, Why), vec::UD);
+  EXPECT_EQ(M.S.XmmReg[0].Lo, 0x3f800000u);
+  EXPECT_EQ(M.S.Mxcsr & 0x3f, 0x4u) << "the flag is set before #UD";
+}
+
+TEST(InterruptAndExceptionHandling, UnmaskedInvalidSuppressesPostComputationFlags) {
+  // ADDPS with an SNaN in lane 0 and an inexact sum in lane 1, invalid unmasked: only IE
+  // is reported (SDM Vol. 1, Handling Unmasked Exceptions: pre-computation first).
+  TestMachine M;
+  M.setupLongMode();
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+  M.S.XmmReg[0] = Xmm{0x3f800000ull << 32 | 0x7f800001u, 0};
+  M.S.XmmReg[1] = Xmm{0x33800000ull << 32 | 0x3f800000u, 0}; // 1 + 2^-24: inexact
+  M.S.Mxcsr = 0x1f80 & ~0x80u;
+  M.loadCode({0x0f, 0x58, 0xc1, 0xf4});
+  StopReason Why = M.run(10);
+  EXPECT_EQ(faultVector(M, Why), vec::XM);
+  EXPECT_EQ(M.S.Mxcsr, (0x1f80u & ~0x80u) | 0x1u);
+}
+
+TEST(ProgrammingWithSse2, ComisdUnorderedSetsZfPfCfAndClearsOthers) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.XmmReg[0] = Xmm{0x7ff8000000000000ull, 0}; // QNaN
+  M.S.XmmReg[1] = Xmm{0x3ff0000000000000ull, 0};
+  M.S.Rflags = rflags::Fixed1 | rflags::OF | rflags::SF | rflags::AF;
+  M.loadCode({0x66, 0x0f, 0x2f, 0xc1, 0xf4}); // comisd xmm0, xmm1
+  ASSERT_EQ(M.run(10), StopReason::Halted);
+  EXPECT_EQ(M.S.Rflags & rflags::Arith, rflags::ZF | rflags::PF | rflags::CF);
+  EXPECT_EQ(M.S.Mxcsr, 0x1f81u) << "COMISD signals invalid on a QNaN";
+}
+
+TEST(ProgrammingWithSse2, Cvttsd2siOverflowGivesIntegerIndefinite) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.XmmReg[0] = Xmm{0x43e0000000000000ull, 0}; // 2^63
+  M.loadCode({0xf2, 0x48, 0x0f, 0x2c, 0xc0, 0xf4}); // cvttsd2si rax, xmm0
+  ASSERT_EQ(M.run(10), StopReason::Halted);
+  EXPECT_EQ(M.S.Gpr[RAX], 0x8000000000000000ull);
+  EXPECT_EQ(M.S.Mxcsr, 0x1f81u);
+}
+
+TEST(ProgrammingWithSse2, AddpsMisalignedMemoryRaisesGp) {
+  TestMachine M;
+  M.setupLongMode();
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+  M.S.Gpr[RSI] = kDataBase + 8;
+  M.loadCode({0x0f, 0x58, 0x06, 0xf4}); // addps xmm0, [rsi]
+  EXPECT_EQ(faultVector(M, M.run(10)), vec::GP);
+}
+
+TEST(ProgrammingWithSse2, AddssMisalignedMemoryIsAllowed) {
+  TestMachine M;
+  M.setupLongMode();
+  M.S.Gpr[RSI] = kDataBase + 3;
+  M.loadCode({0xf3, 0x0f, 0x58, 0x06, 0xf4}); // addss xmm0, [rsi]
+  EXPECT_EQ(M.run(10), StopReason::Halted);
+}
+
+TEST(ProgrammingWithSse2, FloatingPointWithCr0TsRaisesNm) {
+  TestMachine M;
+  M.setupLongMode();
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+  M.S.Cr0 |= cr0::TS;
+  M.loadCode({0xf2, 0x0f, 0x58, 0xc1, 0xf4}); // addsd xmm0, xmm1
+  EXPECT_EQ(faultVector(M, M.run(10)), vec::NM);
+}
+
+TEST(ProgrammingWithSse2, ReciprocalApproximationIsReportedUnimplemented) {
+  TestMachine M;
+  M.setupLongMode();
+  M.loadCode({0x0f, 0x53, 0xc1, 0xf4}); // rcpps xmm0, xmm1
+  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
+  M.loadCode({0xf3, 0x0f, 0x52, 0xc1, 0xf4}); // rsqrtss xmm0, xmm1
+  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
+}
+
+TEST(ProgrammingWithSse2, MmxConversionIsReportedUnimplemented) {
+  TestMachine M;
+  M.setupLongMode();
+  M.loadCode({0x0f, 0x2a, 0xc1, 0xf4}); // cvtpi2ps xmm0, mm1
+  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
+}
+
 } // namespace
