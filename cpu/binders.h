@@ -14,13 +14,11 @@ bool bindFarCall(const DecodeInfo &D, DecodedInsn &I);   ///< CALL ptr16:xx / m1
 bool bindFarRet(const DecodeInfo &D, DecodedInsn &I);    ///< RET far (CB, CA iw)
 /// Zydis names the SSE2 scalar move and the string move A5 (32-bit operand size) both
 /// MOVSD. The MOVSD row (cpu/insns_sse.def) binds the XMM form with bindMovsdXmm and hands
-/// the string form to bindMovsString, which the string family defines (until then a weak
-/// default in cpu/exec_sse_move.cpp returns false: #UD).
+/// the string form to bindMovsString (cpu/exec_string.cpp).
 bool bindMovsdXmm(const DecodeInfo &D, DecodedInsn &I);
 bool bindMovsString(const DecodeInfo &D, DecodedInsn &I);
 /// Likewise CMPSD: the string family's CMPSD row (cpu/insns_string.def) binds the string
-/// form A7 and hands the XMM compare to bindCmpsdXmm, which the SSE family defines (until
-/// then a weak default in cpu/exec_string.cpp returns false: #UD).
+/// form A7 and hands the XMM compare to bindCmpsdXmm (cpu/exec_sse_fp.cpp).
 bool bindCmpsdXmm(const DecodeInfo &D, DecodedInsn &I);
 
 } // namespace vmxsim

@@ -5,6 +5,8 @@
 #include "cpu/exceptions.h"
 #include "cpu/memory.h"
 #include "cpu/msrs.h"
+#include "cpu/vmx/vmx_events.h"
+#include "cpu/vmx/vmx_state.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,7 +14,8 @@
 namespace vmxsim {
 
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
-    : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()), Id(Id),
+    : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
+      Vmx(std::make_unique<VmxState>()), Id(Id),
       Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))) {
   if (!Blocks) {
     // Host out of memory at construction: nothing sensible can run. This is a host
@@ -41,6 +44,10 @@ void Cpu::reset() {
   S.Fcw = 0x40;
   *Msrs = MsrState{};
   resetMsrs(*this);
+  // RESET leaves VMX operation (SDM Vol. 3C, "VMX Operation" and "Processor State
+  // After Reset").
+  *Vmx = VmxState{};
+  NonRoot = false;
   Pending = PendingEvent{};
   Halted = InShutdown = NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
@@ -106,6 +113,24 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
       return LastStop = StopReason::InsnLimit;
     if (Cycles >= UntilCycle)
       return LastStop = StopReason::Deadline;
+
+    if (NonRoot) [[unlikely]] {
+      // VMX non-root operation has its own event window (VM exits for events, MTF, the
+      // preemption timer, guest activity states: cpu/vmx/vmx_events.cpp) and deadline.
+      StopReason R = StopReason::InsnLimit;
+      switch (vmxEventWindow(*this, UntilCycle, R)) {
+      case EventWindow::Stop:
+        return LastStop = R;
+      case EventWindow::Again:
+        continue;
+      case EventWindow::Run:
+        break;
+      }
+      Deadline = vmxGuestDeadline(*this, UntilCycle);
+      if (runBlocks(InsnEnd, R))
+        return LastStop = R;
+      continue;
+    }
 
     // Event window between instructions (SDM Vol. 3A, Priority Among Concurrent Events):
     // NMI, then maskable interrupts when IF=1 and no STI/MOV SS shadow.
@@ -194,6 +219,11 @@ bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason 
     if (Observer)
       Observer->afterInsn(*this, *I);
     if (SingleStep) {
+      if (NonRoot) [[unlikely]] {
+        // Through the non-root event window, where an MTF VM exit takes priority.
+        vmxSingleStepTrap(*this);
+        return false;
+      }
       // Single-step trap after the instruction (SDM Vol. 3A, Single-Step Exception
       // Condition): DR6.BS, #DB delivered with RIP of the next instruction.
       S.Dr[6] |= 1u << 14;
@@ -220,9 +250,10 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
     InShutdown = true;
     return false;
   case Status::VmExit:
-    // The VMX layer performs the exit (cpu/vmx); until it exists nothing returns this.
-    Why = StopReason::Unimplemented;
-    return true;
+    // vmExit (cpu/vmx/vm_exit.cpp) has already performed the whole exit: the processor
+    // is in the host (or the VM entry completed); continue at the new RIP.
+    breakBlock();
+    return false;
   case Status::Unimplemented:
     Why = StopReason::Unimplemented;
     return true;

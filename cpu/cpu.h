@@ -16,6 +16,7 @@ namespace vmxsim {
 
 struct CpuModel;
 struct MsrState;
+struct VmxState;
 class InterruptSource;
 
 enum class Access : uint8_t { Read, Write, Fetch };
@@ -106,6 +107,10 @@ public:
   IoBus &Io;
   const CpuModel &Model;
   std::unique_ptr<MsrState> Msrs;
+  /// VMX operation (cpu/vmx/vmx_state.h): VMXON/current-VMCS pointers, cached VMCS.
+  std::unique_ptr<VmxState> Vmx;
+  /// In VMX non-root operation (hot-path copy; SDM Vol. 3C, "VMX Operation").
+  bool NonRoot = false;
   InterruptSource *Intr = nullptr;
   CpuObserver *Observer = nullptr;
   unsigned Id;
@@ -117,6 +122,7 @@ public:
 
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
+  uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
   /// The run loop leaves the current block when Cycles >= Deadline; anything that must
   /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
   uint64_t Deadline = 0;
@@ -126,6 +132,10 @@ public:
   /// STI / MOV SS blocking for one instruction (SDM Vol. 3A, Masking Maskable Hardware
   /// Interrupts): the Retired count at which the shadow ends.
   uint64_t ShadowUntil = 0;
+  /// The shadow above was set by MOV SS/POP SS rather than STI ("blocking by MOV SS"
+  /// vs "blocking by STI", SDM Vol. 3C, Interruptibility State; VMLAUNCH fails with
+  /// error 26 under MOV SS blocking). Set by the MOV SS/POP SS and STI handlers.
+  bool ShadowIsMovSs = false;
   bool NmiBlocked = false;
   bool NmiPending = false;
   /// Set by a nested fault while delivering an event, to detect #DF and triple faults.

@@ -29,6 +29,9 @@ struct CpuModel {
   /// VMX features and capability-MSR values (`--vmx-profile`); null = no VMX (CPUID.1:
   /// ECX.VMX reads 0 and VMX instructions are #UD).
   const VmxProfile *Vmx = nullptr;
+  /// Seed of the RDRAND/RDSEED streams (cpu/exec_random.cpp): part of the machine's
+  /// inputs, so "random" numbers repeat from run to run (DESIGN.md, Determinism).
+  uint64_t RandomSeed = 0x766d7873696d0001;
 
   /// The default: a modern Intel core with VMX (see cpu/cpuid.cpp).
   static const CpuModel &defaultModel();

@@ -16,7 +16,8 @@ namespace cpuidbit {
 // Leaf 1 ECX.
 inline constexpr uint32_t Sse3 = 1u << 0, Vmx = 1u << 5, Cx16 = 1u << 13, Pcid = 1u << 17,
                           Movbe = 1u << 22, Popcnt = 1u << 23, Xsave = 1u << 26,
-                          Osxsave = 1u << 27, Hypervisor = 1u << 31, Monitor = 1u << 3;
+                          Osxsave = 1u << 27, Hypervisor = 1u << 31, Monitor = 1u << 3,
+                          Rdrand = 1u << 30;
 // Leaf 1 EDX.
 inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u << 4,
                           Msr = 1u << 5, Pae = 1u << 6, Cx8 = 1u << 8, Apic = 1u << 9,
@@ -26,7 +27,8 @@ inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u <
 // Leaf 7 subleaf 0 EBX / ECX.
 inline constexpr uint32_t Fsgsbase = 1u << 0, Bmi1 = 1u << 3, Smep = 1u << 7,
                           Bmi2 = 1u << 8, Invpcid = 1u << 10, Adx = 1u << 19,
-                          Smap = 1u << 20, Clflushopt = 1u << 23;
+                          Smap = 1u << 20, Clflushopt = 1u << 23,
+                          Rdseed = 1u << 18;
 inline constexpr uint32_t Umip = 1u << 2, La57 = 1u << 16;
 // Leaf 0x80000001 ECX / EDX.
 inline constexpr uint32_t LahfLm = 1u << 0, Abm = 1u << 5;

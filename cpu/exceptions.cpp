@@ -7,6 +7,8 @@
 #include "cpu/cost_model.h"
 #include "cpu/exec.h"
 #include "cpu/segmentation.h"
+#include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmx_events.h"
 
 namespace vmxsim {
 
@@ -108,8 +110,13 @@ Status deliverProtected(Cpu &C, const Event &E) {
     return C.raiseGp(idtError(E));
   if (!desc::present(Gate))
     return C.raise(vec::NP, idtError(E));
-  if (Type == desc::TaskGate)
+  if (Type == desc::TaskGate) {
+    // Task switches always cause VM exits in VMX non-root operation (SDM Vol. 3C, "Task
+    // Switches" in "Other Causes of VM Exits"); root operation does not model them.
+    if (C.NonRoot)
+      return vmxIdtTaskSwitch(C, uint16_t(Gate >> 16));
     return C.unimplemented("task switch through an IDT task gate");
+  }
 
   const bool Gate32 = Type & 8;
   const unsigned W = Gate32 ? 4 : 2;
@@ -265,6 +272,12 @@ Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
   Event E{Kind, Vector, HasErrorCode, ErrorCode, ReturnRip, Soft ? 0u : 1u, Soft};
   CpuState &S = C.S;
   Status St;
+  // VMX non-root operation: INT3/INTO/INT1 may exit through the exception bitmap, and
+  // the event is recorded for the IDT-vectoring fields (cpu/vmx/vmx_events.cpp).
+  if (C.NonRoot) [[unlikely]] {
+    if (vmxBeforeDelivery(C, Kind, Vector, HasErrorCode, ErrorCode, ReturnRip, St))
+      return St;
+  }
   if (!(S.Cr0 & cr0::PE)) {
     E.HasErr = false; // real mode pushes no error code
     St = deliverReal(C, E);
@@ -279,7 +292,9 @@ Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
   // Vol. 3A, NMI Handling).
   C.ShadowUntil = 0;
   C.Halted = false;
-  if (Kind == EventKind::Nmi)
+  if (C.NonRoot) [[unlikely]]
+    vmxAfterDelivery(C, Kind); // NMI blocking was set by vmxBeforeDelivery
+  else if (Kind == EventKind::Nmi)
     C.NmiBlocked = true;
   if (!Soft && Kind != EventKind::PrivSoftwareException)
     C.Cycles += costOf(CostClass::Interrupt);
@@ -294,10 +309,19 @@ Status deliverPendingException(Cpu &C) {
   // becomes #DF; any fault while delivering #DF is a triple fault (shutdown). Every
   // other combination is handled serially. Delivery can only fault with #TS, #NP, #SS,
   // #GP or #PF, so the loop is bounded; the counter guards emulator bugs.
+  //
+  // In VMX non-root operation the exception bitmap is consulted for each exception
+  // before it is delivered, a nested exception before it is merged into #DF, and a
+  // triple fault is a VM exit (SDM Vol. 3C, "Exceptions" in "Other Causes of VM Exits";
+  // "Information for VM Exits That Occur During Event Delivery").
   for (unsigned Round = 0; Round < 8; ++Round) {
     const PendingEvent E = C.Pending;
+    if (C.NonRoot && vmxExceptionCausesExit(C, E.Vector, E.ErrorCode)) [[unlikely]]
+      return vmxExceptionExit(C, E, intinfo::HardwareException, 0);
     if (E.Vector == vec::PF)
       C.S.Cr2 = E.FaultAddr; // CR2 is loaded as the #PF is delivered
+    if (E.Vector == vec::DB)
+      C.S.Dr[6] |= E.FaultAddr; // DR6 bits of a #DB raised as a pending debug trap
     ++C.DeliveryDepth;
     Status St = deliverEvent(C, EventKind::Exception, E.Vector, E.HasErrorCode,
                              E.ErrorCode, C.S.Rip);
@@ -305,12 +329,18 @@ Status deliverPendingException(Cpu &C) {
     if (St != Status::Fault)
       return St;
     const uint8_t Second = C.Pending.Vector;
+    if (C.NonRoot && vmxExceptionCausesExit(C, Second, C.Pending.ErrorCode)) [[unlikely]]
+      return vmxExceptionExit(C, C.Pending, intinfo::HardwareException, 0);
     if (E.Vector == vec::DF)
-      return Status::Shutdown;
+      return C.NonRoot ? vmxTripleFaultExit(C) : Status::Shutdown;
     bool Df = (isContributory(E.Vector) && isContributory(Second)) ||
               (E.Vector == vec::PF && (isContributory(Second) || Second == vec::PF));
-    if (Df)
+    if (Df) {
+      // A #DF that exits does so directly: not "during event delivery".
+      if (C.NonRoot)
+        vmxAfterDoubleFault(C);
       C.Pending = PendingEvent{vec::DF, true, 0, 0};
+    }
   }
   return Status::Shutdown;
 }

@@ -4,6 +4,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/vmx/nonroot.h"
 #include "mmu/paging.h"
 
 namespace vmxsim {
@@ -191,15 +192,25 @@ uint64_t crOperand(const Cpu &C, uint8_t R) {
   return C.S.in64BitMode() ? C.S.Gpr[R] : uint32_t(C.S.Gpr[R]);
 }
 
-// MOV to/from CRn: Reg[0] destination, Reg[1] source; Cond holds the CR number.
+// MOV to/from CRn: Reg[0] destination, Reg[1] source; Cond holds the CR number. In VMX
+// non-root operation the CR-access exits come after the CPL check (cpu/vmx/nonroot.cpp).
 template <bool ToCr> Status execMovCr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
   if constexpr (ToCr) {
-    VMX_TRY(writeCr(C, I.Cond, crOperand(C, I.Reg[1])));
+    uint64_t V = crOperand(C, I.Reg[1]);
+    if (C.NonRoot) [[unlikely]] {
+      bool Done = false;
+      VMX_TRY(nonroot::onMovToCr(C, I, I.Cond, V, Done));
+      if (Done)
+        return Status::Ok;
+    }
+    VMX_TRY(writeCr(C, I.Cond, V));
   } else {
     uint64_t V;
     VMX_TRY(readCr(C, I.Cond, V));
+    if (C.NonRoot) [[unlikely]]
+      VMX_TRY(nonroot::onMovFromCr(C, I, I.Cond, V));
     setCrOperand(C, I.Reg[0], V);
   }
   return next(C, I);
@@ -209,6 +220,8 @@ template <bool ToCr> Status execMovCr(Cpu &C, const DecodedInsn &I) {
 // they alias DR6/DR7; DR7.GD turns the access into a #DB fault with DR6.BD set.
 template <bool ToDr> Status execMovDr(Cpu &C, const DecodedInsn &I) {
   CpuState &S = C.S;
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onMovDr(C, I, ToDr));
   unsigned N = I.Cond;
   if (N == 4 || N == 5) {
     if (S.Cr4 & cr4::DE)
@@ -240,6 +253,12 @@ template <bool ToDr> Status execMovDr(Cpu &C, const DecodedInsn &I) {
 Status execClts(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]] {
+    bool LeaveTs = false;
+    VMX_TRY(nonroot::onClts(C, I, LeaveTs));
+    if (LeaveTs)
+      return next(C, I);
+  }
   C.S.Cr0 &= ~cr0::TS;
   return next(C, I);
 }
@@ -251,19 +270,28 @@ template <bool IsMem> Status execLmsw(Cpu &C, const DecodedInsn &I) {
   uint16_t V;
   VMX_TRY((readOp<uint16_t, IsMem>(C, I, V)));
   uint64_t New = (C.S.Cr0 & ~uint64_t(0xe)) | (V & 0xf) | (C.S.Cr0 & cr0::PE);
+  // The LMSW exit depends on the operand, so operand faults come first (SDM Vol. 3C,
+  // "Relative Priority of Faults and VM Exits").
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onLmsw(C, I, V, New));
   VMX_TRY(writeCr0(C, New));
   return next(C, I);
 }
 
 // SMSW (SDM Vol. 2B, SMSW): CR4.UMIP makes it #GP(0) above CPL 0. Register destinations
-// take the full operand size; memory gets 16 bits.
+// take the full operand size; memory gets 16 bits. In VMX non-root operation it reads
+// CR0 through the read shadow (SDM Vol. 3C, "Changes to Instruction Behavior in VMX
+// Non-Root Operation" > SMSW).
 template <typename T, bool IsMem> Status execSmsw(Cpu &C, const DecodedInsn &I) {
   if ((C.S.Cr4 & cr4::UMIP) && C.S.cpl() > 0)
     return C.raiseGp(0);
+  uint64_t Cr0 = C.S.Cr0;
+  if (C.NonRoot) [[unlikely]]
+    Cr0 = nonroot::guestCr0(C);
   if constexpr (IsMem)
-    VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), uint16_t(C.S.Cr0)));
+    VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), uint16_t(Cr0)));
   else
-    setReg<T>(C, I.Reg[0], T(C.S.Cr0));
+    setReg<T>(C, I.Reg[0], T(Cr0));
   return next(C, I);
 }
 
@@ -273,7 +301,13 @@ Status execXsetbv(Cpu &C, const DecodedInsn &I) {
   CpuState &S = C.S;
   if (!(S.Cr4 & cr4::OSXSAVE))
     return C.raiseUd();
-  if (S.cpl() != 0 || uint32_t(S.Gpr[RCX]) != 0)
+  if (S.cpl() != 0)
+    return C.raiseGp(0);
+  // XSETBV exits unconditionally, after the #UD and CPL checks (SDM Vol. 3C,
+  // "Instructions That Cause VM Exits Unconditionally").
+  if (C.NonRoot) [[unlikely]]
+    return nonroot::onXsetbv(C, I);
+  if (uint32_t(S.Gpr[RCX]) != 0)
     return C.raiseGp(0);
   uint64_t V = (uint64_t(uint32_t(S.Gpr[RDX])) << 32) | uint32_t(S.Gpr[RAX]);
   if (!(V & 1) || (V & ~kSupportedXcr0))

@@ -6,6 +6,7 @@
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
 #include "cpu/segmentation.h"
+#include "cpu/vmx/vmx_events.h"
 
 namespace vmxsim {
 
@@ -121,8 +122,11 @@ Status farJmp(Cpu &C, const DecodedInsn &I, uint16_t Sel, uint64_t Off) {
     return C.raiseGp(selectorError(Sel));
   unsigned Type = desc::type(Lo);
   if (!C.S.longMode() && (Type == desc::TaskGate || Type == desc::Tss16Avail ||
-                          Type == desc::Tss32Avail))
+                          Type == desc::Tss32Avail)) {
+    if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
+      return vmxFarTaskSwitch(C, Sel, Lo, TaskSwitchSource::Jmp, I.Len);
     return C.unimplemented("task switch through far JMP");
+  }
   GateTarget G;
   VMX_TRY(resolveCallGate(C, Sel, Lo, false, G));
   uint64_t Target = G.Offset;
@@ -172,8 +176,11 @@ Status farCall(Cpu &C, const DecodedInsn &I, uint16_t Sel, uint64_t Off) {
     return C.raiseGp(selectorError(Sel));
   unsigned Type = desc::type(Lo);
   if (!S.longMode() && (Type == desc::TaskGate || Type == desc::Tss16Avail ||
-                        Type == desc::Tss32Avail))
+                        Type == desc::Tss32Avail)) {
+    if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
+      return vmxFarTaskSwitch(C, Sel, Lo, TaskSwitchSource::Call, I.Len);
     return C.unimplemented("task switch through far CALL");
+  }
   GateTarget G;
   VMX_TRY(resolveCallGate(C, Sel, Lo, true, G));
   uint64_t Target = G.Offset;
@@ -400,9 +407,12 @@ template <typename T> Status execIret(Cpu &C, const DecodedInsn &I) {
   CpuState &S = C.S;
   const unsigned W = sizeof(T);
   const unsigned Sas = stackAddrSize(C);
-  // IRET ends NMI blocking (SDM Vol. 3A, NMI Handling).
-  C.NmiBlocked = false;
-  (void)I;
+  // IRET ends NMI blocking (SDM Vol. 3A, NMI Handling); in VMX non-root operation the
+  // NMI controls decide which blocking it ends.
+  if (C.NonRoot) [[unlikely]]
+    vmxIretUnblocksNmis(C);
+  else
+    C.NmiBlocked = false;
   StackRef R{S.ss(), Sas, maskToSize(S.Gpr[RSP], Sas), S.cpl() < 3, vec::SS, 0};
   if (!(S.Cr0 & cr0::PE) || (S.Rflags & rflags::VM)) {
     // REAL-ADDRESS-MODE and virtual-8086 mode (IOPL 3 only, SDM Vol. 2A, IRET).
@@ -427,6 +437,8 @@ template <typename T> Status execIret(Cpu &C, const DecodedInsn &I) {
   if (S.Rflags & rflags::NT) {
     if (S.longMode())
       return C.raiseGp(0);
+    if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
+      return vmxIretTaskSwitch(C, I.Len);
     return C.unimplemented("task return through IRET with NT=1");
   }
   uint64_t Off, CsV, F;

@@ -14,24 +14,9 @@ using namespace sse;
 
 namespace {
 
-/// Offsets in the FXSAVE area (SDM Vol. 2A, FXSAVE, tables "Non-64-bit-Mode Layout of
-/// FXSAVE and FXRSTOR Memory Region" and "Layout of the 64-bit-mode FXSAVE64 Map").
-namespace fx {
-inline constexpr unsigned Fcw = 0, Fsw = 2, Ftw = 4, Fop = 6, Fip = 8, Fcs = 12, Fdp = 16,
-                          Fds = 20, Mxcsr = 24, MxcsrMask = 28, St = 32, Xmm = 160,
-                          Size = 512;
-}
-
 struct FxImage {
-  uint8_t B[fx::Size];
+  uint8_t B[fxarea::Size];
 };
-
-template <typename T> void put(uint8_t *B, unsigned Off, T V) { std::memcpy(B + Off, &V, sizeof(T)); }
-template <typename T> T get(const uint8_t *B, unsigned Off) {
-  T V;
-  std::memcpy(&V, B + Off, sizeof(T));
-  return V;
-}
 
 /// x87 availability (SDM Vol. 2A, FXSAVE and the x87 control instructions: "#NM If
 /// CR0.TS[bit 3] = 1. If CR0.EM[bit 2] = 1."). Unlike SSE instructions, FXSAVE/FXRSTOR
@@ -43,47 +28,22 @@ Status checkX87(Cpu &C) {
   return Status::Ok;
 }
 
-/// XMM registers in the image: 16 in 64-bit mode, 8 otherwise.
-unsigned numXmm(const Cpu &C) { return C.DecodeMode == uint8_t(CodeMode::Long64) ? 16 : 8; }
-
 /// The 512-byte region, 16-byte aligned: "#GP(0) If a memory operand is not aligned on
 /// a 16-byte boundary, regardless of segment" (SDM Vol. 2A, FXSAVE).
 Status imageLinear(Cpu &C, const DecodedInsn &I, Access Kind, uint64_t &La) {
-  return operandLinear<true>(C, I, fx::Size, Kind, La);
+  return operandLinear<true>(C, I, fxarea::Size, Kind, La);
 }
 
 template <bool Wide> Status execFxsave(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkX87(C));
   uint64_t La;
   VMX_TRY(imageLinear(C, I, Access::Write, La));
-  const CpuState &S = C.S;
   FxImage Img{};
-  uint8_t *B = Img.B;
-  put<uint16_t>(B, fx::Fcw, S.Fcw);
-  put<uint16_t>(B, fx::Fsw, S.Fsw);
-  put<uint8_t>(B, fx::Ftw, uint8_t(S.Ftw));
-  put<uint16_t>(B, fx::Fop, S.Fop);
-  if constexpr (Wide) {
-    put<uint64_t>(B, fx::Fip, S.Fip);
-    put<uint64_t>(B, fx::Fdp, S.Fdp);
-  } else {
-    // FCS and FDS are stored as zero: the modelled processor reports "FPU CS and FPU DS
-    // values deprecated" (CPUID.(EAX=07H,ECX=0):EBX[13]).
-    put<uint32_t>(B, fx::Fip, uint32_t(S.Fip));
-    put<uint16_t>(B, fx::Fcs, 0);
-    put<uint32_t>(B, fx::Fdp, uint32_t(S.Fdp));
-    put<uint16_t>(B, fx::Fds, 0);
-  }
-  put<uint32_t>(B, fx::Mxcsr, S.Mxcsr);
-  put<uint32_t>(B, fx::MxcsrMask, kMxcsrMask);
-  for (unsigned K = 0; K < 8; ++K)
-    std::memcpy(B + fx::St + 16 * K, S.St[K], 10);
-  const unsigned N = numXmm(C);
-  for (unsigned K = 0; K < N; ++K)
-    put<Xmm>(B, fx::Xmm + 16 * K, S.XmmReg[K]);
+  storeX87Area(C.S, Img.B, Wide);
+  storeSseArea(C, Img.B);
   // Only the architectural fields are written: the reserved tail and bytes 464..511
   // ("available to software") keep their contents.
-  VMX_TRY(writeLinearSlow(C, La, fx::Xmm + 16 * N, B, false));
+  VMX_TRY(writeLinearSlow(C, La, fxarea::Xmm + 16 * numAreaXmm(C), Img.B, false));
   return next(C, I);
 }
 
@@ -93,30 +53,14 @@ template <bool Wide> Status execFxrstor(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(imageLinear(C, I, Access::Read, La));
   FxImage Img;
   VMX_TRY(readLinear(C, La, Img));
-  const uint8_t *B = Img.B;
   // "#GP(0) ... For an attempt to set reserved bits in MXCSR" (SDM Vol. 2A, FXRSTOR):
   // checked before any state changes.
-  uint32_t Mxcsr = get<uint32_t>(B, fx::Mxcsr);
+  const uint32_t Mxcsr = getField<uint32_t>(Img.B, fxarea::Mxcsr);
   if (Mxcsr & ~kMxcsrMask)
     return C.raiseGp(0);
-  CpuState &S = C.S;
-  S.Fcw = get<uint16_t>(B, fx::Fcw);
-  S.Fsw = get<uint16_t>(B, fx::Fsw);
-  S.Ftw = get<uint8_t>(B, fx::Ftw);
-  S.Fop = get<uint16_t>(B, fx::Fop) & 0x7ff;
-  if constexpr (Wide) {
-    S.Fip = get<uint64_t>(B, fx::Fip);
-    S.Fdp = get<uint64_t>(B, fx::Fdp);
-  } else {
-    S.Fip = get<uint32_t>(B, fx::Fip);
-    S.Fdp = get<uint32_t>(B, fx::Fdp);
-  }
-  S.Mxcsr = Mxcsr;
-  for (unsigned K = 0; K < 8; ++K)
-    std::memcpy(S.St[K], B + fx::St + 16 * K, 10);
-  const unsigned N = numXmm(C);
-  for (unsigned K = 0; K < N; ++K)
-    S.XmmReg[K] = get<Xmm>(B, fx::Xmm + 16 * K);
+  loadX87Area(C.S, Img.B, Wide);
+  C.S.Mxcsr = Mxcsr;
+  loadXmmArea(C, Img.B);
   return next(C, I);
 }
 
@@ -184,6 +128,56 @@ bool memOnly(const DecodeInfo &D) {
 }
 
 } // namespace
+
+namespace sse {
+
+void storeX87Area(const CpuState &S, uint8_t *B, bool Wide) {
+  putField<uint16_t>(B, fxarea::Fcw, S.Fcw);
+  putField<uint16_t>(B, fxarea::Fsw, S.Fsw);
+  putField<uint8_t>(B, fxarea::Ftw, uint8_t(S.Ftw));
+  putField<uint8_t>(B, fxarea::Ftw + 1, 0);
+  putField<uint16_t>(B, fxarea::Fop, S.Fop);
+  if (Wide) {
+    putField<uint64_t>(B, fxarea::Fip, S.Fip);
+    putField<uint64_t>(B, fxarea::Fdp, S.Fdp);
+  } else {
+    // FCS and FDS are stored as zero: the modelled processor reports "FPU CS and FPU DS
+    // values deprecated" (CPUID.(EAX=07H,ECX=0):EBX[13]).
+    putField<uint32_t>(B, fxarea::Fip, uint32_t(S.Fip));
+    putField<uint32_t>(B, fxarea::Fcs, 0);
+    putField<uint32_t>(B, fxarea::Fdp, uint32_t(S.Fdp));
+    putField<uint32_t>(B, fxarea::Fds, 0);
+  }
+  for (unsigned K = 0; K < 8; ++K) {
+    std::memcpy(B + fxarea::St + 16 * K, S.St[K], 10);
+    std::memset(B + fxarea::St + 16 * K + 10, 0, 6);
+  }
+}
+
+void loadX87Area(CpuState &S, const uint8_t *B, bool Wide) {
+  S.Fcw = getField<uint16_t>(B, fxarea::Fcw);
+  S.Fsw = getField<uint16_t>(B, fxarea::Fsw);
+  S.Ftw = getField<uint8_t>(B, fxarea::Ftw);
+  S.Fop = getField<uint16_t>(B, fxarea::Fop) & 0x7ff;
+  S.Fip = Wide ? getField<uint64_t>(B, fxarea::Fip) : getField<uint32_t>(B, fxarea::Fip);
+  S.Fdp = Wide ? getField<uint64_t>(B, fxarea::Fdp) : getField<uint32_t>(B, fxarea::Fdp);
+  for (unsigned K = 0; K < 8; ++K)
+    std::memcpy(S.St[K], B + fxarea::St + 16 * K, 10);
+}
+
+void storeSseArea(const Cpu &C, uint8_t *B) {
+  putField<uint32_t>(B, fxarea::Mxcsr, C.S.Mxcsr);
+  putField<uint32_t>(B, fxarea::MxcsrMask, kMxcsrMask);
+  for (unsigned N = numAreaXmm(C), R = 0; R < N; ++R)
+    putField<Xmm>(B, fxarea::Xmm + 16 * R, C.S.XmmReg[R]);
+}
+
+void loadXmmArea(Cpu &C, const uint8_t *B) {
+  for (unsigned N = numAreaXmm(C), R = 0; R < N; ++R)
+    C.S.XmmReg[R] = getField<Xmm>(B, fxarea::Xmm + 16 * R);
+}
+
+} // namespace sse
 
 bool bindFxsave(const DecodeInfo &D, DecodedInsn &I) {
   return memOnly(D) && bindWith(D, I, &execFxsave<false>, CostClass::Serializing);

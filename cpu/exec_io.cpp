@@ -4,6 +4,7 @@
 // interrupt raised) are seen at the next instruction boundary.
 #include "cpu/exec.h"
 #include "cpu/segmentation.h"
+#include "cpu/vmx/nonroot.h"
 
 namespace vmxsim {
 
@@ -44,9 +45,13 @@ uint16_t portOf(const Cpu &C, const DecodedInsn &I, bool ImmPort) {
   return ImmPort ? uint16_t(I.Imm) : uint16_t(C.S.Gpr[RDX]);
 }
 
+// In VMX non-root operation the I/O exits come after the I/O-permission checks, which
+// have priority over them (SDM Vol. 3C, "Relative Priority of Faults and VM Exits").
 template <typename T, bool ImmPort> Status execIn(Cpu &C, const DecodedInsn &I) {
   uint16_t Port = portOf(C, I, ImmPort);
   VMX_TRY(checkIoPermission(C, Port, sizeof(T)));
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onIo(C, I, {Port, sizeof(T), true, false, false, ImmPort}));
   setReg<T>(C, RAX, T(C.Io.read(Port, sizeof(T))));
   C.breakBlock();
   return next(C, I);
@@ -55,6 +60,8 @@ template <typename T, bool ImmPort> Status execIn(Cpu &C, const DecodedInsn &I) 
 template <typename T, bool ImmPort> Status execOut(Cpu &C, const DecodedInsn &I) {
   uint16_t Port = portOf(C, I, ImmPort);
   VMX_TRY(checkIoPermission(C, Port, sizeof(T)));
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onIo(C, I, {Port, sizeof(T), false, false, false, ImmPort}));
   C.Io.write(Port, sizeof(T), getReg<T>(C, RAX));
   C.breakBlock();
   return next(C, I);
@@ -80,6 +87,11 @@ template <typename T, bool IsIns, bool Rep> Status execInsOuts(Cpu &C, const Dec
   const unsigned As = I.AddrSize;
   const uint16_t Port = uint16_t(C.S.Gpr[RDX]);
   VMX_TRY(checkIoPermission(C, Port, sizeof(T)));
+  // The exit has priority over the segment and alignment checks of the memory operand
+  // (SDM Vol. 3C, "Relative Priority of Faults and VM Exits"). A REP instruction resumed
+  // after a device stop repeats the check, with the same result.
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onIo(C, I, {Port, sizeof(T), IsIns, true, Rep, false}));
   const int64_t Step = (C.S.Rflags & rflags::DF) ? -int64_t(sizeof(T)) : int64_t(sizeof(T));
   const uint8_t IndexReg = IsIns ? RDI : RSI;
   bool First = true;

@@ -4,6 +4,7 @@
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
 #include "cpu/segmentation.h"
+#include "cpu/vmx/nonroot.h"
 
 namespace vmxsim {
 
@@ -20,6 +21,7 @@ bool protectedMode(const Cpu &C) {
 // this instruction, so the window after the next one is at Retired + 2.
 void setStackShadow(Cpu &C) {
   C.ShadowUntil = C.Retired + 2;
+  C.ShadowIsMovSs = true; // "blocking by MOV SS" (SDM Vol. 3C, Interruptibility State)
   C.breakBlock();
 }
 
@@ -100,9 +102,15 @@ struct [[gnu::packed]] TableImage32 {
 
 // LGDT/LIDT (SDM Vol. 2A, LGDT/LIDT): 8-byte base in 64-bit mode, else 4 bytes of which
 // a 16-bit operand size keeps 24.
+// In VMX non-root operation LGDT/LIDT/SGDT/SIDT and LLDT/LTR/SLDT/STR exit with
+// "descriptor-table exiting" after their #UD and privilege (CPL, UMIP) checks and before
+// any memory access (SDM Vol. 3C, "Instructions That Cause VM Exits Conditionally").
 template <bool Idt> Status execLoadTable(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onGdtrIdtrAccess(C, I, Idt ? nonroot::GdtrIdtrInsn::Lidt
+                                                 : nonroot::GdtrIdtrInsn::Lgdt));
   uint64_t Ea = effectiveAddress(C, I);
   TableReg T;
   if (C.S.in64BitMode()) {
@@ -125,6 +133,9 @@ template <bool Idt> Status execLoadTable(Cpu &C, const DecodedInsn &I) {
 template <bool Idt> Status execStoreTable(Cpu &C, const DecodedInsn &I) {
   if ((C.S.Cr4 & cr4::UMIP) && C.S.cpl() > 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onGdtrIdtrAccess(C, I, Idt ? nonroot::GdtrIdtrInsn::Sidt
+                                                 : nonroot::GdtrIdtrInsn::Sgdt));
   const TableReg &T = Idt ? C.S.Idtr : C.S.Gdtr;
   uint64_t Ea = effectiveAddress(C, I);
   if (C.S.in64BitMode())
@@ -156,6 +167,8 @@ Status systemDescriptorBase(Cpu &C, uint16_t Sel, uint64_t Lo, uint64_t &Base) {
 template <bool IsMem> Status execLldt(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onLdtrTrAccess(C, I, nonroot::LdtrTrInsn::Lldt));
   uint16_t Sel;
   VMX_TRY((readOp<uint16_t, IsMem>(C, I, Sel)));
   if ((Sel & 0xfffc) == 0) {
@@ -182,6 +195,8 @@ template <bool IsMem> Status execLldt(Cpu &C, const DecodedInsn &I) {
 template <bool IsMem> Status execLtr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onLdtrTrAccess(C, I, nonroot::LdtrTrInsn::Ltr));
   uint16_t Sel;
   VMX_TRY((readOp<uint16_t, IsMem>(C, I, Sel)));
   if ((Sel & 0xfffc) == 0)
@@ -213,6 +228,9 @@ template <bool IsMem> Status execLtr(Cpu &C, const DecodedInsn &I) {
 template <typename T, bool IsMem, bool IsTr> Status execStoreSel(Cpu &C, const DecodedInsn &I) {
   if ((C.S.Cr4 & cr4::UMIP) && C.S.cpl() > 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onLdtrTrAccess(C, I, IsTr ? nonroot::LdtrTrInsn::Str
+                                               : nonroot::LdtrTrInsn::Sldt));
   uint16_t Sel = IsTr ? C.S.Tr.Selector : C.S.Ldtr.Selector;
   if constexpr (IsMem)
     VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), Sel));

@@ -1,7 +1,8 @@
-// Shared helpers of the SSE/SSE2 handlers (cpu/exec_sse_move.cpp, cpu/exec_sse_int.cpp)
-// and of FXSAVE/FXRSTOR (cpu/exec_fxsave.cpp): the availability checks every legacy SSE
-// instruction makes first, 16-byte memory operands with their alignment rule, and lane
-// views of an XMM register.
+// Shared helpers of the SSE/SSE2 handlers (cpu/exec_sse_move.cpp, cpu/exec_sse_int.cpp,
+// cpu/exec_sse_fp.cpp) and of FXSAVE/FXRSTOR and XSAVE/XRSTOR (cpu/exec_fxsave.cpp,
+// cpu/exec_xsave.cpp): the availability checks every legacy SSE instruction makes first,
+// 16-byte memory operands with their alignment rule, lane views of an XMM register, and
+// the 512-byte legacy save region.
 #pragma once
 #include "cpu/exec.h"
 
@@ -31,13 +32,43 @@ inline constexpr uint32_t Initial = 0x1f80;
 } // namespace mxcsr
 
 /// Offsets in the 512-byte legacy region shared by FXSAVE and XSAVE (SDM Vol. 2A, FXSAVE,
-/// table "Non-64-bit-Mode Layout of FXSAVE and FXRSTOR Memory Region"; SDM Vol. 1, Legacy
-/// Region of an XSAVE Area).
+/// tables "Non-64-bit-Mode Layout of FXSAVE and FXRSTOR Memory Region" and "Layout of the
+/// 64-bit-mode FXSAVE64 Map"; SDM Vol. 1, Legacy Region of an XSAVE Area).
 namespace fxarea {
 inline constexpr unsigned Fcw = 0, Fsw = 2, Ftw = 4, Fop = 6, Fip = 8, Fcs = 12, Fdp = 16,
                           Fds = 20, Mxcsr = 24, MxcsrMask = 28, St = 32, Xmm = 160,
                           Size = 512;
 }
+
+/// A field of a save area, stored little-endian at byte offset Off.
+template <typename T> inline void putField(uint8_t *B, unsigned Off, T V) {
+  std::memcpy(B + Off, &V, sizeof(T));
+}
+template <typename T> inline T getField(const uint8_t *B, unsigned Off) {
+  T V;
+  std::memcpy(&V, B + Off, sizeof(T));
+  return V;
+}
+
+/// XMM registers in the legacy region: 16 in 64-bit mode, 8 otherwise.
+inline unsigned numAreaXmm(const Cpu &C) {
+  return C.DecodeMode == uint8_t(CodeMode::Long64) ? 16 : 8;
+}
+
+// Saving and restoring the legacy region, one implementation for FXSAVE/FXRSTOR
+// (cpu/exec_fxsave.cpp) and for state components 0 and 1 of XSAVE/XRSTOR
+// (cpu/exec_xsave.cpp). Wide selects the REX.W forms (64-bit FPU IP and DP).
+
+/// x87 state, bytes 0-23 and 32-159 (SDM Vol. 1, x87 State); reserved bytes among them are
+/// written as zero.
+void storeX87Area(const CpuState &S, uint8_t *B, bool Wide);
+void loadX87Area(CpuState &S, const uint8_t *B, bool Wide);
+/// SSE state: MXCSR, MXCSR_MASK and the XMM registers of the current mode (SDM Vol. 1,
+/// SSE State).
+void storeSseArea(const Cpu &C, uint8_t *B);
+/// The XMM registers of the current mode. MXCSR is not loaded: its reserved bits must be
+/// checked before any state changes, so the caller loads it.
+void loadXmmArea(Cpu &C, const uint8_t *B);
 
 /// The checks every legacy SSE/SSE2 instruction makes before anything else (SDM Vol. 2A,
 /// Exception Classifications of SIMD Instructions > Exceptions Type 4 and Type 5):

@@ -349,8 +349,3 @@ bool bindStmxcsr(const DecodeInfo &D, DecodedInsn &I) {
 }
 
 } // namespace vmxsim
-
-namespace vmxsim {
-// Weak default until the string family defines the MOVSD string form (see binders.h).
-[[gnu::weak]] bool bindMovsString(const DecodeInfo &, DecodedInsn &) { return false; }
-} // namespace vmxsim

@@ -221,8 +221,3 @@ bool bindCmpsd(const DecodeInfo &D, DecodedInsn &I) {
 }
 
 } // namespace vmxsim
-
-namespace vmxsim {
-// Weak default until the SSE family defines the XMM CMPSD form (see binders.h).
-[[gnu::weak]] bool bindCmpsdXmm(const DecodeInfo &, DecodedInsn &) { return false; }
-} // namespace vmxsim

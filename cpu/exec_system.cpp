@@ -6,6 +6,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
+#include "cpu/vmx/nonroot.h"
 
 namespace vmxsim {
 
@@ -14,7 +15,11 @@ namespace {
 unsigned iopl(const Cpu &C) { return unsigned(C.S.Rflags >> 12) & 3; }
 bool inV86(const Cpu &C) { return C.S.Rflags & rflags::VM; }
 
+// CPUID exits unconditionally in VMX non-root operation (SDM Vol. 3C, "Instructions That
+// Cause VM Exits Unconditionally").
 Status execCpuid(Cpu &C, const DecodedInsn &I) {
+  if (C.NonRoot) [[unlikely]]
+    return nonroot::onCpuid(C, I);
   CpuidResult R = cpuidQuery(C, uint32_t(C.S.Gpr[RAX]), uint32_t(C.S.Gpr[RCX]));
   C.S.Gpr[RAX] = R.Eax;
   C.S.Gpr[RBX] = R.Ebx;
@@ -23,11 +28,21 @@ Status execCpuid(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-// RDTSC/RDTSCP: CR4.TSD restricts them to CPL 0 (SDM Vol. 2B, RDTSC).
+// RDTSC/RDTSCP: CR4.TSD restricts them to CPL 0 (SDM Vol. 2B, RDTSC). In VMX non-root
+// operation RDTSCP is #UD unless "enable RDTSCP" is 1; both exit with "RDTSC exiting",
+// after the CR4.TSD #GP, or else read the offset/scaled TSC (SDM Vol. 3C, "Changes to
+// Instruction Behavior in VMX Non-Root Operation" > RDTSC, RDTSCP).
 template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
+  if constexpr (WithAux)
+    if (C.NonRoot && !nonroot::rdtscpEnabled(C)) [[unlikely]]
+      return C.raiseUd();
   if ((C.S.Cr4 & cr4::TSD) && C.S.cpl() > 0)
     return C.raiseGp(0);
   uint64_t Tsc = readTsc(C);
+  if (C.NonRoot) [[unlikely]] {
+    VMX_TRY(nonroot::onRdtsc(C, I, WithAux));
+    Tsc = nonroot::guestTsc(C, Tsc);
+  }
   C.S.Gpr[RAX] = uint32_t(Tsc);
   C.S.Gpr[RDX] = uint32_t(Tsc >> 32);
   if constexpr (WithAux)
@@ -36,14 +51,30 @@ template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
 }
 
 // No performance-monitoring counters are modelled (CPUID leaf 0xA is zero), so every
-// counter index is invalid: #GP(0) (SDM Vol. 2B, RDPMC).
-Status execRdpmc(Cpu &C, const DecodedInsn &) { return C.raiseGp(0); }
+// counter index is invalid: #GP(0) (SDM Vol. 2B, RDPMC). "RDPMC exiting" is checked after
+// the privilege check (CR4.PCE at CPL > 0) and before the counter check.
+Status execRdpmc(Cpu &C, const DecodedInsn &I) {
+  const CpuState &S = C.S;
+  bool Allowed = !(S.Cr0 & cr0::PE) || S.cpl() == 0 || (S.Cr4 & cr4::PCE);
+  if (Allowed && C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onRdpmc(C, I));
+  return C.raiseGp(0);
+}
 
+// RDMSR/WRMSR in VMX non-root operation exit (MSR bitmaps) after the CPL check and
+// before any check of the MSR index or value (SDM Vol. 3C, "Relative Priority of Faults
+// and VM Exits": "RDMSR of a non-existent MSR with CPL = 0 generates a VM exit").
+// RDMSR of IA32_TSC that does not exit reads the offset/scaled TSC.
 Status execRdmsr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  const uint32_t Index = uint32_t(C.S.Gpr[RCX]);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onRdmsr(C, I, Index));
   uint64_t V;
-  VMX_TRY(readMsr(C, uint32_t(C.S.Gpr[RCX]), V));
+  VMX_TRY(readMsr(C, Index, V));
+  if (C.NonRoot && Index == msr::IA32_TIME_STAMP_COUNTER) [[unlikely]]
+    V = nonroot::guestTsc(C, V);
   C.S.Gpr[RAX] = uint32_t(V);
   C.S.Gpr[RDX] = uint32_t(V >> 32);
   return next(C, I);
@@ -51,6 +82,8 @@ Status execRdmsr(Cpu &C, const DecodedInsn &I) {
 Status execWrmsr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onWrmsr(C, I, uint32_t(C.S.Gpr[RCX])));
   uint64_t V = (uint64_t(uint32_t(C.S.Gpr[RDX])) << 32) | uint32_t(C.S.Gpr[RAX]);
   VMX_TRY(writeMsr(C, uint32_t(C.S.Gpr[RCX]), V));
   C.breakBlock();
@@ -60,6 +93,8 @@ Status execWrmsr(Cpu &C, const DecodedInsn &I) {
 Status execHlt(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onHlt(C, I));
   C.Halted = true;
   C.breakBlock();
   return next(C, I);
@@ -84,8 +119,10 @@ template <bool Set> Status execCliSti(Cpu &C, const DecodedInsn &I) {
     // Vol. 3A, Masking Maskable Hardware Interrupts). Retired advances once for STI;
     // the window after the next instruction is at Retired + 2. The run loop runs that
     // instruction alone so the window is not skipped.
-    if (Bit == rflags::IF && !(S.Rflags & rflags::IF))
+    if (Bit == rflags::IF && !(S.Rflags & rflags::IF)) {
       C.ShadowUntil = C.Retired + 2;
+      C.ShadowIsMovSs = false; // "blocking by STI"
+    }
     S.Rflags |= Bit;
   } else {
     S.Rflags &= ~Bit;
@@ -138,15 +175,23 @@ Status execInvlpg(Cpu &C, const DecodedInsn &I) {
   } else {
     La = (La + C.S.seg(SegReg(I.Seg)).Base) & 0xffffffffull;
   }
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onInvlpg(C, I, La));
   C.flushTlbPage(La);
   return next(C, I);
 }
 
 // INVPCID (SDM Vol. 2A): type in a register, a 128-bit descriptor {PCID, linear address}.
+// In VMX non-root operation INVPCID is #UD unless "enable INVPCID" is 1, and exits
+// (after the CPL check, before the descriptor is read) with "INVLPG exiting".
 template <typename T> Status execInvpcid(Cpu &C, const DecodedInsn &I) {
   CpuState &S = C.S;
+  if (C.NonRoot && !nonroot::invpcidEnabled(C)) [[unlikely]]
+    return C.raiseUd();
   if (S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onInvpcid(C, I));
   uint64_t Type = getReg<T>(C, I.Reg[0]);
   uint64_t Ea = effectiveAddress(C, I);
   uint64_t Desc[2];
@@ -163,13 +208,32 @@ template <typename T> Status execInvpcid(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-Status execPrivNop(Cpu &C, const DecodedInsn &I) {
+// WBINVD exits with "WBINVD exiting", INVD always (SDM Vol. 3C, "Instructions That
+// Cause VM Exits Unconditionally / Conditionally"), after their CPL check.
+Status execWbinvd(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onWbinvd(C, I));
+  return next(C, I);
+}
+Status execInvd(Cpu &C, const DecodedInsn &I) {
+  if (C.S.cpl() != 0)
+    return C.raiseGp(0);
+  if (C.NonRoot) [[unlikely]]
+    return nonroot::onInvd(C, I);
   return next(C, I);
 }
 
 Status execNop(Cpu &C, const DecodedInsn &I) { return next(C, I); }
+
+// PAUSE is a NOP here, except for "PAUSE exiting" and "PAUSE-loop exiting" in VMX
+// non-root operation.
+Status execPause(Cpu &C, const DecodedInsn &I) {
+  if (C.NonRoot) [[unlikely]]
+    VMX_TRY(nonroot::onPause(C, I));
+  return next(C, I);
+}
 
 // CLFLUSH/CLFLUSHOPT are checked like a byte read (SDM Vol. 2A, CLFLUSH).
 Status execClflush(Cpu &C, const DecodedInsn &I) {
@@ -245,10 +309,10 @@ bool bindInvpcid(const DecodeInfo &D, DecodedInsn &I) {
   return D.Ops[1].Kind == OperandKind::Mem;
 }
 bool bindWbinvd(const DecodeInfo &, DecodedInsn &I) {
-  return bindFn(I, &execPrivNop, CostClass::Serializing);
+  return bindFn(I, &execWbinvd, CostClass::Serializing);
 }
 bool bindInvd(const DecodeInfo &, DecodedInsn &I) {
-  return bindFn(I, &execPrivNop, CostClass::Serializing);
+  return bindFn(I, &execInvd, CostClass::Serializing);
 }
 bool bindClflush(const DecodeInfo &D, DecodedInsn &I) {
   bindFn(I, &execClflush, CostClass::Memory);
@@ -256,6 +320,9 @@ bool bindClflush(const DecodeInfo &D, DecodedInsn &I) {
 }
 bool bindFence(const DecodeInfo &, DecodedInsn &I) {
   return bindFn(I, &execNop, CostClass::Simple);
+}
+bool bindPause(const DecodeInfo &, DecodedInsn &I) {
+  return bindFn(I, &execPause, CostClass::Simple);
 }
 bool bindUd(const DecodeInfo &, DecodedInsn &I) {
   return bindFn(I, &execUd, CostClass::Simple, true);

@@ -31,12 +31,6 @@ struct Area {
   uint8_t B[xarea::Size];
 };
 
-template <typename T> void put(uint8_t *B, unsigned Off, T V) { std::memcpy(B + Off, &V, sizeof(T)); }
-template <typename T> T get(const uint8_t *B, unsigned Off) {
-  T V;
-  std::memcpy(&V, B + Off, sizeof(T));
-  return V;
-}
 bool allZero(const uint8_t *B, unsigned From, unsigned To) {
   for (unsigned K = From; K < To; ++K)
     if (B[K])
@@ -75,42 +69,6 @@ Status areaLinear(Cpu &C, const DecodedInsn &I, Access Kind, uint64_t &La) {
   return Status::Ok;
 }
 
-/// XMM registers in the area: 16 in 64-bit mode, 8 otherwise.
-unsigned numXmm(const Cpu &C) { return C.DecodeMode == uint8_t(CodeMode::Long64) ? 16 : 8; }
-
-/// x87 state, component 0: bytes 0-23 and 32-159 of the legacy region, in the FXSAVE
-/// layout (SDM Vol. 1, x87 State). Wide is the REX.W form (64-bit FPU IP/DP).
-void storeX87(const CpuState &S, uint8_t *B, bool Wide) {
-  put<uint16_t>(B, fxarea::Fcw, S.Fcw);
-  put<uint16_t>(B, fxarea::Fsw, S.Fsw);
-  put<uint8_t>(B, fxarea::Ftw, uint8_t(S.Ftw));
-  put<uint8_t>(B, fxarea::Ftw + 1, 0);
-  put<uint16_t>(B, fxarea::Fop, S.Fop);
-  if (Wide) {
-    put<uint64_t>(B, fxarea::Fip, S.Fip);
-    put<uint64_t>(B, fxarea::Fdp, S.Fdp);
-  } else {
-    // FCS/FDS stored as zero, as FXSAVE does (FPU CS and DS deprecated in the model).
-    put<uint32_t>(B, fxarea::Fip, uint32_t(S.Fip));
-    put<uint32_t>(B, fxarea::Fcs, 0);
-    put<uint32_t>(B, fxarea::Fdp, uint32_t(S.Fdp));
-    put<uint32_t>(B, fxarea::Fds, 0);
-  }
-  for (unsigned K = 0; K < 8; ++K) {
-    std::memcpy(B + fxarea::St + 16 * K, S.St[K], 10);
-    std::memset(B + fxarea::St + 16 * K + 10, 0, 6);
-  }
-}
-void loadX87(CpuState &S, const uint8_t *B, bool Wide) {
-  S.Fcw = get<uint16_t>(B, fxarea::Fcw);
-  S.Fsw = get<uint16_t>(B, fxarea::Fsw);
-  S.Ftw = get<uint8_t>(B, fxarea::Ftw);
-  S.Fop = get<uint16_t>(B, fxarea::Fop) & 0x7ff;
-  S.Fip = Wide ? get<uint64_t>(B, fxarea::Fip) : get<uint32_t>(B, fxarea::Fip);
-  S.Fdp = Wide ? get<uint64_t>(B, fxarea::Fdp) : get<uint32_t>(B, fxarea::Fdp);
-  for (unsigned K = 0; K < 8; ++K)
-    std::memcpy(S.St[K], B + fxarea::St + 16 * K, 10);
-}
 /// The initial configuration of x87 state (SDM Vol. 1, XSAVE-Supported Features and
 /// State-Component Bitmaps): FCW 037FH, everything else 0, all registers empty.
 void initX87(CpuState &S) {
@@ -137,24 +95,20 @@ template <Save K, bool Wide> Status execXsave(Cpu &C, const DecodedInsn &I) {
   const uint64_t Rfbm = S.Xcr0 & ((uint64_t(uint32_t(S.Gpr[RDX])) << 32) | uint32_t(S.Gpr[RAX]));
   uint8_t *B = A.B;
   if (Rfbm & xarea::X87)
-    storeX87(S, B, Wide);
-  if (Rfbm & xarea::Sse) {
-    // MXCSR and MXCSR_MASK are saved when RFBM[1] (or RFBM[2], AVX, not modelled) is set.
-    put<uint32_t>(B, fxarea::Mxcsr, S.Mxcsr);
-    put<uint32_t>(B, fxarea::MxcsrMask, kMxcsrMask);
-    for (unsigned N = numXmm(C), R = 0; R < N; ++R)
-      put<Xmm>(B, fxarea::Xmm + 16 * R, S.XmmReg[R]);
-  }
+    storeX87Area(S, B, Wide);
+  // MXCSR and MXCSR_MASK are saved when RFBM[1] (or RFBM[2], AVX, not modelled) is set.
+  if (Rfbm & xarea::Sse)
+    storeSseArea(C, B);
   const uint64_t Xinuse = ~0ull;
   if constexpr (K == Save::Compacted) {
     // XSTATE_BV <- XINUSE AND RFBM; XCOMP_BV <- 8000000000000000H OR RFBM.
-    put<uint64_t>(B, xarea::XstateBv, Xinuse & Rfbm);
-    put<uint64_t>(B, xarea::XcompBv, xarea::Compacted | Rfbm);
+    putField<uint64_t>(B, xarea::XstateBv, Xinuse & Rfbm);
+    putField<uint64_t>(B, xarea::XcompBv, xarea::Compacted | Rfbm);
   } else {
     // Only the XSTATE_BV bits of requested components change; the rest of the header is
     // not written.
-    uint64_t Old = get<uint64_t>(B, xarea::XstateBv);
-    put<uint64_t>(B, xarea::XstateBv, (Old & ~Rfbm) | (Xinuse & Rfbm));
+    uint64_t Old = getField<uint64_t>(B, xarea::XstateBv);
+    putField<uint64_t>(B, xarea::XstateBv, (Old & ~Rfbm) | (Xinuse & Rfbm));
   }
   VMX_TRY(writeLinearSlow(C, La, xarea::Size, B, false));
   return next(C, I);
@@ -171,8 +125,8 @@ template <bool Wide> Status execXrstor(Cpu &C, const DecodedInsn &I) {
   const uint8_t *B = A.B;
   CpuState &S = C.S;
   const uint64_t Rfbm = S.Xcr0 & ((uint64_t(uint32_t(S.Gpr[RDX])) << 32) | uint32_t(S.Gpr[RAX]));
-  const uint64_t XstateBv = get<uint64_t>(B, xarea::XstateBv);
-  const uint64_t XcompBv = get<uint64_t>(B, xarea::XcompBv);
+  const uint64_t XstateBv = getField<uint64_t>(B, xarea::XstateBv);
+  const uint64_t XcompBv = getField<uint64_t>(B, xarea::XcompBv);
   const bool Compacted = XcompBv & xarea::Compacted;
   if (Compacted) {
     // #GP if compaction is not supported, XCOMP_BV[62:0] names a component not enabled
@@ -192,22 +146,24 @@ template <bool Wide> Status execXrstor(Cpu &C, const DecodedInsn &I) {
   // initialises it to 1F80H when XSTATE_BV[1] = 0. Loading a reserved bit is #GP.
   uint32_t Mxcsr = S.Mxcsr;
   if (Rfbm & xarea::Sse) {
-    Mxcsr = (!Compacted || (XstateBv & xarea::Sse)) ? get<uint32_t>(B, fxarea::Mxcsr)
+    Mxcsr = (!Compacted || (XstateBv & xarea::Sse)) ? getField<uint32_t>(B, fxarea::Mxcsr)
                                                     : mxcsr::Initial;
     if (Mxcsr & ~kMxcsrMask)
       return C.raiseGp(0);
   }
   if (Rfbm & xarea::X87) {
     if (XstateBv & xarea::X87)
-      loadX87(S, B, Wide);
+      loadX87Area(S, B, Wide);
     else
       initX87(S);
   }
   if (Rfbm & xarea::Sse) {
     S.Mxcsr = Mxcsr;
-    const bool Load = XstateBv & xarea::Sse;
-    for (unsigned N = numXmm(C), R = 0; R < N; ++R)
-      S.XmmReg[R] = Load ? get<Xmm>(B, fxarea::Xmm + 16 * R) : Xmm{};
+    if (XstateBv & xarea::Sse)
+      loadXmmArea(C, B);
+    else
+      for (unsigned N = numAreaXmm(C), R = 0; R < N; ++R)
+        S.XmmReg[R] = Xmm{};
   }
   return next(C, I);
 }

@@ -2,6 +2,8 @@
 // Vol. 2B, RDMSR and WRMSR).
 #include "cpu/msrs.h"
 
+#include "cpu/vmx/vmx_instructions.h"
+
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/memory.h"
@@ -89,6 +91,13 @@ Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) {
   case MsrWrite::Tsc:
     Value = readTsc(C);
     break;
+  case MsrWrite::VmxCapability: {
+    std::optional<uint64_t> V = readVmxCapabilityMsr(C, Index);
+    if (!V)
+      return C.raiseGp(0);
+    Value = *V;
+    break;
+  }
   default:
     Value = M.Value[Row - kMsrTable];
     break;
@@ -108,6 +117,7 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::Plain:
     break;
   case MsrWrite::ReadOnly:
+  case MsrWrite::VmxCapability:
     return C.raiseGp(0);
   case MsrWrite::Canonical:
     if (!canonicalForModel(C, Value))

@@ -44,6 +44,7 @@ enum class MsrWrite : uint8_t {
   MtrrFixed,      ///< every byte must be a valid MTRR memory type
   MtrrPhysBase,   ///< valid type, base bits up to MAXPHYADDR
   MtrrPhysMask,   ///< mask bits up to MAXPHYADDR
+  VmxCapability,  ///< IA32_VMX_*: computed from the VMX profile; WRMSR raises #GP(0)
 };
 
 struct MsrInfo {

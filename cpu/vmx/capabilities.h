@@ -1,6 +1,7 @@
 // VMX capability reporting (SDM Vol. 3D, Appendix A "VMX Capability Reporting
 // Facility"): the IA32_VMX_* MSR values, generated from vmx_controls.def and a profile.
 #pragma once
+#include "cpu/msrs.h"
 #include "cpu/vmx/vmx_features.h"
 
 #include <cstdint>
@@ -36,21 +37,6 @@ constexpr uint32_t controlBit(VmxControl C) {
   return 1u << detail::kControlBitNumbers[unsigned(C)];
 }
 
-/// IA32_VMX_* MSR numbers (SDM Vol. 4, "IA32_VMX_BASIC" ... "IA32_VMX_PROCBASED_CTLS3").
-namespace msr {
-inline constexpr uint32_t IA32_VMX_BASIC = 0x480, IA32_VMX_PINBASED_CTLS = 0x481,
-                          IA32_VMX_PROCBASED_CTLS = 0x482, IA32_VMX_EXIT_CTLS = 0x483,
-                          IA32_VMX_ENTRY_CTLS = 0x484, IA32_VMX_MISC = 0x485,
-                          IA32_VMX_CR0_FIXED0 = 0x486, IA32_VMX_CR0_FIXED1 = 0x487,
-                          IA32_VMX_CR4_FIXED0 = 0x488, IA32_VMX_CR4_FIXED1 = 0x489,
-                          IA32_VMX_VMCS_ENUM = 0x48a, IA32_VMX_PROCBASED_CTLS2 = 0x48b,
-                          IA32_VMX_EPT_VPID_CAP = 0x48c,
-                          IA32_VMX_TRUE_PINBASED_CTLS = 0x48d,
-                          IA32_VMX_TRUE_PROCBASED_CTLS = 0x48e,
-                          IA32_VMX_TRUE_EXIT_CTLS = 0x48f,
-                          IA32_VMX_TRUE_ENTRY_CTLS = 0x490, IA32_VMX_VMFUNC = 0x491,
-                          IA32_VMX_PROCBASED_CTLS3 = 0x492;
-} // namespace msr
 
 /// The value of an IA32_VMX_* capability MSR under a profile; nullopt for MSRs the
 /// profile does not have (RDMSR of those raises #GP(0)). Cr4Fixed1 is the set of CR4

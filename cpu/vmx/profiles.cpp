@@ -18,8 +18,8 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, minus APIC virtualization, posted interrupts, PML and #VE, which vmxsim does
-  // not model.
+  // uses, minus APIC virtualization, posted interrupts, PML, #VE and XSAVES (the CPU
+  // model has no XSAVES), which vmxsim does not model.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::Ept,
@@ -27,7 +27,7 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
                 VmxFeature::PauseLoopExiting, VmxFeature::DescriptorTableExiting,
                 VmxFeature::Rdtscp, VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
-                VmxFeature::RdseedExiting, VmxFeature::Invpcid, VmxFeature::Xsaves,
+                VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
       /*PreemptionTimerRate=*/5,
@@ -52,7 +52,7 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
                 VmxFeature::DescriptorTableExiting, VmxFeature::Rdtscp,
                 VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
-                VmxFeature::RdseedExiting, VmxFeature::Invpcid, VmxFeature::Xsaves,
+                VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
       5, 4, 0, true, true, true, true, false};

@@ -4,6 +4,7 @@
 // length, and on the mnemonic after normalising spelling aliases. Every kind of
 // disagreement seen is listed in kKnown with its reason; any other one fails the test.
 #include "cpu/decode.h"
+#include "tests/support/random.h"
 
 #include <capstone/capstone.h>
 #include <gtest/gtest.h>
@@ -20,16 +21,7 @@ using namespace vmxsim;
 
 namespace {
 
-struct SplitMix64 {
-  uint64_t State;
-  uint64_t next() {
-    uint64_t Z = (State += 0x9e3779b97f4a7c15ull);
-    Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
-    return Z ^ (Z >> 31);
-  }
-  unsigned below(unsigned N) { return unsigned(next() % N); }
-};
+using test::SplitMix64;
 
 enum class Kind : uint8_t { ZydisOnly, CapstoneOnly, Length, Mnemonic };
 const char *kindName(Kind K) {
@@ -319,27 +311,27 @@ void plausible(SplitMix64 &R, bool Is64, uint8_t *B) {
   static const uint8_t Legacy[] = {0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x2e, 0x36, 0x3e,
                                    0x26, 0x64, 0x65};
   unsigned N = 0;
-  unsigned NumPrefixes = R.below(8) < 5 ? 0 : 1 + R.below(3);
+  unsigned NumPrefixes = R.nextBelow(8) < 5 ? 0 : 1 + R.nextBelow(3);
   for (unsigned K = 0; K < NumPrefixes; ++K)
-    B[N++] = Legacy[R.below(sizeof(Legacy))];
-  if (Is64 && R.below(3) == 0)
-    B[N++] = uint8_t(0x40 | R.below(16));
-  switch (R.below(8)) {
+    B[N++] = R.pick(Legacy);
+  if (Is64 && R.nextBelow(3) == 0)
+    B[N++] = uint8_t(0x40 | R.nextBelow(16));
+  switch (R.nextBelow(8)) {
   case 0: case 1: case 2: // one-byte map
-    B[N++] = uint8_t(R.below(256));
+    B[N++] = uint8_t(R.nextBelow(256));
     break;
   case 3: case 4: case 5: // 0F map
     B[N++] = 0x0f;
-    B[N++] = uint8_t(R.below(256));
+    B[N++] = uint8_t(R.nextBelow(256));
     break;
   case 6: // 0F 38 / 0F 3A
     B[N++] = 0x0f;
-    B[N++] = R.below(2) ? 0x38 : 0x3a;
-    B[N++] = uint8_t(R.below(256));
+    B[N++] = R.nextBelow(2) ? 0x38 : 0x3a;
+    B[N++] = uint8_t(R.nextBelow(256));
     break;
   default: { // VEX2 / VEX3 / EVEX
     static const uint8_t Lead[] = {0xc5, 0xc4, 0x62};
-    B[N++] = Lead[R.below(3)];
+    B[N++] = R.pick(Lead);
     break;
   }
   }

@@ -1,23 +1,18 @@
 // The two flag engines agree: the host-assisted one used on x86-64 hosts and the
 // portable one written from the SDM's flag definitions (SDM Vol. 1, EFLAGS Register).
 #include "cpu/exec.h"
+#include "tests/support/random.h"
 
 #include <gtest/gtest.h>
 
 using namespace vmxsim;
 
 namespace {
-uint64_t splitmix(uint64_t &X) {
-  uint64_t Z = (X += 0x9E3779B97F4A7C15ull);
-  Z = (Z ^ (Z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  Z = (Z ^ (Z >> 27)) * 0x94D049BB133111EBull;
-  return Z ^ (Z >> 31);
-}
-
 template <typename T> void checkAgree(uint64_t Seed) {
+  test::SplitMix64 Rng(Seed);
   for (int K = 0; K < 200000; ++K) {
     // Mix in small and boundary values, where carries and overflows cluster.
-    T A = T(splitmix(Seed)), B = T(splitmix(Seed));
+    T A = T(Rng.next()), B = T(Rng.next());
     if (K % 4 == 1)
       A = T(K & 3 ? kMsb<T> - (K & 7) : T(~T(0)) - T(K & 7));
     if (K % 8 == 2)

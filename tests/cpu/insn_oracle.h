@@ -7,6 +7,7 @@
 // in 32-bit protected mode). Registers, a 1 KiB memory window and the DEFINED flags must
 // agree; undefined flags are masked per row because the host may not be Intel.
 #pragma once
+#include "tests/support/random.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -22,30 +23,18 @@
 
 namespace vmxsim::test::oracle {
 
-/// splitmix64: fixed, seedable, identical on every host (never std::random_device).
-struct Rng {
-  uint64_t S;
-  explicit Rng(uint64_t Seed) : S(Seed) {}
-  uint64_t next() {
-    uint64_t Z = (S += 0x9e3779b97f4a7c15ull);
-    Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
-    return Z ^ (Z >> 31);
+/// A register value: mostly uniform, sometimes an edge value of some operand size.
+inline uint64_t operandValue(SplitMix64 &G) {
+  static constexpr uint64_t Edge[] = {
+      0, 1, 2, ~0ull, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
+      0xffffffff, 0x7fffffffffffffff, 0x8000000000000000, 0x100, 0x10000, 0x100000000};
+  switch (G.nextBelow(8)) {
+  case 0: return G.pick(Edge);
+  case 1: return G.nextBelow(70);
+  case 2: return G.next() >> G.nextBelow(64);
+  default: return G.next();
   }
-  uint64_t below(uint64_t N) { return next() % N; }
-  /// A register value: mostly uniform, sometimes an edge value of some operand size.
-  uint64_t value() {
-    static constexpr uint64_t Edge[] = {
-        0, 1, 2, ~0ull, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
-        0xffffffff, 0x7fffffffffffffff, 0x8000000000000000, 0x100, 0x10000, 0x100000000};
-    switch (below(8)) {
-    case 0: return Edge[below(sizeof(Edge) / sizeof(Edge[0]))];
-    case 1: return below(70);
-    case 2: return next() >> below(64);
-    default: return next();
-    }
-  }
-};
+}
 
 inline constexpr unsigned kWindow = 1024; ///< bytes of the memory window
 inline constexpr unsigned kPtrOff = 512;  ///< pointer registers start at this offset
@@ -58,7 +47,7 @@ struct RegState {
 
 struct Row;
 /// Adjusts random inputs (e.g. no #DE for DIV); pointer registers hold window offsets.
-using FixFn = void (*)(const Row &, RegState &, uint8_t *Mem, Rng &);
+using FixFn = void (*)(const Row &, RegState &, uint8_t *Mem, SplitMix64 &);
 /// Defined flags for one input (e.g. OF only for shift count 1).
 using MaskFn = uint64_t (*)(const Row &, const RegState &In);
 
@@ -303,7 +292,7 @@ inline unsigned runRows(const std::vector<Row> &Rows, unsigned Trials, bool Mode
     uint64_t Seed = 0x5eed;
     for (char Ch : R.Name)
       Seed = Seed * 131 + uint8_t(Ch);
-    Rng G(Seed);
+    SplitMix64 G(Seed);
     const uint16_t Ptrs = R.Ptrs | (1u << RSP);
     const unsigned NumRegs = Mode32 ? 8 : 16;
     const uint64_t RegMask = Mode32 ? 0xffffffffull : ~0ull;
@@ -315,7 +304,7 @@ inline unsigned runRows(const std::vector<Row> &Rows, unsigned Trials, bool Mode
         std::memcpy(Mem + K, &V, 8);
       }
       for (unsigned K = 0; K < 16; ++K) {
-        In.Gpr[K] = (Ptrs & (1u << K)) ? kPtrOff : G.value();
+        In.Gpr[K] = (Ptrs & (1u << K)) ? kPtrOff : operandValue(G);
         if (Mode32 && K < 8)
           In.Gpr[K] &= RegMask;
       }

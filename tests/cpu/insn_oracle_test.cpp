@@ -18,8 +18,8 @@ constexpr uint64_t kNoAf = rflags::Arith & ~rflags::AF;
 constexpr uint64_t kSzp = rflags::SF | rflags::ZF | rflags::PF;
 constexpr uint16_t kRbx = 1u << RBX;
 
-Rng &buildRng() {
-  static Rng G(0xb01d);
+SplitMix64 &buildRng() {
+  static SplitMix64 G(0xb01d);
   return G;
 }
 
@@ -60,7 +60,7 @@ Table aluTable() {
     for (unsigned S : {1u, 2u, 4u, 8u}) {
       const std::string Sz = sizeName(S);
       const uint32_t X = x32If(S);
-      const uint64_t Imm = buildRng().value();
+      const uint64_t Imm = operandValue(buildRng());
       T.add(N + Sz + " r/m,r (reg)", sized(S, {}, B, B + 1, {modrmRR(1, 0)}), F, X);
       T.add(N + Sz + " r/m,r (mem)", sized(S, {}, B, B + 1, memRbx(2)), F, X, kRbx);
       T.add(N + Sz + " r,r/m (reg)", sized(S, {}, B + 2, B + 3, {modrmRR(2, 6)}), F, X);
@@ -82,12 +82,12 @@ Table aluTable() {
     T.add(N + "8 sil,r9b", {0x44, B, modrmRR(1, 6)}, F);
     T.add(N + "64 r9,r12", {0x4d, uint8_t(B + 1), modrmRR(4, 1)}, F);
     T.add(N + "32 r10d,[rbx+rcx*4+8]", {0x44, uint8_t(B + 3), 0x54, 0x8b, 0x08}, F, 0, kRbx)
-        .Fix = [](const Row &, RegState &In, uint8_t *, Rng &G) { In.Gpr[RCX] = G.below(64); };
+        .Fix = [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) { In.Gpr[RCX] = G.nextBelow(64); };
   }
   for (unsigned S : {1u, 2u, 4u, 8u}) {
     const std::string Sz = sizeName(S);
     const uint32_t X = x32If(S);
-    const uint64_t Imm = buildRng().value();
+    const uint64_t Imm = operandValue(buildRng());
     T.add("test" + Sz + " r/m,r (reg)", sized(S, {}, 0x84, 0x85, {modrmRR(1, 2)}), kNoAf, X);
     T.add("test" + Sz + " r/m,r (mem)", sized(S, {}, 0x84, 0x85, memRbx(1)), kNoAf, X, kRbx);
     T.add("test" + Sz + " acc,imm", sized(S, {}, 0xa8, 0xa9, immBytes(S, Imm)), kNoAf, X);
@@ -154,7 +154,7 @@ Table shiftTable() {
       Add(N + " r/m,1 (mem)", sized(S, {}, 0xd0, 0xd1, memRbx(K)), 1, kRbx);
       Add(N + " r/m,cl (reg)", sized(S, {}, 0xd2, 0xd3, {modrmRR(K, 2)}), -1, 0);
       Add(N + " r/m,cl (mem)", sized(S, {}, 0xd2, 0xd3, memRbx(K)), -1, kRbx);
-      for (unsigned Imm : {1u, unsigned(buildRng().below(64)), unsigned(buildRng().below(256))}) {
+      for (unsigned Imm : {1u, unsigned(buildRng().nextBelow(64)), unsigned(buildRng().nextBelow(256))}) {
         Add(N + " r/m,imm8=" + std::to_string(Imm) + " (reg)",
             sized(S, {}, 0xc0, 0xc1, {modrmRR(K, 2), uint8_t(Imm)}), int(Imm), 0);
         Add(N + " r/m,imm8=" + std::to_string(Imm) + " (mem)",
@@ -174,13 +174,13 @@ Table shiftTable() {
         R.Size = S;
         R.Imm = Imm;
         if (Imm < 0 && S == 2)
-          R.Fix = [](const Row &, RegState &In, uint8_t *, Rng &G) {
-            In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffull) | G.below(17);
+          R.Fix = [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) {
+            In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffull) | G.nextBelow(17);
           };
       };
       Add(N + " r/m,r,cl (reg)", sized(S, {0x0f}, OpC, OpC, {modrmRR(6, 2)}), -1, 0);
       Add(N + " r/m,r,cl (mem)", sized(S, {0x0f}, OpC, OpC, memRbx(6)), -1, kRbx);
-      for (unsigned Imm : {1u, unsigned(buildRng().below(S == 2 ? 17 : 8 * S)), 8 * S - 1}) {
+      for (unsigned Imm : {1u, unsigned(buildRng().nextBelow(S == 2 ? 17 : 8 * S)), 8 * S - 1}) {
         if (S == 2 && Imm > 16)
           continue;
         Add(N + " r/m,r,imm8=" + std::to_string(Imm) + " (reg)",
@@ -196,13 +196,13 @@ Table shiftTable() {
 // --- multiply and divide ---------------------------------------------------------------
 
 // Kind bit 0: signed; bit 1: divisor in memory. Keeps the quotient in range (no #DE).
-void divFix(const Row &R, RegState &In, uint8_t *Mem, Rng &G) {
+void divFix(const Row &R, RegState &In, uint8_t *Mem, SplitMix64 &G) {
   const unsigned S = R.Size;
   const uint64_t M = sizeMask(S);
   const bool Signed = R.Kind & 1, InMem = R.Kind & 2;
   uint64_t D = InMem ? getMem(Mem, kMemOff, S) : In.Gpr[RCX] & M;
   if (D == 0)
-    D = 1 + G.below(5);
+    D = 1 + G.nextBelow(5);
   uint64_t Lo = S == 1 ? In.Gpr[RAX] & 0xff : In.Gpr[RAX] & M;
   uint64_t Hi = S == 1 ? (In.Gpr[RAX] >> 8) & 0xff : In.Gpr[RDX] & M;
   const uint64_t Msb = uint64_t(1) << (8 * S - 1);
@@ -244,7 +244,7 @@ Table muldivTable() {
   for (unsigned S : {2u, 4u, 8u}) {
     const std::string N = std::string("imul") + sizeName(S);
     const uint64_t F = rflags::CF | rflags::OF;
-    const uint64_t Imm = buildRng().value();
+    const uint64_t Imm = operandValue(buildRng());
     T.add(N + " r,r/m (reg)", sized(S, {0x0f}, 0xaf, 0xaf, {modrmRR(2, 1)}), F, x32If(S));
     T.add(N + " r,r/m (mem)", sized(S, {0x0f}, 0xaf, 0xaf, memRbx(2)), F, x32If(S), kRbx);
     T.add(N + " r,r/m,imm (reg)", sized(S, {}, 0x69, 0x69, cat({modrmRR(2, 1)}, immBytes(S, Imm))), F, x32If(S));
@@ -281,8 +281,8 @@ namespace {
 
 // BT m, r with a register bit offset: keep the addressed operand inside the window
 // (signed offsets around [rbx+10h]); the bits above the operand size stay random.
-void btOffsetFix(const Row &R, RegState &In, uint8_t *, Rng &G) {
-  int64_t Off = int64_t(G.below(6001)) - 3000;
+void btOffsetFix(const Row &R, RegState &In, uint8_t *, SplitMix64 &G) {
+  int64_t Off = int64_t(G.nextBelow(6001)) - 3000;
   const uint64_t M = sizeMask(R.Size);
   In.Gpr[RCX] = (In.Gpr[RCX] & ~M) | (uint64_t(Off) & M);
 }
@@ -363,9 +363,9 @@ Table bitTable() {
 }
 
 // BEXTR/BZHI controls: mostly in-range start/length/index so the results are non-trivial.
-void bmiControlFix(const Row &, RegState &In, uint8_t *, Rng &G) {
-  if (G.below(4) != 0)
-    In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffffull) | (G.below(72) << 8) | G.below(72);
+void bmiControlFix(const Row &, RegState &In, uint8_t *, SplitMix64 &G) {
+  if (G.nextBelow(4) != 0)
+    In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffffull) | (G.nextBelow(72) << 8) | G.nextBelow(72);
 }
 
 Table bmiTable() {
@@ -444,16 +444,16 @@ namespace {
 
 // CMPXCHG: half the trials make the accumulator equal to the destination. Kind: 1 when
 // the destination is [rbx+10h], else RCX.
-void cmpxchgFix(const Row &R, RegState &In, uint8_t *Mem, Rng &G) {
-  if (G.below(2))
+void cmpxchgFix(const Row &R, RegState &In, uint8_t *Mem, SplitMix64 &G) {
+  if (G.nextBelow(2))
     return;
   const uint64_t M = sizeMask(R.Size);
   uint64_t D = R.Kind ? getMem(Mem, kMemOff, R.Size) : In.Gpr[RCX] & M;
   In.Gpr[RAX] = (In.Gpr[RAX] & ~M) | D;
 }
 // CMPXCHG8B/16B: half the trials make rDX:rAX equal to the memory operand.
-void cmpxchgNbFix(const Row &R, RegState &In, uint8_t *Mem, Rng &G) {
-  if (G.below(2))
+void cmpxchgNbFix(const Row &R, RegState &In, uint8_t *Mem, SplitMix64 &G) {
+  if (G.nextBelow(2))
     return;
   const unsigned H = R.Size / 2;
   const uint64_t M = sizeMask(H);
@@ -466,7 +466,7 @@ Table dataTable() {
   for (unsigned S : {1u, 2u, 4u, 8u}) {
     const std::string Sz = sizeName(S);
     const uint32_t X = x32If(S);
-    const uint64_t Imm = buildRng().value();
+    const uint64_t Imm = operandValue(buildRng());
     T.add("mov" + Sz + " r/m,r (reg)", sized(S, {}, 0x88, 0x89, {modrmRR(1, 2)}), kArith, X);
     T.add("mov" + Sz + " r/m,r (mem)", sized(S, {}, 0x88, 0x89, memRbx(1)), kArith, X, kRbx);
     T.add("mov" + Sz + " r,r/m (mem)", sized(S, {}, 0x8a, 0x8b, memRbx(1)), kArith, X, kRbx);
@@ -518,7 +518,7 @@ Table dataTable() {
   T.add("mov64 r,imm64", {0x48, 0xb9, 1, 2, 3, 4, 0x85, 0x86, 0x87, 0x88}, kArith);
   T.add("mov8 ah,imm8", {0xb4, 0x9c}, kArith, opt::X32);
   T.add("mov32 r,[rbx+rcx*8-16]", {0x8b, 0x54, 0xcb, 0xf0}, kArith, 0, kRbx).Fix =
-      [](const Row &, RegState &In, uint8_t *, Rng &G) { In.Gpr[RCX] = G.below(60); };
+      [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) { In.Gpr[RCX] = G.nextBelow(60); };
   T.add("lea64 r,[rbx+rcx*2+disp32]", {0x48, 0x8d, 0x94, 0x4b, 0x78, 0x56, 0x34, 0x12}, kArith);
   T.add("lea32 r,[rbx+rcx*2+disp32]", {0x8d, 0x94, 0x4b, 0x78, 0x56, 0x34, 0x12}, kArith, opt::X32);
   T.add("lea16 r,[rbx+rcx*2+disp32]", {0x66, 0x8d, 0x94, 0x4b, 0x78, 0x56, 0x34, 0x12}, kArith, opt::X32);
@@ -564,11 +564,11 @@ Table dataTable() {
 
 // --- stack and near control --------------------------------------------------------------
 
-void loopFix(const Row &, RegState &In, uint8_t *, Rng &G) {
-  if (G.below(2))
-    In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffffffffull) | G.below(3);
-  if (G.below(4) == 0)
-    In.Gpr[RCX] = G.below(3);
+void loopFix(const Row &, RegState &In, uint8_t *, SplitMix64 &G) {
+  if (G.nextBelow(2))
+    In.Gpr[RCX] = (In.Gpr[RCX] & ~0xffffffffull) | G.nextBelow(3);
+  if (G.nextBelow(4) == 0)
+    In.Gpr[RCX] = G.nextBelow(3);
 }
 
 Table controlTable() {
@@ -603,8 +603,8 @@ Table controlTable() {
   T.add("pop r16", {0x66, 0x59}, kArith);
   T.add("pop m64", {0x8f, 0x43, 0x10}, kArith, 0, kRbx);
   T.add("pop [rsp+8]", {0x8f, 0x44, 0x24, 0x08}, kArith);
-  T.add("pop rsp", {0x5c}, kArith).Fix = [](const Row &, RegState &, uint8_t *Mem, Rng &G) {
-    putMem(Mem, kPtrOff, 8, kGuestWindow + kPtrOff - 64 + G.below(128)); // inside the window
+  T.add("pop rsp", {0x5c}, kArith).Fix = [](const Row &, RegState &, uint8_t *Mem, SplitMix64 &G) {
+    putMem(Mem, kPtrOff, 8, kGuestWindow + kPtrOff - 64 + G.nextBelow(128)); // inside the window
   };
   struct E {
     uint16_t Alloc;
@@ -613,15 +613,15 @@ Table controlTable() {
   for (E En : {E{0x10, 0}, E{0x20, 1}, E{0x8, 2}, E{0, 5}, E{0x18, 31}, E{0x28, 33}}) {
     Row &R = T.add("enter " + std::to_string(En.Alloc) + "," + std::to_string(En.Level),
                    {0xc8, uint8_t(En.Alloc), uint8_t(En.Alloc >> 8), En.Level}, kArith, 0, Rbp);
-    R.Fix = [](const Row &, RegState &In, uint8_t *, Rng &G) { In.Gpr[RBP] = kPtrOff + 8 * G.below(40); };
+    R.Fix = [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) { In.Gpr[RBP] = kPtrOff + 8 * G.nextBelow(40); };
   }
   T.add("enter16 8,3", {0x66, 0xc8, 0x08, 0x00, 0x03}, kArith, 0, Rbp).Fix =
-      [](const Row &, RegState &In, uint8_t *, Rng &G) { In.Gpr[RBP] = kPtrOff + 2 * G.below(100); };
-  T.add("leave", {0xc9}, kArith, 0, Rbp).Fix = [](const Row &, RegState &In, uint8_t *, Rng &G) {
-    In.Gpr[RBP] = kPtrOff - 128 + 8 * G.below(32);
+      [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) { In.Gpr[RBP] = kPtrOff + 2 * G.nextBelow(100); };
+  T.add("leave", {0xc9}, kArith, 0, Rbp).Fix = [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) {
+    In.Gpr[RBP] = kPtrOff - 128 + 8 * G.nextBelow(32);
   };
-  T.add("leave16", {0x66, 0xc9}, kArith, 0, Rbp).Fix = [](const Row &, RegState &In, uint8_t *, Rng &G) {
-    In.Gpr[RBP] = kPtrOff - 128 + 2 * G.below(100);
+  T.add("leave16", {0x66, 0xc9}, kArith, 0, Rbp).Fix = [](const Row &, RegState &In, uint8_t *, SplitMix64 &G) {
+    In.Gpr[RBP] = kPtrOff - 128 + 2 * G.nextBelow(100);
   };
   return T;
 }
@@ -629,18 +629,18 @@ Table controlTable() {
 // --- strings --------------------------------------------------------------------------
 
 // Kind: 1 for compares (low-entropy memory and accumulator so REPE/REPNE stop anywhere).
-void stringFix(const Row &R, RegState &In, uint8_t *Mem, Rng &G) {
-  In.Gpr[RSI] = kPtrOff - 128 + G.below(256);
-  In.Gpr[RDI] = kPtrOff - 128 + G.below(256);
-  In.Gpr[RCX] = G.below(4) == 0 ? G.below(3) : G.below(33);
+void stringFix(const Row &R, RegState &In, uint8_t *Mem, SplitMix64 &G) {
+  In.Gpr[RSI] = kPtrOff - 128 + G.nextBelow(256);
+  In.Gpr[RDI] = kPtrOff - 128 + G.nextBelow(256);
+  In.Gpr[RCX] = G.nextBelow(4) == 0 ? G.nextBelow(3) : G.nextBelow(33);
   if (R.Kind & 2) // address size 32: the upper half of RCX must be ignored
     In.Gpr[RCX] |= G.next() << 32;
   if (R.Kind & 1) {
     for (unsigned K = 0; K < kWindow; ++K)
-      Mem[K] = uint8_t(G.below(8) == 0);
+      Mem[K] = uint8_t(G.nextBelow(8) == 0);
     uint64_t A = 0;
     for (unsigned K = 0; K < 8; ++K)
-      A |= uint64_t(G.below(8) == 0) << (8 * K);
+      A |= uint64_t(G.nextBelow(8) == 0) << (8 * K);
     In.Gpr[RAX] = A;
   }
 }

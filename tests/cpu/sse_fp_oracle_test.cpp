@@ -86,81 +86,81 @@ const std::vector<Row> &rows() {
 
 /// A double biased towards the cases that distinguish implementations.
 uint64_t randomF64(SplitMix64 &Rng) {
-  const uint64_t Sign = Rng.below(2) ? 1ull << 63 : 0, Mant = Rng.next() & ((1ull << 52) - 1);
+  const uint64_t Sign = Rng.nextBelow(2) ? 1ull << 63 : 0, Mant = Rng.next() & ((1ull << 52) - 1);
   auto withExp = [&](uint64_t E) { return Sign | (E << 52) | Mant; };
-  switch (Rng.below(16)) {
+  switch (Rng.nextBelow(16)) {
   case 0: { // exact specials
     static const uint64_t S[] = {0, 0x7ff0000000000000, 0x3ff0000000000000,
                                  0x0010000000000000, 0x7fefffffffffffff, 0x000fffffffffffff};
-    return Sign | S[Rng.below(6)];
+    return Sign | Rng.pick(S);
   }
   case 1: // QNaN with a payload
     return Sign | 0x7ff8000000000000 | (Mant >> 1);
   case 2: // SNaN
     return Sign | 0x7ff0000000000000 | ((Mant >> 1) | 1);
   case 3: // denormal
-    return Sign | (Mant >> Rng.below(52));
+    return Sign | (Mant >> Rng.nextBelow(52));
   case 4: // around the smallest normals: products and quotients land in the denormals
-    return withExp(1 + Rng.below(40));
+    return withExp(1 + Rng.nextBelow(40));
   case 5: // around overflow
-    return withExp(0x7fe - Rng.below(40));
+    return withExp(0x7fe - Rng.nextBelow(40));
   case 6: { // integer-conversion boundaries: 2^31, 2^63 and their neighbours
-    const uint64_t E = Rng.below(2) ? 1023 + 31 : 1023 + 63;
-    return Sign | ((E - Rng.below(2)) << 52) | (Rng.below(2) ? Mant : Mant >> 48);
+    const uint64_t E = Rng.nextBelow(2) ? 1023 + 31 : 1023 + 63;
+    return Sign | ((E - Rng.nextBelow(2)) << 52) | (Rng.nextBelow(2) ? Mant : Mant >> 48);
   }
   case 7: // halfway cases for rounding to integers: small values with .5 fractions
-    return withExp(1023 + Rng.below(24)) & ~((1ull << (52 - Rng.below(26))) - 1);
+    return withExp(1023 + Rng.nextBelow(24)) & ~((1ull << (52 - Rng.nextBelow(26))) - 1);
   case 8: // few mantissa bits: exact sums and products
-    return withExp(1023 - 8 + Rng.below(16)) & ~((1ull << 40) - 1);
+    return withExp(1023 - 8 + Rng.nextBelow(16)) & ~((1ull << 40) - 1);
   default: // values near 1 so that operands interact
-    return withExp(1023 - 30 + Rng.below(60));
+    return withExp(1023 - 30 + Rng.nextBelow(60));
   }
 }
 
 uint32_t randomF32(SplitMix64 &Rng) {
-  const uint32_t Sign = Rng.below(2) ? 1u << 31 : 0, Mant = uint32_t(Rng.next()) & 0x7fffff;
+  const uint32_t Sign = Rng.nextBelow(2) ? 1u << 31 : 0, Mant = uint32_t(Rng.next()) & 0x7fffff;
   auto withExp = [&](uint32_t E) { return Sign | (E << 23) | Mant; };
-  switch (Rng.below(16)) {
+  switch (Rng.nextBelow(16)) {
   case 0: {
     static const uint32_t S[] = {0, 0x7f800000, 0x3f800000, 0x00800000, 0x7f7fffff, 0x007fffff};
-    return Sign | S[Rng.below(6)];
+    return Sign | Rng.pick(S);
   }
   case 1:
     return Sign | 0x7fc00000 | (Mant >> 1);
   case 2:
     return Sign | 0x7f800000 | ((Mant >> 1) | 1);
   case 3:
-    return Sign | (Mant >> Rng.below(23));
+    return Sign | (Mant >> Rng.nextBelow(23));
   case 4:
-    return withExp(1 + Rng.below(20));
+    return withExp(1 + Rng.nextBelow(20));
   case 5:
-    return withExp(0xfe - Rng.below(20));
+    return withExp(0xfe - Rng.nextBelow(20));
   case 6: {
-    const uint32_t E = Rng.below(2) ? 127 + 31 : 127 + 63;
-    return Sign | ((E - Rng.below(2)) << 23) | (Rng.below(2) ? Mant : Mant >> 19);
+    const uint32_t E = Rng.nextBelow(2) ? 127 + 31 : 127 + 63;
+    return Sign | ((E - Rng.nextBelow(2)) << 23) | (Rng.nextBelow(2) ? Mant : Mant >> 19);
   }
   case 7:
-    return withExp(127 + Rng.below(12)) & ~((1u << (23 - Rng.below(12))) - 1);
+    return withExp(127 + Rng.nextBelow(12)) & ~((1u << (23 - Rng.nextBelow(12))) - 1);
   case 8:
-    return withExp(127 - 4 + Rng.below(8)) & ~((1u << 14) - 1);
+    return withExp(127 - 4 + Rng.nextBelow(8)) & ~((1u << 14) - 1);
   default:
-    return withExp(127 - 20 + Rng.below(40));
+    return withExp(127 - 20 + Rng.nextBelow(40));
   }
 }
 
 uint64_t randomInt(SplitMix64 &Rng) {
-  switch (Rng.below(6)) {
+  switch (Rng.nextBelow(6)) {
   case 0: {
     static const uint64_t S[] = {0, 1, ~0ull, 0x7fffffff, 0x80000000, 0x7fffffffffffffff,
                                  0x8000000000000000, 0xffffffff80000000};
-    return S[Rng.below(8)];
+    return Rng.pick(S);
   }
   case 1: // small magnitudes, either sign
-    return uint64_t(int64_t(Rng.below(2000)) - 1000);
+    return uint64_t(int64_t(Rng.nextBelow(2000)) - 1000);
   case 2: // 24/53-bit boundaries where single/double conversion starts to round
-    return (1ull << (24 + Rng.below(40))) + Rng.below(5) - 2;
+    return (1ull << (24 + Rng.nextBelow(40))) + Rng.nextBelow(5) - 2;
   default:
-    return Rng.next() >> Rng.below(64);
+    return Rng.next() >> Rng.nextBelow(64);
   }
 }
 
@@ -180,28 +180,16 @@ uint64_t randomLanes(SplitMix64 &Rng, Elem E) {
 /// Random MXCSR: rounding control, FTZ, DAZ and sticky flags; Unmask selects which
 /// exception masks are cleared.
 uint32_t randomMxcsr(SplitMix64 &Rng, uint32_t Unmask) {
-  uint32_t V = 0x1f80 | (Rng.below(4) << 13) | (Rng.below(2) ? 0x8000 : 0) |
-               (Rng.below(2) ? 0x40 : 0);
-  if (Rng.below(4) == 0)
+  uint32_t V = 0x1f80 | (Rng.nextBelow(4) << 13) | (Rng.nextBelow(2) ? 0x8000 : 0) |
+               (Rng.nextBelow(2) ? 0x40 : 0);
+  if (Rng.nextBelow(4) == 0)
     V |= Rng.next() & 0x3f;
   return V & ~(Unmask << 7);
 }
 
 // --- forms and encoding -----------------------------------------------------------------
 
-struct Form {
-  const Row *R;
-  bool MemForm;
-};
-
-std::string formName(const ::testing::TestParamInfo<Form> &Info) {
-  std::string N = Info.param.R->Name;
-  N += Info.param.MemForm ? "_mem" : "_reg";
-  for (char &Ch : N)
-    if (!isalnum(static_cast<unsigned char>(Ch)))
-      Ch = '_';
-  return N;
-}
+using Form = OracleForm<Row>;
 
 std::vector<Form> allForms() {
   std::vector<Form> F;
@@ -210,25 +198,6 @@ std::vector<Form> allForms() {
     F.push_back({&R, true});
   }
   return F;
-}
-
-std::vector<uint8_t> encode(const Row &R, bool MemForm, unsigned RegNo, unsigned RmNo,
-                            uint8_t Imm) {
-  std::vector<uint8_t> B;
-  if (R.Prefix)
-    B.push_back(R.Prefix);
-  uint8_t Rex = 0x40 | (R.RexW ? 8 : 0) | ((RegNo & 8) ? 4 : 0) | (!MemForm && (RmNo & 8) ? 1 : 0);
-  if (Rex != 0x40)
-    B.push_back(Rex);
-  B.push_back(0x0f);
-  B.push_back(R.Op);
-  if (MemForm)
-    B.push_back(uint8_t(((RegNo & 7) << 3) | 6)); // [rsi]
-  else
-    B.push_back(uint8_t(0xc0 | ((RegNo & 7) << 3) | (RmNo & 7)));
-  if (R.Imm)
-    B.push_back(Imm);
-  return B;
 }
 
 constexpr unsigned kMemBytes = 64;
@@ -244,16 +213,16 @@ struct Case {
 
 Case makeCase(const Row &R, bool MemForm, SplitMix64 &Rng, uint32_t Unmask, unsigned It) {
   Case K;
-  auto pick = [&](Kind Kd) { return Kd == Kind::Gpr || Kd == Kind::GprOrMem ? Rng.below(4) : Rng.below(16); };
+  auto pick = [&](Kind Kd) { return Kd == Kind::Gpr || Kd == Kind::GprOrMem ? Rng.nextBelow(4) : Rng.nextBelow(16); };
   unsigned RegNo = pick(R.Reg);
   unsigned RmNo = MemForm ? 6 : pick(R.Rm);
-  uint8_t Imm = uint8_t(Rng.below(4) ? Rng.below(8) : Rng.next());
-  K.Code = encode(R, MemForm, RegNo, RmNo, Imm);
+  uint8_t Imm = uint8_t(Rng.nextBelow(4) ? Rng.nextBelow(8) : Rng.next());
+  K.Code = encodeLegacySse(R.Prefix, {&R.Op, 1}, R.RexW, R.Imm, MemForm, RegNo, RmNo, Imm);
   for (Xmm &V : K.In.R.X)
     V = Xmm{randomLanes(Rng, R.E), randomLanes(Rng, R.E)};
   // The destination of a scalar or binary operation is an input too; sometimes make the
   // two sources equal so that compares see equal operands.
-  if (!MemForm && Rng.below(8) == 0 && R.Reg == Kind::Xmm && R.Rm == Kind::XmmOrMem)
+  if (!MemForm && Rng.nextBelow(8) == 0 && R.Reg == Kind::Xmm && R.Rm == Kind::XmmOrMem)
     K.In.R.X[RmNo] = K.In.R.X[RegNo];
   K.In.R.Rax = randomInt(Rng);
   K.In.R.Rcx = randomInt(Rng);
@@ -261,7 +230,7 @@ Case makeCase(const Row &R, bool MemForm, SplitMix64 &Rng, uint32_t Unmask, unsi
   K.In.R.Rbx = randomInt(Rng);
   K.In.Mxcsr = randomMxcsr(Rng, Unmask);
   K.In.Rflags = 0;
-  K.Off = R.Aligned ? 16 * Rng.below(3) : Rng.below(kMemBytes - 16 + 1);
+  K.Off = R.Aligned ? 16 * Rng.nextBelow(3) : Rng.nextBelow(kMemBytes - 16 + 1);
   for (unsigned B = 0; B < kMemBytes; B += 8) {
     uint64_t V = R.Rm == Kind::GprOrMem ? randomInt(Rng) : randomLanes(Rng, R.E);
     std::memcpy(K.Mem + B, &V, 8);
@@ -282,17 +251,9 @@ EmuResult runEmu(TestMachine &M, const Case &K) {
   std::vector<uint8_t> Code = K.Code;
   Code.push_back(0xf4); // hlt
   M.loadCode(Code);
-  for (unsigned R = 0; R < 16; ++R)
-    M.S.XmmReg[R] = K.In.R.X[R];
-  M.S.Gpr[RAX] = K.In.R.Rax;
-  M.S.Gpr[RCX] = K.In.R.Rcx;
-  M.S.Gpr[RDX] = K.In.R.Rdx;
-  M.S.Gpr[RBX] = K.In.R.Rbx;
-  M.S.Gpr[RSI] = kDataBase + K.Off;
+  loadOracleInput(M, K.In.R, K.Off, K.Mem, kMemBytes);
   M.S.Mxcsr = K.In.Mxcsr;
   M.S.Rflags = rflags::Fixed1;
-  M.write(kDataBase, K.Mem, kMemBytes);
-  M.Cpu_.Halted = false;
   StopReason Why = M.run(10);
   return {Why, faultVector(M, Why)};
 }
@@ -300,21 +261,7 @@ EmuResult runEmu(TestMachine &M, const Case &K) {
 /// Compares XMM, GPRs, MXCSR and (if Flags) the arithmetic flags; returns false on a
 /// mismatch after reporting it.
 bool sameState(TestMachine &M, const NativeFpState &Host, const Case &K, bool Flags) {
-  bool Ok = true;
-  for (unsigned R = 0; R < 16; ++R)
-    if (M.S.XmmReg[R].Lo != Host.R.X[R].Lo || M.S.XmmReg[R].Hi != Host.R.X[R].Hi) {
-      ADD_FAILURE() << K.Where << ": XMM" << R << " emulator " << std::hex << M.S.XmmReg[R].Hi
-                    << ":" << M.S.XmmReg[R].Lo << " host " << Host.R.X[R].Hi << ":"
-                    << Host.R.X[R].Lo;
-      Ok = false;
-    }
-  const uint64_t Gprs[4] = {Host.R.Rax, Host.R.Rcx, Host.R.Rdx, Host.R.Rbx};
-  for (unsigned R = 0; R < 4; ++R)
-    if (M.S.Gpr[R] != Gprs[R]) {
-      ADD_FAILURE() << K.Where << ": GPR" << R << " emulator 0x" << std::hex << M.S.Gpr[R]
-                    << " host 0x" << Gprs[R];
-      Ok = false;
-    }
+  bool Ok = sameOracleRegs(M, Host.R, K.Where);
   if (M.S.Mxcsr != Host.Mxcsr) {
     ADD_FAILURE() << K.Where << ": MXCSR emulator 0x" << std::hex << M.S.Mxcsr << " host 0x"
                   << Host.Mxcsr;
@@ -339,7 +286,7 @@ TEST_P(SseFpOracle, MatchesHostOnRandomInputs) {
   TestMachine M;
   M.setupLongMode();
   alignas(64) uint8_t HostMem[kMemBytes];
-  SplitMix64 Rng(0xf10a7 ^ std::hash<std::string>{}(formName({GetParam(), 0})));
+  SplitMix64 Rng(0xf10a7 ^ std::hash<std::string>{}(oracleFormName(R.Name, MemForm)));
   unsigned Failures = 0;
   for (unsigned It = 0; It < 3000 && Failures < 5; ++It) {
     Case K = makeCase(R, MemForm, Rng, 0, It);
@@ -370,7 +317,7 @@ TEST_P(SseFpOracle, UnmaskedExceptionsMatchHost) {
   M.setupLongMode();
   installFaultIdt(M);
   alignas(64) uint8_t HostMem[kMemBytes];
-  SplitMix64 Rng(0x0e7c ^ std::hash<std::string>{}(formName({GetParam(), 0})));
+  SplitMix64 Rng(0x0e7c ^ std::hash<std::string>{}(oracleFormName(R.Name, MemForm)));
   unsigned Failures = 0, Traps = 0;
   for (unsigned It = 0; It < 1500 && Failures < 5; ++It) {
     Case K = makeCase(R, MemForm, Rng, uint32_t(Rng.next()) & 0x3f, It);
@@ -403,7 +350,7 @@ TEST_P(SseFpOracle, UnmaskedExceptionsMatchHost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse2, SseFpOracle, ::testing::ValuesIn(allForms()),
-                         formName);
+                         OracleFormName());
 
 // --- fixed cases from the SDM, independent of the host --------------------------------
 

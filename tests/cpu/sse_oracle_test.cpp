@@ -188,32 +188,20 @@ constexpr unsigned kMemBytes = 64;
 /// A value with a bias towards lane edge cases (0, -1, sign boundaries).
 uint64_t interesting(SplitMix64 &Rng) {
   uint64_t V = Rng.next();
-  if (Rng.below(4) == 0) {
+  if (Rng.nextBelow(4) == 0) {
     static const uint8_t Special[] = {0x00, 0xff, 0x80, 0x7f, 0x01, 0xfe};
     for (unsigned B = 0; B < 8; ++B)
-      if (Rng.below(2))
-        V = (V & ~(0xffull << (8 * B))) | (uint64_t(Special[Rng.below(6)]) << (8 * B));
+      if (Rng.nextBelow(2))
+        V = (V & ~(0xffull << (8 * B))) | (uint64_t(Rng.pick(Special)) << (8 * B));
   }
   return V;
 }
 /// Shift counts: mostly below 70 so every lane width sees in-range and saturating counts.
 uint64_t shiftCount(SplitMix64 &Rng) {
-  return Rng.below(4) ? Rng.below(70) : Rng.next();
+  return Rng.nextBelow(4) ? Rng.nextBelow(70) : Rng.next();
 }
 
-struct Form {
-  const Row *R;
-  bool MemForm;
-};
-
-std::string formName(const ::testing::TestParamInfo<Form> &Info) {
-  std::string N = Info.param.R->Name;
-  N += Info.param.MemForm ? "_mem" : "_reg";
-  for (char &Ch : N)
-    if (!isalnum(static_cast<unsigned char>(Ch)))
-      Ch = '_';
-  return N;
-}
+using Form = OracleForm<Row>;
 
 std::vector<Form> allForms() {
   std::vector<Form> F;
@@ -228,27 +216,6 @@ std::vector<Form> allForms() {
   return F;
 }
 
-/// Encodes the row with the given ModRM.reg / ModRM.rm register numbers (rm unused for
-/// the memory form, which is [rsi]).
-std::vector<uint8_t> encode(const Row &R, bool MemForm, unsigned RegNo, unsigned RmNo,
-                            uint8_t Imm) {
-  std::vector<uint8_t> B;
-  if (R.Prefix)
-    B.push_back(R.Prefix);
-  uint8_t Rex = 0x40 | (R.RexW ? 8 : 0) | ((RegNo & 8) ? 4 : 0) | (!MemForm && (RmNo & 8) ? 1 : 0);
-  if (Rex != 0x40)
-    B.push_back(Rex);
-  B.push_back(0x0f);
-  B.insert(B.end(), R.Op.begin(), R.Op.end());
-  if (MemForm)
-    B.push_back(uint8_t(((RegNo & 7) << 3) | 6));
-  else
-    B.push_back(uint8_t(0xc0 | ((RegNo & 7) << 3) | (RmNo & 7)));
-  if (R.Imm)
-    B.push_back(Imm);
-  return B;
-}
-
 class SseOracle : public ::testing::TestWithParam<Form> {};
 
 TEST_P(SseOracle, MatchesHostOnRandomInputs) {
@@ -260,42 +227,43 @@ TEST_P(SseOracle, MatchesHostOnRandomInputs) {
   M.setupLongMode();
   alignas(64) uint8_t HostMem[kMemBytes];
 
-  SplitMix64 Rng(0x55e0 ^ std::hash<std::string>{}(formName({GetParam(), 0})));
+  SplitMix64 Rng(0x55e0 ^ std::hash<std::string>{}(oracleFormName(R.Name, MemForm)));
   auto pickReg = [&](Kind K) -> unsigned {
     if (K == Kind::Gpr || K == Kind::GprOrMem)
-      return Rng.below(4); // EAX, ECX, EDX, EBX
+      return Rng.nextBelow(4); // EAX, ECX, EDX, EBX
     if (K == Kind::Digit)
       return R.Digit;
-    return Rng.below(16);
+    return Rng.nextBelow(16);
   };
   unsigned Failures = 0;
   for (unsigned It = 0; It < kIterations && Failures < 5; ++It) {
     unsigned RegNo = pickReg(R.Reg);
     Kind RmKind = R.Rm == Kind::XmmOrMem ? Kind::Xmm : R.Rm == Kind::GprOrMem ? Kind::Gpr : R.Rm;
     unsigned RmNo = MemForm ? 6 : pickReg(RmKind);
-    uint8_t Imm = uint8_t(Rng.below(4) ? Rng.below(R.Op[0] >= 0x71 && R.Op[0] <= 0x73 ? 80 : 256)
-                                       : Rng.next());
-    std::vector<uint8_t> Code = encode(R, MemForm, RegNo, RmNo, Imm);
+    uint8_t Imm = uint8_t(
+        Rng.nextBelow(4) ? Rng.nextBelow(R.Op[0] >= 0x71 && R.Op[0] <= 0x73 ? 80 : 256) : Rng.next());
+    std::vector<uint8_t> Code =
+        encodeLegacySse(R.Prefix, R.Op, R.RexW, R.Imm, MemForm, RegNo, RmNo, Imm);
 
     NativeRegs In;
     for (Xmm &X : In.X)
       X = Xmm{interesting(Rng), interesting(Rng)};
     if (R.CountSource) {
       for (Xmm &X : In.X)
-        if (Rng.below(4))
+        if (Rng.nextBelow(4))
           X.Lo = shiftCount(Rng);
     }
     In.Rax = interesting(Rng);
     In.Rcx = interesting(Rng);
     In.Rdx = interesting(Rng);
     In.Rbx = interesting(Rng);
-    unsigned Off = R.Aligned ? 16 * Rng.below(3) : Rng.below(kMemBytes - 16 + 1);
+    unsigned Off = R.Aligned ? 16 * Rng.nextBelow(3) : Rng.nextBelow(kMemBytes - 16 + 1);
     uint8_t MemIn[kMemBytes];
     for (unsigned K = 0; K < kMemBytes; K += 8) {
       uint64_t V = interesting(Rng);
       std::memcpy(MemIn + K, &V, 8);
     }
-    if (R.CountSource && Rng.below(4)) {
+    if (R.CountSource && Rng.nextBelow(4)) {
       uint64_t C = shiftCount(Rng);
       std::memcpy(MemIn + Off, &C, 8);
     }
@@ -311,21 +279,12 @@ TEST_P(SseOracle, MatchesHostOnRandomInputs) {
     std::vector<uint8_t> EmuCode = Code;
     EmuCode.push_back(0xf4); // hlt
     M.loadCode(EmuCode);
-    for (unsigned K = 0; K < 16; ++K)
-      M.S.XmmReg[K] = In.X[K];
-    M.S.Gpr[RAX] = In.Rax;
-    M.S.Gpr[RCX] = In.Rcx;
-    M.S.Gpr[RDX] = In.Rdx;
-    M.S.Gpr[RBX] = In.Rbx;
-    M.S.Gpr[RSI] = kDataBase + Off;
-    M.write(kDataBase, MemIn, kMemBytes);
-    M.Cpu_.Halted = false;
+    loadOracleInput(M, In, Off, MemIn, kMemBytes);
     StopReason Why = M.run(10);
 
     std::string Where = std::string(R.Name) + (MemForm ? " [rsi]" : "") + " iteration " +
                         std::to_string(It) + " reg " + std::to_string(RegNo) + " rm " +
                         std::to_string(RmNo) + " imm " + std::to_string(Imm);
-    bool Ok = true;
     if (Why != StopReason::Halted || M.S.Rip != kCodeBase + EmuCode.size()) {
       ADD_FAILURE() << Where << ": emulator stopped with " << int(Why) << " at RIP 0x"
                     << std::hex << M.S.Rip << " pending vector " << std::dec
@@ -333,20 +292,7 @@ TEST_P(SseOracle, MatchesHostOnRandomInputs) {
       ++Failures;
       continue;
     }
-    for (unsigned K = 0; K < 16; ++K)
-      if (M.S.XmmReg[K].Lo != Host.X[K].Lo || M.S.XmmReg[K].Hi != Host.X[K].Hi) {
-        ADD_FAILURE() << Where << ": XMM" << K << " emulator " << std::hex
-                      << M.S.XmmReg[K].Hi << ":" << M.S.XmmReg[K].Lo << " host "
-                      << Host.X[K].Hi << ":" << Host.X[K].Lo;
-        Ok = false;
-      }
-    const uint64_t Gprs[4] = {Host.Rax, Host.Rcx, Host.Rdx, Host.Rbx};
-    for (unsigned K = 0; K < 4; ++K)
-      if (M.S.Gpr[K] != Gprs[K]) {
-        ADD_FAILURE() << Where << ": GPR" << K << " emulator 0x" << std::hex << M.S.Gpr[K]
-                      << " host 0x" << Gprs[K];
-        Ok = false;
-      }
+    bool Ok = sameOracleRegs(M, Host, Where);
     uint8_t EmuMem[kMemBytes];
     M.Mem.copyOut(Gpa(kDataBase), EmuMem, kMemBytes);
     if (std::memcmp(EmuMem, HostMem, kMemBytes) != 0) {
@@ -358,6 +304,6 @@ TEST_P(SseOracle, MatchesHostOnRandomInputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse2, SseOracle, ::testing::ValuesIn(allForms()),
-                         formName);
+                         OracleFormName());
 
 } // namespace

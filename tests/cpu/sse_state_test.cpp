@@ -16,11 +16,6 @@ namespace {
 
 constexpr unsigned kImage = 512;
 
-std::vector<uint8_t> operator+(std::vector<uint8_t> A, const std::vector<uint8_t> &B) {
-  A.insert(A.end(), B.begin(), B.end());
-  return A;
-}
-
 // Encodings used below ([rsi] is ModRM rm=110; disp32 forms use mod=10).
 const std::vector<uint8_t> FxsaveRsi = {0x0f, 0xae, 0x06};
 const std::vector<uint8_t> Fxsave64Rsi = {0x48, 0x0f, 0xae, 0x06};

@@ -1,7 +1,8 @@
-// Helpers shared by the SSE/FXSAVE tests: deterministic random numbers, running a
-// code snippet natively, and observing a fault raised in the emulator whether or not
-// exception delivery through the IDT is implemented yet.
+// Helpers shared by the SSE/FXSAVE tests: running a code snippet natively, the parts of
+// the host-oracle harness both SSE oracles use, and observing a fault raised in the
+// emulator whether or not exception delivery through the IDT is implemented yet.
 #pragma once
+#include "tests/support/random.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -10,24 +11,14 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace vmxsim::test {
-
-/// splitmix64: a tiny deterministic generator (same sequence on every host).
-struct SplitMix64 {
-  uint64_t State;
-  explicit SplitMix64(uint64_t Seed) : State(Seed) {}
-  uint64_t next() {
-    uint64_t Z = (State += 0x9e3779b97f4a7c15ull);
-    Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
-    return Z ^ (Z >> 31);
-  }
-  unsigned below(unsigned N) { return unsigned(next() % N); }
-};
 
 /// Register state handed to natively executed snippets (layout used by runNative).
 struct NativeRegs {
@@ -35,6 +26,33 @@ struct NativeRegs {
   uint64_t Rax, Rcx, Rdx, Rbx, Rsi;
 };
 static_assert(sizeof(NativeRegs) == 16 * 16 + 5 * 8);
+
+/// The asm text that loads XMM0-15, RAX, RCX, RDX, RBX and RSI from the NativeRegs at
+/// %[p], the text that stores them back, and what the two clobber. Used by NativeCode::run
+/// and runNativeFp, whose snippets see and leave the same registers.
+#define VMX_NATIVE_FOR_XMM(Op)                                                              \
+  Op(0) Op(1) Op(2) Op(3) Op(4) Op(5) Op(6) Op(7) Op(8) Op(9) Op(10) Op(11) Op(12) Op(13)  \
+      Op(14) Op(15)
+#define VMX_NATIVE_XMM_LOAD(N) "movdqu " #N "*16(%[p]), %%xmm" #N "\n\t"
+#define VMX_NATIVE_XMM_STORE(N) "movdqu %%xmm" #N ", " #N "*16(%[p])\n\t"
+#define VMX_NATIVE_LOAD_REGS                                                                \
+  VMX_NATIVE_FOR_XMM(VMX_NATIVE_XMM_LOAD)                                                   \
+  "mov 256(%[p]), %%rax\n\t"                                                                \
+  "mov 264(%[p]), %%rcx\n\t"                                                                \
+  "mov 272(%[p]), %%rdx\n\t"                                                                \
+  "mov 280(%[p]), %%rbx\n\t"                                                                \
+  "mov 288(%[p]), %%rsi\n\t"
+#define VMX_NATIVE_STORE_REGS                                                               \
+  VMX_NATIVE_FOR_XMM(VMX_NATIVE_XMM_STORE)                                                  \
+  "mov %%rax, 256(%[p])\n\t"                                                                \
+  "mov %%rcx, 264(%[p])\n\t"                                                                \
+  "mov %%rdx, 272(%[p])\n\t"                                                                \
+  "mov %%rbx, 280(%[p])\n\t"                                                                \
+  "mov %%rsi, 288(%[p])\n\t"
+#define VMX_NATIVE_CLOBBERS                                                                 \
+  "rax", "rcx", "rdx", "rbx", "rsi", "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",  \
+      "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",    \
+      "xmm15"
 
 /// An executable page holding `snippet; ret`.
 class NativeCode {
@@ -59,41 +77,27 @@ public:
     void *Fn = Page;
     NativeRegs *P = &R;
     asm volatile(
-#define VMX_LOAD(N) "movdqu " #N "*16(%[p]), %%xmm" #N "\n\t"
-        VMX_LOAD(0) VMX_LOAD(1) VMX_LOAD(2) VMX_LOAD(3) VMX_LOAD(4) VMX_LOAD(5) VMX_LOAD(6)
-        VMX_LOAD(7) VMX_LOAD(8) VMX_LOAD(9) VMX_LOAD(10) VMX_LOAD(11) VMX_LOAD(12)
-        VMX_LOAD(13) VMX_LOAD(14) VMX_LOAD(15)
-#undef VMX_LOAD
-        "mov 256(%[p]), %%rax\n\t"
-        "mov 264(%[p]), %%rcx\n\t"
-        "mov 272(%[p]), %%rdx\n\t"
-        "mov 280(%[p]), %%rbx\n\t"
-        "mov 288(%[p]), %%rsi\n\t"
+        VMX_NATIVE_LOAD_REGS
         "sub $128, %%rsp\n\t" // step over the red zone
         "push %[p]\n\t"
         "call *%[f]\n\t"
         "pop %[p]\n\t"
         "add $128, %%rsp\n\t"
-#define VMX_STORE(N) "movdqu %%xmm" #N ", " #N "*16(%[p])\n\t"
-        VMX_STORE(0) VMX_STORE(1) VMX_STORE(2) VMX_STORE(3) VMX_STORE(4) VMX_STORE(5)
-        VMX_STORE(6) VMX_STORE(7) VMX_STORE(8) VMX_STORE(9) VMX_STORE(10) VMX_STORE(11)
-        VMX_STORE(12) VMX_STORE(13) VMX_STORE(14) VMX_STORE(15)
-#undef VMX_STORE
-        "mov %%rax, 256(%[p])\n\t"
-        "mov %%rcx, 264(%[p])\n\t"
-        "mov %%rdx, 272(%[p])\n\t"
-        "mov %%rbx, 280(%[p])\n\t"
-        "mov %%rsi, 288(%[p])\n\t"
+        VMX_NATIVE_STORE_REGS
         : [p] "+r"(P), [f] "+r"(Fn)
         :
-        : "rax", "rcx", "rdx", "rbx", "rsi", "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3",
-          "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-          "xmm14", "xmm15");
+        : VMX_NATIVE_CLOBBERS);
   }
 
 private:
   uint8_t *Page;
 };
+
+/// Concatenates instruction encodings (tests build snippets as A + B + C).
+inline std::vector<uint8_t> operator+(std::vector<uint8_t> A, const std::vector<uint8_t> &B) {
+  A.insert(A.end(), B.begin(), B.end());
+  return A;
+}
 
 /// Where the fault-catching IDT sends vector V: a HLT at kFaultStubs + V.
 inline constexpr uint64_t kFaultStubs = 0x3000;
@@ -171,16 +175,7 @@ inline bool runNativeFp(NativeCode &Code, NativeFpState &St) {
     void *Fn = Code.entry();
     NativeFpState *P = &St;
     asm volatile(
-#define VMX_LOAD(N) "movdqu " #N "*16(%[p]), %%xmm" #N "\n\t"
-        VMX_LOAD(0) VMX_LOAD(1) VMX_LOAD(2) VMX_LOAD(3) VMX_LOAD(4) VMX_LOAD(5) VMX_LOAD(6)
-        VMX_LOAD(7) VMX_LOAD(8) VMX_LOAD(9) VMX_LOAD(10) VMX_LOAD(11) VMX_LOAD(12)
-        VMX_LOAD(13) VMX_LOAD(14) VMX_LOAD(15)
-#undef VMX_LOAD
-        "mov 256(%[p]), %%rax\n\t"
-        "mov 264(%[p]), %%rcx\n\t"
-        "mov 272(%[p]), %%rdx\n\t"
-        "mov 280(%[p]), %%rbx\n\t"
-        "mov 288(%[p]), %%rsi\n\t"
+        VMX_NATIVE_LOAD_REGS
         "ldmxcsr 296(%[p])\n\t"
         "sub $128, %%rsp\n\t" // step over the red zone
         "push %[p]\n\t"
@@ -192,27 +187,111 @@ inline bool runNativeFp(NativeCode &Code, NativeFpState &St) {
         "add $128, %%rsp\n\t"
         "stmxcsr 296(%[p])\n\t"
         "ldmxcsr %[host]\n\t"
-#define VMX_STORE(N) "movdqu %%xmm" #N ", " #N "*16(%[p])\n\t"
-        VMX_STORE(0) VMX_STORE(1) VMX_STORE(2) VMX_STORE(3) VMX_STORE(4) VMX_STORE(5)
-        VMX_STORE(6) VMX_STORE(7) VMX_STORE(8) VMX_STORE(9) VMX_STORE(10) VMX_STORE(11)
-        VMX_STORE(12) VMX_STORE(13) VMX_STORE(14) VMX_STORE(15)
-#undef VMX_STORE
-        "mov %%rax, 256(%[p])\n\t"
-        "mov %%rcx, 264(%[p])\n\t"
-        "mov %%rdx, 272(%[p])\n\t"
-        "mov %%rbx, 280(%[p])\n\t"
-        "mov %%rsi, 288(%[p])\n\t"
+        VMX_NATIVE_STORE_REGS
         : [p] "+r"(P), [f] "+r"(Fn)
         : [host] "m"(HostCsr)
-        : "rax", "rcx", "rdx", "rbx", "rsi", "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3",
-          "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-          "xmm14", "xmm15");
+        : VMX_NATIVE_CLOBBERS);
   } else {
     Trapped = true;
   }
   asm volatile("ldmxcsr %0" : : "m"(HostCsr));
   sigaction(SIGFPE, &Old, nullptr);
   return Trapped;
+}
+
+#undef VMX_NATIVE_FOR_XMM
+#undef VMX_NATIVE_XMM_LOAD
+#undef VMX_NATIVE_XMM_STORE
+#undef VMX_NATIVE_LOAD_REGS
+#undef VMX_NATIVE_STORE_REGS
+#undef VMX_NATIVE_CLOBBERS
+
+// --- the harness both SSE host oracles share (sse_oracle_test, sse_fp_oracle_test) ------
+
+/// One generated instruction form of an oracle table row: its register form, or its
+/// memory form with the operand at [rsi].
+template <typename RowT> struct OracleForm {
+  const RowT *R;
+  bool MemForm;
+};
+
+/// The test name of a form: the row name plus "_mem" or "_reg", every character GoogleTest
+/// does not allow in a name replaced by '_'. Each form's random generator is seeded from it.
+inline std::string oracleFormName(const char *RowName, bool MemForm) {
+  std::string N = RowName;
+  N += MemForm ? "_mem" : "_reg";
+  for (char &Ch : N)
+    if (!isalnum(static_cast<unsigned char>(Ch)))
+      Ch = '_';
+  return N;
+}
+
+/// The name generator for INSTANTIATE_TEST_SUITE_P over OracleForm parameters.
+struct OracleFormName {
+  template <typename RowT>
+  std::string operator()(const ::testing::TestParamInfo<OracleForm<RowT>> &Info) const {
+    return oracleFormName(Info.param.R->Name, Info.param.MemForm);
+  }
+};
+
+/// Encodes a legacy SSE instruction: mandatory prefix (0 for none), REX when W, R or B is
+/// needed, 0F, the opcode bytes, ModRM with RegNo in reg and either RmNo (register form)
+/// or [rsi] (memory form), then the imm8 if HasImm.
+inline std::vector<uint8_t> encodeLegacySse(uint8_t Prefix, std::span<const uint8_t> Op,
+                                            bool RexW, bool HasImm, bool MemForm,
+                                            unsigned RegNo, unsigned RmNo, uint8_t Imm) {
+  std::vector<uint8_t> B;
+  if (Prefix)
+    B.push_back(Prefix);
+  uint8_t Rex = 0x40 | (RexW ? 8 : 0) | ((RegNo & 8) ? 4 : 0) | (!MemForm && (RmNo & 8) ? 1 : 0);
+  if (Rex != 0x40)
+    B.push_back(Rex);
+  B.push_back(0x0f);
+  B.insert(B.end(), Op.begin(), Op.end());
+  if (MemForm)
+    B.push_back(uint8_t(((RegNo & 7) << 3) | 6)); // [rsi]
+  else
+    B.push_back(uint8_t(0xc0 | ((RegNo & 7) << 3) | (RmNo & 7)));
+  if (HasImm)
+    B.push_back(Imm);
+  return B;
+}
+
+/// Gives the emulator an oracle input: XMM0-15 and RAX, RCX, RDX, RBX from In, the memory
+/// window Mem at kDataBase with RSI pointing Off bytes into it, and Halted cleared so that
+/// the next run starts at RIP (set by TestMachine::loadCode).
+inline void loadOracleInput(TestMachine &M, const NativeRegs &In, unsigned Off,
+                            const uint8_t *Mem, unsigned MemBytes) {
+  for (unsigned R = 0; R < 16; ++R)
+    M.S.XmmReg[R] = In.X[R];
+  M.S.Gpr[RAX] = In.Rax;
+  M.S.Gpr[RCX] = In.Rcx;
+  M.S.Gpr[RDX] = In.Rdx;
+  M.S.Gpr[RBX] = In.Rbx;
+  M.S.Gpr[RSI] = kDataBase + Off;
+  M.write(kDataBase, Mem, MemBytes);
+  M.Cpu_.Halted = false;
+}
+
+/// Reports (ADD_FAILURE, prefixed by Where) every XMM register and each of RAX, RCX, RDX
+/// and RBX in which the emulator differs from the host; true when all of them match.
+inline bool sameOracleRegs(const TestMachine &M, const NativeRegs &Host, const std::string &Where) {
+  bool Ok = true;
+  for (unsigned R = 0; R < 16; ++R)
+    if (M.S.XmmReg[R].Lo != Host.X[R].Lo || M.S.XmmReg[R].Hi != Host.X[R].Hi) {
+      ADD_FAILURE() << Where << ": XMM" << R << " emulator " << std::hex << M.S.XmmReg[R].Hi
+                    << ":" << M.S.XmmReg[R].Lo << " host " << Host.X[R].Hi << ":"
+                    << Host.X[R].Lo;
+      Ok = false;
+    }
+  const uint64_t Gprs[4] = {Host.Rax, Host.Rcx, Host.Rdx, Host.Rbx};
+  for (unsigned R = 0; R < 4; ++R)
+    if (M.S.Gpr[R] != Gprs[R]) {
+      ADD_FAILURE() << Where << ": GPR" << R << " emulator 0x" << std::hex << M.S.Gpr[R]
+                    << " host 0x" << Gprs[R];
+      Ok = false;
+    }
+  return Ok;
 }
 
 } // namespace vmxsim::test

@@ -37,6 +37,11 @@ bool canonicalKind(MsrWrite W) {
 TEST_P(MsrRow, ReadsResetValueAfterReset) {
   TestMachine M;
   uint64_t V = ~uint64_t(0);
+  // The VMX capability MSRs report the VMX profile, not a reset value (and raise #GP
+  // where the profile lacks them): tests/vmx/vmx_capabilities_test.cpp checks them
+  // constant by constant.
+  if (row().Write == MsrWrite::VmxCapability)
+    return;
   ASSERT_EQ(readMsr(M.Cpu_, row().Address, V), Status::Ok);
   EXPECT_EQ(V, row().Reset);
 }
@@ -62,7 +67,7 @@ TEST_P(MsrRow, WritingResetValueRoundTripsUnlessReadOnly) {
   TestMachine M;
   const MsrInfo &R = row();
   Status St = writeMsr(M.Cpu_, R.Address, R.Reset);
-  if (R.Write == MsrWrite::ReadOnly) {
+  if (R.Write == MsrWrite::ReadOnly || R.Write == MsrWrite::VmxCapability) {
     EXPECT_EQ(St, Status::Fault);
     return;
   }
@@ -91,7 +96,8 @@ TEST(ModelSpecificRegisters, AddressMsrsRejectNonCanonicalValues) {
 TEST(ModelSpecificRegisters, UnknownMsrRaisesGpOnReadAndWrite) {
   TestMachine M;
   uint64_t V;
-  for (uint32_t A : {0x12345678u, 0x480u /* VMX: not in this table */, 0xc0000104u}) {
+  // 0x493 is IA32_VMX_EXIT_CTLS2 on newer processors: not modelled.
+  for (uint32_t A : {0x12345678u, 0x493u, 0xc0000104u}) {
     EXPECT_EQ(readMsr(M.Cpu_, A, V), Status::Fault);
     EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
     EXPECT_EQ(writeMsr(M.Cpu_, A, 0), Status::Fault);

@@ -19,11 +19,6 @@ namespace {
 
 constexpr unsigned kArea = 576;
 
-std::vector<uint8_t> operator+(std::vector<uint8_t> A, const std::vector<uint8_t> &B) {
-  A.insert(A.end(), B.begin(), B.end());
-  return A;
-}
-
 // [rsi] forms (ModRM mod=00 rm=110); the REX.W forms use the 64-bit x87 layout.
 const std::vector<uint8_t> Xsave64 = {0x48, 0x0f, 0xae, 0x26};
 const std::vector<uint8_t> Xsave = {0x0f, 0xae, 0x26};

@@ -5,24 +5,15 @@
 #include "cpu/cpu_model.h"
 #include "harness/loader.h"
 #include "harness/testing/multiboot_images.h"
+#include "tests/support/random.h"
 
 #include <gtest/gtest.h>
 
 using namespace vmxsim;
 using namespace vmxsim::testing;
+using vmxsim::test::SplitMix64;
 
 namespace {
-
-struct SplitMix64 {
-  uint64_t State;
-  uint64_t next() {
-    uint64_t Z = (State += 0x9E3779B97F4A7C15ull);
-    Z = (Z ^ (Z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    Z = (Z ^ (Z >> 27)) * 0x94D049BB133111EBull;
-    return Z ^ (Z >> 31);
-  }
-  uint64_t below(uint64_t N) { return N ? next() % N : 0; }
-};
 
 const uint64_t kInteresting[] = {0,          1,          0x7f,       0x80,
                                  0xff,       0xfff,      0x1000,     0x7fffffff,
@@ -31,30 +22,30 @@ const uint64_t kInteresting[] = {0,          1,          0x7f,       0x80,
                                  ~0ull,      0xfffffffffffff000ull};
 
 std::vector<uint8_t> mutate(std::vector<uint8_t> B, SplitMix64 &R) {
-  const unsigned Rounds = 1 + unsigned(R.below(4));
+  const unsigned Rounds = 1 + unsigned(R.nextBelow(4));
   for (unsigned K = 0; K < Rounds && !B.empty(); ++K) {
-    switch (R.below(5)) {
+    switch (R.nextBelow(5)) {
     case 0: // truncate
-      B.resize(R.below(B.size() + 1));
+      B.resize(R.nextBelow(B.size() + 1));
       break;
     case 1: // flip bits
-      for (unsigned I = 0, N = 1 + unsigned(R.below(8)); I < N && !B.empty(); ++I)
-        B[R.below(B.size())] ^= uint8_t(1u << R.below(8));
+      for (unsigned I = 0, N = 1 + unsigned(R.nextBelow(8)); I < N && !B.empty(); ++I)
+        B[R.nextBelow(B.size())] ^= uint8_t(1u << R.nextBelow(8));
       break;
     case 2: { // an interesting 4- or 8-byte value at an aligned offset (header fields)
-      const unsigned W = R.below(2) ? 8 : 4;
+      const unsigned W = R.nextBelow(2) ? 8 : 4;
       if (B.size() < W)
         break;
-      const uint64_t Off = R.below(B.size() - W + 1) & ~uint64_t(3);
-      const uint64_t V = kInteresting[R.below(std::size(kInteresting))];
+      const uint64_t Off = R.nextBelow(B.size() - W + 1) & ~uint64_t(3);
+      const uint64_t V = R.pick(kInteresting);
       std::memcpy(&B[Off], &V, W);
       break;
     }
     case 3: // random byte
-      B[R.below(B.size())] = uint8_t(R.next());
+      B[R.nextBelow(B.size())] = uint8_t(R.next());
       break;
     case 4: // grow with junk
-      B.resize(B.size() + R.below(64), uint8_t(R.next()));
+      B.resize(B.size() + R.nextBelow(64), uint8_t(R.next()));
       break;
     }
   }
@@ -96,9 +87,9 @@ TEST(LoaderFuzz, MutatedImagesNeverCrash) {
       EXPECT_LT(C.S.Rip, 1ull << 32);
     }
     // Flat loads at random addresses in every mode.
-    const uint64_t Addr = R.below(2) ? R.below(16ull << 20) : kInteresting[R.below(std::size(kInteresting))];
+    const uint64_t Addr = R.nextBelow(2) ? R.nextBelow(16ull << 20) : R.pick(kInteresting);
     Error F = loadFlat(C, std::span<const uint8_t>(Img).first(std::min<size_t>(Img.size(), 64)), Addr,
-                       EntryMode(R.below(3)));
+                       EntryMode(R.nextBelow(3)));
     if (F) {
       EXPECT_EQ(F.Message.find('\n'), std::string::npos);
     }

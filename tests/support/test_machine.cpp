@@ -14,6 +14,24 @@ uint64_t descriptor(uint32_t Base, uint32_t Limit, uint8_t Access, uint8_t Flags
 Segment cached(uint16_t Sel, uint64_t Base, uint32_t Limit, uint32_t Attr) {
   return Segment{Sel, Base, Limit, Attr};
 }
+/// The flat protected-mode set-up shared by setupLongMode and setupProtected32, called
+/// after they set the control registers: the GDT and an empty IDT, CS = CodeSel with
+/// CodeAttr, every data segment flat over 4 GiB, a busy-TSS placeholder in TR, RFLAGS at its
+/// reset value, the stack at kStackTop; then the TLB is flushed and the decode mode
+/// recomputed.
+void enterFlat(TestMachine &M, uint16_t CodeSel, uint32_t CodeAttr) {
+  CpuState &S = M.S;
+  S.Gdtr = TableReg{kGdtBase, 10 * 8 - 1};
+  S.Idtr = TableReg{kIdtBase, 0};
+  S.seg(SegReg::CS) = cached(CodeSel, 0, 0xffffffff, CodeAttr);
+  for (SegReg R : {SegReg::DS, SegReg::ES, SegReg::SS, SegReg::FS, SegReg::GS})
+    S.seg(R) = cached(kSelData, 0, 0xffffffff, 0x93 | Segment::DB | Segment::G);
+  S.Tr = cached(0, 0, 0x67, 0x8b);
+  S.Rflags = rflags::Fixed1;
+  S.Gpr[RSP] = kStackTop;
+  M.Cpu_.flushTlb();
+  M.Cpu_.modeChanged();
+}
 } // namespace
 
 TestMachine::TestMachine(uint64_t RamBytes, const CpuModel &Model)
@@ -59,32 +77,14 @@ void TestMachine::setupLongMode() {
   S.Cr4 = cr4::PAE | cr4::OSFXSR | cr4::OSXMMEXCPT;
   S.Cr3 = kPml4Base;
   S.Efer = efer::LME | efer::LMA | efer::NXE | efer::SCE;
-  S.Gdtr = TableReg{kGdtBase, 10 * 8 - 1};
-  S.Idtr = TableReg{kIdtBase, 0};
-  S.seg(SegReg::CS) = cached(kSelCode64, 0, 0xffffffff, 0x9b | Segment::L | Segment::G);
-  for (SegReg R : {SegReg::DS, SegReg::ES, SegReg::SS, SegReg::FS, SegReg::GS})
-    S.seg(R) = cached(kSelData, 0, 0xffffffff, 0x93 | Segment::DB | Segment::G);
-  S.Tr = cached(0, 0, 0x67, 0x8b);
-  S.Rflags = rflags::Fixed1;
-  S.Gpr[RSP] = kStackTop;
-  Cpu_.flushTlb();
-  Cpu_.modeChanged();
+  enterFlat(*this, kSelCode64, 0x9b | Segment::L | Segment::G);
 }
 
 void TestMachine::setupProtected32() {
   S.Cr0 = cr0::PE | cr0::MP | cr0::ET | cr0::NE;
   S.Cr4 = cr4::OSFXSR | cr4::OSXMMEXCPT;
   S.Efer = 0;
-  S.Gdtr = TableReg{kGdtBase, 10 * 8 - 1};
-  S.Idtr = TableReg{kIdtBase, 0};
-  S.seg(SegReg::CS) = cached(kSelCode32, 0, 0xffffffff, 0x9b | Segment::DB | Segment::G);
-  for (SegReg R : {SegReg::DS, SegReg::ES, SegReg::SS, SegReg::FS, SegReg::GS})
-    S.seg(R) = cached(kSelData, 0, 0xffffffff, 0x93 | Segment::DB | Segment::G);
-  S.Tr = cached(0, 0, 0x67, 0x8b);
-  S.Rflags = rflags::Fixed1;
-  S.Gpr[RSP] = kStackTop;
-  Cpu_.flushTlb();
-  Cpu_.modeChanged();
+  enterFlat(*this, kSelCode32, 0x9b | Segment::DB | Segment::G);
 }
 
 void TestMachine::setupReal() {

@@ -1,0 +1,326 @@
+// VM exits (SDM Vol. 3C, "VM Exits"): recording exit information, saving guest state,
+// the VM-exit MSR-store area, loading host state, the VM-exit MSR-load area, and VMX
+// aborts. Also used for VM-entry failures after the guest-state checks (SDM Vol. 3C,
+// "VM-Entry Failures During or After Loading Guest State"), which load host state
+// without saving guest state.
+#include "cpu/vmx/vm_exit.h"
+
+#include "cpu/cost_model.h"
+#include "cpu/cpu.h"
+#include "cpu/cpu_model.h"
+#include "cpu/msrs.h"
+#include "cpu/vmx/capabilities.h"
+#include "cpu/vmx/vmcs_segments.h"
+#include "cpu/vmx/vmx_state.h"
+
+namespace vmxsim {
+
+const char *exitReasonName(unsigned Basic) {
+  switch (Basic) {
+#define EXIT_REASON(Name, Number, Kind, SdmName)                                          \
+  case Number:                                                                           \
+    return SdmName;
+#include "cpu/vmx/exit_reasons.def"
+#undef EXIT_REASON
+  }
+  return nullptr;
+}
+
+namespace {
+
+using F = VmcsField;
+
+bool exitControl(const VmcsData &V, VmxControl Ctl) {
+  return V.get(F::PrimaryVmExitControls) & controlBit(Ctl);
+}
+
+// SDM Vol. 3C, "Recording VM-Exit Information and Updating VM-Entry Control Fields".
+void recordExitInformation(Cpu &C, VmcsData &V, const VmExitInfo &Info) {
+  uint32_t Reason = uint32_t(Info.Reason) | (Info.EntryFailure ? kExitReasonEntryFailure : 0);
+  V.set(F::ExitReason, Reason);
+  V.set(F::ExitQualification, Info.Qualification);
+  // A VM-entry failure records only the exit reason and qualification (SDM Vol. 3C,
+  // "VM-Entry Failures During or After Loading Guest State").
+  if (Info.EntryFailure)
+    return;
+  if (Info.GuestLinearValid)
+    V.set(F::GuestLinearAddress, Info.GuestLinearAddress);
+  if (Info.GuestPhysicalValid && fieldSupported(*C.Model.Vmx, F::GuestPhysicalAddress))
+    V.set(F::GuestPhysicalAddress, Info.GuestPhysicalAddress);
+  V.set(F::VmExitInterruptionInformation, Info.InterruptionInfo);
+  V.set(F::VmExitInterruptionErrorCode, Info.InterruptionErrorCode);
+  V.set(F::IdtVectoringInformation, Info.IdtVectoringInfo);
+  V.set(F::IdtVectoringErrorCode, Info.IdtVectoringErrorCode);
+  V.set(F::VmExitInstructionLength, Info.InstructionLength);
+  V.set(F::VmExitInstructionInformation, Info.InstructionInfo);
+}
+
+// A segment register is unusable when it was loaded with a null selector in protected
+// mode (SDM Vol. 3C, "Guest Register State": the unusable bit); the core marks some
+// such loads in Attr directly.
+bool segmentUnusable(const CpuState &S, SegReg R) {
+  const Segment &G = S.seg(R);
+  if (G.Attr & Segment::Unusable)
+    return true;
+  if (R == SegReg::CS || !(S.Cr0 & cr0::PE) || (S.Rflags & rflags::VM))
+    return false;
+  return (G.Selector & ~3u) == 0;
+}
+
+void saveSegment(VmcsData &V, const GuestSegmentFields &Fl, const Segment &G, bool Unusable) {
+  V.set(Fl.Selector, G.Selector);
+  V.set(Fl.Base, G.Base);
+  V.set(Fl.Limit, G.Limit);
+  V.set(Fl.AccessRights, (G.Attr & kAccessRightsMask) | (Unusable ? Segment::Unusable : 0));
+}
+
+// SDM Vol. 3C, "Saving Guest State" (control/debug registers and MSRs, segment and
+// descriptor-table registers, RIP/RSP/RFLAGS, non-register state).
+void saveGuestState(Cpu &C, VmcsData &V) {
+  const VmxProfile &P = *C.Model.Vmx;
+  CpuState &S = C.S;
+  VmxState &X = *C.Vmx;
+  V.set(F::GuestCr0, S.Cr0);
+  V.set(F::GuestCr3, S.Cr3);
+  V.set(F::GuestCr4, S.Cr4);
+  if (exitControl(V, VmxControl::SaveDebugControls)) {
+    V.set(F::GuestDr7, S.Dr[7]);
+    V.set(F::GuestIa32Debugctl, X.Debugctl);
+  }
+  V.set(F::GuestIa32SysenterCs, (*C.Msrs)[MsrSlot::IA32_SYSENTER_CS]);
+  V.set(F::GuestIa32SysenterEsp, (*C.Msrs)[MsrSlot::IA32_SYSENTER_ESP]);
+  V.set(F::GuestIa32SysenterEip, (*C.Msrs)[MsrSlot::IA32_SYSENTER_EIP]);
+  if (exitControl(V, VmxControl::SaveIa32Pat) && fieldSupported(P, F::GuestIa32Pat))
+    V.set(F::GuestIa32Pat, (*C.Msrs)[MsrSlot::IA32_PAT]);
+  if (exitControl(V, VmxControl::SaveIa32Efer) && fieldSupported(P, F::GuestIa32Efer))
+    V.set(F::GuestIa32Efer, S.Efer);
+
+  for (unsigned R = 0; R < kNumSegRegs; ++R)
+    saveSegment(V, kGuestSegFields[R], S.Seg[R], segmentUnusable(S, SegReg(R)));
+  saveSegment(V, kGuestLdtrFields, S.Ldtr,
+              (S.Ldtr.Attr & Segment::Unusable) || (S.Ldtr.Selector & ~3u) == 0);
+  saveSegment(V, kGuestTrFields, S.Tr, false);
+  V.set(F::GuestGdtrBase, S.Gdtr.Base);
+  V.set(F::GuestGdtrLimit, S.Gdtr.Limit);
+  V.set(F::GuestIdtrBase, S.Idtr.Base);
+  V.set(F::GuestIdtrLimit, S.Idtr.Limit);
+
+  V.set(F::GuestRip, S.Rip);
+  V.set(F::GuestRsp, S.Gpr[RSP]);
+  V.set(F::GuestRflags, S.Rflags);
+
+  // Non-register state (SDM Vol. 3C, "Saving Non-Register State").
+  V.set(F::GuestActivityState, uint32_t(X.Activity));
+  uint32_t Intr = 0;
+  if (C.Retired < C.ShadowUntil)
+    Intr |= C.ShadowIsMovSs ? interruptibility::BlockingByMovSs
+                            : interruptibility::BlockingBySti;
+  if (X.BlockingBySmi)
+    Intr |= interruptibility::BlockingBySmi;
+  bool VirtualNmis = V.get(F::PinBasedVmExecutionControls) & controlBit(VmxControl::VirtualNmis);
+  if (VirtualNmis ? X.VirtualNmiBlocked : C.NmiBlocked)
+    Intr |= interruptibility::BlockingByNmi;
+  V.set(F::GuestInterruptibilityState, Intr);
+  V.set(F::GuestPendingDebugExceptions, X.PendingDebugExceptions);
+  if (exitControl(V, VmxControl::SaveVmxPreemptionTimerValue) &&
+      fieldSupported(P, F::VmxPreemptionTimerValue)) {
+    unsigned Rate = P.PreemptionTimerRate;
+    uint64_t Now = C.Cycles >> Rate, End = X.PreemptionTimerDeadline >> Rate;
+    V.set(F::VmxPreemptionTimerValue, X.PreemptionTimerActive && End > Now ? End - Now : 0);
+  }
+  // PDPTEs are saved when EPT is in use and the guest uses PAE paging (SDM Vol. 3C,
+  // "Saving Non-Register State").
+  bool Ept = (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
+              controlBit(VmxControl::ActivateSecondaryControls)) &&
+             (V.get(F::SecondaryProcessorBasedVmExecutionControls) &
+              controlBit(VmxControl::EnableEpt));
+  if (Ept && (S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE) && !(S.Efer & efer::LMA)) {
+    const F Pdptes[] = {F::GuestPdpte0, F::GuestPdpte1, F::GuestPdpte2, F::GuestPdpte3};
+    for (unsigned K = 0; K < 4; ++K)
+      V.set(Pdptes[K], S.Pdpte[K]);
+  }
+  // VM exits store IA32_EFER.LMA into the "IA-32e mode guest" entry control
+  // (IA32_VMX_MISC[5]; SDM Vol. 3C, "Updating VM-Entry Control Fields").
+  uint64_t Entry = V.get(F::VmEntryControls) & ~uint64_t(controlBit(VmxControl::Ia32eModeGuest));
+  if (S.Efer & efer::LMA)
+    Entry |= controlBit(VmxControl::Ia32eModeGuest);
+  V.set(F::VmEntryControls, Entry);
+}
+
+// One 16-byte entry of an MSR area (SDM Vol. 3C, Table "Format of an MSR Entry").
+struct MsrEntry {
+  uint32_t Index, Reserved;
+  uint64_t Data;
+};
+
+MsrEntry readMsrEntry(const Cpu &C, uint64_t Area, uint32_t I) {
+  MsrEntry E;
+  uint64_t A = Area + 16ull * I;
+  E.Index = uint32_t(C.Mem.read(Gpa(A), 4));
+  E.Reserved = uint32_t(C.Mem.read(Gpa(A + 4), 4));
+  E.Data = C.Mem.read(Gpa(A + 8), 8);
+  return E;
+}
+
+// SDM Vol. 3C, "Saving MSRs": RDMSR of each entry's MSR into its data; a failing read
+// causes a VMX abort.
+bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
+  uint64_t Area = V.get(F::VmExitMsrStoreAddress);
+  for (uint32_t I = 0, N = uint32_t(V.get(F::VmExitMsrStoreCount)); I < N; ++I) {
+    MsrEntry E = readMsrEntry(C, Area, I);
+    uint64_t Value = 0;
+    // IA32_SMBASE and the x2APIC MSRs (0x800-0x8ff) cannot be stored; bits 63:32 of
+    // the entry's index word must be zero.
+    if (E.Reserved || E.Index == 0x9e || (E.Index >> 8) == 0x8 ||
+        readMsr(C, E.Index, Value) != Status::Ok) {
+      C.Pending = PendingEvent{};
+      return false;
+    }
+    C.Mem.write(Gpa(Area + 16ull * I + 8), 8, Value);
+  }
+  return true;
+}
+
+} // namespace
+
+/// Loads MSRs from an MSR-load area (SDM Vol. 3C, "Loading MSRs" on VM entry and
+/// "Loading Host MSRs" on VM exit); returns the 1-based index of the failing entry, or 0.
+uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count) {
+  for (uint32_t I = 0; I < Count; ++I) {
+    MsrEntry E = readMsrEntry(C, Area, I);
+    // FS/GS base, IA32_SMBASE, the x2APIC range with 0x800-0x8ff and the microcode
+    // update MSRs may not be loaded this way, and bits 63:32 of the index word are
+    // reserved (SDM Vol. 3C, "Loading MSRs").
+    bool Refused = E.Reserved || E.Index == 0xc0000100 || E.Index == 0xc0000101 ||
+                   E.Index == 0x9e || (E.Index >> 8) == 0x8 || E.Index == 0x79 ||
+                   E.Index == 0x8b;
+    if (Refused || writeMsr(C, E.Index, E.Data) != Status::Ok) {
+      C.Pending = PendingEvent{};
+      return I + 1;
+    }
+  }
+  return 0;
+}
+
+Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator) {
+  VmxState &X = *C.Vmx;
+  if (X.haveCurrentVmcs())
+    C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator));
+  // "the logical processor experiences a VMX abort ... and enters the VMX-abort
+  // shutdown state" (SDM Vol. 3C, "VMX Aborts").
+  C.NonRoot = false;
+  C.InShutdown = true;
+  C.breakBlock();
+  return Status::Shutdown;
+}
+
+namespace {
+
+// SDM Vol. 3C, "Loading Host State".
+void loadHostState(Cpu &C, const VmcsData &V) {
+  CpuState &S = C.S;
+  const bool Host64 = exitControl(V, VmxControl::HostAddressSpaceSize);
+  // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs": CR0 keeps ET,
+  // CD, NW, bits 63:32, 28:19, 17, 15:6 and the VMX-fixed bits; CR4 keeps its fixed
+  // bits; CR4.PAE is set for a 64-bit host.
+  const uint64_t Cr0Fixed = cr0::PE | cr0::NE | cr0::PG;
+  const uint64_t Cr0Keep = cr0::ET | cr0::CD | cr0::NW | 0xffffffff00000000ull |
+                           0x1ff80000ull | (1u << 17) | 0xffc0ull | Cr0Fixed;
+  S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::HostCr0) & ~Cr0Keep);
+  S.Cr3 = V.get(F::HostCr3) & ((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
+  S.Cr4 = (V.get(F::HostCr4) & ~cr4::VMXE) | cr4::VMXE | (Host64 ? cr4::PAE : 0);
+  S.Dr[7] = 0x400;
+  C.Vmx->Debugctl = 0;
+  MsrState &M = *C.Msrs;
+  M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
+  M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);
+  M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::HostIa32SysenterEip);
+  if (exitControl(V, VmxControl::LoadIa32PatOnExit))
+    M[MsrSlot::IA32_PAT] = V.get(F::HostIa32Pat);
+  if (exitControl(V, VmxControl::LoadIa32EferOnExit)) {
+    S.Efer = V.get(F::HostIa32Efer);
+  } else {
+    S.Efer &= ~(efer::LMA | efer::LME);
+    if (Host64)
+      S.Efer |= efer::LMA | efer::LME;
+  }
+
+  // SDM Vol. 3C, "Loading Host Segment and Descriptor-Table Registers".
+  Segment &Cs = S.seg(SegReg::CS);
+  Cs = Segment{uint16_t(V.get(F::HostCsSelector)), 0, 0xffffffff,
+               0xb | Segment::S | Segment::P | Segment::G |
+                   (Host64 ? Segment::L : Segment::DB)};
+  const struct {
+    SegReg R;
+    F Sel;
+  } Data[] = {{SegReg::SS, F::HostSsSelector}, {SegReg::DS, F::HostDsSelector},
+              {SegReg::ES, F::HostEsSelector}, {SegReg::FS, F::HostFsSelector},
+              {SegReg::GS, F::HostGsSelector}};
+  for (const auto &D : Data) {
+    Segment &G = S.seg(D.R);
+    G.Selector = uint16_t(V.get(D.Sel));
+    G.Base = D.R == SegReg::FS ? V.get(F::HostFsBase)
+             : D.R == SegReg::GS ? V.get(F::HostGsBase)
+                                 : 0;
+    G.Limit = 0xffffffff;
+    G.Attr = 0x3 | Segment::S | Segment::P | Segment::DB | Segment::G;
+    // A null selector makes the register unusable (SS keeps DPL 0, so CPL is 0).
+    if (D.R != SegReg::SS && (G.Selector & ~3u) == 0)
+      G.Attr |= Segment::Unusable;
+    if (D.R == SegReg::SS && G.Selector == 0)
+      G.Attr |= Segment::Unusable;
+  }
+  S.Tr = Segment{uint16_t(V.get(F::HostTrSelector)), V.get(F::HostTrBase), 0x67,
+                 0xb | Segment::P};
+  S.Ldtr = Segment{0, 0, 0, Segment::Unusable};
+  S.Gdtr = TableReg{V.get(F::HostGdtrBase), 0xffff};
+  S.Idtr = TableReg{V.get(F::HostIdtrBase), 0xffff};
+
+  S.Rip = V.get(F::HostRip);
+  S.Gpr[RSP] = V.get(F::HostRsp);
+  S.Rflags = rflags::Fixed1;
+
+  // PAE host outside IA-32e mode: the PDPTEs are loaded from CR3 (SDM Vol. 3C,
+  // "Loading Host Control Registers").
+  if (!Host64 && (S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE))
+    for (unsigned K = 0; K < 4; ++K)
+      S.Pdpte[K] = C.Mem.read(Gpa((S.Cr3 & ~uint64_t(0x1f)) + 8 * K), 8);
+
+  // Non-register state (SDM Vol. 3C, "Updating Non-Register State"): no blocking by STI
+  // or MOV SS; blocking by NMI is not changed by exits that are not caused by NMIs.
+  C.ShadowUntil = 0;
+  C.ShadowIsMovSs = false;
+  C.Halted = false;
+  C.Vmx->Activity = ActivityState::Active;
+  C.Vmx->PreemptionTimerActive = false;
+}
+
+} // namespace
+
+Status vmExit(Cpu &C, const VmExitInfo &Info) {
+  VmxState &X = *C.Vmx;
+  VmcsData &V = X.Vmcs;
+  recordExitInformation(C, V, Info);
+  // VM exits clear the valid bit of the VM-entry interruption-information field (SDM
+  // Vol. 3C, "Updating VM-Entry Control Fields").
+  V.set(F::VmEntryInterruptionInformation,
+        V.get(F::VmEntryInterruptionInformation) & ~uint64_t(intinfo::Valid));
+
+  if (!Info.EntryFailure) {
+    saveGuestState(C, V);
+    if (!storeGuestMsrs(C, V))
+      return vmxAbort(C, VmxAbortIndicator::SavingGuestMsrs);
+  }
+  loadHostState(C, V);
+  C.NonRoot = false;
+  C.flushTlb(); // no VPID tagging yet: the host must not see guest translations
+  C.modeChanged();
+  C.Cycles += costOf(CostClass::VmTransition);
+
+  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), uint32_t(V.get(F::VmExitMsrLoadCount))))
+    return vmxAbort(C, VmxAbortIndicator::LoadingHostMsrs);
+  C.modeChanged();
+  return Status::VmExit;
+}
+
+} // namespace vmxsim

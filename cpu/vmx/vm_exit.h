@@ -1,0 +1,85 @@
+// VM exits (SDM Vol. 3C, "VM Exits"): the API the rest of the emulator calls to leave
+// VMX non-root operation. vmExit performs the whole exit synchronously — records the
+// exit information, saves guest state, stores guest MSRs, loads host state and host MSRs
+// (or aborts) — and returns Status::VmExit, which handlers pass up unchanged; the run
+// loop then simply continues in the host.
+#pragma once
+#include "cpu/status.h"
+
+#include <cstdint>
+
+namespace vmxsim {
+
+class Cpu;
+
+/// Basic exit reasons, generated from exit_reasons.def (SDM Vol. 3D, Appendix C).
+enum class ExitReason : uint16_t {
+#define EXIT_REASON(Name, Number, Kind, SdmName) Name = Number,
+#include "cpu/vmx/exit_reasons.def"
+#undef EXIT_REASON
+};
+/// The SDM name of a basic exit reason, or nullptr for a reserved number.
+const char *exitReasonName(unsigned Basic);
+
+/// Bit 31 of the exit-reason field: "VM-entry failure" (SDM Vol. 3C, "Basic VM-Exit
+/// Information").
+inline constexpr uint32_t kExitReasonEntryFailure = 1u << 31;
+
+/// Interruption-information format shared by the VM-entry interruption-information,
+/// VM-exit interruption-information and IDT-vectoring fields (SDM Vol. 3C, "Format of
+/// the VM-Entry Interruption-Information Field").
+namespace intinfo {
+inline constexpr uint32_t VectorMask = 0xff, TypeShift = 8, TypeMask = 7u << 8,
+                          DeliverErrorCode = 1u << 11, NmiUnblockingDueToIret = 1u << 12,
+                          Valid = 1u << 31;
+enum Type : uint32_t {
+  ExternalInterrupt = 0,
+  Nmi = 2,
+  HardwareException = 3,
+  SoftwareInterrupt = 4,
+  PrivilegedSoftwareException = 5,
+  SoftwareException = 6,
+  OtherEvent = 7,
+};
+} // namespace intinfo
+
+/// Everything a VM exit records (SDM Vol. 3C, "Recording VM-Exit Information and
+/// Updating VM-Entry Control Fields"). Fields a given exit does not define stay zero.
+struct VmExitInfo {
+  ExitReason Reason = ExitReason::ExceptionOrNmi;
+  bool EntryFailure = false; ///< sets bit 31 and skips saving guest state
+  uint64_t Qualification = 0;
+  uint64_t GuestLinearAddress = 0;
+  bool GuestLinearValid = false;
+  uint64_t GuestPhysicalAddress = 0;
+  bool GuestPhysicalValid = false;
+  uint32_t InstructionLength = 0;
+  uint32_t InstructionInfo = 0;
+  uint32_t InterruptionInfo = 0; ///< intinfo format; 0 = not valid
+  uint32_t InterruptionErrorCode = 0;
+  uint32_t IdtVectoringInfo = 0; ///< intinfo format; 0 = not valid
+  uint32_t IdtVectoringErrorCode = 0;
+};
+
+/// Performs a VM exit from VMX non-root operation (or a VM-entry failure when
+/// Info.EntryFailure) and returns Status::VmExit; Status::Shutdown after a VMX abort.
+/// Guest RIP is saved as C.S.Rip: fault-like exits must call this before advancing RIP.
+Status vmExit(Cpu &C, const VmExitInfo &Info);
+
+/// Loads MSRs from an MSR-load area of Count 16-byte entries (SDM Vol. 3C, "Loading
+/// MSRs"); returns 0, or the 1-based index of the entry that failed.
+uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count);
+
+/// VMX abort (SDM Vol. 3C, "VMX Aborts"): writes the indicator to offset 4 of the
+/// current VMCS region and puts the processor into shutdown. Returns Status::Shutdown.
+enum class VmxAbortIndicator : uint32_t {
+  SavingGuestMsrs = 1,
+  HostCheckingFailure = 2,
+  CorruptedVmcs = 3,
+  LoadingHostMsrs = 4,
+  MachineCheckDuringExit = 5,
+  LongModeHostWithoutAddressSpaceSize = 6,
+};
+Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator);
+
+} // namespace vmxsim

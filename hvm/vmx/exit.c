@@ -1,0 +1,135 @@
+/* The VM-exit handler: reads the exit information, records trace values, dispatches to
+ * the family handler of the basic exit reason, then resumes, ends the guest, or stops.
+ * Modelled on Xen 3.0.3's vmx_vmexit_handler (TRACE_VMEXIT(0, exit_reason), then a
+ * switch on the reason), with a dispatch table indexed by exit-reason enumerator.
+ */
+#include "vmx/exit.h"
+
+#include <stdarg.h>
+
+#include "lib/exit.h"
+#include "lib/printf.h"
+#include "vmx/insn.h"
+#include "vmx/vmx.h"
+
+static enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs) {
+  (void)Regs;
+  /* As Xen 3.0.3: vector, then error code and qualification (for #PF: the address).
+     The exception bitmap is 0, so only an NMI could bring us here: not handled. */
+  TRACE_VMEXIT(1, INTR_INFO_VECTOR(Cpu->Exit.InterruptionInfo));
+  TRACE_VMEXIT(3, vmread(Vmcs_VmExitInterruptionErrorCode));
+  TRACE_VMEXIT(4, Cpu->Exit.Qualification);
+  exitNote(Cpu, "unexpected exception or NMI, interruption info 0x%x",
+           Cpu->Exit.InterruptionInfo);
+  return Action_Stop;
+}
+
+/* SDM Vol. 3D, Appendix C: only the reasons the VMCS set up in setup.c can produce and
+   that the core emulates have a handler; every other one stops the image. */
+static const ExitFamilyFn ExitFamilies[Reason_Count] = {
+    [Reason_ExceptionOrNmi] = handleException,
+    [Reason_Cpuid] = handleCpuid,
+    [Reason_Hlt] = handleHlt,
+    [Reason_Vmcall] = handleVmcall,
+    [Reason_ControlRegisterAccesses] = handleCrAccess,
+    [Reason_IoInstruction] = handleIo,
+    [Reason_Rdmsr] = handleRdmsr,
+    [Reason_Wrmsr] = handleWrmsr,
+};
+
+uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {
+  uint64_t *P = guestGpr(Regs, Number);
+  return P ? *P : vmread(Vmcs_GuestRsp);
+}
+
+void writeGuestGpr(struct GuestRegs *Regs, unsigned Number, uint64_t Value) {
+  uint64_t *P = guestGpr(Regs, Number);
+  if (P)
+    *P = Value;
+  else
+    vmwrite(Vmcs_GuestRsp, Value);
+}
+
+void exitNote(struct PerCpu *Cpu, const char *Fmt, ...) {
+  va_list Ap;
+  va_start(Ap, Fmt);
+  vsnprintf(Cpu->Note, sizeof(Cpu->Note), Fmt, Ap);
+  va_end(Ap);
+}
+
+enum ExitAction injectHardwareException(uint32_t Vector, uint32_t ErrorCode) {
+  /* SDM Vol. 3C, "Checks on VM-Entry Control Fields": for a hardware exception that
+     pushes an error code (#GP does) in protected mode, "deliver error code" must be 1. */
+  vmwrite(Vmcs_VmEntryInterruptionInformation,
+          Vector | INTR_INFO_TYPE_HW_EXCEPTION | INTR_INFO_ERROR_CODE | INTR_INFO_VALID);
+  vmwrite(Vmcs_VmEntryExceptionErrorCode, ErrorCode);
+  return Action_Inject;
+}
+
+static void readExitInfo(struct PerCpu *Cpu) {
+  /* SDM Vol. 3C, "VM Exits" > "Recording VM-Exit Information": the interruption and
+     IDT-vectoring fields are undefined apart from bit 31 when bit 31 is 0, so they are
+     kept only when valid (the log must not show undefined bits). */
+  struct ExitInfo *E = &Cpu->Exit;
+  E->Reason = (uint32_t)vmread(Vmcs_ExitReason);
+  E->Qualification = vmread(Vmcs_ExitQualification);
+  E->GuestRip = vmread(Vmcs_GuestRip);
+  E->InstructionLength = (uint32_t)vmread(Vmcs_VmExitInstructionLength);
+  uint32_t Intr = (uint32_t)vmread(Vmcs_VmExitInterruptionInformation);
+  E->InterruptionInfo = (Intr & INTR_INFO_VALID) ? Intr : 0;
+  uint32_t Idtv = (uint32_t)vmread(Vmcs_IdtVectoringInformation);
+  E->IdtVectoringInfo = (Idtv & INTR_INFO_VALID) ? Idtv : 0;
+}
+
+void vmxExitHandler(struct GuestRegs *Regs) {
+  struct PerCpu *Cpu = perCpuFromRegs(Regs);
+  ++Cpu->ExitCount;
+  readExitInfo(Cpu);
+  vmxTraceVmexit(Cpu);
+  TRACE_VMEXIT(0, Cpu->Exit.Reason);
+
+  enum ExitAction Action;
+  uint32_t Basic = EXIT_REASON_BASIC(Cpu->Exit.Reason);
+  if (Cpu->Exit.Reason & EXIT_REASON_ENTRY_FAILURE) {
+    /* SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State". */
+    exitNote(Cpu, "VM entry failed: %s, qualification %lu", exitReasonName(Basic),
+             Cpu->Exit.Qualification);
+    Action = Action_Stop;
+  } else if (Basic < Reason_Count && ExitFamilies[Basic]) {
+    Action = ExitFamilies[Basic](Cpu, Regs);
+  } else {
+    exitNote(Cpu, "unexpected exit reason %u (%s)", Basic, exitReasonName(Basic));
+    Action = Action_Stop;
+  }
+
+  switch (Action) {
+  case Action_Advance: {
+    vmwrite(Vmcs_GuestRip, Cpu->Exit.GuestRip + Cpu->Exit.InstructionLength);
+    /* SDM Vol. 3C, "Guest Non-Register State": blocking by STI or by MOV SS covers only
+       the instruction after STI/MOV SS; once we have emulated that instruction, it is
+       over, as it would be on hardware. */
+    uint64_t Blocking = vmread(Vmcs_GuestInterruptibilityState);
+    if (Blocking & 3)
+      vmwrite(Vmcs_GuestInterruptibilityState, Blocking & ~3ull);
+    break;
+  }
+  case Action_Inject:
+    break;
+  case Action_GuestDone:
+    vmxTraceVmentry(Cpu);
+    vmxGuestDone(Cpu);
+  case Action_Stop:
+    vmxTraceVmentry(Cpu);
+    printf("vmx: stopping at exit %lu\n", Cpu->ExitCount);
+    hvmExit(HVM_EXIT_FAILURE);
+  }
+  vmxTraceVmentry(Cpu);
+}
+
+void vmxResumeFailed(struct GuestRegs *Regs, uint64_t Rflags) {
+  struct PerCpu *Cpu = perCpuFromRegs(Regs);
+  /* CF = VMfailInvalid, ZF = VMfailValid (SDM Vol. 3C, VMX instruction conventions). */
+  printf("vmx: after exit %lu: ", Cpu->ExitCount);
+  vmxPrintVmFail("VMRESUME", (Rflags & 1) ? -VmFailInvalid : -VmFailValid);
+  hvmExit(HVM_EXIT_FAILURE);
+}

@@ -1,0 +1,48 @@
+/* The exit handler's internal interface: what each exit family returns, and the helpers
+ * the families share. One file per family (STYLE 2.7): exit_cpuid.c, exit_io.c,
+ * exit_msr.c, exit_cr.c, exit_vmcall.c.
+ */
+#ifndef HVM_VMX_EXIT_H
+#define HVM_VMX_EXIT_H
+
+#include <stdint.h>
+
+#include "vmx/arch.h"
+#include "vmx/percpu.h"
+#include "vmx/trace.h"
+
+/// What to do after a family handler.
+enum ExitAction {
+  /// The instruction was emulated: guest RIP += the VM-exit instruction length.
+  Action_Advance,
+  /// An exception was injected: RIP stays at the faulting instruction.
+  Action_Inject,
+  /// The guest has finished (HLT, hypercall 1): return to the launcher.
+  Action_GuestDone,
+  /// Something we cannot handle: print and stop the image with a failure.
+  Action_Stop,
+};
+
+typedef enum ExitAction (*ExitFamilyFn)(struct PerCpu *Cpu, struct GuestRegs *Regs);
+
+enum ExitAction handleCpuid(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleIo(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleRdmsr(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleWrmsr(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleCrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleHlt(struct PerCpu *Cpu, struct GuestRegs *Regs);
+
+/// Queues a hardware exception with an error code for the next VM entry (SDM Vol. 3C,
+/// "Event Injection"); returns Action_Inject.
+enum ExitAction injectHardwareException(uint32_t Vector, uint32_t ErrorCode);
+
+/// General register Number (exit-qualification numbering) of the guest; 4 is RSP,
+/// kept in the VMCS.
+uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number);
+void writeGuestGpr(struct GuestRegs *Regs, unsigned Number, uint64_t Value);
+
+/// Sets the line printed after this exit's own line (printf format).
+__attribute__((format(printf, 2, 3))) void exitNote(struct PerCpu *Cpu, const char *Fmt, ...);
+
+#endif

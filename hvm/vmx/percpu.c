@@ -1,0 +1,47 @@
+#include "vmx/percpu.h"
+
+#include "lib/cpu.h"
+#include "lib/string.h"
+#include "vmx/arch.h"
+#include "vmx/descriptors.h"
+
+/* One CPU today; the array and CpuNumber are there so a second one needs no new
+   layout. Page-aligned because the VMXON region and VMCS inside must be. */
+static struct PerCpu PerCpus[1] __attribute__((aligned(4096)));
+/* The host's GDT with a TSS: VM exits load TR from the host-state area, and the
+   host TR selector must not be 0 (SDM Vol. 3C, "Checks on Host Segment and
+   Descriptor-Table Registers"). */
+static struct DescriptorTables HostTables;
+
+uint64_t *guestGpr(struct GuestRegs *Regs, unsigned Number) {
+  switch (Number & 15) {
+  case 0: return &Regs->Rax;
+  case 1: return &Regs->Rcx;
+  case 2: return &Regs->Rdx;
+  case 3: return &Regs->Rbx;
+  case 5: return &Regs->Rbp;
+  case 6: return &Regs->Rsi;
+  case 7: return &Regs->Rdi;
+  case 8: return &Regs->R8;
+  case 9: return &Regs->R9;
+  case 10: return &Regs->R10;
+  case 11: return &Regs->R11;
+  case 12: return &Regs->R12;
+  case 13: return &Regs->R13;
+  case 14: return &Regs->R14;
+  case 15: return &Regs->R15;
+  default: return 0; /* 4 = RSP: in the VMCS */
+  }
+}
+
+struct PerCpu *perCpuInit(void) {
+  struct PerCpu *Cpu = &PerCpus[0];
+  memset(Cpu, 0, sizeof(*Cpu));
+  Cpu->Self = Cpu;
+  Cpu->CpuNumber = 0;
+  descriptorTablesInit(&HostTables);
+  /* Reloading GS clears its base: set the base after. */
+  hostLoadTables(&HostTables);
+  wrmsr(MSR_IA32_GS_BASE, (uint64_t)(uintptr_t)Cpu);
+  return Cpu;
+}

@@ -1,0 +1,130 @@
+/* Per-CPU data of the hypervisor core: the guest's general registers while an exit is
+ * handled, the exit stack, the VMXON region and VMCS, and the trace_values slots.
+ *
+ * One struct PerCpu per logical processor. Its address is the host GS base (loaded by
+ * every VM exit from the VMCS host-state area), so thisCpu() is one GS-relative load,
+ * as Xen's this_cpu() is a per-CPU offset.
+ *
+ * The exit stack sits directly below Regs and the VMCS host RSP points just past Regs:
+ * the exit stub (entry.S) pushes the guest registers into Regs and calls the handler
+ * with RSP = &Regs, so the handler's frames grow down into ExitStack. Offsets used by
+ * entry.S are defined here and checked with _Static_assert.
+ */
+#ifndef HVM_VMX_PERCPU_H
+#define HVM_VMX_PERCPU_H
+
+#define PERCPU_EXIT_STACK_SIZE 0x4000
+#define PERCPU_REGS_OFFSET PERCPU_EXIT_STACK_SIZE
+#define GUEST_REGS_SIZE 128
+/* Relative to PerCpu, right after Regs. */
+#define PERCPU_EXIT_HANDLER_OFFSET (PERCPU_REGS_OFFSET + GUEST_REGS_SIZE)
+#define PERCPU_LAUNCHER_RSP_OFFSET (PERCPU_EXIT_HANDLER_OFFSET + 8)
+
+/* Number of trace_values slots, as in Xen 3.0.3. */
+#define HVM_TRACE_VALUES 5
+
+#ifndef __ASSEMBLER__
+#include <stddef.h>
+#include <stdint.h>
+
+/// The guest's general registers other than RSP (which the VMCS holds), in the order
+/// entry.S pushes them: the lowest address is the last push.
+struct GuestRegs {
+  uint64_t R15, R14, R13, R12, R11, R10, R9, R8;
+  uint64_t Rdi, Rsi, Rbp, Rbx, Rdx, Rcx, Rax;
+  uint64_t Pad; /* keeps RSP 16-byte aligned at the handler call */
+};
+_Static_assert(sizeof(struct GuestRegs) == GUEST_REGS_SIZE, "entry.S frame size");
+
+/// The general register numbering of exit qualifications and instruction information
+/// (SDM Vol. 3C, e.g. Table "Exit Qualification for Control-Register Accesses":
+/// 0 = RAX, 1 = RCX, 2 = RDX, 3 = RBX, 4 = RSP, 5 = RBP, ... 15 = R15). RSP is not in
+/// GuestRegs: the caller reads it from the VMCS.
+uint64_t *guestGpr(struct GuestRegs *Regs, unsigned Number);
+
+struct PerCpu;
+/// Called by the exit stub with RSP = Regs; returning resumes the guest (VMRESUME).
+typedef void (*ExitHandlerFn)(struct GuestRegs *Regs);
+
+/// What the current exit is about, read once at the start of the handler.
+struct ExitInfo {
+  uint32_t Reason; /* the full exit-reason field */
+  uint32_t InstructionLength;
+  uint64_t Qualification;
+  uint64_t GuestRip;
+  uint32_t InterruptionInfo; /* VM-exit interruption information, 0 unless valid */
+  uint32_t IdtVectoringInfo; /* IDT-vectoring information, 0 unless valid */
+};
+
+/// A 4 KiB VMX region (VMXON region or VMCS): revision identifier first (SDM Vol. 3C,
+/// "Format of the VMCS Region").
+struct VmxRegion {
+  uint32_t RevisionId;
+  uint32_t AbortIndicator;
+  uint8_t Data[4096 - 8];
+} __attribute__((aligned(4096)));
+
+struct PerCpu {
+  uint8_t ExitStack[PERCPU_EXIT_STACK_SIZE] __attribute__((aligned(16)));
+  struct GuestRegs Regs;
+  ExitHandlerFn ExitHandler;
+  uint64_t LauncherRsp; /* vmxRunGuest's stack, for vmxGuestDone */
+  struct PerCpu *Self;
+  uint32_t CpuNumber;
+
+  /* Xen's per-CPU trace_values: filled by TRACE_VMEXIT while an exit is handled,
+     emitted and reset by vmxTraceVmentry just before the next VM entry. */
+  uint64_t TraceValues[HVM_TRACE_VALUES];
+  /* Exits handled since the launch; the number of the current one, from 1. */
+  uint64_t ExitCount;
+  struct ExitInfo Exit;
+  /* Print one line per exit (vmx_e2e); off for the benchmark. */
+  uint8_t LogExits;
+  /* A line the handler wants printed after the exit's own line ("  guest uart: ..."):
+     the exit line comes first, so the log reads in order. */
+  char Note[96];
+  /* Guest UART output collected up to '\n'. */
+  char UartLine[80];
+  uint32_t UartLineLen;
+
+  /* Emulated guest state. */
+  uint64_t GuestTscAux;
+  uint64_t GuestTpr; /* CR8, bits 3:0 */
+  uint64_t Cr0Mask;  /* the CR0 guest/host mask in the VMCS */
+  uint64_t Cr0Shadow;
+  /* Values the guest reported with hypercall 0, for the image to check. */
+  uint64_t Reported[32];
+  uint32_t ReportedCount;
+  uint64_t GuestResult; /* set when the guest ends */
+  /* Exit lines print guest RIPs relative to this (struct GuestSetup). */
+  uint64_t RipBase;
+
+  /* Capabilities read at setup. */
+  uint64_t VmxBasic;
+  uint64_t Cr0Fixed0, Cr0Fixed1, Cr4Fixed0, Cr4Fixed1;
+
+  struct VmxRegion VmxonRegion;
+  struct VmxRegion Vmcs;
+};
+_Static_assert(offsetof(struct PerCpu, Regs) == PERCPU_REGS_OFFSET, "entry.S offset");
+_Static_assert(offsetof(struct PerCpu, ExitHandler) == PERCPU_EXIT_HANDLER_OFFSET,
+               "entry.S offset");
+_Static_assert(offsetof(struct PerCpu, LauncherRsp) == PERCPU_LAUNCHER_RSP_OFFSET,
+               "entry.S offset");
+
+/// The current CPU's data: the host GS base points at it (see perCpuInit).
+static inline struct PerCpu *thisCpu(void) {
+  struct PerCpu *P;
+  __asm__ volatile("movq %%gs:%c1, %0" : "=r"(P) : "i"(offsetof(struct PerCpu, Self)));
+  return P;
+}
+
+static inline struct PerCpu *perCpuFromRegs(struct GuestRegs *Regs) {
+  return (struct PerCpu *)((char *)Regs - offsetof(struct PerCpu, Regs));
+}
+
+/// The boot CPU's data; sets IA32_GS_BASE to it so thisCpu() works.
+struct PerCpu *perCpuInit(void);
+
+#endif
+#endif

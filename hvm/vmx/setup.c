@@ -1,0 +1,357 @@
+/* Entering VMX operation and building the VMCS (SDM Vol. 3C, "Introduction to
+ * Virtual Machine Extensions" > "Enabling and Entering VMX Operation", and "VM
+ * Entries" > "Checks on VMX Controls and Host-State Area" / "Checking and Loading Guest
+ * State": every value written here is chosen to pass those checks).
+ */
+#include "lib/cpu.h"
+#include "lib/printf.h"
+#include "lib/string.h"
+#include "vmx/arch.h"
+#include "vmx/vmx.h"
+
+bool VmxVerbose;
+
+/* Counts failed VMWRITEs during setup; each one is printed. */
+static unsigned SetupErrors;
+
+static void vmw(enum VmcsField Field, uint64_t Value) {
+  enum VmxStatus S = vmwriteChecked(Field, Value);
+  if (S != VmSucceed) {
+    uint64_t Err = 0;
+    if (S == VmFailValid)
+      vmreadChecked(Vmcs_VmInstructionError, &Err);
+    printf("vmx: VMWRITE 0x%04x = 0x%lx failed: status %d error %lu\n", (unsigned)Field,
+           Value, (int)S, Err);
+    ++SetupErrors;
+  }
+}
+
+struct __attribute__((packed)) TableRegister {
+  uint16_t Limit;
+  uint64_t Base;
+};
+
+static struct TableRegister readGdtr(void) {
+  struct TableRegister R;
+  __asm__ volatile("sgdt %0" : "=m"(R));
+  return R;
+}
+
+static struct TableRegister readIdtr(void) {
+  struct TableRegister R;
+  __asm__ volatile("sidt %0" : "=m"(R));
+  return R;
+}
+
+static uint16_t readTr(void) {
+  uint16_t Sel;
+  __asm__ volatile("str %0" : "=r"(Sel));
+  return Sel;
+}
+
+static void writeCr0(uint64_t V) { __asm__ volatile("mov %0, %%cr0" : : "r"(V) : "memory"); }
+static void writeCr4(uint64_t V) { __asm__ volatile("mov %0, %%cr4" : : "r"(V) : "memory"); }
+
+/* The base of the 64-bit system descriptor Sel in the GDT at GdtBase (SDM Vol. 3A,
+   "TSS Descriptor in 64-bit mode"). */
+static uint64_t systemDescriptorBase(uint64_t GdtBase, uint16_t Sel) {
+  const uint64_t *D = (const uint64_t *)(uintptr_t)(GdtBase + (Sel & ~7u));
+  return ((D[0] >> 16) & 0xffffff) | (((D[0] >> 56) & 0xff) << 24) | (D[1] << 32);
+}
+
+bool vmxEnable(struct PerCpu *Cpu) {
+  /* SDM Vol. 3C, "Discovering Support for VMX": CPUID.1:ECX.VMX[bit 5]. */
+  if (!(cpuid(1, 0).Ecx & CPUID1_ECX_VMX)) {
+    printf("vmx: no VMX (CPUID.1:ECX[5] = 0)\n");
+    return false;
+  }
+
+  /* SDM Vol. 3C, "Enabling and Entering VMX Operation": VMXON outside SMX needs
+     IA32_FEATURE_CONTROL bits 0 (lock) and 2 set. Firmware normally locks it; if it
+     is still unlocked, enable and lock it ourselves. */
+  uint64_t Fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
+  if (!(Fc & FEATURE_CONTROL_LOCK)) {
+    Fc |= FEATURE_CONTROL_LOCK | FEATURE_CONTROL_VMXON_OUTSIDE_SMX;
+    wrmsr(MSR_IA32_FEATURE_CONTROL, Fc);
+  } else if (!(Fc & FEATURE_CONTROL_VMXON_OUTSIDE_SMX)) {
+    printf("vmx: VMX disabled by firmware (IA32_FEATURE_CONTROL locked, bit 2 = 0)\n");
+    return false;
+  }
+
+  /* SDM Vol. 3D, A.1 "Basic VMX Information". */
+  Cpu->VmxBasic = rdmsr(MSR_IA32_VMX_BASIC);
+  if (VMX_BASIC_REGION_SIZE(Cpu->VmxBasic) > sizeof(struct VmxRegion)) {
+    printf("vmx: VMCS region of %lu bytes does not fit in 4 KiB\n",
+           VMX_BASIC_REGION_SIZE(Cpu->VmxBasic));
+    return false;
+  }
+  /* Our regions are ordinary write-back memory (the identity map has no PAT or MTRR
+     tricks); SDM A.1 says software should map them with the reported type. */
+  if (VMX_BASIC_MEMORY_TYPE(Cpu->VmxBasic) != VMX_MEMORY_TYPE_WB) {
+    printf("vmx: VMCS memory type %lu is not write-back\n",
+           VMX_BASIC_MEMORY_TYPE(Cpu->VmxBasic));
+    return false;
+  }
+
+  /* SDM Vol. 3C, "Restrictions on VMX Operation" and Vol. 3D, A.7/A.8 "VMX-Fixed Bits
+     in CR0/CR4": bits set in FIXED0 must be 1, bits clear in FIXED1 must be 0, in VMX
+     operation and at VMXON. */
+  Cpu->Cr0Fixed0 = rdmsr(MSR_IA32_VMX_CR0_FIXED0);
+  Cpu->Cr0Fixed1 = rdmsr(MSR_IA32_VMX_CR0_FIXED1);
+  Cpu->Cr4Fixed0 = rdmsr(MSR_IA32_VMX_CR4_FIXED0);
+  Cpu->Cr4Fixed1 = rdmsr(MSR_IA32_VMX_CR4_FIXED1);
+  if (VmxVerbose)
+    printf("vmx: IA32_VMX_BASIC=0x%lx CR0 fixed 0x%lx/0x%lx CR4 fixed 0x%lx/0x%lx\n",
+           Cpu->VmxBasic, Cpu->Cr0Fixed0, Cpu->Cr0Fixed1, Cpu->Cr4Fixed0, Cpu->Cr4Fixed1);
+  writeCr0((readCr0() | Cpu->Cr0Fixed0) & Cpu->Cr0Fixed1);
+  writeCr4((readCr4() | CR4_VMXE | Cpu->Cr4Fixed0) & Cpu->Cr4Fixed1);
+
+  /* SDM Vol. 3C, "VMXON Region": the revision identifier in the first 4 bytes (bit 31
+     clear), the rest zero; VMXON takes its physical address (identity-mapped here). */
+  memset(&Cpu->VmxonRegion, 0, sizeof(Cpu->VmxonRegion));
+  Cpu->VmxonRegion.RevisionId = (uint32_t)(Cpu->VmxBasic & VMX_BASIC_REVISION_MASK);
+  enum VmxStatus S = vmxon((uint64_t)(uintptr_t)&Cpu->VmxonRegion);
+  if (S != VmSucceed) {
+    /* No current VMCS yet: VMXON can only report VMfailInvalid. */
+    vmxPrintVmFail("VMXON", -(int)S);
+    return false;
+  }
+  return true;
+}
+
+/* SDM Vol. 3D, A.3-A.5 "VM-Execution/VM-Exit/VM-Entry Controls" and A.2 "Reserved
+   Controls and Default Settings": bits 31:0 of the capability MSR are the allowed
+   0-settings (a 1 there means the control must be 1), bits 63:32 the allowed
+   1-settings. Controls we want are ANDed with allowed-1 and ORed with allowed-0. */
+static bool adjustControls(const char *Name, uint32_t Msr, uint32_t Want, uint32_t *Out) {
+  uint64_t Cap = rdmsr(Msr);
+  uint32_t Allowed0 = (uint32_t)Cap, Allowed1 = (uint32_t)(Cap >> 32);
+  uint32_t V = (Want & Allowed1) | Allowed0;
+  if (VmxVerbose)
+    printf("vmx: %s MSR 0x%x = 0x%lx -> controls 0x%x\n", Name, Msr, Cap, V);
+  if ((V & Want) != Want) {
+    printf("vmx: %s controls 0x%x not supported (allowed-1 0x%x)\n", Name, Want & ~V,
+           Allowed1);
+    return false;
+  }
+  *Out = V;
+  return true;
+}
+
+/* The guest's segment registers, each with its four VMCS fields. */
+struct SegmentFields {
+  enum VmcsField Selector, Base, Limit, AccessRights;
+};
+static const struct SegmentFields GuestEs = {Vmcs_GuestEsSelector, Vmcs_GuestEsBase, Vmcs_GuestEsLimit, Vmcs_GuestEsAccessRights};
+static const struct SegmentFields GuestCs = {Vmcs_GuestCsSelector, Vmcs_GuestCsBase, Vmcs_GuestCsLimit, Vmcs_GuestCsAccessRights};
+static const struct SegmentFields GuestSs = {Vmcs_GuestSsSelector, Vmcs_GuestSsBase, Vmcs_GuestSsLimit, Vmcs_GuestSsAccessRights};
+static const struct SegmentFields GuestDs = {Vmcs_GuestDsSelector, Vmcs_GuestDsBase, Vmcs_GuestDsLimit, Vmcs_GuestDsAccessRights};
+static const struct SegmentFields GuestFs = {Vmcs_GuestFsSelector, Vmcs_GuestFsBase, Vmcs_GuestFsLimit, Vmcs_GuestFsAccessRights};
+static const struct SegmentFields GuestGs = {Vmcs_GuestGsSelector, Vmcs_GuestGsBase, Vmcs_GuestGsLimit, Vmcs_GuestGsAccessRights};
+static const struct SegmentFields GuestLdtr = {Vmcs_GuestLdtrSelector, Vmcs_GuestLdtrBase, Vmcs_GuestLdtrLimit, Vmcs_GuestLdtrAccessRights};
+static const struct SegmentFields GuestTr = {Vmcs_GuestTrSelector, Vmcs_GuestTrBase, Vmcs_GuestTrLimit, Vmcs_GuestTrAccessRights};
+
+static void guestSegment(const struct SegmentFields *F, uint16_t Sel, uint64_t Base,
+                         uint32_t Limit, uint32_t Ar) {
+  vmw(F->Selector, Sel);
+  vmw(F->Base, Base);
+  vmw(F->Limit, Limit);
+  vmw(F->AccessRights, Ar);
+}
+
+static bool setupControls(struct PerCpu *Cpu) {
+  /* SDM Vol. 3D, A.2: when IA32_VMX_BASIC[55] is 1, the TRUE_ MSRs say which default1
+     controls may be 0 (we want CR3-store exiting off). */
+  bool True = (Cpu->VmxBasic & VMX_BASIC_TRUE_CONTROLS) != 0;
+  uint32_t Pin, Proc, Exit, Entry;
+  /* Exits we handle: HLT; every I/O instruction (no bitmaps); MOV to CR3 (with a
+     CR3-target count of 0 every MOV to CR3 exits: SDM Vol. 3C, "Instructions That
+     Cause VM Exits Conditionally" > MOV to CR3); MOV to/from CR8, since "use TPR
+     shadow" stays 0 so every peer takes the same exits; RDMSR/WRMSR always exit
+     without MSR bitmaps; CPUID and VMCALL exit unconditionally. */
+  uint32_t WantProc = VMX_CTL(Proc_HltExiting) | VMX_CTL(Proc_UnconditionalIoExiting) |
+                      VMX_CTL(Proc_Cr3LoadExiting) | VMX_CTL(Proc_Cr8LoadExiting) |
+                      VMX_CTL(Proc_Cr8StoreExiting);
+  if (!adjustControls("pin-based",
+                      True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS,
+                      0, &Pin) ||
+      !adjustControls("processor-based",
+                      True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS,
+                      WantProc, &Proc) ||
+      /* A 64-bit host needs "host address-space size" (SDM Vol. 3C, "Checks on
+         VM-Exit Control Fields" and "Checks Related to Address-Space Size"). */
+      !adjustControls("VM-exit", True ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS,
+                      VMX_CTL(Exit_HostAddressSpaceSize), &Exit) ||
+      !adjustControls("VM-entry",
+                      True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
+                      VMX_CTL(Entry_Ia32eModeGuest), &Entry))
+    return false;
+  /* Secondary controls stay off ("activate secondary controls" is not wanted), so no
+     EPT, VPID or unrestricted guest: the guest shares the host's paging. */
+  vmw(Vmcs_PinBasedVmExecutionControls, Pin);
+  vmw(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
+  vmw(Vmcs_PrimaryVmExitControls, Exit);
+  vmw(Vmcs_VmEntryControls, Entry);
+  vmw(Vmcs_ExceptionBitmap, 0);
+  vmw(Vmcs_PageFaultErrorCodeMask, 0);
+  vmw(Vmcs_PageFaultErrorCodeMatch, 0);
+  vmw(Vmcs_Cr3TargetCount, 0);
+  vmw(Vmcs_VmExitMsrStoreCount, 0);
+  vmw(Vmcs_VmExitMsrLoadCount, 0);
+  vmw(Vmcs_VmEntryMsrLoadCount, 0);
+  vmw(Vmcs_VmEntryInterruptionInformation, 0);
+  vmw(Vmcs_VmEntryExceptionErrorCode, 0);
+  vmw(Vmcs_VmEntryInstructionLength, 0);
+  vmw(Vmcs_TscOffset, 0);
+  return true;
+}
+
+static void setupHostState(struct PerCpu *Cpu) {
+  /* SDM Vol. 3C, "Checks on Host Control Registers and MSRs" and "Checks on Host
+     Segment and Descriptor-Table Registers": the current CR0/CR3/CR4 (already
+     adjusted to the fixed bits, VMXE set), selectors with RPL = TI = 0, TR != 0,
+     canonical bases. */
+  struct TableRegister Gdtr = readGdtr(), Idtr = readIdtr();
+  uint16_t Tr = readTr();
+  vmw(Vmcs_HostCr0, readCr0());
+  vmw(Vmcs_HostCr3, readCr3());
+  vmw(Vmcs_HostCr4, readCr4());
+  vmw(Vmcs_HostCsSelector, SEL_CODE64);
+  vmw(Vmcs_HostSsSelector, SEL_DATA);
+  vmw(Vmcs_HostDsSelector, SEL_DATA);
+  vmw(Vmcs_HostEsSelector, SEL_DATA);
+  vmw(Vmcs_HostFsSelector, SEL_DATA);
+  vmw(Vmcs_HostGsSelector, SEL_DATA);
+  vmw(Vmcs_HostTrSelector, Tr);
+  vmw(Vmcs_HostFsBase, rdmsr(MSR_IA32_FS_BASE));
+  /* thisCpu() reads the per-CPU area through GS. */
+  vmw(Vmcs_HostGsBase, (uint64_t)(uintptr_t)Cpu);
+  vmw(Vmcs_HostTrBase, systemDescriptorBase(Gdtr.Base, Tr));
+  vmw(Vmcs_HostGdtrBase, Gdtr.Base);
+  vmw(Vmcs_HostIdtrBase, Idtr.Base);
+  vmw(Vmcs_HostIa32SysenterCs, rdmsr(MSR_IA32_SYSENTER_CS));
+  vmw(Vmcs_HostIa32SysenterEsp, rdmsr(MSR_IA32_SYSENTER_ESP));
+  vmw(Vmcs_HostIa32SysenterEip, rdmsr(MSR_IA32_SYSENTER_EIP));
+  /* The exit stub pushes the guest's registers into Regs, just below this address. */
+  vmw(Vmcs_HostRsp, (uint64_t)(uintptr_t)(&Cpu->Regs + 1));
+  extern char vmxExitEntry[];
+  vmw(Vmcs_HostRip, (uint64_t)(uintptr_t)vmxExitEntry);
+}
+
+static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
+  /* SDM Vol. 3C, "Checking and Loading Guest State": a 64-bit guest ("IA-32e mode
+     guest" = 1) needs CR0.PG = CR0.PE = 1 (no unrestricted guest), CR4.PAE = 1, the
+     fixed bits (so CR4.VMXE = 1 in the real CR4), CS.L = 1 with CS.D = 0, a usable
+     64-bit busy TSS in TR, LDTR unusable, canonical bases. */
+  uint64_t Cr0 = readCr0(), Cr4 = readCr4();
+  vmw(Vmcs_GuestCr0, Cr0);
+  vmw(Vmcs_GuestCr3, readCr3());
+  vmw(Vmcs_GuestCr4, Cr4);
+  /* SDM Vol. 3C, "Guest/Host Masks and Read Shadows for CR0 and CR4": bits set in a
+     mask are owned by the hypervisor; the guest reads them from the shadow, and a MOV
+     to CR0/CR4 that would change one of them (relative to the shadow) exits. Owned in
+     CR0: PE, NE and PG (the guest must keep them), CD and NW (the guest may set them,
+     it sees its value, the processor keeps caching on) and every bit fixed by VMX. */
+  Cpu->Cr0Mask = (CR0_PE | CR0_NE | CR0_PG | CR0_CD | CR0_NW | Cpu->Cr0Fixed0 |
+                  ~Cpu->Cr0Fixed1) & 0xffffffffull;
+  Cpu->Cr0Shadow = Cr0;
+  vmw(Vmcs_Cr0GuestHostMask, Cpu->Cr0Mask);
+  vmw(Vmcs_Cr0ReadShadow, Cpu->Cr0Shadow);
+  /* CR4.VMXE is ours: the guest reads 0 (it has no VMX: CPUID says so too). */
+  vmw(Vmcs_Cr4GuestHostMask, CR4_VMXE);
+  vmw(Vmcs_Cr4ReadShadow, Cr4 & ~CR4_VMXE);
+  vmw(Vmcs_GuestDr7, 0x400);
+  vmw(Vmcs_GuestRsp, G->Rsp);
+  vmw(Vmcs_GuestRip, G->Rip);
+  vmw(Vmcs_GuestRflags, 0x2); /* IF = 0: the guest takes no interrupts */
+
+  uint64_t Tss = (uint64_t)(uintptr_t)&G->Tables->Tss;
+  guestSegment(&GuestCs, SEL_CODE64, 0, 0xffffffff, AR_CODE64);
+  guestSegment(&GuestSs, SEL_DATA, 0, 0xffffffff, AR_DATA);
+  guestSegment(&GuestDs, SEL_DATA, 0, 0xffffffff, AR_DATA);
+  guestSegment(&GuestEs, SEL_DATA, 0, 0xffffffff, AR_DATA);
+  guestSegment(&GuestFs, SEL_DATA, 0, 0xffffffff, AR_DATA);
+  guestSegment(&GuestGs, SEL_DATA, 0, 0xffffffff, AR_DATA);
+  guestSegment(&GuestLdtr, 0, 0, 0, AR_UNUSABLE);
+  guestSegment(&GuestTr, SEL_TSS, Tss, TSS64_LIMIT, AR_TSS_BUSY);
+  vmw(Vmcs_GuestGdtrBase, (uint64_t)(uintptr_t)G->Tables->Gdt);
+  vmw(Vmcs_GuestGdtrLimit, sizeof(G->Tables->Gdt) - 1);
+  vmw(Vmcs_GuestIdtrBase, (uint64_t)(uintptr_t)G->Tables->Idt);
+  vmw(Vmcs_GuestIdtrLimit, sizeof(G->Tables->Idt) - 1);
+  /* The guest's GDT describes the TSS as busy, as LTR would have left it, so an
+     IRET or a task lookup in the guest sees consistent tables. */
+  G->Tables->Gdt[SEL_TSS / 8] |= 2ull << 40;
+
+  vmw(Vmcs_GuestIa32Debugctl, 0);
+  vmw(Vmcs_GuestIa32SysenterCs, 0);
+  vmw(Vmcs_GuestIa32SysenterEsp, 0);
+  vmw(Vmcs_GuestIa32SysenterEip, 0);
+  vmw(Vmcs_GuestActivityState, 0); /* active */
+  vmw(Vmcs_GuestInterruptibilityState, 0);
+  vmw(Vmcs_GuestPendingDebugExceptions, 0);
+  /* SDM Vol. 3C, "Checks on Guest Non-Register State": without VMCS shadowing the
+     link pointer must be all ones. */
+  vmw(Vmcs_VmcsLinkPointer, ~0ull);
+
+  memset(&Cpu->Regs, 0, sizeof(Cpu->Regs));
+  Cpu->Regs.Rdi = G->Rdi;
+  Cpu->Regs.Rsi = G->Rsi;
+}
+
+bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
+  SetupErrors = 0;
+  /* SDM Vol. 3C, "VMCS Data Format": revision identifier first, then VMCLEAR to
+     initialise the region and set its launch state to clear, then make it current. */
+  memset(&Cpu->Vmcs, 0, sizeof(Cpu->Vmcs));
+  Cpu->Vmcs.RevisionId = (uint32_t)(Cpu->VmxBasic & VMX_BASIC_REVISION_MASK);
+  uint64_t Pa = (uint64_t)(uintptr_t)&Cpu->Vmcs;
+  enum VmxStatus S = vmclear(Pa);
+  if (S != VmSucceed) {
+    vmxPrintVmFail("VMCLEAR", -(int)S);
+    return false;
+  }
+  S = vmptrld(Pa);
+  if (S != VmSucceed) {
+    vmxPrintVmFail("VMPTRLD", -(int)S);
+    return false;
+  }
+  if (!setupControls(Cpu))
+    return false;
+  setupHostState(Cpu);
+  setupGuestState(Cpu, Guest);
+  Cpu->ExitCount = 0;
+  Cpu->GuestTscAux = 0;
+  Cpu->GuestTpr = 0;
+  Cpu->ReportedCount = 0;
+  Cpu->UartLineLen = 0;
+  Cpu->Note[0] = 0;
+  Cpu->RipBase = Guest->RipBase;
+  if (SetupErrors) {
+    printf("vmx: %u VMWRITEs failed\n", SetupErrors);
+    return false;
+  }
+  return true;
+}
+
+void vmxDisable(struct PerCpu *Cpu) {
+  /* SDM Vol. 3C, "VMXOFF": leave VMX operation; VMCLEAR first so the VMCS data is
+     written back to memory and its launch state is clear. */
+  enum VmxStatus S = vmclear((uint64_t)(uintptr_t)&Cpu->Vmcs);
+  if (S != VmSucceed)
+    vmxPrintVmFail("VMCLEAR", -(int)S);
+  S = vmxoff();
+  if (S != VmSucceed)
+    vmxPrintVmFail("VMXOFF", -(int)S);
+  writeCr4(readCr4() & ~CR4_VMXE);
+}
+
+void vmxPrintVmFail(const char *What, int Status) {
+  if (Status == -VmFailInvalid) {
+    printf("vmx: %s failed: VMfailInvalid\n", What);
+    return;
+  }
+  uint64_t Err = 0;
+  vmreadChecked(Vmcs_VmInstructionError, &Err);
+  printf("vmx: %s failed: VMfailValid, error %lu (%s)\n", What, Err,
+         vmInstructionErrorName((uint32_t)Err));
+}

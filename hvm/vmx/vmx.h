@@ -1,0 +1,71 @@
+/* The hypervisor core's interface to images: enter VMX operation, build a VMCS for a
+ * 64-bit guest that shares the host's identity-mapped address space, run it, leave.
+ *
+ * Use:
+ *   struct PerCpu *Cpu = perCpuInit();
+ *   vmxEnable(Cpu);                      // VMXON
+ *   vmxSetupVmcs(Cpu, &Guest);           // VMCLEAR, VMPTRLD, controls, host, guest
+ *   Cpu->ExitHandler = vmxExitHandler;   // or a minimal handler of one's own
+ *   vmxRunGuest(Cpu);                    // VMLAUNCH ... until the guest ends
+ *   vmxDisable(Cpu);                     // VMCLEAR, VMXOFF
+ */
+#ifndef HVM_VMX_VMX_H
+#define HVM_VMX_VMX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmx/descriptors.h"
+#include "vmx/insn.h"
+#include "vmx/percpu.h"
+
+/// The guest: 64-bit mode, CPL 0, the host's CR3, its own code, stack and tables.
+struct GuestSetup {
+  uint64_t Rip;
+  uint64_t Rsp;
+  /// Initial general registers (the rest start at 0).
+  uint64_t Rdi, Rsi;
+  /// The guest's GDT, TSS and IDT (descriptorTablesInit + idtSetGate).
+  struct DescriptorTables *Tables;
+  /// Exit lines print guest RIPs relative to this address ("rip=guest+0x1c"), so the
+  /// log does not change when unrelated code moves the guest in the image.
+  uint64_t RipBase;
+};
+
+/// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts
+/// CR0/CR4 to the fixed-bit MSRs, sets CR4.VMXE and executes VMXON. Prints why and
+/// returns false on failure.
+bool vmxEnable(struct PerCpu *Cpu);
+
+/// VMCLEAR + VMPTRLD of Cpu->Vmcs, then writes the controls, host state and guest
+/// state. Prints and returns false if a control is unsupported or a VMWRITE fails.
+bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest);
+
+/// VMCLEAR, VMXOFF and CR4.VMXE = 0.
+void vmxDisable(struct PerCpu *Cpu);
+
+/// Runs the guest until an exit handler calls vmxGuestDone (returns 0). Returns -1
+/// for VMfailInvalid and -2 for VMfailValid of VMLAUNCH (see vmxPrintVmFail).
+int vmxRunGuest(struct PerCpu *Cpu);
+/// Ends the guest from inside an exit handler: returns from vmxRunGuest.
+__attribute__((noreturn)) void vmxGuestDone(struct PerCpu *Cpu);
+
+/// The core's exit handler: one function per exit family, TRACE_VMEXIT, logging.
+void vmxExitHandler(struct GuestRegs *Regs);
+
+/// Prints "vmx: WHAT failed: VMfailInvalid" or "... VMfailValid, error N (name)".
+void vmxPrintVmFail(const char *What, int Status);
+
+/// The SDM name of a basic exit reason, or "unknown".
+const char *exitReasonName(uint32_t Basic);
+/// The SDM description of a VM-instruction error number, or "unknown".
+const char *vmInstructionErrorName(uint32_t Number);
+
+/// Called by the exit stub when VMRESUME fails; stops the image.
+__attribute__((noreturn)) void vmxResumeFailed(struct GuestRegs *Regs, uint64_t Rflags);
+
+/// Whether the setup prints the capability MSRs (model-specific, so off by default:
+/// logs must be the same on every peer).
+extern bool VmxVerbose;
+
+#endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Boots a Multiboot image on Bochs 2.7 (software VMX), headless, and prints the UART
+# output captured from COM1 on stdout.
+#   scripts/peers/run-bochs.sh IMAGE [CMDLINE]
+# e.g. run-bochs.sh build/hvm/vmx_e2e.elf
+#      run-bochs.sh build/hvm/vmx_bench.elf "iters=10000"
+# Bochs 2.7 cannot load a kernel itself, so the image goes on a GRUB rescue ISO
+# ("multiboot /boot/IMAGE CMDLINE"), built in a temporary directory that is removed at
+# the end. GRUB puts the image's path first in the Multiboot command line
+# ("/boot/IMAGE CMDLINE"). The recipe and Bochs' known VMX deviations are in the
+# project's docs on reference peers.
+#
+# Exit status: 0 when the image stopped Bochs through the "Shutdown" port (0x8900, what
+# hvmExit does on Bochs: the exit code itself is lost there, so check the UART output),
+# 124 on timeout, otherwise 1.
+#
+# Environment:
+#   BOCHS_TIMEOUT  seconds before the run is killed (default 300)
+#   BOCHS_IPS      instructions per emulated second (default 50000000): only the length
+#                  of BIOS and GRUB waits depends on it; nothing is timed from the host
+#   BOCHS_CPU      cpu model (default corei7_skylake_x: VMX with EPT, VPID, unrestricted
+#                  guest and the preemption timer)
+#   BOCHS_KEEP     a directory: keep the ISO, bochsrc and Bochs' log there
+set -euo pipefail
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: $0 IMAGE [CMDLINE]" >&2
+  exit 2
+fi
+image=$(readlink -f "$1")
+cmdline=${2:-}
+[ -f "$image" ] || { echo "run-bochs: no such image: $1" >&2; exit 2; }
+"$(dirname "$0")/install-bochs.sh"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/run-bochs.XXXXXX")
+cleanup() {
+  if [ -n "${BOCHS_KEEP:-}" ]; then
+    mkdir -p "$BOCHS_KEEP" && cp -r "$work"/. "$BOCHS_KEEP"/
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+name=$(basename "$image")
+mkdir -p "$work/iso/boot/grub"
+cp "$image" "$work/iso/boot/$name"
+# timeout=0 boots at once; the serial terminal keeps GRUB's own menu off the VGA-only
+# path, and GRUB leaves COM1 initialised for the image.
+cat > "$work/iso/boot/grub/grub.cfg" <<CFG
+set timeout=0
+set default=0
+menuentry "image" {
+  multiboot /boot/$name $cmdline
+  boot
+}
+CFG
+grub-mkrescue -o "$work/image.iso" "$work/iso" >"$work/grub-mkrescue.log" 2>&1 || {
+  cat "$work/grub-mkrescue.log" >&2
+  exit 1
+}
+
+# clock: sync=none with a fixed time0 makes runs repeatable (no host clock).
+cat > "$work/bochsrc" <<RC
+megs: 256
+cpu: model=${BOCHS_CPU:-corei7_skylake_x}, count=1, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
+clock: sync=none, time0=946681200
+romimage: file=/usr/share/bochs/BIOS-bochs-latest
+vgaromimage: file=/usr/share/vgabios/vgabios.bin
+display_library: sdl2
+ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
+ata0-slave: type=cdrom, path="$work/image.iso", status=inserted
+boot: cdrom
+com1: enabled=1, mode=file, dev="$work/com1.txt"
+port_e9_hack: enabled=1
+speaker: enabled=0
+sound: waveoutdrv=dummy, waveindrv=dummy, midioutdrv=dummy
+panic: action=fatal
+error: action=report
+log: $work/bochs.log
+RC
+# The debugger is compiled into Debian's Bochs: "c" continues instead of stopping at
+# its prompt.
+echo c > "$work/rc"
+
+status=0
+( cd "$work" && SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy \
+    timeout "${BOCHS_TIMEOUT:-300}" bochs -q -f bochsrc -rc rc </dev/null \
+    >"$work/bochs.stdout" 2>&1 ) || status=$?
+[ -f "$work/com1.txt" ] && cat "$work/com1.txt"
+if [ "$status" -eq 124 ]; then
+  echo "run-bochs: timed out after ${BOCHS_TIMEOUT:-300} s" >&2
+  exit 124
+fi
+# Bochs exits with 1 both on the Shutdown port and on a panic; its log tells which.
+if grep -qs "Shutdown port: shutdown requested" "$work/bochs.log" "$work/bochs.stdout"; then
+  exit 0
+fi
+echo "run-bochs: Bochs stopped without the Shutdown port (status $status); last log lines:" >&2
+tail -n 15 "$work/bochs.log" >&2 || true
+exit 1

@@ -1,0 +1,224 @@
+// SDM Vol. 3C, "VM Entries": the VM-entry checks and VM entry itself take any VMCS
+// contents a hypervisor can VMWRITE. Starting from the known-good VMCS, random values
+// (deterministic splitmix64 streams) go into random fields the profile supports, with
+// VMWRITE's width truncation; checkVmEntry must never crash, assert or hang (CI runs
+// this under ASan and UBSan) and its result must be self-consistent. A sample of the
+// fuzzed VMCSs is then really entered with VMLAUNCH on a machine in VMX root operation
+// and a few instructions are run.
+#include "cpu/vmx/vm_entry_checks.h"
+
+#include "cpu/vmx/capabilities.h"
+#include "cpu/vmx/vmx_state.h"
+#include "tests/support/known_good_vmcs.h"
+#include "tests/support/test_machine.h"
+#include "tests/support/vmx_test_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+namespace vmxsim::test {
+namespace {
+
+using F = VmcsField;
+using Kind = VmEntryCheckKind;
+
+struct SplitMix64 {
+  uint64_t State;
+  uint64_t next() {
+    uint64_t Z = (State += 0x9e3779b97f4a7c15ull);
+    Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
+    return Z ^ (Z >> 31);
+  }
+  uint64_t below(uint64_t N) { return next() % N; }
+};
+
+/// The fields a VMWRITE may change under P: supported, and not read-only unless
+/// IA32_VMX_MISC[29] lets VMWRITE write any field (SDM Vol. 3C, VMWRITE).
+std::vector<F> writableFields(const VmxProfile &P) {
+  std::vector<F> Out;
+  for (unsigned I = 0; I < kNumVmcsFields; ++I) {
+    F Field = F(I);
+    if (!fieldSupported(P, Field))
+      continue;
+    if (fieldInfo(Field).Type == VmcsType::ExitInfo && !P.VmwriteAnyField)
+      continue;
+    Out.push_back(Field);
+  }
+  return Out;
+}
+
+/// A value shaped like the ones that find bugs: any 64 bits, a flipped bit of the
+/// current value, small numbers, all ones, single bits, page-aligned addresses.
+uint64_t fuzzValue(SplitMix64 &R, uint64_t Current) {
+  switch (R.below(7)) {
+  case 0:
+    return R.next();
+  case 1:
+    return Current ^ (uint64_t(1) << R.below(64));
+  case 2:
+    return R.below(256);
+  case 3:
+    return ~uint64_t(0);
+  case 4:
+    return uint64_t(1) << R.below(64);
+  case 5:
+    return R.next() & 0x0000fffffffff000ull;
+  default:
+    return Current ^ (uint64_t(1) << R.below(32)) ^ (uint64_t(1) << R.below(32));
+  }
+}
+
+/// The invariants every result keeps, whatever the VMCS holds.
+void expectConsistent(const VmEntryCheckResult &R, const VmcsData &V, const VmxProfile &P) {
+  switch (R.Kind) {
+  case Kind::Ok: {
+    ASSERT_EQ(R.CheckId, VmEntryCheckId::None);
+    ASSERT_EQ(R.ErrorNumber, 0u);
+    ASSERT_EQ(R.ExitReason, 0u);
+    // Key fields of an accepted VMCS are sane.
+    ASSERT_TRUE(controlCaps(P, VmxControlWord::Pin)
+                    .allows(uint32_t(V.get(F::PinBasedVmExecutionControls))));
+    ASSERT_TRUE(controlCaps(P, VmxControlWord::Exit)
+                    .allows(uint32_t(V.get(F::PrimaryVmExitControls))));
+    ASSERT_NE(V.get(F::HostCsSelector), 0u);
+    ASSERT_NE(V.get(F::HostTrSelector), 0u);
+    ASSERT_EQ(V.get(F::HostCsSelector) & 7, 0u);
+    ASSERT_EQ(V.get(F::HostCr0) >> 32, 0u);
+    ASSERT_TRUE(V.get(F::HostCr4) & cr4::VMXE);
+    ASSERT_TRUE(V.get(F::GuestCr4) & cr4::VMXE);
+    ASSERT_TRUE(V.get(F::GuestCr0) & cr0::NE);
+    uint64_t Rflags = V.get(F::GuestRflags);
+    ASSERT_TRUE(Rflags & rflags::Fixed1);
+    ASSERT_EQ(Rflags >> 22, 0u);
+    ASSERT_LE(V.get(F::GuestActivityState), 3u);
+    ASSERT_EQ(V.get(F::GuestInterruptibilityState) >> 4, 0u);
+    ASSERT_FALSE(V.get(F::GuestTrAccessRights) & 0x10000);
+    ASSERT_LE(V.get(F::Cr3TargetCount), P.Cr3TargetCount);
+    break;
+  }
+  case Kind::VmFailValid: {
+    ASSERT_LT(unsigned(R.CheckId), kNumVmEntryChecks);
+    const VmEntryCheckInfo &I = vmEntryCheckInfo(R.CheckId);
+    ASSERT_EQ(I.Kind, Kind::VmFailValid);
+    ASSERT_TRUE(R.ErrorNumber == 7 || R.ErrorNumber == 8);
+    ASSERT_EQ(R.ErrorNumber, I.Number);
+    ASSERT_EQ(R.ExitReason, 0u);
+    ASSERT_EQ(R.Qualification, 0u);
+    break;
+  }
+  case Kind::EntryFailure: {
+    ASSERT_LT(unsigned(R.CheckId), kNumVmEntryChecks);
+    const VmEntryCheckInfo &I = vmEntryCheckInfo(R.CheckId);
+    ASSERT_EQ(I.Kind, Kind::EntryFailure);
+    ASSERT_EQ(R.ExitReason, 33u);
+    ASSERT_TRUE(R.Qualification == 0 || R.Qualification == 2 || R.Qualification == 3 ||
+                R.Qualification == 4);
+    ASSERT_EQ(R.Qualification, I.Qualification);
+    ASSERT_EQ(R.ErrorNumber, 0u);
+    break;
+  }
+  default:
+    FAIL() << "result kind " << unsigned(R.Kind);
+  }
+}
+
+/// Mutates 1-3 fields of V (or restarts from Good), VMWRITE-style.
+void mutate(SplitMix64 &R, const std::vector<F> &Fields, const VmcsData &Good, VmcsData &V) {
+  if (R.below(8) == 0)
+    V = Good;
+  for (uint64_t K = 1 + R.below(3); K > 0; --K) {
+    F Field = Fields[R.below(Fields.size())];
+    V.set(Field, fuzzValue(R, V.get(Field)));
+  }
+}
+
+TEST(VmEntries, FuzzedVmcsChecksNeverCrashAndStayConsistent) {
+  constexpr unsigned kIterationsPerProfile = 35000;
+  auto Start = std::chrono::steady_clock::now();
+  unsigned Seed = 0;
+  for (const VmxProfile *P :
+       {&VmxProfile::full(), &VmxProfile::kvmNested(), &VmxProfile::minimal()}) {
+    SCOPED_TRACE(P->Name);
+    TestMachine M;
+    M.setupLongMode();
+    const VmcsData Good = knownGoodVmcs(*P);
+    const std::vector<F> Fields = writableFields(*P);
+    SplitMix64 R{0x5eed0000u + Seed++};
+    VmcsData V = Good;
+    std::set<VmEntryCheckId> Seen;
+    unsigned Accepted = 0;
+    for (unsigned I = 0; I < kIterationsPerProfile; ++I) {
+      mutate(R, Fields, Good, V);
+      // Now and then the processor itself is outside IA-32e mode.
+      if (I % 5000 == 2500)
+        M.setupProtected32();
+      else if (I % 5000 == 0)
+        M.setupLongMode();
+      VmEntryCheckResult Res = checkVmEntry(M.Cpu_, V, *P, (I & 1) != 0);
+      expectConsistent(Res, V, *P);
+      if (HasFatalFailure())
+        return;
+      // Deterministic: the same inputs give the same verdict.
+      VmEntryCheckResult Again = checkVmEntry(M.Cpu_, V, *P, (I & 1) != 0);
+      ASSERT_EQ(Again.CheckId, Res.CheckId);
+      Seen.insert(Res.CheckId);
+      Accepted += Res.ok();
+    }
+    // The walk reaches many checks and still produces acceptable VMCSs.
+    std::printf("%s: %zu distinct outcomes, %u of %u VMCSs accepted\n", P->Name, Seen.size(),
+                Accepted, kIterationsPerProfile);
+    EXPECT_GT(Seen.size(), 100u);
+    EXPECT_GT(Accepted, 100u);
+  }
+  // Bounded: the whole walk takes a few seconds even under sanitizers.
+  EXPECT_LT(std::chrono::steady_clock::now() - Start, std::chrono::seconds(60));
+}
+
+TEST(VmEntries, FuzzedVmcsVmlaunchNeverCrashesAndMatchesTheChecks) {
+  // The real VM entry (cpu/vmx/vm_entry.cpp) on fuzzed VMCSs: VMLAUNCH's outcome agrees
+  // with checkVmEntry, and a few instructions run afterwards in whatever mode it left.
+  constexpr unsigned kEntries = 600;
+  const VmxProfile &P = VmxProfile::full();
+  SplitMix64 R{0xe4742ull};
+  VmxTestMachine Template(P);
+  const VmcsData Good = Template.vmcs();
+  const std::vector<F> Fields = writableFields(P);
+  VmcsData V = Good;
+  unsigned Entered = 0;
+  for (unsigned I = 0; I < kEntries; ++I) {
+    // Few mutations per entry, so that a fair share still enters.
+    if (R.below(2) == 0)
+      V = Good;
+    mutate(R, Fields, Good, V);
+    VmxTestMachine M(P);
+    M.vmcs() = V;
+    // Guest and host code: a few NOPs then HLT.
+    const uint8_t Code[] = {0x90, 0x90, 0x90, 0xf4};
+    M.write(kGuestCode, Code, sizeof(Code));
+    M.write(kHostCode, Code, sizeof(Code));
+    VmEntryCheckResult Expected = checkVmEntry(M.Cpu_, M.vmcs(), P, true);
+    M.exec(enc::Vmlaunch, 1);
+    if (Expected.Kind == Kind::VmFailValid) {
+      EXPECT_FALSE(M.Cpu_.NonRoot);
+      EXPECT_EQ(M.vmcs().get(F::VmInstructionError), Expected.ErrorNumber) << I;
+      EXPECT_TRUE(M.S.Rflags & rflags::ZF);
+    } else if (Expected.Kind == Kind::EntryFailure) {
+      EXPECT_FALSE(M.Cpu_.NonRoot);
+      EXPECT_EQ(M.vmcs().get(F::ExitReason), 0x80000000u | 33) << I;
+      EXPECT_EQ(M.vmcs().get(F::ExitQualification), Expected.Qualification);
+    } else {
+      ++Entered;
+    }
+    M.Cpu_.run(8);
+  }
+  std::printf("%u of %u fuzzed VMCSs entered the guest\n", Entered, kEntries);
+  EXPECT_GT(Entered, 10u);
+}
+
+} // namespace
+} // namespace vmxsim::test

@@ -1,0 +1,196 @@
+// SDM Vol. 3C, "VM Exits" (the transition parts): a VM entry with the known-good VMCS,
+// a VMCALL exit with exact exit information and host state, VMRESUME after the host
+// advances guest RIP, VMX-instruction exits with instruction information, VM-entry
+// failure due to MSR loading, and VMX abort on a failing VM-exit MSR load.
+#include "tests/support/vmx_test_machine.h"
+
+#include "cpu/cost_model.h"
+#include "cpu/msrs.h"
+#include "cpu/vmx/capabilities.h"
+
+#include <gtest/gtest.h>
+
+namespace vmxsim::test {
+namespace {
+
+using F = VmcsField;
+
+/// Guest: VMCALL at kGuestCode; host (at kHostCode): HLT.
+void loadGuestAndHost(VmxTestMachine &M, const std::vector<uint8_t> &Guest,
+                      const std::vector<uint8_t> &Host) {
+  M.write(kGuestCode, Guest.data(), Guest.size());
+  M.write(kHostCode, Host.data(), Host.size());
+}
+
+TEST(VmExits, VmcallExitSavesGuestRipAndLoadsHostState) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+  M.S.Rflags |= rflags::Arith;
+  M.S.seg(SegReg::FS).Base = 0x1234;
+  M.vmcs().set(F::HostFsBase, 0x777000);
+  M.vmcs().set(F::GuestRflags, 0x2 | rflags::CF);
+  uint64_t Cycles0 = M.Cpu_.Cycles;
+  StepResult R = M.exec(enc::Vmlaunch, 10);
+  EXPECT_FALSE(R.Faulted);
+  EXPECT_EQ(R.Why, StopReason::Halted);
+  VmcsData &V = M.vmcs();
+  EXPECT_EQ(V.get(F::ExitReason), 18u);
+  EXPECT_EQ(V.get(F::ExitQualification), 0u);
+  EXPECT_EQ(V.get(F::VmExitInstructionLength), 3u);
+  EXPECT_EQ(V.get(F::GuestRip), kGuestCode);
+  EXPECT_EQ(V.get(F::GuestRsp), M.Layout.GuestRsp);
+  EXPECT_EQ(V.get(F::GuestRflags), 0x2u | rflags::CF);
+  EXPECT_EQ(V.get(F::GuestCsAccessRights), 0xa09bu);
+  EXPECT_EQ(V.get(F::GuestLdtrAccessRights), 0x10000u);
+  EXPECT_EQ(V.get(F::GuestTrAccessRights), 0x8bu);
+  EXPECT_EQ(V.get(F::GuestInterruptibilityState), 0u);
+  EXPECT_EQ(V.get(F::GuestActivityState), 0u);
+  EXPECT_EQ(M.vmx().CurrentLaunch, LaunchState::Launched);
+  EXPECT_EQ(M.read64(kVmcsRegion + vmcs_layout::LaunchStateOffset) & 0xffffffff, 1u);
+  // Host state (SDM Vol. 3C, "Loading Host State"); RIP is past the host's HLT.
+  EXPECT_FALSE(M.Cpu_.NonRoot);
+  EXPECT_EQ(M.S.Rip, kHostCode + 1);
+  EXPECT_EQ(M.S.Gpr[RSP], M.Layout.HostRsp);
+  EXPECT_EQ(M.S.Rflags, 0x2u);
+  EXPECT_EQ(M.S.Cr0, kKnownGoodCr0);
+  EXPECT_EQ(M.S.Cr3, M.Layout.Cr3);
+  EXPECT_EQ(M.S.Cr4, kKnownGoodCr4);
+  EXPECT_EQ(M.S.Dr[7], 0x400u);
+  EXPECT_EQ(M.S.Efer & (efer::LMA | efer::LME), efer::LMA | efer::LME);
+  EXPECT_EQ(M.S.cs().Selector, kSelCode64);
+  EXPECT_EQ(M.S.cs().Attr, 0xa09bu);
+  EXPECT_EQ(M.S.cs().Limit, 0xffffffffu);
+  EXPECT_EQ(M.S.ss().Selector, kSelData);
+  EXPECT_EQ(M.S.ss().Attr, 0xc093u);
+  EXPECT_EQ(M.S.seg(SegReg::FS).Base, 0x777000u);
+  EXPECT_EQ(M.S.Tr.Selector, kSelTss);
+  EXPECT_EQ(M.S.Tr.Base, M.Layout.TrBase);
+  EXPECT_EQ(M.S.Tr.Limit, 0x67u);
+  EXPECT_EQ(M.S.Tr.Attr, 0x8bu);
+  EXPECT_EQ(M.S.Ldtr.Attr, uint32_t(Segment::Unusable));
+  EXPECT_EQ(M.S.Gdtr.Base, M.Layout.GdtBase);
+  EXPECT_EQ(M.S.Gdtr.Limit, 0xffff);
+  EXPECT_EQ(M.S.Idtr.Limit, 0xffff);
+  // Entry and exit each cost one VM transition; VMLAUNCH itself and HLT retire.
+  EXPECT_GE(M.Cpu_.Cycles - Cycles0, 2u * costOf(CostClass::VmTransition));
+}
+
+TEST(VmExits, VmresumeContinuesAfterHostAdvancesGuestRip) {
+  VmxTestMachine M;
+  // Guest: VMCALL; mov ecx, 0x1234; VMCALL.
+  // Host: HLT; mov rax, 0x681e; vmread rbx, rax; add rbx, 3; vmwrite rax, rbx; vmresume.
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1, 0xb9, 0x34, 0x12, 0x00, 0x00, 0x0f, 0x01, 0xc1},
+                   {0xf4, 0x48, 0xc7, 0xc0, 0x1e, 0x68, 0x00, 0x00, 0x0f, 0x78, 0xc3, 0x48,
+                    0x83, 0xc3, 0x03, 0x0f, 0x79, 0xc3, 0x0f, 0x01, 0xc3});
+  M.exec(enc::Vmlaunch, 10);
+  ASSERT_EQ(M.vmcs().get(F::GuestRip), kGuestCode);
+  M.Cpu_.Halted = false;
+  StopReason Why = M.run(20);
+  EXPECT_EQ(Why, StopReason::Halted);
+  EXPECT_EQ(M.vmcs().get(F::ExitReason), 18u);
+  EXPECT_EQ(M.vmcs().get(F::GuestRip), kGuestCode + 8);
+  EXPECT_EQ(M.S.Gpr[RCX], 0x1234u);
+  EXPECT_EQ(M.S.Rip, kHostCode + 1);
+  EXPECT_FALSE(M.Cpu_.NonRoot);
+}
+
+TEST(VmExits, VmxInstructionInGuestExitsWithInstructionInformation) {
+  VmxTestMachine M;
+  // Guest: vmptrld [rax + 0x10] (0F C7 70 10).
+  loadGuestAndHost(M, {0x0f, 0xc7, 0x70, 0x10}, {0xf4});
+  M.exec(enc::Vmlaunch, 10);
+  VmcsData &V = M.vmcs();
+  EXPECT_EQ(V.get(F::ExitReason), 21u);
+  EXPECT_EQ(V.get(F::ExitQualification), 0x10u);
+  EXPECT_EQ(V.get(F::VmExitInstructionLength), 4u);
+  // Scaling 0, address size 64 (2 << 7), segment DS (3 << 15), index invalid (1 << 22),
+  // base RAX (0 << 23).
+  EXPECT_EQ(V.get(F::VmExitInstructionInformation), (2u << 7) | (3u << 15) | (1u << 22));
+  EXPECT_EQ(V.get(F::GuestRip), kGuestCode);
+}
+
+TEST(VmExits, VmreadInGuestExitsWithRegisterInstructionInformation) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x78, 0xc3}, {0xf4}); // vmread rbx, rax
+  M.exec(enc::Vmlaunch, 10);
+  VmcsData &V = M.vmcs();
+  EXPECT_EQ(V.get(F::ExitReason), 23u);
+  EXPECT_EQ(V.get(F::ExitQualification), 0u);
+  // Reg1 = RBX (3 << 3), address size 64, register operand (1 << 10), Reg2 = RAX.
+  EXPECT_EQ(V.get(F::VmExitInstructionInformation), (3u << 3) | (2u << 7) | (1u << 10));
+}
+
+TEST(VmExits, VmEntryMsrLoadFailureExitsWithReason34AndEntryIndex) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+  // Entry 1 loads IA32_SYSENTER_CS; entry 2 names an MSR that does not exist.
+  uint64_t Area[4] = {0x174, 0x10, 0x12345678, 0};
+  M.write(0x304000, Area, sizeof(Area));
+  M.vmcs().set(F::VmEntryMsrLoadAddress, 0x304000);
+  M.vmcs().set(F::VmEntryMsrLoadCount, 2);
+  M.exec(enc::Vmlaunch, 10);
+  VmcsData &V = M.vmcs();
+  EXPECT_EQ(V.get(F::ExitReason), 0x80000000u | 34u);
+  EXPECT_EQ(V.get(F::ExitQualification), 2u);
+  EXPECT_EQ(M.vmx().CurrentLaunch, LaunchState::Clear);
+  EXPECT_FALSE(M.Cpu_.NonRoot);
+  EXPECT_EQ(M.S.Rip, kHostCode + 1);
+  // Guest state is not saved by a VM-entry failure.
+  EXPECT_EQ(V.get(F::GuestRip), kGuestCode);
+}
+
+TEST(VmExits, VmExitMsrStoreAndLoadAreasAreProcessed) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+  M.vmcs().set(F::GuestIa32SysenterCs, 0x55);
+  uint64_t Store[2] = {0x174, 0};
+  M.write(0x304000, Store, sizeof(Store));
+  uint64_t Load[2] = {0x175, 0xabc000};
+  M.write(0x305000, Load, sizeof(Load));
+  M.vmcs().set(F::VmExitMsrStoreAddress, 0x304000);
+  M.vmcs().set(F::VmExitMsrStoreCount, 1);
+  M.vmcs().set(F::VmExitMsrLoadAddress, 0x305000);
+  M.vmcs().set(F::VmExitMsrLoadCount, 1);
+  M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(M.vmcs().get(F::ExitReason), 18u);
+  EXPECT_EQ(M.read64(0x304008), 0x55u);
+  EXPECT_EQ((*M.Cpu_.Msrs)[MsrSlot::IA32_SYSENTER_ESP], 0xabc000u);
+}
+
+TEST(VmExits, VmExitMsrLoadFailureCausesVmxAbort) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+  uint64_t Load[2] = {0xc0000100, 0}; // FS base may not be loaded from an MSR area
+  M.write(0x305000, Load, sizeof(Load));
+  M.vmcs().set(F::VmExitMsrLoadAddress, 0x305000);
+  M.vmcs().set(F::VmExitMsrLoadCount, 1);
+  StepResult R = M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(R.Why, StopReason::Shutdown);
+  EXPECT_EQ(M.read64(kVmcsRegion) >> 32, 4u); // VMX-abort indicator at offset 4
+}
+
+TEST(VmExits, InjectedSoftwareInterruptIsDeliveredThroughGuestIdt) {
+  VmxTestMachine M;
+  // Guest IDT at 0x2000 with vector 0x30 -> handler at kGuestCode + 0x100 (VMCALL).
+  const uint64_t Handler = kGuestCode + 0x100;
+  uint64_t Lo = (Handler & 0xffff) | (uint64_t(kSelCode64) << 16) | (uint64_t(0x8e) << 40) |
+                (((Handler >> 16) & 0xffff) << 48);
+  uint64_t Hi = Handler >> 32;
+  M.write(kIdtBase + 16 * 0x30, &Lo, 8);
+  M.write(kIdtBase + 16 * 0x30 + 8, &Hi, 8);
+  M.write(Handler, std::vector<uint8_t>{0x0f, 0x01, 0xc1}.data(), 3);
+  loadGuestAndHost(M, {0xcd, 0x30}, {0xf4});
+  M.vmcs().set(F::GuestIdtrLimit, 0xfff);
+  M.vmcs().set(F::VmEntryInterruptionInformation, 0x80000000u | (4u << 8) | 0x30);
+  M.vmcs().set(F::VmEntryInstructionLength, 2);
+  M.exec(enc::Vmlaunch, 10);
+  VmcsData &V = M.vmcs();
+  EXPECT_EQ(V.get(F::ExitReason), 18u);
+  EXPECT_EQ(V.get(F::GuestRip), Handler);
+  EXPECT_EQ(V.get(F::VmEntryInterruptionInformation), (4u << 8) | 0x30u);
+  // The return RIP pushed is guest RIP + the VM-entry instruction length.
+  EXPECT_EQ(M.read64(V.get(F::GuestRsp)), kGuestCode + 2);
+}
+
+} // namespace
+} // namespace vmxsim::test
