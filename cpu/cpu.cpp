@@ -16,8 +16,9 @@ namespace vmxsim {
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
       Vmx(std::make_unique<VmxState>()), Id(Id),
-      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))) {
-  if (!Blocks) {
+      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))),
+      VpidGeneration(static_cast<uint64_t *>(std::calloc(65536, sizeof(uint64_t)))) {
+  if (!Blocks || !VpidGeneration) {
     // Host out of memory at construction: nothing sensible can run. This is a host
     // failure, not a guest-triggerable condition.
     std::abort();
@@ -52,6 +53,8 @@ void Cpu::reset() {
   Halted = InShutdown = NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
   DeliveryDepth = 0;
+  clearTlb();
+  CurrentVpid = 0;
   flushTlb();
   flushDecodeCache();
   modeChanged();
@@ -68,16 +71,65 @@ void Cpu::modeChanged() {
     M = CodeMode::Real16;
   DecodeMode = uint8_t(M);
   UserTagBit = S.cpl() == 3;
+  TagLowSupervisor = uint16_t(TlbGeneration << 1);
+  TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
   RipMask = M == CodeMode::Long64 ? ~uint64_t(0)
             : M == CodeMode::Prot32 ? 0xffffffffull
                                     : 0xffffull;
   breakBlock();
 }
 
-void Cpu::flushTlb() {
+void Cpu::clearTlb() {
   for (unsigned I = 0; I < kTlbEntries; ++I)
     TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = kTlbEmpty;
+  ++TlbEpoch; // every context's generation is forgotten
+  NextTlbGeneration = 1;
+}
+
+uint16_t Cpu::allocTlbGeneration() {
+  // Generation 0x7ff is never handed out: a tag with it could equal kTlbEmpty.
+  if (NextTlbGeneration >= 0x7ff)
+    clearTlb();
+  return NextTlbGeneration++;
+}
+
+uint16_t Cpu::contextGeneration(uint16_t Vpid) {
+  uint64_t E = VpidGeneration.get()[Vpid];
+  if ((E >> 16) == TlbEpoch)
+    return uint16_t(E);
+  uint16_t Gen = allocTlbGeneration();
+  VpidGeneration.get()[Vpid] = (TlbEpoch << 16) | Gen;
+  return Gen;
+}
+
+void Cpu::useGeneration(uint16_t Gen) {
+  TlbGeneration = Gen;
+  TagLowSupervisor = uint16_t(Gen << 1);
+  TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
   breakBlock();
+}
+
+void Cpu::flushTlb() {
+  uint16_t Gen = allocTlbGeneration();
+  VpidGeneration.get()[CurrentVpid] = (TlbEpoch << 16) | Gen;
+  useGeneration(Gen);
+}
+
+void Cpu::flushTlbVpid(uint16_t Vpid) {
+  if (Vpid == CurrentVpid)
+    flushTlb();
+  else
+    VpidGeneration.get()[Vpid] = 0; // epoch 0 is never current
+}
+
+void Cpu::flushTlbAllContexts() {
+  clearTlb();
+  useGeneration(contextGeneration(CurrentVpid));
+}
+
+void Cpu::switchTlbContext(uint16_t Vpid) {
+  CurrentVpid = Vpid;
+  useGeneration(contextGeneration(Vpid));
 }
 
 void Cpu::flushTlbPage(uint64_t La) {

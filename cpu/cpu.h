@@ -49,7 +49,8 @@ public:
 };
 
 /// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
-/// page address | 1 for a user-mode (CPL 3) access; an empty entry holds kTlbEmpty.
+/// page address | the TLB generation << 1 | 1 for a user-mode (CPL 3) access; an empty
+/// entry holds kTlbEmpty (never a valid tag: generations stop below 0x7ff).
 struct TlbEntry {
   uint64_t Tag;
   uintptr_t Addend; ///< host pointer = linear address + Addend
@@ -144,7 +145,6 @@ public:
 
   // --- TLB (per access type) ---
   TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
-  void flushTlb();
   void flushTlbPage(uint64_t La);
   /// Drops fast write mappings of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);
@@ -154,6 +154,9 @@ public:
   /// 64 x 6 MiB up front).
   struct FreeDeleter {
     void operator()(Block *P) const { std::free(P); }
+  };
+  struct FreeDeleter64 {
+    void operator()(uint64_t *P) const { std::free(P); }
   };
   std::unique_ptr<Block, FreeDeleter> Blocks;
   uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
@@ -186,6 +189,24 @@ public:
   /// memory access needs it; modeChanged() recomputes it, so code that changes CS, SS,
   /// CR0.PE or RFLAGS.VM must call modeChanged().
   uint8_t UserTagBit = 0;
+  /// TLB generation in tag bits 11:1. Each VPID context (VPID 0 = VMX root operation and
+  /// non-root without VPID) owns one generation; flushing a context gives it a fresh one
+  /// and switching context (VM entry/exit with VPID) selects its generation, both O(1).
+  /// Entries of other contexts simply stop matching (SDM Vol. 3C, "Virtual-Processor
+  /// Identifiers (VPIDs)": cached translations are associated with a VPID).
+  /// TagLowUser/TagLowSupervisor are the low tag bits of an explicit (CPL-dependent)
+  /// and an implicit supervisor access in the current context.
+  uint16_t TlbGeneration = 1;
+  uint16_t TagLowUser = 1u << 1, TagLowSupervisor = 1u << 1;
+  uint16_t CurrentVpid = 0;
+  /// Invalidates the cached translations of the current VPID context.
+  void flushTlb();
+  /// Invalidates the cached translations of one VPID context (INVVPID).
+  void flushTlbVpid(uint16_t Vpid);
+  /// Invalidates the cached translations of every context (INVEPT, INVVPID all-context).
+  void flushTlbAllContexts();
+  /// Makes Vpid the current context (VM entry with "enable VPID", VM exit to VPID 0).
+  void switchTlbContext(uint16_t Vpid);
 
   /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
   const char *UnimplementedWhat = nullptr;
@@ -197,6 +218,17 @@ public:
   }
 
 private:
+  /// Empties every TLB entry and forgets every context's generation (construction,
+  /// RESET, generation wrap-around).
+  void clearTlb();
+  uint16_t allocTlbGeneration();
+  uint16_t contextGeneration(uint16_t Vpid);
+  void useGeneration(uint16_t Gen);
+  /// Per-VPID generation: (epoch << 16) | generation, valid only in the current epoch.
+  /// 64 K entries in zero-filled memory the host commits only for VPIDs in use.
+  std::unique_ptr<uint64_t, FreeDeleter64> VpidGeneration;
+  uint64_t TlbEpoch = 1;
+  uint16_t NextTlbGeneration = 2;
   /// Executes blocks until the deadline, the instruction budget, or an event; true when
   /// the run must stop (Why says why).
   bool runBlocks(uint64_t InsnEnd, StopReason &Why);

@@ -58,7 +58,7 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = false);
 
 inline uint64_t tlbTag(const Cpu &C, uint64_t La, bool Supervisor) {
-  return (La & kPageMask) | (Supervisor ? 0 : C.UserTagBit);
+  return (La & kPageMask) | (Supervisor ? C.TagLowSupervisor : C.TagLowUser);
 }
 
 template <typename T>

@@ -76,7 +76,9 @@ Error Machine::init() {
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
   Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &Apic);
 
-  const CpuModel &Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
+  Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
+  if (Cfg.Vmx)
+    Model.Vmx = Cfg.Vmx;
   for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
     Cpus.push_back(std::make_unique<Cpu>(Mem, Io, Model, I));
     CpuPtrs.push_back(Cpus.back().get());

@@ -24,6 +24,8 @@
 // the deterministic scheduler of DESIGN.md, is a later issue. fw_cfg reports NumCpus.
 #pragma once
 #include "cpu/cpu.h"
+#include "cpu/cpu_model.h"
+#include "cpu/vmx/vmx_features.h"
 #include "harness/devices/debug_console.h"
 #include "harness/devices/debug_exit.h"
 #include "harness/devices/fw_cfg.h"
@@ -80,6 +82,9 @@ struct MachineConfig {
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
   const CpuModel *Model = nullptr;
+  /// VMX feature set (`--vmx-profile`: VmxProfile::full(), kvmNested(), minimal()); null
+  /// = the model's own. Replaces the model's profile for every CPU of the machine.
+  const VmxProfile *Vmx = nullptr;
 };
 
 /// Why Machine::run returned.
@@ -179,6 +184,7 @@ private:
   std::vector<std::unique_ptr<Cpu>> Cpus;
   std::vector<Cpu *> CpuPtrs;
   std::unique_ptr<InsnTracer> Tracer;
+  CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)
   BootLayout Layout;
 };
 

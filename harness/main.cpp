@@ -98,7 +98,7 @@ std::vector<std::string> splitModules(const std::string &S) {
 struct RunOptions {
   std::string Image, Kernel, Initrd, Append, Mem = "256", Serial = "stdio",
                                               Debugcon = "stdio", TraceInsns, Flat,
-                                              EntryMode = "prot32";
+                                              EntryMode = "prot32", VmxProfile = "full";
   unsigned Smp = 1;
   uint64_t MaxInsns = ~uint64_t(0);
   bool Quiet = false;
@@ -114,6 +114,10 @@ int runCommand(const RunOptions &O) {
   if (!parseSize(O.Mem, Cfg.RamBytes))
     fail(fmt::format("-m: invalid size '{}'", O.Mem));
   Cfg.NumCpus = O.Smp;
+  Cfg.Vmx = VmxProfile::byName(O.VmxProfile);
+  if (!Cfg.Vmx)
+    fail(fmt::format("--vmx-profile: unknown profile '{}' (full, kvm-nested, minimal)",
+                     O.VmxProfile));
   Cfg.MaxInsns = O.MaxInsns;
   Cfg.Append = O.Append;
   if (!O.Initrd.empty())
@@ -177,6 +181,9 @@ int main(int Argc, char **Argv) {
   Run->add_option("-m,--mem", O.Mem, "RAM size: N[K|M|G|T], plain N = MiB (default 256)");
   Run->add_option("--smp", O.Smp, "number of CPUs (only CPU 0 runs for now)")
       ->check(CLI::Range(1u, kMaxCpus));
+  Run->add_option("--vmx-profile", O.VmxProfile,
+                  "VMX features: full (default), kvm-nested (what KVM offers an L1), minimal "
+                  "(first-generation VT-x: no EPT, VPID or unrestricted guest)");
   Run->add_option("--max-insns", O.MaxInsns, "stop after N retired instructions (status 4)");
   Run->add_option("--serial", O.Serial, "COM1 output: stdio, none, file:PATH or PATH");
   Run->add_option("--debugcon", O.Debugcon, "port 0xe9 output: stdio, none, file:PATH or PATH");

@@ -51,35 +51,75 @@ const VmxControlInfo &controlInfo(VmxControl C) {
   return Infos[unsigned(C)];
 }
 
-ControlCaps controlCaps(const VmxProfile &P, VmxControlWord W, bool True) {
-  ControlCaps Caps{0, 0};
+namespace {
+constexpr unsigned kNumWords = 6;
+constexpr unsigned kNumFeatures = unsigned(VmxFeature::Count);
+
+// The control table folded per control word, once: the default1 bits, the bits whose
+// default1 the TRUE_ MSRs let software clear, and the flexible bits each feature
+// allows. controlCaps is on the VM-entry path, so it must not walk the table.
+struct WordMasks {
+  uint32_t Default1 = 0, TrueDefault1 = 0;
+  uint32_t ByFeature[kNumFeatures] = {};
+};
+constexpr std::array<WordMasks, kNumWords> foldControls() {
+  std::array<WordMasks, kNumWords> W{};
   for (const ControlRow &R : kControls) {
-    if (R.Word != W)
-      continue;
+    WordMasks &M = W[unsigned(R.Word)];
     uint32_t Bit = 1u << R.Bit;
     switch (R.Def) {
     case Default::Default1:
-      Caps.MustBe1 |= Bit;
-      Caps.MayBe1 |= Bit;
+      M.Default1 |= Bit;
       break;
     case Default::TrueDefault1:
-      if (!True)
-        Caps.MustBe1 |= Bit;
-      Caps.MayBe1 |= Bit;
+      M.TrueDefault1 |= Bit;
       break;
     case Default::Flexible:
-      if (P.has(R.Feature))
-        Caps.MayBe1 |= Bit;
+      M.ByFeature[unsigned(R.Feature)] |= Bit;
       break;
     }
   }
+  return W;
+}
+constexpr std::array<WordMasks, kNumWords> kWordMasks = foldControls();
+} // namespace
+
+namespace {
+ControlCaps computeControlCaps(uint64_t Features, VmxControlWord W, bool True) {
+  auto has = [&](VmxFeature F) { return (Features >> unsigned(F)) & 1; };
   // Without the "activate secondary/tertiary controls" capability the words do not
   // exist; report nothing allowed.
-  if (W == VmxControlWord::Proc2 && !P.has(VmxFeature::SecondaryControls))
-    Caps = ControlCaps{0, 0};
-  if (W == VmxControlWord::Proc3 && !P.has(VmxFeature::TertiaryControls))
-    Caps = ControlCaps{0, 0};
+  if ((W == VmxControlWord::Proc2 && !has(VmxFeature::SecondaryControls)) ||
+      (W == VmxControlWord::Proc3 && !has(VmxFeature::TertiaryControls)))
+    return ControlCaps{0, 0};
+  const WordMasks &M = kWordMasks[unsigned(W)];
+  ControlCaps Caps{M.Default1 | (True ? 0 : M.TrueDefault1), M.Default1 | M.TrueDefault1};
+  for (unsigned F = 0; F < kNumFeatures; ++F) {
+    // Same rule as VmxProfile::has: Always and None always, Never never.
+    VmxFeature Ft = VmxFeature(F);
+    bool Allowed = Ft == VmxFeature::Always || Ft == VmxFeature::None ||
+                   (Ft != VmxFeature::Never && has(Ft));
+    if (Allowed)
+      Caps.MayBe1 |= M.ByFeature[F];
+  }
   return Caps;
+}
+} // namespace
+
+ControlCaps controlCaps(const VmxProfile &P, VmxControlWord W, bool True) {
+  // VM entry asks for these on every VMLAUNCH/VMRESUME; they depend only on the feature
+  // set, so each thread keeps the last feature set's answers.
+  thread_local bool Valid = false;
+  thread_local uint64_t CachedFeatures = 0;
+  thread_local ControlCaps Cached[kNumWords][2];
+  if (!Valid || P.Features != CachedFeatures) {
+    Valid = true;
+    for (unsigned Wd = 0; Wd < kNumWords; ++Wd)
+      for (unsigned T = 0; T < 2; ++T)
+        Cached[Wd][T] = computeControlCaps(P.Features, VmxControlWord(Wd), T != 0);
+    CachedFeatures = P.Features;
+  }
+  return Cached[unsigned(W)][True ? 1 : 0];
 }
 
 std::optional<uint64_t> vmxCapabilityMsr(const VmxProfile &P, uint32_t Msr,

@@ -207,8 +207,13 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   if (!loadGuestPdptes(C, V))
     return entryFailure(C, ExitReason::VmEntryFailureInvalidGuestState, 2);
   loadGuestNonRegisterState(C, V);
-  // No VPID tagging yet: guest translations must not mix with the host's.
-  C.flushTlb();
+  // SDM Vol. 3C, "VPID and VM Entry"/"Operations that Invalidate Cached Mappings": with
+  // "enable VPID" the guest's cached translations are those of its VPID and survive;
+  // without it, VM entry invalidates the mappings of VPID 0000H.
+  if (secondaryControl(V, VmxControl::EnableVpid))
+    C.switchTlbContext(uint16_t(V.get(F::VirtualProcessorIdentifier)));
+  else
+    C.flushTlb();
   C.modeChanged();
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
                                  uint32_t(V.get(F::VmEntryMsrLoadCount))))

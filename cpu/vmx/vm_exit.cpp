@@ -313,7 +313,13 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   }
   loadHostState(C, V);
   C.NonRoot = false;
-  C.flushTlb(); // no VPID tagging yet: the host must not see guest translations
+  // VM exit returns to VPID 0000H; without "enable VPID" it invalidates VPID 0000H's
+  // mappings, which the guest used (SDM Vol. 3C, "Operations that Invalidate Cached
+  // Mappings").
+  if (C.CurrentVpid != 0)
+    C.switchTlbContext(0);
+  else
+    C.flushTlb();
   C.modeChanged();
   C.Cycles += costOf(CostClass::VmTransition);
 

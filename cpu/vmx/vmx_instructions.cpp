@@ -429,8 +429,9 @@ Status execInvept(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), D));
   if (Type == 1 && !eptpValid(C, D.Lo))
     return vmFail(C, I, uint32_t(VmInstructionError::InvalidInveptInvvpidOperand));
-  // EPT-tagged TLB entries are not modelled yet: flushing everything is always allowed.
-  C.flushTlb();
+  // Combined (EPT-tagged) mappings are not modelled separately yet: invalidating every
+  // context's translations is always allowed (it invalidates at least what INVEPT must).
+  C.flushTlbAllContexts();
   return vmSucceed(C, I);
 }
 
@@ -459,8 +460,13 @@ Status execInvvpid(Cpu &C, const DecodedInsn &I) {
     if (uint64_t(int64_t(D.Hi << (64 - Bits)) >> (64 - Bits)) != D.Hi)
       return vmFail(C, I, Err);
   }
-  // VPID-tagged TLB entries are not modelled yet: flushing everything is always allowed.
-  C.flushTlb();
+  // SDM Vol. 3C, INVVPID: individual-address (0), single-context (1) and single-context
+  // retaining globals (3) invalidate the given VPID's mappings (all of them: more than
+  // required is allowed); all-context (2) invalidates every VPID but 0000H (all, here).
+  if (Type == 2)
+    C.flushTlbAllContexts();
+  else
+    C.flushTlbVpid(Vpid);
   return vmSucceed(C, I);
 }
 

@@ -186,8 +186,20 @@ static bool setupControls(struct PerCpu *Cpu) {
                       True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
                       VMX_CTL(Entry_Ia32eModeGuest), &Entry))
     return false;
-  /* Secondary controls stay off ("activate secondary controls" is not wanted), so no
-     EPT, VPID or unrestricted guest: the guest shares the host's paging. */
+  /* Tag the guest's translations with a VPID when the processor can, as production
+     hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
+     "Virtual-Processor Identifiers (VPIDs)"). No EPT and no unrestricted guest: the
+     guest shares the host's paging. */
+  uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
+  if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
+    uint64_t Proc2Cap = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
+    if ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableVpid)) {
+      Proc |= VMX_CTL(Proc_ActivateSecondaryControls);
+      vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls,
+          (uint32_t)Proc2Cap | VMX_CTL(Proc2_EnableVpid));
+      vmw(Vmcs_VirtualProcessorIdentifier, 1);
+    }
+  }
   vmw(Vmcs_PinBasedVmExecutionControls, Pin);
   vmw(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
   vmw(Vmcs_PrimaryVmExitControls, Exit);
