@@ -8,10 +8,16 @@
 namespace vmxsim {
 
 namespace {
+// A model that advertises a feature implements it: EPT (and with it unrestricted guest
+// and EPTP switching) is not implemented yet, so no profile offers it. The EPT work adds
+// VmxFeature::Ept, UnrestrictedGuest, VmFunctions and EptpSwitching here.
+constexpr VmxFeature kAfterEptLands = VmxFeature::None;
+
 constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
   uint64_t M = 0;
   for (VmxFeature F : L)
-    M |= uint64_t(1) << unsigned(F);
+    if (F != VmxFeature::None)
+      M |= uint64_t(1) << unsigned(F);
   return M;
 }
 } // namespace
@@ -19,17 +25,17 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
   // uses, minus APIC virtualization, posted interrupts, PML, #VE and XSAVES (the CPU
-  // model has no XSAVES), which vmxsim does not model.
+  // model has no XSAVES), which vmxsim does not model. EPT, unrestricted guest and VM
+  // functions join when the EPT work implements them (kAfterEptLands).
   static const VmxProfile P{
       "full",
-      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::Ept,
-                VmxFeature::UnrestrictedGuest, VmxFeature::PreemptionTimer,
+      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
                 VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
                 VmxFeature::PauseLoopExiting, VmxFeature::DescriptorTableExiting,
                 VmxFeature::Rdtscp, VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
-                VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
+                kAfterEptLands}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -47,14 +53,13 @@ const VmxProfile &VmxProfile::kvmNested() {
   // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field.
   static const VmxProfile P{
       "kvm-nested",
-      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::Ept,
-                VmxFeature::UnrestrictedGuest, VmxFeature::PreemptionTimer,
+      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
                 VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
                 VmxFeature::DescriptorTableExiting, VmxFeature::Rdtscp,
                 VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
-                VmxFeature::VmFunctions, VmxFeature::EptpSwitching}),
+                kAfterEptLands}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

@@ -83,7 +83,8 @@ inline constexpr uint64_t kZeroPdpt = 0x3b0000; // four non-present PDPTEs
 
 /// The profile of the table: "full" plus every feature whose checks vmxsim implements
 /// (APIC virtualization, posted interrupts, PML, #VE, VMCS shadowing, mode-based execute
-/// control, tertiary controls), so each check can be reached.
+/// control, tertiary controls, and EPT with unrestricted guest and EPTP switching until
+/// the EPT work implements them), so each check can be reached.
 const VmxProfile &allFeatures() {
   static const VmxProfile P = [] {
     VmxProfile Q = VmxProfile::full();
@@ -93,7 +94,8 @@ const VmxProfile &allFeatures() {
           VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
           VmxFeature::VirtualInterruptDelivery, VmxFeature::Pml, VmxFeature::EptViolationVe,
           VmxFeature::VmcsShadowing, VmxFeature::ModeBasedExecute,
-          VmxFeature::TertiaryControls})
+          VmxFeature::TertiaryControls, VmxFeature::Ept, VmxFeature::UnrestrictedGuest,
+          VmxFeature::VmFunctions, VmxFeature::EptpSwitching})
       Q.Features |= uint64_t(1) << unsigned(X);
     return Q;
   }();

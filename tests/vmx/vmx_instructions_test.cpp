@@ -455,8 +455,18 @@ TEST(VmxInstructions, VmcallAtCpl3RaisesGp) {
   EXPECT_EQ(M.exec(enc::Vmcall).Vector, vec::GP);
 }
 
+/// The full profile plus EPT: INVEPT's operand checks exist before EPT translation does.
+const VmxProfile &withEpt() {
+  static const VmxProfile P = [] {
+    VmxProfile Q = VmxProfile::full();
+    Q.Features |= uint64_t(1) << unsigned(VmxFeature::Ept);
+    return Q;
+  }();
+  return P;
+}
+
 TEST(VmxInstructions, InveptUnsupportedTypeFailsWithError28) {
-  VmxTestMachine M;
+  VmxTestMachine M(withEpt());
   M.S.Gpr[RBX] = 3;
   M.S.Gpr[RAX] = kPointerSlot;
   M.exec(enc::InveptRbxRax);
@@ -464,7 +474,7 @@ TEST(VmxInstructions, InveptUnsupportedTypeFailsWithError28) {
 }
 
 TEST(VmxInstructions, InveptSingleContextInvalidEptpFailsWithError28) {
-  VmxTestMachine M;
+  VmxTestMachine M(withEpt());
   uint64_t Desc[2] = {0x5000 | 0x1e | 0x1, 0}; // memory type 1 (WC): not allowed
   M.write(kPointerSlot, Desc, 16);
   M.S.Gpr[RBX] = 1;
