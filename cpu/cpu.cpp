@@ -55,9 +55,29 @@ void Cpu::reset() {
   DeliveryDepth = 0;
   clearTlb();
   CurrentVpid = 0;
+  TlbEptContext = false;
   flushTlb();
   flushDecodeCache();
   modeChanged();
+}
+
+void Cpu::init() {
+  // SDM Vol. 3A, Processor State After Reset, INIT column of the table: x87 FPU, XMM
+  // registers, MXCSR, MTRRs, machine-check and most MSRs are unchanged; IA32_EFER is
+  // cleared (it lives in CpuState, which reset() rebuilds). The TSC keeps counting.
+  const CpuState Old = S;
+  const MsrState OldMsrs = *Msrs;
+  reset();
+  *Msrs = OldMsrs;
+  std::memcpy(S.XmmReg, Old.XmmReg, sizeof(S.XmmReg));
+  S.Mxcsr = Old.Mxcsr;
+  S.Fcw = Old.Fcw;
+  S.Fsw = Old.Fsw;
+  S.Ftw = Old.Ftw;
+  S.Fop = Old.Fop;
+  S.Fip = Old.Fip;
+  S.Fdp = Old.Fdp;
+  std::memcpy(S.St, Old.St, sizeof(S.St));
 }
 
 void Cpu::modeChanged() {
@@ -109,27 +129,70 @@ void Cpu::useGeneration(uint16_t Gen) {
   breakBlock();
 }
 
+Cpu::EptTlbContext &Cpu::eptContextSlot(uint16_t Vpid, uint64_t Ep4ta) {
+  uint64_t H = (Ep4ta ^ (uint64_t(Vpid) << 52)) * 0x9E3779B97F4A7C15ull;
+  static_assert(kEptTlbContexts == 64, "the slot takes 6 hash bits");
+  return EptContexts[H >> (64 - 6)];
+}
+
+uint16_t Cpu::eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta) {
+  EptTlbContext &X = eptContextSlot(Vpid, Ep4ta);
+  if (X.Epoch == TlbEpoch && X.Vpid == Vpid && X.Ep4ta == Ep4ta)
+    return X.Gen;
+  uint16_t Gen = allocTlbGeneration();
+  X = EptTlbContext{TlbEpoch, Ep4ta, Vpid, Gen};
+  return Gen;
+}
+
 void Cpu::flushTlb() {
   uint16_t Gen = allocTlbGeneration();
-  VpidGeneration.get()[CurrentVpid] = (TlbEpoch << 16) | Gen;
+  if (TlbEptContext)
+    eptContextSlot(CurrentVpid, CurrentEp4ta) =
+        EptTlbContext{TlbEpoch, CurrentEp4ta, CurrentVpid, Gen};
+  else
+    VpidGeneration.get()[CurrentVpid] = (TlbEpoch << 16) | Gen;
   useGeneration(Gen);
 }
 
 void Cpu::flushTlbVpid(uint16_t Vpid) {
+  // A VPID's linear mappings and its combined mappings of every EP4TA (SDM Vol. 3C,
+  // INVVPID).
+  for (EptTlbContext &X : EptContexts)
+    if (X.Vpid == Vpid)
+      X.Epoch = 0;
+  VpidGeneration.get()[Vpid] = 0; // epoch 0 is never current
   if (Vpid == CurrentVpid)
     flushTlb();
-  else
-    VpidGeneration.get()[Vpid] = 0; // epoch 0 is never current
+}
+
+void Cpu::flushTlbEptp(uint64_t Eptp) {
+  // Mappings derived from the EPT paging structures of one EP4TA, for every VPID (SDM
+  // Vol. 3C, INVEPT single-context).
+  const uint64_t Ep4ta = Eptp & 0x000ffffffffff000ull;
+  for (EptTlbContext &X : EptContexts)
+    if (X.Ep4ta == Ep4ta)
+      X.Epoch = 0;
+  if (TlbEptContext && CurrentEp4ta == Ep4ta)
+    flushTlb();
 }
 
 void Cpu::flushTlbAllContexts() {
   clearTlb();
-  useGeneration(contextGeneration(CurrentVpid));
+  useGeneration(TlbEptContext ? eptContextGeneration(CurrentVpid, CurrentEp4ta)
+                              : contextGeneration(CurrentVpid));
 }
 
 void Cpu::switchTlbContext(uint16_t Vpid) {
   CurrentVpid = Vpid;
+  TlbEptContext = false;
   useGeneration(contextGeneration(Vpid));
+}
+
+void Cpu::switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp) {
+  CurrentVpid = Vpid;
+  TlbEptContext = true;
+  CurrentEp4ta = Eptp & 0x000ffffffffff000ull;
+  useGeneration(eptContextGeneration(Vpid, CurrentEp4ta));
 }
 
 void Cpu::flushTlbPage(uint64_t La) {

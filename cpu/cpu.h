@@ -18,6 +18,9 @@ struct CpuModel;
 struct MsrState;
 struct VmxState;
 class InterruptSource;
+namespace trace {
+class GroundTruthRecorder;
+}
 
 enum class Access : uint8_t { Read, Write, Fetch };
 
@@ -48,13 +51,24 @@ public:
   virtual uint8_t acknowledge() = 0;
 };
 
+/// The local APIC's MSR side (x2APIC registers 0x800-0x8ff and IA32_TSC_DEADLINE), for
+/// rows of cpu/msrs.def whose Write kind is Apic. Implemented by the machine's local APIC
+/// (harness/devices/local_apic.h); a CPU without one (a bare test CPU) treats those rows
+/// as plain storage.
+class ApicHook {
+public:
+  virtual ~ApicHook() = default;
+  virtual Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) = 0;
+  virtual Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) = 0;
+};
+
 /// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
 /// page address | the TLB generation << 1 | 1 for a user-mode (CPL 3) access; an empty
 /// entry holds kTlbEmpty (never a valid tag: generations stop below 0x7ff).
 struct TlbEntry {
   uint64_t Tag;
   uintptr_t Addend; ///< host pointer = linear address + Addend
-  uint64_t Pfn;     ///< guest-physical page frame number
+  uint64_t Pfn;     ///< physical page frame number (host-physical under EPT)
 };
 inline constexpr unsigned kTlbEntries = 256;
 inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
@@ -98,6 +112,11 @@ public:
 
   /// Power-on/RESET state (SDM Vol. 3A, Processor State After Reset).
   void reset();
+  /// INIT (SDM Vol. 3A, table "IA-32 and Intel 64 Processor States Following Power-up,
+  /// Reset, or INIT"): RESET's register state, but the x87/SSE state, the MSRs (and so
+  /// the TSC, MTRRs and IA32_APIC_BASE) keep their values. The caller (the machine's
+  /// local APIC) then puts the processor in wait-for-SIPI unless it is the BSP.
+  void init();
   /// Executes until an instruction budget or virtual-cycle deadline is reached, or the
   /// processor stops for another StopReason.
   StopReason run(uint64_t MaxInsns, uint64_t UntilCycle = ~uint64_t(0));
@@ -113,7 +132,12 @@ public:
   /// In VMX non-root operation (hot-path copy; SDM Vol. 3C, "VMX Operation").
   bool NonRoot = false;
   InterruptSource *Intr = nullptr;
+  /// The local APIC's MSR interface; null on a CPU without a local APIC.
+  ApicHook *Apic = nullptr;
   CpuObserver *Observer = nullptr;
+  /// The emulator's ground-truth recorder (trace/ground_truth.h): VM exits and entries
+  /// record to it when set; null (one predictable branch) when recording is off.
+  trace::GroundTruthRecorder *GroundTruth = nullptr;
   unsigned Id;
   /// All CPUs of the machine (including this one), for cross-CPU TLB shootdown of write
   /// mappings when a page starts holding code. Defaults to just this CPU.
@@ -207,6 +231,16 @@ public:
   void flushTlbAllContexts();
   /// Makes Vpid the current context (VM entry with "enable VPID", VM exit to VPID 0).
   void switchTlbContext(uint16_t Vpid);
+  /// EPT contexts: with EPT, a guest's translations are combined mappings tagged by
+  /// (VPID, EP4TA) (SDM Vol. 3C, "Information That May Be Cached"), so each such pair
+  /// owns a generation of its own, distinct from the VPID's linear-mapping context.
+  /// TlbEptContext says the current context is one (CurrentEp4ta = EPTP bits 51:12).
+  bool TlbEptContext = false;
+  uint64_t CurrentEp4ta = 0;
+  /// Makes (Vpid, EP4TA of Eptp) the current context (VM entry with "enable EPT").
+  void switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp);
+  /// Invalidates every context derived from the EP4TA of Eptp (INVEPT single-context).
+  void flushTlbEptp(uint64_t Eptp);
 
   /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
   const char *UnimplementedWhat = nullptr;
@@ -227,6 +261,18 @@ private:
   /// Per-VPID generation: (epoch << 16) | generation, valid only in the current epoch.
   /// 64 K entries in zero-filled memory the host commits only for VPIDs in use.
   std::unique_ptr<uint64_t, FreeDeleter64> VpidGeneration;
+  /// Generations of EPT contexts: a small direct-mapped table keyed by (VPID, EP4TA);
+  /// losing a context to a collision only flushes it. Epoch 0 is never current.
+  struct EptTlbContext {
+    uint64_t Epoch;
+    uint64_t Ep4ta;
+    uint16_t Vpid;
+    uint16_t Gen;
+  };
+  static constexpr unsigned kEptTlbContexts = 64;
+  EptTlbContext EptContexts[kEptTlbContexts] = {};
+  uint16_t eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta);
+  EptTlbContext &eptContextSlot(uint16_t Vpid, uint64_t Ep4ta);
   uint64_t TlbEpoch = 1;
   uint16_t NextTlbGeneration = 2;
   /// Executes blocks until the deadline, the instruction budget, or an event; true when

@@ -91,6 +91,11 @@ Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) {
   case MsrWrite::Tsc:
     Value = readTsc(C);
     break;
+  case MsrWrite::Apic:
+    if (C.Apic)
+      return C.Apic->readMsr(C, Index, Value);
+    Value = M.Value[Row - kMsrTable];
+    break;
   case MsrWrite::VmxCapability: {
     std::optional<uint64_t> V = readVmxCapabilityMsr(C, Index);
     if (!V)
@@ -119,6 +124,10 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::ReadOnly:
   case MsrWrite::VmxCapability:
     return C.raiseGp(0);
+  case MsrWrite::Apic:
+    if (C.Apic)
+      return C.Apic->writeMsr(C, Index, Value);
+    break;
   case MsrWrite::Canonical:
     if (!canonicalForModel(C, Value))
       return C.raiseGp(0);

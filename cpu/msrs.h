@@ -45,6 +45,7 @@ enum class MsrWrite : uint8_t {
   MtrrPhysBase,   ///< valid type, base bits up to MAXPHYADDR
   MtrrPhysMask,   ///< mask bits up to MAXPHYADDR
   VmxCapability,  ///< IA32_VMX_*: computed from the VMX profile; WRMSR raises #GP(0)
+  Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
 };
 
 struct MsrInfo {

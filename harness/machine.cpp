@@ -1,7 +1,9 @@
 #include "harness/machine.h"
 
 #include "cpu/cpu_model.h"
+#include "harness/acpi_tables.h"
 #include "harness/insn_trace.h"
+#include "trace/ground_truth.h"
 
 #include <fmt/format.h>
 
@@ -29,12 +31,14 @@ Error Machine::validate(const MachineConfig &Cfg) {
 
 Machine::Machine(const MachineConfig &C)
     : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
-      Fw(C.RamBytes, C.NumCpus), Apic(0), SysA(Latch), PowerOff(Latch) {}
+      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch) {}
 
 Machine::~Machine() {
   // Detach observers before the tracer goes away.
-  for (auto &C : Cpus)
+  for (auto &C : Cpus) {
     C->Observer = nullptr;
+    C->GroundTruth = nullptr;
+  }
 }
 
 std::unique_ptr<Machine> Machine::create(const MachineConfig &Cfg, Error &Err) {
@@ -74,7 +78,7 @@ Error Machine::init() {
   Io.add(SystemControlA::kPort, 1, &SysA);
   Io.add(SystemControlB::kPort, 1, &SysB);
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
-  Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &Apic);
+  Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
 
   Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
   if (Cfg.Vmx)
@@ -87,10 +91,20 @@ Error Machine::init() {
     Cpu &C = *Cpus[I];
     C.Peers = CpuPtrs.data();
     C.NumPeers = Cfg.NumCpus;
-    C.Intr = I == 0 ? &Pic : nullptr; // the PIC's INTR line goes to the BSP (virtual wire)
-    if (I != 0)
-      C.Halted = true; // wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol)
+    Apics.push_back(std::make_unique<LocalApic>(C, ApicRouter, uint8_t(I)));
+    ApicRouter.Apics.push_back(Apics.back().get());
+    C.Intr = Apics.back().get();
+    C.Apic = Apics.back().get();
+    if (I == 0) {
+      Apics.back()->Pic = &Pic; // the PIC's INTR line goes to the BSP's LINT0
+    } else {
+      // wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol)
+      C.Halted = true;
+      Apics.back()->WaitForSipi = true;
+    }
   }
+  if (!buildAcpiTables(Mem, Cfg.NumCpus))
+    return Error(ErrorCode::BadConfig, "no RAM for the ACPI tables at 0xf0000");
 
   if (Error E = loadImage())
     return E;
@@ -100,6 +114,22 @@ Error Machine::init() {
       return E;
     Tracer = std::make_unique<InsnTracer>(TraceSink);
     bsp().Observer = Tracer.get();
+  }
+  if (!Cfg.GroundTruthFile.empty()) {
+    GroundTruthOut = std::make_unique<trace::FileOutput>();
+    std::string Why;
+    if (!GroundTruthOut->open(Cfg.GroundTruthFile, Why))
+      return Error(ErrorCode::HostFailure, Why, Cfg.GroundTruthFile);
+    GroundTruthWriter = std::make_unique<trace::TraceWriter>(*GroundTruthOut, Cfg.NumCpus);
+    GroundTruth = std::make_unique<trace::GroundTruthRecorder>(*GroundTruthWriter);
+    for (auto &C : Cpus) {
+      C->GroundTruth = GroundTruth.get();
+      if (Cfg.GroundTruthInsns) {
+        GroundTruthInsnObservers.push_back(
+            std::make_unique<trace::GroundTruthInsnObserver>(*GroundTruth, C->Observer));
+        C->Observer = GroundTruthInsnObservers.back().get();
+      }
+    }
   }
   return Error::success();
 }
@@ -147,16 +177,22 @@ Error Machine::loadImage() {
 }
 
 RunResult Machine::run() {
-  Cpu &C = bsp();
-  const uint64_t Budget = Cfg.MaxInsns > C.Retired ? Cfg.MaxInsns - C.Retired : 0;
-  const StopReason Why = Budget ? C.run(Budget) : StopReason::InsnLimit;
+  std::vector<LocalApic *> ApicPtrs;
+  for (auto &A : Apics)
+    ApicPtrs.push_back(A.get());
+  Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
+  const Scheduler::Outcome Out = Sched.run(Cfg.MaxInsns);
+  const StopReason Why = Out.Why;
+  Cpu &C = cpu(Out.CpuId);
   SerialSink.flush();
   DebugconSink.flush();
   TraceSink.flush();
+  if (GroundTruthWriter)
+    GroundTruthWriter->flush();
 
   RunResult R;
-  R.Retired = C.Retired;
-  R.Cycles = C.Cycles;
+  R.Retired = Sched.totalRetired();
+  R.Cycles = bsp().Cycles;
   R.CpuId = C.Id;
   R.Rip = C.S.Rip;
   switch (Why) {
@@ -182,12 +218,19 @@ RunResult Machine::run() {
     R.Reason = RunReason::TripleFault;
     R.ExitStatus = kExitTripleFault;
     break;
-  case StopReason::Halted:
-    // No interrupt source exists yet (no PIT, no APIC timer, the PIC's lines are idle),
-    // so a halted BSP can never wake and the APs never receive a SIPI.
+  case StopReason::Halted: {
+    // Every CPU waits (HLT with nothing deliverable and no timer armed, or wait-for-SIPI)
+    // and no event can come: the machine has nothing left to do.
     R.Reason = RunReason::Halted;
     R.ExitStatus = kExitHalted;
+    unsigned Waiting = 0;
+    for (auto &A : Apics)
+      Waiting += A->WaitForSipi;
+    if (Waiting)
+      R.What = fmt::format("{} of {} CPUs never received a start-up IPI", Waiting,
+                           numCpus());
     break;
+  }
   case StopReason::Unimplemented:
     R.Reason = RunReason::Unimplemented;
     R.ExitStatus = kExitUnimplemented;
@@ -216,8 +259,8 @@ std::string RunResult::describe() const {
   case RunReason::InsnLimit:
     return fmt::format("instruction limit reached at RIP={:#x} (CPU {})", Rip, CpuId);
   case RunReason::Halted:
-    return fmt::format("all CPUs halted with no wakeup possible (CPU {} at RIP={:#x})", CpuId,
-                       Rip);
+    return fmt::format("all CPUs halted with no wakeup possible (CPU {} at RIP={:#x}){}{}",
+                       CpuId, Rip, What.empty() ? "" : "; ", What);
   case RunReason::Unimplemented:
     return fmt::format("unimplemented: {} at RIP={:#x} (CPU {})", What, Rip, CpuId);
   }

@@ -14,14 +14,16 @@
 //
 // Devices (see each header for exactly what is modelled): 16550A UART at 0x3f8, debug
 // console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI configuration
-// mechanism #1 at 0xcf8/0xcfc with no devices, 8259A PIC pair, a local APIC register
-// page at 0xfee00000, system control ports 0x92/0x61, and the power-off port 0x8900.
+// mechanism #1 at 0xcf8/0xcfc with no devices, 8259A PIC pair (INTR to the BSP's LINT0),
+// one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its own:
+// harness/devices/local_apic.h), system control ports 0x92/0x61, and the power-off port
+// 0x8900. ACPI RSDP/RSDT/MADT describing the CPUs are at 0xf0000 (harness/acpi_tables.h).
 // Unassigned ports read all-ones; unassigned physical addresses read all-ones.
 //
-// Processors: NumCpus are created, but only the bootstrap processor (CPU 0) runs. The
-// application processors sit in the wait-for-SIPI state (represented by Cpu::Halted
-// until INIT/SIPI delivery exists) and are never scheduled: running several CPUs, with
-// the deterministic scheduler of DESIGN.md, is a later issue. fw_cfg reports NumCpus.
+// Processors: NumCpus are created; the bootstrap processor (CPU 0) starts at the image's
+// entry, the application processors in wait-for-SIPI (Cpu::Halted and
+// LocalApic::WaitForSipi) until the guest starts them with INIT-SIPI-SIPI. They run
+// under the deterministic scheduler (harness/scheduler.h). fw_cfg reports NumCpus.
 #pragma once
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
@@ -38,6 +40,7 @@
 #include "harness/error.h"
 #include "harness/loader.h"
 #include "harness/output.h"
+#include "harness/scheduler.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,6 +51,12 @@
 namespace vmxsim {
 
 class InsnTracer;
+namespace trace {
+class FileOutput;
+class TraceWriter;
+class GroundTruthRecorder;
+class GroundTruthInsnObserver;
+} // namespace trace
 
 inline constexpr uint64_t kMinRamBytes = 2ull << 20;
 inline constexpr uint64_t kMaxRamBytes = 64ull << 30;
@@ -57,8 +66,10 @@ struct MachineConfig {
   /// Guest RAM. 2 MiB .. 64 GiB; host memory is committed only for pages the guest (or
   /// the loader) touches. RAM above 3.5 GiB is split QEMU-style: 3 GiB low, rest at 4 GiB.
   uint64_t RamBytes = 256ull << 20;
-  /// Processors (1..64). Only CPU 0 runs (see the file comment).
+  /// Processors (1..64). The APs wait for a start-up IPI (see the file comment).
   unsigned NumCpus = 1;
+  /// Scheduler quantum in virtual cycles (harness/scheduler.h); ignored with one CPU.
+  uint64_t QuantumCycles = kDefaultQuantumCycles;
   /// The image: a Multiboot v1 kernel, or a flat binary when FlatAddr is set. Empty (and
   /// KernelImage empty): nothing is loaded and CPU 0 is left in its reset state.
   std::string Kernel;
@@ -78,7 +89,12 @@ struct MachineConfig {
   OutputSpec Debugcon = OutputSpec::stdoutSpec();
   /// Instruction trace (one line per instruction, see harness/insn_trace.h); off if unset.
   std::optional<OutputSpec> TraceInsns;
-  /// Retired-instruction budget for run() (total since load); ~0 = unlimited.
+  /// Ground truth (trace/ground_truth.h): every VM exit and VM entry of every CPU as
+  /// XenTrace records of vmxsim's own class, written to this file; off if empty.
+  std::string GroundTruthFile;
+  /// Also record every instruction into the ground truth (GT_INSN; large).
+  bool GroundTruthInsns = false;
+  /// Retired-instruction budget for run() (total of all CPUs since load); ~0 = unlimited.
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
   const CpuModel *Model = nullptr;
@@ -108,7 +124,7 @@ struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
   uint32_t ExitValue = 0; ///< the isa-debug-exit value (GuestExit only)
   int ExitStatus = 0;     ///< what the vmxsim command exits with
-  uint64_t Retired = 0;   ///< instructions retired by CPU 0 since load
+  uint64_t Retired = 0;   ///< instructions retired by all CPUs since load
   uint64_t Cycles = 0;    ///< CPU 0's virtual clock
   unsigned CpuId = 0;     ///< the CPU the reason concerns
   uint64_t Rip = 0;       ///< its RIP when it stopped
@@ -133,7 +149,7 @@ public:
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
 
-  /// Runs CPU 0 until a stop reason. May be called again to continue (e.g. with a larger
+  /// Runs the CPUs (harness/scheduler.h) until a stop reason. May be called again to continue (e.g. with a larger
   /// MaxInsns, or after clearStop()).
   RunResult run();
   /// Clears a device stop request so that run() continues past it.
@@ -155,7 +171,8 @@ public:
   // Devices, for tests and embedders.
   Uart16550 &uart() { return Uart; }
   PicPair &pic() { return Pic; }
-  LocalApic &localApic() { return Apic; }
+  LocalApic &localApic(unsigned I = 0) { return *Apics[I]; }
+  ApicBus &apicBus() { return ApicRouter; }
   FwCfg &fwCfg() { return Fw; }
   PciHost &pciHost() { return Pci; }
 
@@ -177,13 +194,20 @@ private:
   FwCfg Fw;
   PciHost Pci;
   PicPair Pic;
-  LocalApic Apic;
+  ApicBus ApicRouter;
+  std::vector<std::unique_ptr<LocalApic>> Apics;
   SystemControlA SysA;
   SystemControlB SysB;
   PowerOffPort PowerOff;
   std::vector<std::unique_ptr<Cpu>> Cpus;
   std::vector<Cpu *> CpuPtrs;
   std::unique_ptr<InsnTracer> Tracer;
+  /// Ground truth (Cfg.GroundTruthFile): the file, its writer, the recorder the CPUs
+  /// point to, and one instruction observer per CPU (Cfg.GroundTruthInsns).
+  std::unique_ptr<trace::FileOutput> GroundTruthOut;
+  std::unique_ptr<trace::TraceWriter> GroundTruthWriter;
+  std::unique_ptr<trace::GroundTruthRecorder> GroundTruth;
+  std::vector<std::unique_ptr<trace::GroundTruthInsnObserver>> GroundTruthInsnObservers;
   CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)
   BootLayout Layout;
 };

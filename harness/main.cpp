@@ -10,6 +10,7 @@
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
 #include "harness/machine.h"
+#include "trace/dump.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -102,6 +103,8 @@ struct RunOptions {
   unsigned Smp = 1;
   uint64_t MaxInsns = ~uint64_t(0);
   bool Quiet = false;
+  std::string GroundTruth;
+  bool GroundTruthInsns = false;
 };
 
 int runCommand(const RunOptions &O) {
@@ -126,6 +129,10 @@ int runCommand(const RunOptions &O) {
   Cfg.Debugcon = parseOutput(O.Debugcon);
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
+  Cfg.GroundTruthFile = O.GroundTruth;
+  Cfg.GroundTruthInsns = O.GroundTruthInsns;
+  if (Cfg.GroundTruthInsns && Cfg.GroundTruthFile.empty())
+    fail("--trace-ground-truth-insns needs --trace-ground-truth FILE");
   if (!O.Flat.empty()) {
     char *End = nullptr;
     errno = 0;
@@ -164,6 +171,25 @@ int runCommand(const RunOptions &O) {
   return R.ExitStatus;
 }
 
+struct TraceDumpOptions {
+  std::string File;
+  bool FileOrder = false;
+};
+
+/// `vmxsim trace dump FILE`: every record, one line each (trace/dump.h). A corrupt or
+/// truncated file prints the records before the problem, then the error; status 2.
+int traceDumpCommand(const TraceDumpOptions &O) {
+  trace::TraceReader Reader(O.FileOrder ? trace::ReadOrder::File : trace::ReadOrder::Merged);
+  std::string Why;
+  if (!Reader.open(O.File, Why))
+    fail(Why);
+  const bool Clean = trace::dumpTrace(Reader, stdout);
+  std::fflush(stdout);
+  if (!Clean)
+    fail(fmt::format("{}: {}", O.File, Reader.error().str()));
+  return 0;
+}
+
 } // namespace
 
 int main(int Argc, char **Argv) {
@@ -179,7 +205,7 @@ int main(int Argc, char **Argv) {
                   "Multiboot modules: \"file1 args,file2\" (',,' is a literal comma)");
   Run->add_option("--append", O.Append, "kernel command line (after the image name)");
   Run->add_option("-m,--mem", O.Mem, "RAM size: N[K|M|G|T], plain N = MiB (default 256)");
-  Run->add_option("--smp", O.Smp, "number of CPUs (only CPU 0 runs for now)")
+  Run->add_option("--smp", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)")
       ->check(CLI::Range(1u, kMaxCpus));
   Run->add_option("--vmx-profile", O.VmxProfile,
                   "VMX features: full (default), kvm-nested (what KVM offers an L1), minimal "
@@ -188,12 +214,24 @@ int main(int Argc, char **Argv) {
   Run->add_option("--serial", O.Serial, "COM1 output: stdio, none, file:PATH or PATH");
   Run->add_option("--debugcon", O.Debugcon, "port 0xe9 output: stdio, none, file:PATH or PATH");
   Run->add_option("--trace-insns", O.TraceInsns, "write an instruction trace to FILE ('-': stdout)");
+  Run->add_option("--trace-ground-truth", O.GroundTruth,
+                  "record every VM exit and VM entry (XenTrace, vmxsim's ground-truth class) to FILE");
+  Run->add_flag("--trace-ground-truth-insns", O.GroundTruthInsns,
+                "also record every instruction into the ground truth");
   CLI::Option *Flat =
       Run->add_option("--flat", O.Flat, "load IMAGE as a flat binary at guest-physical ADDR");
   Run->add_option("--entry-mode", O.EntryMode, "flat entry mode: real, prot32 or long")
       ->check(CLI::IsMember({"real", "prot32", "long"}))
       ->needs(Flat);
   Run->add_flag("-q,--quiet", O.Quiet, "no run summary on stderr");
+
+  TraceDumpOptions DumpO;
+  CLI::App *Trace = App.add_subcommand("trace", "read XenTrace files");
+  Trace->require_subcommand(1);
+  CLI::App *Dump = Trace->add_subcommand("dump", "print every record of a XenTrace file");
+  Dump->add_option("FILE", DumpO.File, "the trace file")->required();
+  Dump->add_flag("--file-order", DumpO.FileOrder,
+                 "file order with the window headers (default: CPUs merged by TSC)");
 
   try {
     App.parse(Argc, Argv);
@@ -208,5 +246,7 @@ int main(int Argc, char **Argv) {
   }
   if (Run->parsed())
     return runCommand(O);
+  if (Dump->parsed())
+    return traceDumpCommand(DumpO);
   return kExitUsage;
 }

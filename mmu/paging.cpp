@@ -2,6 +2,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
+#include "mmu/ept.h"
 
 #include <cstring>
 
@@ -20,11 +21,19 @@ struct Walker {
   bool User;
   uint64_t PhysMask; // bits [MAXPHYADDR-1:12]
   uint64_t ReservedHigh; // bits [51:MAXPHYADDR] and XD when NXE=0
+  // VMX non-root operation with EPT: paging-structure entries are at guest-physical
+  // addresses, each access translated by EPT (SDM Vol. 3C, "EPT Translation
+  // Mechanism": "guest paging structures ... are accessed using guest-physical
+  // addresses"). EptStatus holds the VM exit of a failed access.
+  bool Ept = false;
+  Status EptStatus = Status::Ok;
 
   // Reads one paging-structure entry. The walker accesses guest-physical memory
   // directly; an entry outside RAM reads all-ones (which is reserved-bit garbage, as an
   // unbacked PC bus would return).
   uint64_t readEntry(uint64_t Pa, unsigned Size) {
+    if (Ept) [[unlikely]]
+      return readEntryEpt(Pa, Size);
     if (uint8_t *P = C.Mem.ramPointer(Gpa(Pa))) {
       uint64_t V = 0;
       std::memcpy(&V, P, Size);
@@ -32,9 +41,30 @@ struct Walker {
     }
     return C.Mem.read(Gpa(Pa), Size);
   }
-  void setBits(uint64_t Pa, unsigned Size, uint64_t Old, uint64_t Bits) {
+  // An entry read that EPT refused reads as not present; the walker's next step is
+  // fault(0), which then returns the VM exit instead of raising #PF.
+  uint64_t readEntryEpt(uint64_t Pa, unsigned Size) {
+    EptWalk T;
+    EptStatus = eptTranslate(C, Pa, EptAccess{Access::Read, true, true, La, false}, T);
+    if (EptStatus != Status::Ok)
+      return 0;
+    Ept = false; // the same read, at the host-physical address
+    uint64_t V = readEntry(T.Hpa, Size);
+    Ept = true;
+    return V;
+  }
+  // The A/D update of a guest paging-structure entry is a guest-physical write through
+  // EPT (SDM Vol. 3C, "EPT Violations": "Writes by the logical processor to guest
+  // paging structures to update accessed and dirty flags are considered to be data
+  // writes").
+  Status setBits(uint64_t Pa, unsigned Size, uint64_t Old, uint64_t Bits) {
     if ((Old & Bits) == Bits)
-      return;
+      return Status::Ok;
+    if (Ept) [[unlikely]] {
+      EptWalk T;
+      VMX_TRY(eptTranslate(C, Pa, EptAccess{Access::Write, true, true, La, false}, T));
+      Pa = T.Hpa;
+    }
     uint64_t V = Old | Bits;
     if (uint8_t *P = C.Mem.ramPointer(Gpa(Pa))) {
       // A/D updates are locked read-modify-writes on hardware; one vCPU runs at a time
@@ -42,9 +72,12 @@ struct Walker {
       std::memcpy(P, &V, Size);
       C.Mem.noteWrite(Pa >> 12);
     }
+    return Status::Ok;
   }
 
   Status fault(uint32_t Err) {
+    if (EptStatus != Status::Ok) [[unlikely]]
+      return EptStatus;
     if (Kind == Access::Write)
       Err |= pferr::W;
     if (User)
@@ -116,7 +149,10 @@ bool loadPdptes(Cpu &C) {
   return true;
 }
 
-Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation &Out) {
+namespace {
+
+Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
+                       Translation &Out) {
   const CpuState &S = C.S;
   Out = Translation{};
   if (!(S.Cr0 & cr0::PG)) {
@@ -125,6 +161,7 @@ Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation 
     return Status::Ok;
   }
   Walker W{C, La, Kind, User, 0, 0};
+  W.Ept = Ept;
   const uint64_t MaxPhys = C.Model.MaxPhysAddrBits;
   W.PhysMask = ((1ull << MaxPhys) - 1) & kPageMask;
   const bool Nxe = S.Efer & efer::NXE;
@@ -155,20 +192,20 @@ Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation 
         return W.fault(pferr::P | pferr::Rsvd);
       accumulate(Pde);
       VMX_TRY(W.checkRights(Rw, Us, false, Out));
-      W.setBits(PdeAddr, 4, Pde, kA | (Kind == Access::Write ? kD : 0));
+      VMX_TRY(W.setBits(PdeAddr, 4, Pde, kA | (Kind == Access::Write ? kD : 0)));
       Out.Pa = (Hi << 32) | (Pde & 0xffc00000u) | (La32 & 0x3fffff);
       Out.Global = Pge && (Pde & kG);
       return Status::Ok;
     }
     accumulate(Pde);
     uint64_t PteAddr = (Pde & 0xfffff000u) | (((La32 >> 12) & 0x3ff) << 2);
-    W.setBits(PdeAddr, 4, Pde, kA);
+    VMX_TRY(W.setBits(PdeAddr, 4, Pde, kA));
     uint64_t Pte = W.readEntry(PteAddr, 4);
     if (!(Pte & kP))
       return W.fault(0);
     accumulate(Pte);
     VMX_TRY(W.checkRights(Rw, Us, false, Out));
-    W.setBits(PteAddr, 4, Pte, kA | (Kind == Access::Write ? kD : 0));
+    VMX_TRY(W.setBits(PteAddr, 4, Pte, kA | (Kind == Access::Write ? kD : 0)));
     Out.Pa = (Pte & 0xfffff000u) | (La32 & 0xfff);
     Out.Global = Pge && (Pte & kG);
     return Status::Ok;
@@ -216,15 +253,35 @@ Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation 
     accumulate(E);
     if (Leaf) {
       VMX_TRY(W.checkRights(Rw, Us, Xd, Out));
-      W.setBits(EAddr, 8, E, kA | (Kind == Access::Write ? kD : 0));
+      VMX_TRY(W.setBits(EAddr, 8, E, kA | (Kind == Access::Write ? kD : 0)));
       uint64_t OffMask = (1ull << Shift) - 1;
       Out.Pa = (E & W.PhysMask & ~OffMask) | (La & OffMask);
       Out.Global = Pge && (E & kG);
       return Status::Ok;
     }
-    W.setBits(EAddr, 8, E, kA);
+    VMX_TRY(W.setBits(EAddr, 8, E, kA));
     Table = E & W.PhysMask;
   }
+}
+
+} // namespace
+
+Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation &Out) {
+  if (!C.NonRoot || !eptActive(C)) [[likely]]
+    return walkGuestPaging(C, La, Kind, User, false, Out);
+  // SDM Vol. 3C, "EPT Translation Mechanism": the guest's paging structures give the
+  // guest-physical address (with CR0.PG = 0 the linear address is one), which EPT then
+  // translates; the access needs the permission of both.
+  VMX_TRY(walkGuestPaging(C, La, Kind, User, true, Out));
+  EptWalk T;
+  // With CR0.PG = 0 every linear address is a supervisor-mode address for mode-based
+  // execute control (SDM Vol. 3C, "Mode-Based Execute Control for EPT").
+  const bool UserAddress = (C.S.Cr0 & cr0::PG) && Out.User;
+  VMX_TRY(eptTranslate(C, Out.Pa, EptAccess{Kind, false, true, La, UserAddress}, T));
+  Out.Pa = T.Hpa;
+  // The combined permission: a later write through this mapping needs EPT's W too.
+  Out.Writable = Out.Writable && (T.Rights & eptright::W);
+  return Status::Ok;
 }
 
 } // namespace vmxsim

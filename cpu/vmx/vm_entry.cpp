@@ -15,6 +15,7 @@
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_instructions.h"
 #include "cpu/vmx/vmx_state.h"
+#include "trace/ground_truth.h"
 
 namespace vmxsim {
 
@@ -194,6 +195,12 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
   VmEntryCheckResult R = checkVmEntry(C, V, *C.Model.Vmx, IsLaunch);
+  if (!R.ok() && C.GroundTruth) [[unlikely]] {
+    const bool Fail = R.Kind == VmEntryCheckResult::Outcome::VmFailValid;
+    C.GroundTruth->vmEntryFailure(
+        C, Fail ? trace::EntryFailOutcome::VmFailValid : trace::EntryFailOutcome::GuestStateCheck,
+        Fail ? R.ErrorNumber : R.ExitReason, uint32_t(R.CheckId), R.Qualification);
+  }
   if (R.Kind == VmEntryCheckResult::Outcome::VmFailValid)
     return vmFailValid(C, I, R.ErrorNumber);
   if (R.Kind == VmEntryCheckResult::Outcome::EntryFailure)
@@ -204,20 +211,37 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   C.Cycles += costOf(CostClass::VmTransition);
   loadGuestRegisters(C, V);
   C.NonRoot = true;
-  if (!loadGuestPdptes(C, V))
+  if (!loadGuestPdptes(C, V)) {
+    if (C.GroundTruth) [[unlikely]]
+      C.GroundTruth->vmEntryFailure(C, trace::EntryFailOutcome::LoadingGuestState,
+                                    uint32_t(ExitReason::VmEntryFailureInvalidGuestState),
+                                    trace::kNoCheckId, 2);
     return entryFailure(C, ExitReason::VmEntryFailureInvalidGuestState, 2);
+  }
   loadGuestNonRegisterState(C, V);
   // SDM Vol. 3C, "VPID and VM Entry"/"Operations that Invalidate Cached Mappings": with
   // "enable VPID" the guest's cached translations are those of its VPID and survive;
   // without it, VM entry invalidates the mappings of VPID 0000H.
-  if (secondaryControl(V, VmxControl::EnableVpid))
-    C.switchTlbContext(uint16_t(V.get(F::VirtualProcessorIdentifier)));
-  else
-    C.flushTlb();
+  // With "enable EPT" the guest's translations are combined mappings of its (VPID,
+  // EP4TA) context (SDM Vol. 3C, "Information That May Be Cached"); without "enable
+  // VPID" its VPID is 0000H, whose mappings (of every EP4TA) are invalidated.
+  const bool EnableVpid = secondaryControl(V, VmxControl::EnableVpid);
+  const uint16_t Vpid = EnableVpid ? uint16_t(V.get(F::VirtualProcessorIdentifier)) : 0;
+  if (!EnableVpid)
+    C.flushTlbVpid(0);
+  if (secondaryControl(V, VmxControl::EnableEpt))
+    C.switchTlbContextEpt(Vpid, V.get(F::EptPointer));
+  else if (EnableVpid)
+    C.switchTlbContext(Vpid);
   C.modeChanged();
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
-                                 uint32_t(V.get(F::VmEntryMsrLoadCount))))
+                                 uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
+    if (C.GroundTruth) [[unlikely]]
+      C.GroundTruth->vmEntryFailure(C, trace::EntryFailOutcome::LoadingGuestState,
+                                    uint32_t(ExitReason::VmEntryFailureMsrLoading),
+                                    trace::kNoCheckId, Bad);
     return entryFailure(C, ExitReason::VmEntryFailureMsrLoading, Bad);
+  }
   if (IsLaunch) {
     X.CurrentLaunch = LaunchState::Launched;
     C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
@@ -227,6 +251,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // MTF, NMI-blocking and injection bookkeeping of the event machinery; a nested fault
   // while delivering the injected event goes through the exception bitmap there.
   vmxEventsOnEntry(C);
+  // Ground truth: the processor now runs the guest (the injected event, if any, is
+  // delivered next).
+  if (trace::GroundTruthRecorder *G = C.GroundTruth) [[unlikely]]
+    G->vmEntry(C, IsLaunch, uint32_t(V.get(F::VmEntryInterruptionInformation)),
+               uint32_t(V.get(F::VmEntryExceptionErrorCode)));
   return injectEvent(C, V);
 }
 

@@ -330,15 +330,8 @@ Id Checker::executionControls() const {
   if (on(Ctl::EnableVpid))
     VMX_REQUIRE(get(F::VirtualProcessorIdentifier) != 0, VpidZero);
   if (on(Ctl::EnableEpt)) {
-    uint64_t Eptp = get(F::EptPointer), Cap = capability(msr::IA32_VMX_EPT_VPID_CAP);
-    uint64_t Type = Eptp & 7, WalkMinus1 = (Eptp >> 3) & 7;
-    VMX_REQUIRE((Type == 0 && (Cap & kEptCapUc)) || (Type == 6 && (Cap & kEptCapWb)),
-                EptpMemoryType);
-    VMX_REQUIRE((WalkMinus1 == 3 && (Cap & kEptCapWalk4)) ||
-                    (WalkMinus1 == 4 && (Cap & kEptCapWalk5)),
-                EptpWalkLength);
-    VMX_REQUIRE(!(Eptp & (1u << 6)) || (Cap & kEptCapAccessedDirty), EptpAccessedDirty);
-    VMX_REQUIRE(!(Eptp & 0xf80) && !beyondPhys(Eptp), EptpReserved);
+    VMX_TRY_CHECKS(checkEptp(get(F::EptPointer), capability(msr::IA32_VMX_EPT_VPID_CAP),
+                             PhysBits));
   }
   if (on(Ctl::EnablePml)) {
     VMX_REQUIRE(on(Ctl::EnableEpt), PmlWithoutEpt);
@@ -807,6 +800,22 @@ Id Checker::guestPdptes() const {
 
 const VmEntryCheckInfo &vmEntryCheckInfo(VmEntryCheckId CheckId) {
   return kChecks[unsigned(CheckId)];
+}
+
+VmEntryCheckId checkEptp(uint64_t Eptp, uint64_t EptVpidCap, unsigned PhysBits) {
+  // The "enable EPT" bullets of SDM Vol. 3C, "VM-Execution Control Fields" (checks on
+  // VMX controls); VMFUNC EPTP switching applies the same rule to an EPTP-list entry.
+  uint64_t Type = Eptp & 7, WalkMinus1 = (Eptp >> 3) & 7;
+  if (!((Type == 0 && (EptVpidCap & kEptCapUc)) || (Type == 6 && (EptVpidCap & kEptCapWb))))
+    return Id::EptpMemoryType;
+  if (!((WalkMinus1 == 3 && (EptVpidCap & kEptCapWalk4)) ||
+        (WalkMinus1 == 4 && (EptVpidCap & kEptCapWalk5))))
+    return Id::EptpWalkLength;
+  if ((Eptp & (1u << 6)) && !(EptVpidCap & kEptCapAccessedDirty))
+    return Id::EptpAccessedDirty;
+  if ((Eptp & 0xf80) || (PhysBits < 64 && (Eptp >> PhysBits) != 0))
+    return Id::EptpReserved;
+  return Id::None;
 }
 
 VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfile &P,

@@ -64,4 +64,10 @@ const VmEntryCheckInfo &vmEntryCheckInfo(VmEntryCheckId Id);
 VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfile &P,
                                 bool IsLaunch);
 
+/// The checks on an EPTP value (memory type, walk length, accessed/dirty enable,
+/// reserved bits), given IA32_VMX_EPT_VPID_CAP and the physical-address width: the
+/// failing check, or VmEntryCheckId::None for a valid EPTP. Shared by VM entry and by
+/// VMFUNC EPTP switching ("a valid EPTP value (it would not cause VM entry to fail)").
+VmEntryCheckId checkEptp(uint64_t Eptp, uint64_t EptVpidCap, unsigned PhysBits);
+
 } // namespace vmxsim

@@ -12,6 +12,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vmcs_segments.h"
 #include "cpu/vmx/vmx_state.h"
+#include "trace/ground_truth.h"
 
 namespace vmxsim {
 
@@ -56,15 +57,13 @@ void recordExitInformation(Cpu &C, VmcsData &V, const VmExitInfo &Info) {
 }
 
 // A segment register is unusable when it was loaded with a null selector in protected
-// mode (SDM Vol. 3C, "Guest Register State": the unusable bit); the core marks some
-// such loads in Attr directly.
+// mode (SDM Vol. 3C, "Guest Register State": the unusable bit). The core marks every
+// such load in Attr (cpu/segmentation.cpp, event delivery, VM entry and exit), and only
+// such loads: a null selector loaded in real mode stays usable after the switch to
+// protected mode (an "unrestricted guest" that sets CR0.PE keeps SS = 0 usable), and
+// VM entry may establish a usable register with a null selector.
 bool segmentUnusable(const CpuState &S, SegReg R) {
-  const Segment &G = S.seg(R);
-  if (G.Attr & Segment::Unusable)
-    return true;
-  if (R == SegReg::CS || !(S.Cr0 & cr0::PE) || (S.Rflags & rflags::VM))
-    return false;
-  return (G.Selector & ~3u) == 0;
+  return S.seg(R).Attr & Segment::Unusable;
 }
 
 void saveSegment(VmcsData &V, const GuestSegmentFields &Fl, const Segment &G, bool Unusable) {
@@ -223,10 +222,15 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs": CR0 keeps ET,
   // CD, NW, bits 63:32, 28:19, 17, 15:6 and the VMX-fixed bits; CR4 keeps its fixed
   // bits; CR4.PAE is set for a 64-bit host.
+  // The VMX-fixed CR0 bits (PE, NE, PG) are 1 in VMX root operation. An "unrestricted
+  // guest" may have cleared PE and PG ("CR0.PE and CR0.PG may be 0 in VMX non-root
+  // operation", SDM Vol. 3C, "Unrestricted Guests"), and "VM entry or VM exit cannot set
+  // any of these bits to an unsupported value" (SDM Vol. 3C, "Restrictions on VMX
+  // Operation"): the exit establishes their fixed value 1 rather than keeping the guest's.
   const uint64_t Cr0Fixed = cr0::PE | cr0::NE | cr0::PG;
   const uint64_t Cr0Keep = cr0::ET | cr0::CD | cr0::NW | 0xffffffff00000000ull |
-                           0x1ff80000ull | (1u << 17) | 0xffc0ull | Cr0Fixed;
-  S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::HostCr0) & ~Cr0Keep);
+                           0x1ff80000ull | (1u << 17) | 0xffc0ull;
+  S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::HostCr0) & ~Cr0Keep & ~Cr0Fixed) | Cr0Fixed;
   S.Cr3 = V.get(F::HostCr3) & ((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
   S.Cr4 = (V.get(F::HostCr4) & ~cr4::VMXE) | cr4::VMXE | (Host64 ? cr4::PAE : 0);
   S.Dr[7] = 0x400;
@@ -300,6 +304,9 @@ void loadHostState(Cpu &C, const VmcsData &V) {
 Status vmExit(Cpu &C, const VmExitInfo &Info) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
+  // Ground truth (trace/ground_truth.h): guest state is still in C here.
+  if (trace::GroundTruthRecorder *G = C.GroundTruth) [[unlikely]]
+    G->vmExit(C, Info);
   recordExitInformation(C, V, Info);
   // VM exits clear the valid bit of the VM-entry interruption-information field (SDM
   // Vol. 3C, "Updating VM-Entry Control Fields").
@@ -315,8 +322,9 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   C.NonRoot = false;
   // VM exit returns to VPID 0000H; without "enable VPID" it invalidates VPID 0000H's
   // mappings, which the guest used (SDM Vol. 3C, "Operations that Invalidate Cached
-  // Mappings").
-  if (C.CurrentVpid != 0)
+  // Mappings"). A guest's EPT context is never the host's (VM entry already flushed
+  // VPID 0000H when the guest ran without VPID).
+  if (C.CurrentVpid != 0 || C.TlbEptContext)
     C.switchTlbContext(0);
   else
     C.flushTlb();

@@ -13,6 +13,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmfunc.h"
 #include "cpu/vmx/vmx_state.h"
 
 namespace vmxsim {
@@ -429,9 +430,12 @@ Status execInvept(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), D));
   if (Type == 1 && !eptpValid(C, D.Lo))
     return vmFail(C, I, uint32_t(VmInstructionError::InvalidInveptInvvpidOperand));
-  // Combined (EPT-tagged) mappings are not modelled separately yet: invalidating every
-  // context's translations is always allowed (it invalidates at least what INVEPT must).
-  C.flushTlbAllContexts();
+  // Single-context: the mappings derived from the EP4TA in the descriptor, for every
+  // VPID; all-context: every context (which also covers what INVEPT must invalidate).
+  if (Type == 1)
+    C.flushTlbEptp(D.Lo);
+  else
+    C.flushTlbAllContexts();
   return vmSucceed(C, I);
 }
 
@@ -480,12 +484,19 @@ Status execVmfunc(Cpu &C, const DecodedInsn &I) {
                   controlBit(VmxControl::ActivateSecondaryControls)) &&
                  (V.get(F::SecondaryProcessorBasedVmExecutionControls) &
                   controlBit(VmxControl::EnableVmFunctions));
-  if (!Enabled)
-    return C.raiseUd();
+  // SDM Vol. 3C, "General Operation of the VMFUNC Instruction": #UD when "enable VM
+  // functions" is 0 or EAX > 63 (only VM functions 0-63 can be enabled); a VM exit
+  // (reason 59) when the selected VM function is disabled.
   uint64_t Leaf = uint32_t(C.S.Gpr[RAX]);
-  if (Leaf >= 64 || !(V.get(F::VmFunctionControls) & (uint64_t(1) << Leaf)))
+  if (!Enabled || Leaf >= 64)
+    return C.raiseUd();
+  if (!(V.get(F::VmFunctionControls) & (uint64_t(1) << Leaf)))
     return instructionExit(C, I, ExitReason::Vmfunc, 0);
-  return C.unimplemented("VMFUNC EPTP switching");
+  // Leaf 0 is the only function the VM-function controls can enable (IA32_VMX_VMFUNC
+  // reports no other, and VM entry refuses reserved bits).
+  if (Leaf == 0)
+    return vmfuncEptpSwitching(C, I);
+  return C.unimplemented("VM function other than EPTP switching");
 }
 
 void bindVmx(DecodedInsn &I, Handler Fn, bool EndsBlock) {

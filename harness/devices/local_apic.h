@@ -1,43 +1,161 @@
-// A placeholder local APIC register page at 0xfee00000 (SDM Vol. 3A, Advanced
-// Programmable Interrupt Controller (APIC) > Local APIC Register Address Map). What is
-// modelled: a register file with one 32-bit register per 16-byte slot of the 4 KiB page.
-// Reset values (SDM Vol. 3A, Local APIC State After Power-Up or Reset): ID (0x20) = APIC
-// ID << 24, version (0x30) = 0x00050014 (version 0x14, max LVT entry 5), DFR (0xe0) =
-// 0xffffffff, SVR (0xf0) = 0xff (software-disabled), the six LVT registers (0x320-0x370)
-// = 0x00010000 (masked), everything else 0. Writes are stored and read back, except the
-// version register and the read-only ISR/TMR/IRR/PPR/APR/current-count registers, which
-// keep their value (0). Nothing else happens: no timer, no interrupt delivery, no IPIs,
-// no EOI processing, no relocation through IA32_APIC_BASE, and one page serves the
-// machine (it reports the BSP's ID). A full APIC is a later issue.
+// The local APIC of each processor, in xAPIC mode (SDM Vol. 3A, Advanced Programmable
+// Interrupt Controller (APIC)), and the APIC bus that carries IPIs between them.
+//
+// Modelled (section titles of SDM Vol. 3A, APIC):
+//  - Local APIC Register Address Map: ID, version (0x00050014: version 0x14, six LVT
+//    entries), TPR, PPR, EOI, LDR, DFR, SVR, ISR/TMR/IRR (256 bits each), ESR, ICR, the
+//    LVT timer/thermal/performance/LINT0/LINT1/error entries, initial/current count and
+//    divide configuration. Reset values as in "Local APIC State After Power-Up or Reset";
+//    INIT keeps the APIC ID ("Local APIC State After an INIT Reset").
+//  - One register page at 0xfee00000 for the whole machine, where each CPU sees its own
+//    APIC (ApicMmio: the machine says which CPU is running). With IA32_APIC_BASE.EN = 0
+//    the page is not decoded (reads all-ones, writes ignored), as on a PC.
+//  - Task and Processor Priorities, Interrupt Acceptance for Fixed Interrupts (IRR, ISR,
+//    PPR), Signaling Interrupt Servicing Completion (EOI), Spurious Interrupt (an INTA
+//    that finds nothing deliverable returns the SVR vector).
+//  - APIC Timer: one-shot, periodic and TSC-deadline (IA32_TSC_DEADLINE). The bus clock
+//    is the virtual clock: ONE BUS CYCLE = ONE VIRTUAL CYCLE (Cpu::Cycles, the cycle count
+//    the TSC is made of), so a one-shot count C with divide D expires exactly C x D
+//    virtual cycles after the initial-count write (measured from Cpu::Cycles at that
+//    write). A divide change applies from the next initial-count write.
+//  - Issuing Interprocessor Interrupts (ICR): fixed, lowest priority (to the matching
+//    APIC with the lowest TPR class, ties by lowest APIC ID), NMI, INIT, INIT level
+//    de-assert (ignored, as on P4/Xeon), start-up; physical and logical (flat and
+//    cluster) destinations, broadcast 0xff; shorthands self, all, all-but-self. Delivery
+//    is immediate, so the delivery-status bit always reads 0 ("idle").
+//  - Error Handling (ESR): send/receive illegal vector (0-15, for fixed/lowest-priority
+//    IPIs, LVT-generated and self interrupts), illegal register address; a new error
+//    raises the LVT error interrupt when unmasked. ESR reads return the errors latched by
+//    the last ESR write, per the SDM's write-then-read protocol.
+//  - INIT and start-up IPIs (SDM Vol. 3A, MP Initialization): latched and applied by the
+//    machine at the target's next instruction boundary (applySignals), so a CPU's state
+//    never changes in the middle of another CPU's instruction. INIT: Cpu::init() and
+//    wait-for-SIPI (except that INIT is blocked in VMX root operation and causes a VM exit
+//    in non-root operation: vmxInitSignal); SIPI in wait-for-SIPI: CS selector = vector
+//    << 8, base = vector << 12, IP = 0, real mode; in non-root, vmxStartupIpi; otherwise
+//    discarded.
+//  - LINT0 carries the 8259 PIC's INTR to the BSP (ExtINT): when LVT LINT0 is unmasked
+//    with delivery mode ExtINT, and also while the APIC is software- or hardware-disabled
+//    (the "through" virtual-wire routing a PC BIOS sets up, which vmxsim has no BIOS to
+//    do). ExtINT vectors come from the PIC's INTA and bypass IRR/ISR/PPR.
+//
+// Not modelled: x2APIC mode (the MSRs 0x800-0x8ff, IA32_APIC_BASE.EXTD stays reserved,
+// CPUID does not advertise it), APIC base relocation (the page stays at 0xfee00000),
+// SMI/reserved ICR delivery modes (nothing is sent), level-triggered EOI to an I/O APIC
+// (there is none), thermal/performance/CMCI sources (their LVT entries are storage),
+// focus processor checking, the arbitration priority register (APR reads 0).
 #pragma once
+#include "cpu/cpu.h"
 #include "mmu/phys_mem.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace vmxsim {
 
-class LocalApic : public MmioDevice {
+class ApicBus;
+class PicPair;
+
+class LocalApic : public InterruptSource, public ApicHook {
 public:
   static constexpr uint64_t kBase = 0xfee00000, kSize = 0x1000;
   enum Reg : uint32_t { Id = 0x20, Version = 0x30, Tpr = 0x80, Apr = 0x90, Ppr = 0xa0,
-                        Eoi = 0xb0, Ldr = 0xd0, Dfr = 0xe0, Svr = 0xf0, Isr0 = 0x100,
-                        Tmr0 = 0x180, Irr0 = 0x200, Esr = 0x280, IcrLo = 0x300,
-                        IcrHi = 0x310, LvtTimer = 0x320, LvtThermal = 0x330,
-                        LvtPerf = 0x340, LvtLint0 = 0x350, LvtLint1 = 0x360,
-                        LvtError = 0x370, TimerInitial = 0x380, TimerCurrent = 0x390,
-                        TimerDivide = 0x3e0 };
+                        Eoi = 0xb0, Rrd = 0xc0, Ldr = 0xd0, Dfr = 0xe0, Svr = 0xf0,
+                        Isr0 = 0x100, Tmr0 = 0x180, Irr0 = 0x200, Esr = 0x280,
+                        LvtCmci = 0x2f0, IcrLo = 0x300, IcrHi = 0x310, LvtTimer = 0x320,
+                        LvtThermal = 0x330, LvtPerf = 0x340, LvtLint0 = 0x350,
+                        LvtLint1 = 0x360, LvtError = 0x370, TimerInitial = 0x380,
+                        TimerCurrent = 0x390, TimerDivide = 0x3e0 };
+  /// ESR bits (SDM Vol. 3A, Error Handling, figure "Error Status Register").
+  enum EsrBit : uint32_t { SendIllegalVector = 1u << 5, ReceiveIllegalVector = 1u << 6,
+                           IllegalRegisterAddress = 1u << 7 };
+  /// ICR delivery modes (SDM Vol. 3A, Interrupt Command Register (ICR)).
+  enum class Delivery : uint8_t { Fixed = 0, LowestPriority = 1, Smi = 2, Nmi = 4, Init = 5,
+                                  StartUp = 6, ExtInt = 7 };
 
-  explicit LocalApic(unsigned ApicId) : ApicId(ApicId) { reset(); }
+  LocalApic(Cpu &C, ApicBus &Bus, uint8_t ApicId);
+  /// Power-up/RESET state.
   void reset();
-  uint32_t reg(uint32_t Offset) const { return Regs[(Offset >> 4) & (kSize / 16 - 1)]; }
+
+  /// Register access by xAPIC offset (32-bit registers at 16-byte strides).
+  uint32_t readReg(uint32_t Offset);
+  void writeReg(uint32_t Offset, uint32_t Value);
+
+  /// The 8259 pair on LINT0 (the BSP only).
+  PicPair *Pic = nullptr;
+
+  // InterruptSource: the processor's INTR/INTA (Cpu::run's event window).
+  bool intrPending() override;
+  uint8_t acknowledge() override;
+  // ApicHook: IA32_TSC_DEADLINE.
+  Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) override;
+  Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) override;
+
+  /// An interrupt message arriving from the bus or a local source.
+  void accept(Delivery Mode, uint8_t Vector, bool LevelTrigger);
+  /// Applies a latched INIT or SIPI at an instruction boundary of this CPU (called by the
+  /// machine before the CPU runs).
+  void applySignals();
+  /// Whether something can end a HLT or wait-for-SIPI now (NMI, INIT, SIPI, or an
+  /// interrupt the CPU would take with its current RFLAGS.IF).
+  bool hasWakeEvent();
+  /// Virtual cycle at which the timer next raises an interrupt, or ~0.
+  uint64_t nextTimerEvent() const;
+
+  uint8_t apicId() const { return ApicId; }
+  bool hardwareEnabled() const;
+  bool softwareEnabled() const { return SvrReg & 0x100; }
+  /// Wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol): APs start here.
+  bool WaitForSipi = false;
+  bool InitPending = false, SipiPending = false;
+  uint8_t SipiVector = 0;
+
+  Cpu &C;
+
+private:
+  friend class ApicBus;
+  static int highest(const uint32_t (&Bits)[8]);
+  static void setBit(uint32_t (&Bits)[8], uint8_t V) { Bits[V >> 5] |= 1u << (V & 31); }
+  static void clearBit(uint32_t (&Bits)[8], uint8_t V) { Bits[V >> 5] &= ~(1u << (V & 31)); }
+  uint32_t ppr() const;
+  bool picRouted() const;
+  void updateTimer();
+  void signalError(uint32_t Bits);
+  void sendIpi();
+  uint32_t divisor() const;
+  uint32_t &lvt(uint32_t Offset) { return Lvt[(Offset - LvtTimer) >> 4]; }
+  uint32_t timerMode() const { return (Lvt[0] >> 17) & 3; } // 0 one-shot, 1 periodic, 2 TSC
+
+  ApicBus &Bus;
+  uint8_t ApicId;
+  uint32_t TprReg = 0, LdrReg = 0, DfrReg = 0xffffffff, SvrReg = 0xff;
+  uint32_t Isr[8] = {}, Tmr[8] = {}, Irr[8] = {};
+  uint32_t EsrReg = 0, EsrPending = 0;
+  uint32_t IcrLoReg = 0, IcrHiReg = 0;
+  uint32_t Lvt[6] = {}; ///< timer, thermal, performance, LINT0, LINT1, error
+  uint32_t LvtCmciReg = 0x10000;
+  uint32_t Initial = 0, DivideReg = 0;
+  // Timer: the count runs from TimerStart (virtual cycle) with period Initial x divisor.
+  bool TimerArmed = false;
+  uint64_t TimerStart = 0, TimerPeriod = 0;
+  uint64_t TscDeadline = 0; ///< IA32_TSC_DEADLINE (TSC units); 0 = disarmed
+};
+
+/// Connects the local APICs: IPI routing, and the machine-wide MMIO page that shows each
+/// CPU its own APIC.
+class ApicBus : public MmioDevice {
+public:
+  std::vector<LocalApic *> Apics;
+  /// The CPU whose instructions are executing (set by the machine's scheduler); MMIO
+  /// accesses from outside any CPU (tests, loaders) see CPU 0's APIC.
+  unsigned Current = 0;
 
   uint64_t mmioRead(uint64_t Offset, unsigned SizeBytes) override;
   void mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) override;
 
-private:
-  static bool readOnly(uint32_t Offset);
-  unsigned ApicId;
-  uint32_t Regs[kSize / 16] = {}; // one per 16-byte slot of the page
+  /// Whether APIC A matches destination Dest in the given mode (SDM Vol. 3A, Determining
+  /// IPI Destination).
+  static bool matches(const LocalApic &A, uint8_t Dest, bool Logical);
 };
 
 } // namespace vmxsim

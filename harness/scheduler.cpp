@@ -1,0 +1,84 @@
+#include "harness/scheduler.h"
+
+#include "harness/devices/local_apic.h"
+
+#include <algorithm>
+
+namespace vmxsim {
+
+uint64_t Scheduler::totalRetired() const {
+  uint64_t N = 0;
+  for (const Cpu *C : Cpus)
+    N += C->Retired;
+  return N;
+}
+
+Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
+  constexpr uint64_t kNever = ~uint64_t(0);
+  const bool Single = Cpus.size() == 1;
+  // A waiting vCPU whose wake event its own event window then declines (e.g. an
+  // interrupt a guest in VMX non-root HLT cannot take) would be picked forever: it is
+  // skipped until some vCPU makes progress, which is what can change its situation.
+  std::vector<uint8_t> Stuck(Cpus.size(), 0);
+  for (;;) {
+    const uint64_t Total = totalRetired();
+    if (Total >= MaxTotalInsns)
+      return {StopReason::InsnLimit, 0};
+
+    // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
+    unsigned Pick = ~0u;
+    uint64_t PickTime = kNever;
+    for (unsigned I = 0; I < Cpus.size(); ++I) {
+      Cpu &C = *Cpus[I];
+      LocalApic &A = *Apics[I];
+      A.applySignals(); // INIT/SIPI latched by other CPUs, at this CPU's boundary
+      uint64_t T = kNever;
+      if (C.InShutdown)
+        T = C.Cycles; // runs once more to report the shutdown
+      else if (!C.Halted || (!Stuck[I] && A.hasWakeEvent()))
+        T = C.Cycles;
+      else if (!A.WaitForSipi) {
+        uint64_t Ev = A.nextTimerEvent();
+        if (Ev != kNever)
+          T = Ev > C.Cycles ? Ev : C.Cycles;
+      }
+      if (T < PickTime) {
+        PickTime = T;
+        Pick = I;
+      }
+    }
+    if (Pick == ~0u)
+      return {StopReason::Halted, 0};
+
+    Cpu &C = *Cpus[Pick];
+    LocalApic &A = *Apics[Pick];
+    if (C.Halted && PickTime > C.Cycles)
+      C.Cycles = PickTime; // HLT: time jumps to the timer's expiry
+    uint64_t Until = Single ? kNever : C.Cycles + Quantum;
+    const uint64_t Timer = A.nextTimerEvent();
+    if (Timer > C.Cycles && Timer < Until)
+      Until = Timer; // stop exactly when the timer is due, so it fires on time
+    const bool WasHalted = C.Halted;
+    const uint64_t RetiredBefore = C.Retired;
+    Bus.Current = Pick;
+    StopReason Why = C.run(MaxTotalInsns - Total, Until);
+    Bus.Current = 0;
+    if (C.Retired != RetiredBefore || !C.Halted)
+      std::fill(Stuck.begin(), Stuck.end(), 0);
+    else if (WasHalted)
+      Stuck[Pick] = 1;
+    switch (Why) {
+    case StopReason::Deadline:
+    case StopReason::Halted:
+      continue;
+    case StopReason::InsnLimit:
+      continue; // the loop head checks the total budget
+    case StopReason::Shutdown:
+    case StopReason::StopRequested:
+    case StopReason::Unimplemented:
+      return {Why, Pick};
+    }
+  }
+}
+
+} // namespace vmxsim

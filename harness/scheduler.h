@@ -1,0 +1,60 @@
+// The deterministic multi-processor scheduler (DESIGN.md, "Several vCPUs are interleaved
+// by a deterministic scheduler").
+//
+// Each vCPU has its own virtual clock (Cpu::Cycles). The scheduler repeatedly picks the
+// vCPU with the smallest local time (ties: lowest CPU number) and runs it for one quantum
+// of virtual cycles, or until its local APIC timer is due, whichever is first. The
+// interleaving therefore depends only on the guest and the machine's inputs, never on
+// the host, and memory is sequentially consistent: one vCPU executes at a time, and
+// LOCK'd instructions are atomic because nothing else runs during an instruction.
+//
+// Waiting vCPUs (HLT, shutdown excluded, and wait-for-SIPI) are not run. A waiting vCPU
+// with a wake event (NMI, INIT, SIPI, a deliverable interrupt) competes at its own time
+// (an IPI's target has already been moved to the sender's time, local_apic.cpp); one
+// whose only future event is its APIC timer competes at the timer's expiry, and when it
+// is picked its clock jumps there ("HLT advances a vCPU's time to its next event"). When
+// every vCPU waits and none has an event, the machine is halted for good.
+//
+// Quantum: kDefaultQuantumCycles = 1000 virtual cycles (about 1000 simple instructions
+// with cpu/cost_model.def), so a vCPU spinning on a lock held by a descheduled vCPU wastes
+// at most that much before the holder runs again; MachineConfig::QuantumCycles changes
+// it. With one vCPU the quantum is unlimited, so a single-CPU machine runs exactly as it
+// did before the scheduler existed.
+#pragma once
+#include "cpu/cpu.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace vmxsim {
+
+class LocalApic;
+class ApicBus;
+
+inline constexpr uint64_t kDefaultQuantumCycles = 1000;
+
+class Scheduler {
+public:
+  Scheduler(std::vector<Cpu *> Cpus, std::vector<LocalApic *> Apics, ApicBus &Bus,
+            uint64_t QuantumCycles)
+      : Cpus(std::move(Cpus)), Apics(std::move(Apics)), Bus(Bus), Quantum(QuantumCycles) {}
+
+  struct Outcome {
+    StopReason Why = StopReason::InsnLimit;
+    unsigned CpuId = 0; ///< the vCPU that stopped (for Halted: CPU 0)
+  };
+  /// Runs until a vCPU stops the machine (device stop request, shutdown, unimplemented),
+  /// the total of retired instructions over all vCPUs reaches MaxTotalInsns (InsnLimit),
+  /// or every vCPU waits with nothing that can wake it (Halted).
+  Outcome run(uint64_t MaxTotalInsns);
+  /// Instructions retired by all vCPUs.
+  uint64_t totalRetired() const;
+
+private:
+  std::vector<Cpu *> Cpus;
+  std::vector<LocalApic *> Apics;
+  ApicBus &Bus;
+  uint64_t Quantum;
+};
+
+} // namespace vmxsim

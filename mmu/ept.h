@@ -1,0 +1,93 @@
+// Guest-physical address translation by the extended page tables (SDM Vol. 3C, "VMX
+// Support for Address Translation" > "The Extended Page Table Mechanism (EPT)"): the
+// walker, EPT misconfigurations and violations, EPT accessed/dirty flags and the EPT
+// memory type. Used on TLB misses only: a TLB hit never reaches this code.
+#pragma once
+#include "cpu/status.h"
+
+#include <cstdint>
+
+namespace vmxsim {
+
+class Cpu;
+enum class Access : uint8_t;
+
+/// EPT paging-structure entry bits (SDM Vol. 3C, "EPT Translation Mechanism", tables
+/// "Format of an EPT PML4 Entry" .. "Format of an EPT Page-Table Entry").
+namespace eptentry {
+inline constexpr uint64_t Read = 1u << 0, Write = 1u << 1, Execute = 1u << 2,
+                          MemTypeMask = 7u << 3, IgnorePat = 1u << 6, LargePage = 1u << 7,
+                          Accessed = 1u << 8, Dirty = 1u << 9, UserExecute = 1u << 10;
+inline constexpr unsigned MemTypeShift = 3;
+} // namespace eptentry
+
+/// EPTP bits (SDM Vol. 3C, "Extended-Page-Table Pointer (EPTP)").
+namespace eptp {
+inline constexpr uint64_t MemTypeMask = 7, WalkLengthShift = 3, WalkLengthMask = 7u << 3,
+                          AccessedDirty = 1u << 6;
+} // namespace eptp
+
+/// Permission bits of a translation: the logical AND over every EPT entry used (bit 2
+/// is "supervisor-mode execute" with mode-based execute control).
+namespace eptright {
+inline constexpr uint8_t R = 1, W = 2, X = 4, UserX = 8;
+}
+
+/// One guest-physical access as EPT sees it (SDM Vol. 3C, "EPT Violations").
+struct EptAccess {
+  Access Kind;
+  /// A read of a guest paging-structure entry or its A/D update (qualification bit 8 = 0).
+  bool PagingStructure = false;
+  /// A guest-linear address is associated with the access (qualification bit 7).
+  bool LinearValid = false;
+  uint64_t Gla = 0;
+  /// The linear address is a user-mode address (mode-based execute control).
+  bool UserAddress = false;
+};
+
+enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration };
+
+/// Result of one walk. For a violation Rights holds the AND of the entries used up to
+/// the one that stopped the walk (0 past a not-present entry), as qualification bits
+/// 3-6 report it.
+struct EptWalk {
+  EptOutcome Outcome = EptOutcome::Translated;
+  uint64_t Hpa = 0;        ///< host-physical address (Translated)
+  uint8_t Rights = 0;      ///< eptright bits
+  uint8_t MemType = 0;     ///< EPT memory type of the page (leaf bits 5:3)
+  bool IgnorePat = false;  ///< leaf bit 6
+  uint8_t PageLevel = 0;   ///< 1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB
+};
+
+/// Whether guest-physical accesses are translated by EPT: VMX non-root operation with
+/// "activate secondary controls" and "enable EPT" (SDM Vol. 3C, "Guest-Physical
+/// Addresses").
+bool eptActive(const Cpu &C);
+
+/// Walks the EPT paging structures of Eptp for Gpa (no VM exit; sets EPT A/D flags when
+/// Eptp[6] = 1 and the translation succeeds).
+EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A);
+
+/// Translates Gpa under the current EPTP; on a violation or misconfiguration performs
+/// the VM exit (exit reason 48 / 49, fault-like: RIP still at the instruction) and
+/// returns Status::VmExit.
+Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out);
+
+/// EPT-violation exit qualification of a failed walk (SDM Vol. 3C, Table "Exit
+/// Qualification for EPT Violations"), without bit 12 (NMI unblocking).
+uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp,
+                                   const EptAccess &A);
+
+/// Memory-type encodings (SDM Vol. 3A, "Memory Types That Can Be Encoded With PAT").
+namespace memtype {
+inline constexpr uint8_t Uc = 0, Wc = 1, Wt = 4, Wp = 5, Wb = 6, UcMinus = 7;
+}
+
+/// The effective memory type of an access translated by EPT (SDM Vol. 3C, "EPT and
+/// Memory Typing"): UC when CR0.CD = 1; the EPT memory type when the leaf's "ignore
+/// PAT" bit is 1; otherwise the EPT memory type combined with the PAT memory type as
+/// if it were the MTRR type (SDM Vol. 3A, Table "Effective Page-Level Memory Types for
+/// Pentium III and More Recent Processor Families"). Types outside the table give UC.
+uint8_t eptEffectiveMemoryType(uint8_t EptType, bool IgnorePat, uint8_t PatType, bool Cr0Cd);
+
+} // namespace vmxsim

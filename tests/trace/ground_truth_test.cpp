@@ -1,0 +1,130 @@
+// The emulator's ground truth (trace/ground_truth.h) on the vmx_e2e image: one
+// GT_VMEXIT per VM exit with exactly the exit reasons Bochs reports
+// (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
+// files from two runs (STYLE 2.8, determinism).
+#include "harness/machine.h"
+#include "trace/reader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+using namespace vmxsim;
+using namespace vmxsim::trace;
+
+namespace {
+
+std::string readText(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  std::stringstream S;
+  S << In.rdbuf();
+  return S.str();
+}
+
+std::vector<uint32_t> bochsExitReasons() {
+  std::string Log = readText(std::string(VMXSIM_SOURCE_DIR) +
+                             "/hvm/images/vmx_e2e/expected_bochs.log");
+  std::vector<uint32_t> Reasons;
+  std::regex Line(R"(exit n=(\d+) reason=(\d+) )");
+  for (auto It = std::sregex_iterator(Log.begin(), Log.end(), Line); It != std::sregex_iterator();
+       ++It)
+    Reasons.push_back(uint32_t(std::stoul((*It)[2])));
+  return Reasons;
+}
+
+std::string imagePath() { return std::string(VMXSIM_IMAGE_DIR) + "/vmx_e2e.elf"; }
+
+RunResult runWithGroundTruth(const std::string &Path, bool Insns = false) {
+  MachineConfig Cfg;
+  Cfg.Kernel = imagePath();
+  Cfg.Serial = OutputSpec::discard();
+  Cfg.Debugcon = OutputSpec::discard();
+  Cfg.MaxInsns = 100'000'000;
+  Cfg.GroundTruthFile = Path;
+  Cfg.GroundTruthInsns = Insns;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_TRUE(M) << Err.str();
+  if (!M)
+    return {};
+  return M->run();
+}
+
+std::vector<TraceRecord> readFile(const std::string &Path) {
+  TraceReader R;
+  std::string Why;
+  EXPECT_TRUE(R.open(Path, Why)) << Why;
+  std::vector<TraceRecord> Out;
+  TraceRecord Rec;
+  while (R.next(Rec))
+    Out.push_back(Rec);
+  EXPECT_FALSE(R.failed()) << R.error().str();
+  return Out;
+}
+
+} // namespace
+
+TEST(GroundTruth, VmExitRecordsHaveTheExitReasonsOfTheBochsLog) {
+  const std::vector<uint32_t> Expected = bochsExitReasons();
+  ASSERT_EQ(Expected.size(), 40u);
+  const std::string Path = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_e2e.xt";
+  RunResult R = runWithGroundTruth(Path);
+  EXPECT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  std::vector<uint32_t> Reasons;
+  unsigned Entries = 0, Events = 0;
+  uint64_t LastTsc = 0;
+  for (const TraceRecord &Rec : readFile(Path)) {
+    EXPECT_GE(Rec.Tsc, LastTsc);
+    LastTsc = Rec.Tsc;
+    EXPECT_EQ(Rec.Cpu, 0);
+    if (Rec.Event == XT_EV_GtVmExit) {
+      ASSERT_EQ(Rec.NumWords, 7);
+      EXPECT_TRUE(Rec.HasTsc);
+      EXPECT_EQ(Rec.Words[0], 0u); // CPU
+      Reasons.push_back(Rec.Words[1]);
+    } else if (Rec.Event == XT_EV_GtVmEntry) {
+      ++Entries;
+    } else if (Rec.Event == XT_EV_GtVmExitEvent) {
+      ++Events;
+    }
+  }
+  EXPECT_EQ(Reasons, Expected);
+  EXPECT_EQ(Events, 40u);
+  EXPECT_EQ(Entries, 40u); // VMLAUNCH and 39 VMRESUMEs; the last exit ends the guest
+}
+
+TEST(GroundTruth, CommandLineRunsGiveByteIdenticalFiles) {
+  const std::string Base = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_cli";
+  for (const char *Suffix : {"_a.xt", "_b.xt"}) {
+    const std::string Cmd = std::string(VMXSIM_BINARY_DIR) + "/vmxsim run " + imagePath() +
+                            " --serial none --debugcon none -q --trace-ground-truth " + Base +
+                            Suffix;
+    const int Status = std::system(Cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(Status));
+    EXPECT_EQ(WEXITSTATUS(Status), 1); // the guest's PASS exit
+  }
+  const std::string A = readText(Base + "_a.xt"), B = readText(Base + "_b.xt");
+  EXPECT_GT(A.size(), 40u * 40);
+  EXPECT_EQ(A, B);
+  // The same as the library's file.
+  const std::string Lib = Base + "_lib.xt";
+  runWithGroundTruth(Lib);
+  EXPECT_EQ(readText(Lib), A);
+}
+
+TEST(GroundTruth, InstructionRecordsCoverEveryRetiredInstruction) {
+  const std::string Path = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_insns.xt";
+  RunResult R = runWithGroundTruth(Path, true);
+  uint64_t Insns = 0, Exits = 0;
+  for (const TraceRecord &Rec : readFile(Path)) {
+    Insns += Rec.Event == XT_EV_GtInsn;
+    Exits += Rec.Event == XT_EV_GtVmExit;
+  }
+  EXPECT_EQ(Exits, 40u);
+  // Every instruction is recorded before it executes; faulting ones retire no count.
+  EXPECT_GE(Insns, R.Retired);
+  EXPECT_LE(Insns, R.Retired + 100);
+}

@@ -1,0 +1,98 @@
+// Helpers shared by the trace tests: a hand-built trace covering every record shape.
+#pragma once
+#include "trace/events.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+
+#include <vector>
+
+namespace vmxsim::trace::testing {
+
+/// Reads every record of Bytes in the given order.
+inline std::vector<TraceRecord> readAll(const std::vector<uint8_t> &Bytes, ReadOrder Order,
+                                        TraceError *Err = nullptr, bool *Failed = nullptr) {
+  TraceReader R(Order, 4096);
+  R.openMemory(Bytes.data(), Bytes.size());
+  std::vector<TraceRecord> Out;
+  TraceRecord Rec;
+  while (R.next(Rec))
+    Out.push_back(Rec);
+  if (Err)
+    *Err = R.error();
+  if (Failed)
+    *Failed = R.failed();
+  return Out;
+}
+
+/// A trace with every row of events.def at every word count it allows, timed as its row
+/// says (Optional rows both ways), spread over CPUs 0, 1 and 3 in several windows, plus
+/// unknown ids with 0..7 words, a record with a bad word count, WRAP_BUFFER padding, and
+/// LOST_RECORDS from a full buffer. Deterministic.
+inline std::vector<uint8_t> everyShapeTrace() {
+  MemoryOutput Out;
+  {
+    TraceWriter W(Out, 4, 1 << 16);
+    uint64_t Tsc[4] = {1000, 1000, 0, 1003};
+    const unsigned CpuOf[3] = {0, 1, 3};
+    unsigned N = 0;
+    auto Words = [](unsigned Seed) {
+      std::vector<uint32_t> V(7);
+      for (unsigned I = 0; I < 7; ++I)
+        V[I] = (Seed + 1) * 0x01010101u * (I + 1) + I;
+      return V;
+    };
+    for (const EventInfo &E : kEvents) {
+      if (E.Id == XT_EV_TraceCpuChange || E.Id == XT_EV_LostRecords)
+        continue; // written by the writer itself
+      for (unsigned Count = E.MinWords; Count <= E.MaxWords; ++Count) {
+        const unsigned Cpu = CpuOf[N % 3];
+        auto V = Words(N++);
+        if (E.Id == XT_EV_VmxExit64) {
+          V[0] = 30; // a real exit reason; rip is canonical
+          V[2] = 0xffffffff;
+        }
+        if (E.Id == XT_EV_GtVmExit || E.Id == XT_EV_GtVmEntryFail || E.Id == XT_EV_GtVmEntry)
+          V[0] = Cpu;
+        if (E.Id == XT_EV_GtVmExit)
+          V[1] = 0x80000021; // VM-entry failure, invalid guest state
+        if (E.Id == XT_EV_GtVmEntryFail) {
+          V[1] = 2;  // failed guest-state check
+          V[2] = 33; // basic exit reason
+          V[3] = 3;  // check ID 3 (named by cpu/vmx/vm_entry_checks.def)
+        }
+        if (E.Tsc != TscRule::Never) {
+          Tsc[Cpu] += 7 + N % 5;
+          W.recordTsc(Cpu, E.Id, Tsc[Cpu], V.data(), Count);
+        }
+        if (E.Tsc != TscRule::Always)
+          W.record(Cpu, E.Id, V.data(), Count);
+        if (N % 17 == 0)
+          W.flushCpu(Cpu); // extra windows, out of CPU order
+      }
+    }
+    for (unsigned Count = 0; Count <= 7; ++Count) {
+      auto V = Words(Count);
+      W.recordTsc(1, 0x00123456 + Count, Tsc[1] += 3, V.data(), Count);
+    }
+    // VMX_EXIT64 with a wrong word count: shown flagged by the dump.
+    const uint32_t Bad[2] = {1, 2};
+    W.recordTsc(0, XT_EV_VmxExit64, Tsc[0] += 1, Bad, 2);
+    W.flush();
+  }
+  // LOST_RECORDS: a small dropping buffer on CPU 2.
+  {
+    MemoryOutput Lossy;
+    TraceWriter W(Lossy, 3, 80, FullPolicy::Drop);
+    W.setCurrent(2, 1, 0);
+    const uint32_t One[1] = {0x00010000};
+    for (unsigned I = 0; I < 12; ++I)
+      W.recordTsc(2, XT_EV_RunstateRunnableToRunning, 5000 + I, One);
+    W.flushCpu(2);
+    W.recordTsc(2, XT_EV_VmEntry, 6000, nullptr, 0);
+    W.flush();
+    Out.Bytes.insert(Out.Bytes.end(), Lossy.Bytes.begin(), Lossy.Bytes.end());
+  }
+  return Out.Bytes;
+}
+
+} // namespace vmxsim::trace::testing

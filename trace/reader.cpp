@@ -1,0 +1,412 @@
+#include "trace/reader.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace vmxsim::trace {
+
+bool TraceRecord::operator==(const TraceRecord &O) const {
+  if (Offset != O.Offset || Tsc != O.Tsc || Event != O.Event || Cpu != O.Cpu ||
+      NumWords != O.NumWords || HasTsc != O.HasTsc)
+    return false;
+  for (unsigned I = 0; I < NumWords; ++I)
+    if (Words[I] != O.Words[I])
+      return false;
+  return true;
+}
+
+std::string TraceError::str() const { return fmt::format("offset {:#x}: {}", Offset, Message); }
+
+namespace {
+
+class FileSource : public ByteSource {
+public:
+  FileSource(int Fd, uint64_t Size) : Fd(Fd), Bytes(Size) {}
+  ~FileSource() override { ::close(Fd); }
+  uint64_t size() const override { return Bytes; }
+  bool read(uint64_t Offset, void *Buf, size_t Len) override {
+    uint8_t *P = static_cast<uint8_t *>(Buf);
+    while (Len) {
+      ssize_t N = ::pread(Fd, P, Len, off_t(Offset));
+      if (N < 0 && errno == EINTR)
+        continue;
+      if (N <= 0)
+        return false;
+      P += N;
+      Offset += uint64_t(N);
+      Len -= size_t(N);
+    }
+    return true;
+  }
+
+private:
+  int Fd;
+  uint64_t Bytes;
+};
+
+class MemorySource : public ByteSource {
+public:
+  MemorySource(const void *Data, size_t Size)
+      : Data(static_cast<const uint8_t *>(Data)), Bytes(Size) {}
+  uint64_t size() const override { return Bytes; }
+  bool read(uint64_t Offset, void *Buf, size_t Len) override {
+    if (Offset > Bytes || Len > Bytes - Offset)
+      return false;
+    if (Len)
+      std::memcpy(Buf, Data + Offset, Len);
+    return true;
+  }
+
+private:
+  const uint8_t *Data;
+  size_t Bytes;
+};
+
+uint32_t loadWord(const uint8_t *P) {
+  return uint32_t(P[0]) | uint32_t(P[1]) << 8 | uint32_t(P[2]) << 16 | uint32_t(P[3]) << 24;
+}
+
+} // namespace
+
+TraceReader::TraceReader(ReadOrder Order, size_t ChunkBytes)
+    : Order(Order), ChunkBytes(ChunkBytes < 4096 ? 4096 : ChunkBytes & ~size_t(3)) {}
+
+TraceReader::~TraceReader() = default;
+
+bool TraceReader::open(const std::string &Path, std::string &Error) {
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (Fd < 0) {
+    Error = fmt::format("cannot open '{}': {}", Path, std::strerror(errno));
+    return false;
+  }
+  struct stat St;
+  if (::fstat(Fd, &St) != 0 || !S_ISREG(St.st_mode)) {
+    Error = fmt::format("'{}' is not a regular file", Path);
+    ::close(Fd);
+    return false;
+  }
+  start(std::make_unique<FileSource>(Fd, uint64_t(St.st_size)));
+  return true;
+}
+
+void TraceReader::openMemory(const void *Data, size_t Size) {
+  start(std::make_unique<MemorySource>(Data, Size));
+}
+
+void TraceReader::start(std::unique_ptr<ByteSource> S) {
+  Src = std::move(S);
+  Size = Src->size();
+  ScanPos = 0;
+  ScanDone = false;
+  FrontierTsc = 0;
+  ScanLastTsc.assign(XT_MAX_CPUS, 0);
+  ReadLastTsc.assign(XT_MAX_CPUS, 0);
+  ScanBuf.assign(ChunkBytes, 0);
+  Cursors.clear();
+  Cursors.resize(Order == ReadOrder::Merged ? XT_MAX_CPUS : 1);
+  KnownCpus.clear();
+  LastCpu = -1;
+  HasError = false;
+  Err = TraceError{};
+  Lost = 0;
+}
+
+void TraceReader::fail(uint64_t Offset, std::string Message) {
+  if (HasError)
+    return;
+  HasError = true;
+  Err.Offset = Offset;
+  Err.Message = std::move(Message);
+  ScanDone = true;
+}
+
+bool TraceReader::readAt(uint64_t Offset, void *Buf, size_t Len) {
+  if (Src->read(Offset, Buf, Len))
+    return true;
+  fail(Offset, fmt::format("host read error ({} bytes)", Len));
+  return false;
+}
+
+// Walks the records of W that lie in the file, checking that each lies inside the window
+// and that the CPU's TSCs do not decrease (format doc, section 2). W.Bytes becomes the
+// length of the records that passed.
+bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) {
+  const uint64_t WinEnd = W.Data + W.Announced;
+  const uint64_t End = WinEnd < Size ? WinEnd : Size;
+  uint64_t BufOff = W.Data;
+  size_t BufLen = 0;
+  bool HaveFirst = false;
+  FirstTsc = LastTsc;
+  uint64_t Off = W.Data;
+  auto Ensure = [&](uint64_t At, size_t Len) -> const uint8_t * {
+    if (At >= BufOff && At + Len <= BufOff + BufLen)
+      return &ScanBuf[At - BufOff];
+    size_t N = size_t(End - At < ChunkBytes ? End - At : ChunkBytes);
+    if (!readAt(At, ScanBuf.data(), N))
+      return nullptr;
+    BufOff = At;
+    BufLen = N;
+    return ScanBuf.data();
+  };
+  while (Off < End) {
+    if (End - Off < 4)
+      break; // the file ends inside a header word: reported below
+    const uint8_t *P = Ensure(Off, 4);
+    if (!P)
+      break;
+    const uint32_t Header = loadWord(P);
+    const uint64_t RecBytes = uint64_t(xt_record_words(Header)) * 4;
+    if (Off + RecBytes > WinEnd) {
+      fail(Off, fmt::format("record header {:#010x} ({} bytes) crosses the end of the window "
+                            "of CPU {} at offset {:#x} (window header at {:#x})",
+                            Header, RecBytes, W.Cpu, WinEnd, W.Header));
+      break;
+    }
+    if (Off + RecBytes > End)
+      break; // cut off by the end of the file: reported below
+    if (xt_header_event(Header) == XT_EV_TraceCpuChange) {
+      fail(Off, fmt::format("TRACE_CPU_CHANGE inside the window of CPU {} (window header at "
+                            "{:#x}, {} bytes)",
+                            W.Cpu, W.Header, W.Announced));
+      break;
+    }
+    if (xt_header_has_tsc(Header)) {
+      P = Ensure(Off, size_t(RecBytes));
+      if (!P)
+        break;
+      const uint64_t Tsc = uint64_t(loadWord(P + 4)) | uint64_t(loadWord(P + 8)) << 32;
+      if (Tsc < LastTsc) {
+        fail(Off, fmt::format("TSC {:#x} of CPU {} is lower than its previous TSC {:#x}", Tsc,
+                              W.Cpu, LastTsc));
+        break;
+      }
+      LastTsc = Tsc;
+      if (!HaveFirst) {
+        FirstTsc = Tsc;
+        HaveFirst = true;
+      }
+    }
+    Off += RecBytes;
+  }
+  W.Bytes = uint32_t(Off - W.Data);
+  if (!HasError && Off < WinEnd) {
+    if (Off < End)
+      fail(Off, fmt::format("file ends inside a record ({} of its bytes present) in the "
+                            "window of CPU {} (window header at {:#x}, {} bytes announced)",
+                            End - Off, W.Cpu, W.Header, W.Announced));
+    else
+      fail(Off, fmt::format("file ends inside the window of CPU {} (window header at {:#x}, "
+                            "{} bytes announced, {} present)",
+                            W.Cpu, W.Header, W.Announced, End - W.Data));
+  }
+  return !HasError;
+}
+
+bool TraceReader::scanWindow() {
+  if (ScanDone)
+    return false;
+  const uint64_t H = ScanPos;
+  if (H >= Size) {
+    ScanDone = true;
+    return false;
+  }
+  const uint64_t Rem = Size - H;
+  uint8_t Raw[12];
+  if (Rem < 4) {
+    fail(H, fmt::format("file ends inside a record header ({} of 4 bytes present)", Rem));
+    return false;
+  }
+  if (!readAt(H, Raw, 4))
+    return false;
+  const uint32_t Header = loadWord(Raw);
+  const uint32_t Expected = xt_header(XT_EV_TraceCpuChange, 2, 0);
+  if (xt_header_event(Header) != XT_EV_TraceCpuChange) {
+    fail(H, fmt::format("expected a TRACE_CPU_CHANGE window header ({:#010x}), found record "
+                        "header {:#010x}",
+                        Expected, Header));
+    return false;
+  }
+  if (Header != Expected) {
+    fail(H, fmt::format("TRACE_CPU_CHANGE header {:#010x} must have 2 payload words and no "
+                        "TSC ({:#010x})",
+                        Header, Expected));
+    return false;
+  }
+  if (Rem < 12) {
+    fail(H, fmt::format("file ends inside a TRACE_CPU_CHANGE record ({} of 12 bytes present)",
+                        Rem));
+    return false;
+  }
+  if (!readAt(H, Raw, 12))
+    return false;
+  const int32_t Cpu = int32_t(loadWord(Raw + 4));
+  const uint32_t Bytes = loadWord(Raw + 8);
+  if (Cpu < 0 || uint32_t(Cpu) >= XT_MAX_CPUS) {
+    fail(H + 4, fmt::format("CPU number {} of a TRACE_CPU_CHANGE record is outside 0..{}", Cpu,
+                            XT_MAX_CPUS - 1));
+    return false;
+  }
+  if (Bytes % 4) {
+    fail(H + 8, fmt::format("window length {} of CPU {} is not a multiple of 4", Bytes, Cpu));
+    return false;
+  }
+  Window W{H, H + 12, 0, Bytes, uint16_t(Cpu)};
+  ScanPos = H + 12 + Bytes;
+  uint64_t FirstTsc = 0;
+  scanRecords(W, ScanLastTsc[unsigned(Cpu)], FirstTsc);
+  FrontierTsc = FirstTsc;
+  // The checked part of the window is readable even when the scan stopped inside it.
+  if (Order == ReadOrder::File) {
+    Cursors[0].Pending.push_back(W);
+  } else if (W.Bytes) {
+    Cursor &C = Cursors[unsigned(Cpu)];
+    if (!C.Known) {
+      C.Known = true;
+      // Kept sorted: ties in TSC go to the lower CPU number.
+      auto It = KnownCpus.begin();
+      while (It != KnownCpus.end() && *It < uint16_t(Cpu))
+        ++It;
+      KnownCpus.insert(It, uint16_t(Cpu));
+    }
+    C.Pending.push_back(W);
+  }
+  if (!HasError && ScanPos >= Size)
+    ScanDone = true;
+  return !HasError;
+}
+
+bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
+  for (;;) {
+    if (C.Pos >= C.End) {
+      while (C.Pending.empty() && !ScanDone)
+        scanWindow();
+      if (C.Pending.empty())
+        return false;
+      C.Cur = C.Pending.front();
+      C.Pending.pop_front();
+      C.Pos = C.Cur.Data;
+      C.End = C.Cur.Data + C.Cur.Bytes;
+      if (Order == ReadOrder::File) {
+        // The window header itself, as xentrace_format showed it.
+        R = TraceRecord{};
+        R.Offset = C.Cur.Header;
+        R.Event = XT_EV_TraceCpuChange;
+        R.Cpu = C.Cur.Cpu;
+        R.Tsc = ReadLastTsc[C.Cur.Cpu];
+        R.NumWords = 2;
+        R.Words[0] = C.Cur.Cpu;
+        R.Words[1] = C.Cur.Announced;
+        return true;
+      }
+      continue;
+    }
+    // Every record of a queued window was checked by the scan: it is complete.
+    const uint64_t Avail = C.End - C.Pos;
+    const size_t Want = size_t(Avail < XT_MAX_RECORD_WORDS * 4 ? Avail : XT_MAX_RECORD_WORDS * 4);
+    if (C.Pos < C.BufOff || C.Pos + Want > C.BufOff + C.BufLen) {
+      if (C.Buf.empty())
+        C.Buf.resize(ChunkBytes);
+      const size_t N = size_t(Avail < ChunkBytes ? Avail : ChunkBytes);
+      if (!readAt(C.Pos, C.Buf.data(), N)) {
+        C.Pos = C.End;
+        C.Pending.clear();
+        return false;
+      }
+      C.BufOff = C.Pos;
+      C.BufLen = N;
+    }
+    const uint8_t *P = &C.Buf[C.Pos - C.BufOff];
+    const uint32_t Header = loadWord(P);
+    R.Offset = C.Pos;
+    R.Event = xt_header_event(Header);
+    R.Cpu = C.Cur.Cpu;
+    R.HasTsc = xt_header_has_tsc(Header);
+    R.NumWords = uint8_t(xt_header_words(Header));
+    P += 4;
+    uint64_t &Last = ReadLastTsc[C.Cur.Cpu];
+    if (R.HasTsc) {
+      Last = uint64_t(loadWord(P)) | uint64_t(loadWord(P + 4)) << 32;
+      P += 8;
+    }
+    R.Tsc = Last;
+    for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+      R.Words[I] = I < R.NumWords ? loadWord(P + 4 * I) : 0;
+    C.Pos += uint64_t(xt_record_words(Header)) * 4;
+    // WRAP_BUFFER is padding (format doc, section 4): merged readers skip it.
+    if (Order == ReadOrder::Merged && R.Event == XT_EV_WrapBuffer)
+      continue;
+    if (R.Event == XT_EV_LostRecords && R.NumWords >= 1)
+      Lost += R.Words[0];
+    return true;
+  }
+}
+
+bool TraceReader::nextFileOrder(TraceRecord &R) {
+  if (!Src)
+    return false;
+  return fetch(Cursors[0], R);
+}
+
+bool TraceReader::nextMerged(TraceRecord &R) {
+  if (!Src)
+    return false;
+  auto EnsureHead = [&](Cursor &C) {
+    if (!C.HaveHead && !C.Exhausted) {
+      if (fetch(C, C.Head))
+        C.HaveHead = true;
+      else
+        C.Exhausted = true;
+    }
+  };
+  auto Take = [&](Cursor &C) {
+    R = C.Head;
+    C.HaveHead = false;
+    LastCpu = R.Cpu;
+    return true;
+  };
+  for (;;) {
+    // An untimed record belongs with the timed record before it (e.g. a handler record
+    // after its VMX_EXIT): it follows it directly.
+    if (LastCpu >= 0) {
+      Cursor &C = Cursors[unsigned(LastCpu)];
+      EnsureHead(C);
+      if (C.HaveHead && !C.Head.HasTsc)
+        return Take(C);
+    }
+    Cursor *Best = nullptr;
+    const size_t Known = KnownCpus.size();
+    for (size_t I = 0; I < KnownCpus.size(); ++I) {
+      Cursor &C = Cursors[KnownCpus[I]];
+      EnsureHead(C);
+      if (C.HaveHead && (!Best || C.Head.Tsc < Best->Head.Tsc))
+        Best = &C;
+    }
+    if (KnownCpus.size() != Known)
+      continue; // a fetch scanned a window of a new CPU: compare again
+    if (!Best) {
+      if (ScanDone)
+        return false;
+      scanWindow();
+      continue;
+    }
+    // A window not yet scanned may hold earlier records (of a CPU not seen yet, too):
+    // scan on until a window starts later than the candidate, as windows are written in
+    // drain rounds (format doc, section 1).
+    if (!ScanDone && FrontierTsc <= Best->Head.Tsc) {
+      scanWindow();
+      continue;
+    }
+    return Take(*Best);
+  }
+}
+
+bool TraceReader::next(TraceRecord &R) {
+  return Order == ReadOrder::Merged ? nextMerged(R) : nextFileOrder(R);
+}
+
+} // namespace vmxsim::trace

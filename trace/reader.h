@@ -1,0 +1,125 @@
+// Streaming reader of XenTrace files (/work/shared/docs/xentrace-format.md, sections
+// 1-2): per-CPU windows, records merged across CPUs by TSC as xenalyze does (or in file
+// order, as xentrace_format did), untimed records carrying the time of their CPU's
+// previous timed record. Memory is bounded by a chunk buffer per CPU and the window
+// descriptors not yet consumed (16 bytes per window), never by the file size.
+//
+// Errors: the file is checked window by window before any record of a window is
+// returned: the framing (every window starts with a well-formed TRACE_CPU_CHANGE, every
+// record lies inside its window, the file does not end inside a window) and the order of
+// each CPU's TSCs. The first problem ends the trace: next() returns every record that
+// lies before it in the file and then false, and error() says where and what.
+#pragma once
+#include "trace/xentrace.h"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vmxsim::trace {
+
+struct TraceRecord {
+  uint64_t Offset = 0; ///< file offset of the header word
+  uint64_t Tsc = 0;    ///< the record's TSC, or (HasTsc false) its CPU's previous one
+  uint32_t Event = 0;  ///< id, bits 0-27 of the header
+  uint16_t Cpu = 0;    ///< the window's CPU
+  uint8_t NumWords = 0;
+  bool HasTsc = false;
+  uint32_t Words[XT_MAX_WORDS] = {};
+  bool operator==(const TraceRecord &O) const;
+};
+
+struct TraceError {
+  uint64_t Offset = 0;
+  std::string Message;
+  /// "offset 0x1c: <Message>".
+  std::string str() const;
+};
+
+/// Random-access bytes: a host file (read with pread, in chunks) or memory.
+class ByteSource {
+public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  /// Reads exactly Len bytes at Offset (which the caller keeps within size()).
+  virtual bool read(uint64_t Offset, void *Buf, size_t Len) = 0;
+};
+
+enum class ReadOrder : uint8_t {
+  Merged, ///< all CPUs merged by TSC; TRACE_CPU_CHANGE and WRAP_BUFFER are not returned
+  File,   ///< file order, including the TRACE_CPU_CHANGE headers and WRAP_BUFFER records
+};
+
+class TraceReader {
+public:
+  explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 64 << 10);
+  ~TraceReader();
+  TraceReader(const TraceReader &) = delete;
+  TraceReader &operator=(const TraceReader &) = delete;
+
+  /// Opens a file; false with Error set when the host cannot open it.
+  bool open(const std::string &Path, std::string &Error);
+  /// Reads Size bytes at Data (which must outlive the reader).
+  void openMemory(const void *Data, size_t Size);
+
+  /// The next record; false at the end of the trace or at the first error.
+  bool next(TraceRecord &R);
+  /// Whether the trace ended at an error (valid once next() returned false).
+  bool failed() const { return HasError; }
+  const TraceError &error() const { return Err; }
+  /// Sum of the counts of the LOST_RECORDS records returned so far.
+  uint64_t lostRecords() const { return Lost; }
+
+private:
+  struct Window {
+    uint64_t Header; ///< offset of the TRACE_CPU_CHANGE record
+    uint64_t Data;   ///< offset of the first record
+    uint32_t Bytes;  ///< bytes of complete, checked records
+    uint32_t Announced;
+    uint16_t Cpu;
+  };
+  struct Cursor {
+    std::deque<Window> Pending;
+    Window Cur{};
+    uint64_t Pos = 0, End = 0; ///< next record and end of the current window's records
+    std::vector<uint8_t> Buf;
+    uint64_t BufOff = 0;
+    size_t BufLen = 0;
+    bool HaveHead = false, Exhausted = false, Known = false;
+    TraceRecord Head;
+  };
+
+  void start(std::unique_ptr<ByteSource> Src);
+  /// Checks and queues the next window; false when the scan has ended (EOF or error).
+  bool scanWindow();
+  bool scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc);
+  void fail(uint64_t Offset, std::string Message);
+  bool readAt(uint64_t Offset, void *Buf, size_t Len);
+  /// Decodes the next record of cursor C into R; false when C has no more records.
+  bool fetch(Cursor &C, TraceRecord &R);
+  bool nextMerged(TraceRecord &R);
+  bool nextFileOrder(TraceRecord &R);
+
+  ReadOrder Order;
+  size_t ChunkBytes;
+  std::unique_ptr<ByteSource> Src;
+  uint64_t Size = 0;
+  // Scanner.
+  uint64_t ScanPos = 0;
+  bool ScanDone = false;
+  uint64_t FrontierTsc = 0; ///< first TSC of the last window scanned
+  std::vector<uint64_t> ScanLastTsc, ReadLastTsc;
+  std::vector<uint16_t> KnownCpus; ///< CPUs with windows (Merged), ascending
+  std::vector<uint8_t> ScanBuf;
+  // Readers: one cursor per CPU (Merged) or cursor 0 for everything (File).
+  std::vector<Cursor> Cursors;
+  int LastCpu = -1;
+  bool PendingHeader = false; ///< File order: the current window's header is next
+  bool HasError = false;
+  TraceError Err;
+  uint64_t Lost = 0;
+};
+
+} // namespace vmxsim::trace

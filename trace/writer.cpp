@@ -1,0 +1,121 @@
+#include "trace/writer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vmxsim::trace {
+
+FileOutput::~FileOutput() {
+  if (F)
+    std::fclose(F);
+}
+
+bool FileOutput::open(const std::string &Path, std::string &Error) {
+  if (F)
+    std::fclose(F);
+  F = std::fopen(Path.c_str(), "wb");
+  if (!F) {
+    Error = "cannot create trace file '" + Path + "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool FileOutput::write(const void *Data, size_t Bytes) {
+  return F && std::fwrite(Data, 1, Bytes, F) == Bytes;
+}
+
+bool FileOutput::flush() { return F && std::fflush(F) == 0; }
+
+bool MemoryOutput::write(const void *Data, size_t Bytes) {
+  const uint8_t *P = static_cast<const uint8_t *>(Data);
+  this->Bytes.insert(this->Bytes.end(), P, P + Bytes);
+  return true;
+}
+
+// Room for the largest record plus the LOST_RECORDS record that may precede it.
+static constexpr uint32_t kMinCapWords = 2 * XT_MAX_RECORD_WORDS;
+
+TraceWriter::TraceWriter(TraceOutput &Out, unsigned NumCpus, size_t BufferBytes,
+                         FullPolicy Policy)
+    : Out(Out), NumCpus(std::clamp(NumCpus, 1u, XT_MAX_CPUS)),
+      CapWords(uint32_t(std::clamp<size_t>(BufferBytes / 4, kMinCapWords, 1u << 28))),
+      Policy(Policy), Cpus(new CpuBuffer[this->NumCpus]) {
+  for (unsigned I = 0; I < this->NumCpus; ++I)
+    Cpus[I].Words.reset(new uint32_t[CapWords]);
+}
+
+TraceWriter::~TraceWriter() {
+  flush();
+  Out.flush();
+}
+
+void TraceWriter::setCurrent(unsigned Cpu, uint16_t Domain, uint16_t Vcpu) {
+  if (Cpu < NumCpus)
+    Cpus[Cpu].Who = uint32_t(Domain) | uint32_t(Vcpu) << 16;
+}
+
+uint64_t TraceWriter::lostRecords(unsigned Cpu) const {
+  return Cpu < NumCpus ? Cpus[Cpu].Lost : 0;
+}
+
+void TraceWriter::emit(const void *Data, size_t Bytes) {
+  if (Ok && !Out.write(Data, Bytes))
+    Ok = false;
+}
+
+void TraceWriter::flushCpu(unsigned Cpu) {
+  if (Cpu >= NumCpus || Cpus[Cpu].Used == 0)
+    return;
+  CpuBuffer &B = Cpus[Cpu];
+  // The window header: TRACE_CPU_CHANGE {cpu, byte count}, never stamped (section 4).
+  const uint32_t Head[3] = {xt_header(XT_EV_TraceCpuChange, 2, 0), Cpu, B.Used * 4};
+  emit(Head, sizeof(Head));
+  emit(B.Words.get(), size_t(B.Used) * 4);
+  B.Used = 0;
+}
+
+void TraceWriter::flush() {
+  for (unsigned I = 0; I < NumCpus; ++I)
+    flushCpu(I);
+  if (Ok && !Out.flush())
+    Ok = false;
+}
+
+void TraceWriter::writeWindow(unsigned Cpu, const void *Data, uint32_t Bytes) {
+  if (Cpu >= NumCpus || Bytes == 0)
+    return;
+  flushCpu(Cpu);
+  const uint32_t Head[3] = {xt_header(XT_EV_TraceCpuChange, 2, 0), Cpu, Bytes};
+  emit(Head, sizeof(Head));
+  emit(Data, Bytes);
+}
+
+bool TraceWriter::makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc) {
+  CpuBuffer &B = Cpus[Cpu];
+  const unsigned LostWords = 1 + 2 + 4;
+  if (Policy == FullPolicy::Flush) {
+    if (B.Used + Need > CapWords)
+      flushCpu(Cpu);
+    return true;
+  }
+  // Drop: the ring of a hypervisor that nobody drains. A record that does not fit is
+  // counted; once room exists again, LOST_RECORDS {count, who, first-lost TSC} goes
+  // before the next record (section 4), stamped with that record's time.
+  if (B.Used + (B.LostPending ? LostWords : 0) + Need > CapWords) {
+    if (B.LostPending++ == 0)
+      B.FirstLostTsc = Tsc;
+    ++B.Lost;
+    return false;
+  }
+  if (B.LostPending) {
+    const uint32_t W[4] = {uint32_t(std::min<uint64_t>(B.LostPending, 0xffffffff)), B.Who,
+                           uint32_t(B.FirstLostTsc), uint32_t(B.FirstLostTsc >> 32)};
+    B.Used = uint32_t(xt_put(&B.Words[B.Used], XT_EV_LostRecords, 1, Tsc, W, 4) - B.Words.get());
+    B.LastTsc = Tsc;
+    B.LostPending = 0;
+  }
+  return true;
+}
+
+} // namespace vmxsim::trace

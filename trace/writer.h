@@ -1,0 +1,134 @@
+// Writing XenTrace files (/work/shared/docs/xentrace-format.md, sections 1-2): one
+// record buffer per CPU, sized up front, drained as TRACE_CPU_CHANGE windows in
+// ascending CPU order, exactly as Xen's xentrace daemon lays them out. Recording a
+// record never allocates (STYLE 2.4).
+#pragma once
+#include "trace/xentrace.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vmxsim::trace {
+
+/// Where drained windows go. Called once per window (not per record).
+class TraceOutput {
+public:
+  virtual ~TraceOutput() = default;
+  /// Appends Bytes bytes; false on a host I/O error.
+  virtual bool write(const void *Data, size_t Bytes) = 0;
+  virtual bool flush() { return true; }
+};
+
+/// A file on the host.
+class FileOutput : public TraceOutput {
+public:
+  FileOutput() = default;
+  ~FileOutput() override;
+  /// Creates or truncates Path; false with Error set when it cannot.
+  bool open(const std::string &Path, std::string &Error);
+  bool write(const void *Data, size_t Bytes) override;
+  bool flush() override;
+
+private:
+  std::FILE *F = nullptr;
+};
+
+/// Bytes in memory (tests, embedders).
+class MemoryOutput : public TraceOutput {
+public:
+  bool write(const void *Data, size_t Bytes) override;
+  std::vector<uint8_t> Bytes;
+};
+
+/// What to do when a record does not fit in its CPU's buffer.
+enum class FullPolicy : uint8_t {
+  Flush, ///< drain that CPU's buffer as a window now (like xentrace woken by a full ring)
+  Drop,  ///< drop the record and count it; LOST_RECORDS precedes the next one that fits
+};
+
+class TraceWriter {
+public:
+  /// NumCpus buffers (1..XT_MAX_CPUS) of BufferBytes each (rounded down to words; at
+  /// least room for the largest record and a LOST_RECORDS record).
+  TraceWriter(TraceOutput &Out, unsigned NumCpus, size_t BufferBytes = 256 << 10,
+              FullPolicy Policy = FullPolicy::Flush);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter &) = delete;
+  TraceWriter &operator=(const TraceWriter &) = delete;
+
+  /// A record stamped with Tsc (TSCs of one CPU must not decrease).
+  void recordTsc(unsigned Cpu, uint32_t Event, uint64_t Tsc, const uint32_t *Words,
+                 unsigned NumWords) {
+    put(Cpu, Event, true, Tsc, Words, NumWords);
+  }
+  /// A record without TSC (it has the time of the CPU's previous timed record).
+  void record(unsigned Cpu, uint32_t Event, const uint32_t *Words, unsigned NumWords) {
+    put(Cpu, Event, false, 0, Words, NumWords);
+  }
+  template <unsigned N>
+  void recordTsc(unsigned Cpu, uint32_t Event, uint64_t Tsc, const uint32_t (&Words)[N]) {
+    static_assert(N <= XT_MAX_WORDS, "at most 7 payload words");
+    put(Cpu, Event, true, Tsc, Words, N);
+  }
+  template <unsigned N> void record(unsigned Cpu, uint32_t Event, const uint32_t (&Words)[N]) {
+    static_assert(N <= XT_MAX_WORDS, "at most 7 payload words");
+    put(Cpu, Event, false, 0, Words, N);
+  }
+
+  /// Who runs on Cpu, for the domain/vcpu word of LOST_RECORDS.
+  void setCurrent(unsigned Cpu, uint16_t Domain, uint16_t Vcpu);
+
+  /// Drains every CPU's buffer that holds records, in ascending CPU order.
+  void flush();
+  /// Drains one CPU's buffer (if it holds records) as one window.
+  void flushCpu(unsigned Cpu);
+  /// Writes Bytes bytes of already-encoded records of Cpu as one window (e.g. a
+  /// hypervisor's own trace ring). Cpu's buffered records are drained first.
+  void writeWindow(unsigned Cpu, const void *Data, uint32_t Bytes);
+
+  unsigned numCpus() const { return NumCpus; }
+  /// Records dropped on Cpu so far (FullPolicy::Drop).
+  uint64_t lostRecords(unsigned Cpu) const;
+  /// False once the output failed (later records are still accepted and discarded).
+  bool ok() const { return Ok; }
+
+private:
+  struct CpuBuffer {
+    std::unique_ptr<uint32_t[]> Words;
+    uint32_t Used = 0;
+    uint64_t LastTsc = 0;
+    uint64_t Lost = 0, LostPending = 0, FirstLostTsc = 0;
+    uint32_t Who = 0; ///< domain in bits 0-15, vcpu in bits 16-31 (LOST_RECORDS order)
+  };
+
+  void put(unsigned Cpu, uint32_t Event, bool HasTsc, uint64_t Tsc, const uint32_t *Words,
+           unsigned NumWords) {
+    if (Cpu >= NumCpus) [[unlikely]]
+      return;
+    CpuBuffer &B = Cpus[Cpu];
+    unsigned Need = 1 + (HasTsc ? 2 : 0) + (NumWords > XT_MAX_WORDS ? XT_MAX_WORDS : NumWords);
+    if (B.LostPending || B.Used + Need > CapWords) [[unlikely]] {
+      if (!makeRoom(Cpu, Need, HasTsc ? Tsc : B.LastTsc))
+        return;
+    }
+    if (HasTsc)
+      B.LastTsc = Tsc;
+    B.Used = uint32_t(xt_put(&B.Words[B.Used], Event, HasTsc, Tsc, Words, NumWords) -
+                      B.Words.get());
+  }
+  /// Slow path: a full buffer or pending LOST_RECORDS. False when the record is dropped.
+  bool makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc);
+  void emit(const void *Data, size_t Bytes);
+
+  TraceOutput &Out;
+  unsigned NumCpus;
+  uint32_t CapWords;
+  FullPolicy Policy;
+  bool Ok = true;
+  std::unique_ptr<CpuBuffer[]> Cpus;
+};
+
+} // namespace vmxsim::trace
