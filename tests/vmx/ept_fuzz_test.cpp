@@ -76,7 +76,7 @@ bool reservedType(uint8_t T) { return T == 2 || T == 3 || T == 7; }
 
 TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes) {
   unsigned Counts[3] = {};
-  for (uint64_t Seed = 1; Seed <= 24; ++Seed) {
+  for (uint64_t Seed = 1; Seed <= 64; ++Seed) {
     SplitMix64 R(Seed);
     const bool ExecOnly = R.nextBelow(2), Pages1G = R.nextBelow(2), Five = R.nextBelow(2);
     VmxTestMachine M(fuzzProfile(ExecOnly, Pages1G, Five));
@@ -140,7 +140,7 @@ TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes)
 // structures and of the data it touches: the run always ends in a defined state.
 TEST(VmxSupportForAddressTranslation, FuzzGuestOverRandomEptNeverCrashes) {
   unsigned Exits48 = 0, Exits49 = 0;
-  for (uint64_t Seed = 100; Seed < 160; ++Seed) {
+  for (uint64_t Seed = 100; Seed < 400; ++Seed) {
     SCOPED_TRACE(testing::Message() << "seed " << Seed);
     SplitMix64 R(Seed);
     VmxTestMachine M(fuzzProfile(true, true, false));
