@@ -71,6 +71,24 @@ struct TlbEntry {
   uint64_t Pfn;     ///< physical page frame number (host-physical under EPT)
 };
 inline constexpr unsigned kTlbEntries = 256;
+
+/// Cached guest-physical -> host-physical translation of one 4 KiB page under EPT
+/// ("guest-physical mappings", SDM Vol. 3C, "Information That May Be Cached"), valid in
+/// the TLB context generation it was filled in. A TLB miss under EPT walks the guest
+/// page tables, and each of their entries needs a guest-physical translation: this
+/// cache makes those hits instead of full EPT walks.
+struct EptCacheEntry {
+  uint64_t GpaPage;  ///< guest-physical page address | 1 (0 = empty)
+  uint64_t HpaPage;
+  uint16_t Generation;
+  uint8_t Rights;
+  uint8_t MemType;
+  uint8_t PageLevel;
+  bool IgnorePat;
+  bool AccessedDirty; ///< EPTP[6] when filled
+  bool DirtyDone;     ///< the leaf's dirty flag is set (or A/D is off)
+};
+inline constexpr unsigned kEptCacheEntries = 512;
 inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
 
 /// Decoded-instruction cache, organised as blocks of straight-line code keyed by the
@@ -169,6 +187,7 @@ public:
 
   // --- TLB (per access type) ---
   TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
+  EptCacheEntry EptCache[kEptCacheEntries];
   void flushTlbPage(uint64_t La);
   /// Drops fast write mappings of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);

@@ -70,12 +70,9 @@ Status writeCr0(Cpu &C, uint64_t V) {
     return C.raiseGp(0);
   if (paePagingAfter(S, V, S.Cr4) &&
       pagingStructuresChanged(Old, V, cr0::PG | cr0::CD | cr0::NW)) {
-    uint64_t Saved[4] = {S.Pdpte[0], S.Pdpte[1], S.Pdpte[2], S.Pdpte[3]};
-    if (!loadPdptes(C)) {
-      for (unsigned K = 0; K < 4; ++K)
-        S.Pdpte[K] = Saved[K];
-      return C.raiseGp(0);
-    }
+    // #GP(0) for reserved bits, or an EPT violation/misconfiguration exit; either way
+    // nothing has been loaded.
+    VMX_TRY(loadPdptes(C));
   }
   S.Cr0 = V;
   if (EnablingPaging && (S.Efer & efer::LME))
@@ -106,9 +103,11 @@ Status writeCr3(Cpu &C, uint64_t V) {
   }
   const uint64_t Old = S.Cr3;
   S.Cr3 = V;
-  if ((S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE) && !S.longMode() && !loadPdptes(C)) {
-    S.Cr3 = Old;
-    return C.raiseGp(0);
+  if ((S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE) && !S.longMode()) {
+    if (Status St = loadPdptes(C); St != Status::Ok) {
+      S.Cr3 = Old;
+      return St;
+    }
   }
   // The TLB here keeps no PCID or global tags: a flush is always exact, and skipping it
   // is only allowed (not required) when NoFlush is set.
@@ -135,12 +134,9 @@ Status writeCr4(Cpu &C, uint64_t V) {
                                cr4::SMAP | cr4::PKE | cr4::LA57;
   if (paePagingAfter(S, S.Cr0, V) &&
       pagingStructuresChanged(Old, V, cr4::PAE | cr4::PGE | cr4::PSE | cr4::SMEP)) {
-    uint64_t Saved[4] = {S.Pdpte[0], S.Pdpte[1], S.Pdpte[2], S.Pdpte[3]};
-    if (!loadPdptes(C)) {
-      for (unsigned K = 0; K < 4; ++K)
-        S.Pdpte[K] = Saved[K];
-      return C.raiseGp(0);
-    }
+    // #GP(0) for reserved bits, or an EPT violation/misconfiguration exit; either way
+    // nothing has been loaded.
+    VMX_TRY(loadPdptes(C));
   }
   S.Cr4 = V;
   if (pagingStructuresChanged(Old, V, TlbBits))

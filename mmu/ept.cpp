@@ -52,6 +52,14 @@ void setEptBits(Cpu &C, uint64_t Hpa, uint64_t Old, uint64_t Bits) {
   }
 }
 
+// SDM Vol. 3C, "EPT Violations": the access must be allowed by every entry used
+// (Rights is their AND). Guest paging-structure accesses are writes when A/D is on.
+bool eptAllows(bool Mbec, uint8_t Rights, const EptAccess &A, bool IsWrite) {
+  if (A.Kind == Access::Fetch)
+    return (Mbec && A.UserAddress) ? (Rights & eptright::UserX) : (Rights & eptright::X);
+  return (Rights & eptright::R) && (!IsWrite || (Rights & eptright::W));
+}
+
 } // namespace
 
 bool eptActive(const Cpu &C) {
@@ -134,13 +142,7 @@ EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
     W.MemType = uint8_t(Type);
     W.IgnorePat = E & IgnorePat;
     W.PageLevel = uint8_t(Level);
-    // SDM Vol. 3C, "EPT Violations": the access must be allowed by every entry used.
-    bool Allowed;
-    if (A.Kind == Access::Fetch)
-      Allowed = (Mbec && A.UserAddress) ? (Rights & eptright::UserX) : (Rights & eptright::X);
-    else
-      Allowed = (Rights & eptright::R) && (!IsWrite || (Rights & eptright::W));
-    if (!Allowed) {
+    if (!eptAllows(Mbec, Rights, A, IsWrite)) {
       W.Outcome = EptOutcome::Violation;
       return W;
     }
@@ -183,9 +185,30 @@ uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp
 
 Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out) {
   const uint64_t Eptp = C.Vmx->Vmcs.get(F::EptPointer);
-  Out = eptWalk(C, Eptp, Gpa, A);
-  if (Out.Outcome == EptOutcome::Translated) [[likely]]
+  const bool Ad = Eptp & eptp::AccessedDirty;
+  const bool IsWrite = A.Kind == Access::Write || (Ad && A.PagingStructure);
+  // A cached guest-physical mapping of the current context serves any access it allows
+  // and that needs no A/D update; anything else walks the EPT afresh, so violations,
+  // misconfigurations and flag updates are always computed from the tables.
+  EptCacheEntry &Cached = C.EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
+  if (Cached.GpaPage == ((Gpa & kPageMask) | 1) && Cached.Generation == C.TlbGeneration &&
+      Cached.AccessedDirty == Ad && (!IsWrite || Cached.DirtyDone) &&
+      eptAllows(modeBasedExecute(C), Cached.Rights, A, IsWrite)) {
+    Out = EptWalk{};
+    Out.Hpa = Cached.HpaPage | (Gpa & 0xfff);
+    Out.Rights = Cached.Rights;
+    Out.MemType = Cached.MemType;
+    Out.IgnorePat = Cached.IgnorePat;
+    Out.PageLevel = Cached.PageLevel;
     return Status::Ok;
+  }
+  Out = eptWalk(C, Eptp, Gpa, A);
+  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
+    Cached = EptCacheEntry{(Gpa & kPageMask) | 1, Out.Hpa & kPageMask, C.TlbGeneration,
+                           Out.Rights, Out.MemType, Out.PageLevel, Out.IgnorePat, Ad,
+                           !Ad || IsWrite};
+    return Status::Ok;
+  }
   VmExitInfo Info;
   Info.GuestPhysicalAddress = Gpa;
   Info.GuestPhysicalValid = true;

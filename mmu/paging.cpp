@@ -135,18 +135,28 @@ struct Walker {
 
 } // namespace
 
-bool loadPdptes(Cpu &C) {
+Status loadPdptes(Cpu &C) {
   uint64_t Base = C.S.Cr3 & 0xffffffe0u;
-  uint64_t PhysMask = ((1ull << C.Model.MaxPhysAddrBits) - 1) & kPageMask;
-  for (unsigned I = 0; I < 4; ++I) {
-    uint64_t E = C.Mem.read(Gpa(Base + 8 * I), 8);
-    // Reserved: bits 2:1, 8:5 and bits above MAXPHYADDR (SDM Vol. 3A, PAE Paging,
-    // Format of a PAE Page-Directory-Pointer-Table Entry).
-    if ((E & kP) && ((E & 0x1e6) || (E & ~PhysMask & ~uint64_t(0xfff))))
-      return false;
-    C.S.Pdpte[I] = E;
+  // In VMX non-root operation with EPT, CR3 is a guest-physical address: the PDPTE
+  // load is a guest paging-structure access through EPT, with no guest-linear address
+  // (SDM Vol. 3C, "EPT Violations"; Vol. 3A, PDPTE Registers).
+  if (eptActive(C)) {
+    EptWalk W;
+    VMX_TRY(eptTranslate(C, Base, EptAccess{Access::Read, true, false, 0, false}, W));
+    Base = W.Hpa;
   }
-  return true;
+  uint64_t PhysMask = ((1ull << C.Model.MaxPhysAddrBits) - 1) & kPageMask;
+  uint64_t E[4];
+  for (unsigned I = 0; I < 4; ++I) {
+    E[I] = C.Mem.read(Gpa(Base + 8 * I), 8);
+    // Reserved: bits 2:1, 8:5 and bits above MAXPHYADDR (SDM Vol. 3A, PAE Paging,
+    // Format of a PAE Page-Directory-Pointer-Table Entry): #GP(0), nothing loaded.
+    if ((E[I] & kP) && ((E[I] & 0x1e6) || (E[I] & ~PhysMask & ~uint64_t(0xfff))))
+      return C.raiseGp(0);
+  }
+  for (unsigned I = 0; I < 4; ++I)
+    C.S.Pdpte[I] = E[I];
+  return Status::Ok;
 }
 
 namespace {

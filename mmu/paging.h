@@ -31,6 +31,6 @@ Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation 
 
 /// Loads the four PDPTEs from CR3 for PAE paging; false if one has reserved bits set
 /// (the caller raises #GP(0), SDM Vol. 3A, PDPTE Registers).
-bool loadPdptes(Cpu &C);
+Status loadPdptes(Cpu &C);
 
 } // namespace vmxsim

@@ -8,11 +8,6 @@
 namespace vmxsim {
 
 namespace {
-// A model that advertises a feature implements it: EPT (and with it unrestricted guest
-// and EPTP switching) is not implemented yet, so no profile offers it. The EPT work adds
-// VmxFeature::Ept, UnrestrictedGuest, VmFunctions and EptpSwitching here.
-constexpr VmxFeature kAfterEptLands = VmxFeature::None;
-
 constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
   uint64_t M = 0;
   for (VmxFeature F : L)
@@ -25,8 +20,7 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
   // uses, minus APIC virtualization, posted interrupts, PML, #VE and XSAVES (the CPU
-  // model has no XSAVES), which vmxsim does not model. EPT, unrestricted guest and VM
-  // functions join when the EPT work implements them (kAfterEptLands).
+  // model has no XSAVES), which vmxsim does not model.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -35,7 +29,8 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::Rdtscp, VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
-                kAfterEptLands}),
+                VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
+                VmxFeature::EptpSwitching}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -59,7 +54,8 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
-                kAfterEptLands}),
+                VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
+                VmxFeature::EptpSwitching}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

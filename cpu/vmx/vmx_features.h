@@ -67,10 +67,10 @@ struct VmxProfile {
     return Features & (uint64_t(1) << unsigned(F));
   }
 
-  /// The default: a modern Intel core (VPID, preemption timer, MSR/I-O bitmaps, TPR
+  /// The default: a modern Intel core (EPT with A/D, execute-only and 1 GiB pages,
+  /// VPID, unrestricted guest, EPTP switching, preemption timer, MSR/I-O bitmaps, TPR
   /// shadow, MTF, PLE, RDTSCP/INVPCID/RDRAND/RDSEED controls, TSC offsetting and
-  /// scaling, VMWRITE to any field; EPT with A/D and unrestricted guest once the EPT work
-  /// implements them).
+  /// scaling, VMWRITE to any field).
   static const VmxProfile &full();
   /// What KVM's nested VMX offers an L1 hypervisor.
   static const VmxProfile &kvmNested();

@@ -35,7 +35,7 @@ struct PagingFixture {
     M.S.Cr4 = cr4::PAE;
     M.S.Efer = Efer;
     M.S.Cr3 = 0x10000;
-    ASSERT_TRUE(loadPdptes(C));
+    ASSERT_EQ(loadPdptes(C), Status::Ok);
   }
   // 4-level paging: PML4 0x10000, PDPT 0x11000, PD 0x12000, PT 0x13000; La 0x40201000
   // is mapped 4K through all levels to Pa 0x55000 (kUs|kRw everywhere unless changed).
@@ -124,7 +124,7 @@ TEST(Paging, PaeTranslates4KAnd2MPagesThroughPdpteRegisters) {
   // nothing until the PDPTEs are reloaded.
   F.put(0x10000 + 8 * 1, 0);
   EXPECT_EQ(F.pa(0x40005abc), 0x77abcu);
-  ASSERT_TRUE(loadPdptes(F.C));
+  ASSERT_EQ(loadPdptes(F.C), Status::Ok);
   EXPECT_EQ(F.fault(0x40005abc, Access::Read, false), 0u);
 }
 
@@ -134,10 +134,11 @@ TEST(Paging, PaePdpteReservedBitsFailTheLoad) {
   for (uint64_t Bad : {uint64_t(1) << 1, uint64_t(1) << 2, uint64_t(1) << 5,
                        uint64_t(1) << 8, uint64_t(1) << 46, uint64_t(1) << 63}) {
     F.put(0x10000 + 8 * 2, 0x11000 | kP | Bad);
-    EXPECT_FALSE(loadPdptes(F.C)) << std::hex << Bad;
+    EXPECT_EQ(loadPdptes(F.C), Status::Fault) << std::hex << Bad;
+    EXPECT_EQ(F.C.Pending.Vector, vec::GP);
   }
   F.put(0x10000 + 8 * 2, 0x11000 | (uint64_t(1) << 1)); // not present: no check
-  EXPECT_TRUE(loadPdptes(F.C));
+  EXPECT_EQ(loadPdptes(F.C), Status::Ok);
 }
 
 TEST(Paging, PaeBit62IsReservedInPdesAndPtes) {

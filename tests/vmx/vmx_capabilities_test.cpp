@@ -39,11 +39,11 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 14, 15.
   EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
   EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
-  // Secondary: descriptor tables, RDTSCP, VPID, WBINVD, PLE, RDRAND, INVPCID, RDSEED,
-  // TSC scaling (EPT, unrestricted guest and VM functions come with the EPT work).
-  EXPECT_EQ(cap(P, 0x48b), 0x02011c6c00000000ull);
+  // Secondary: EPT, descriptor tables, RDTSCP, VPID, WBINVD, unrestricted guest, PLE,
+  // RDRAND, INVPCID, VM functions, RDSEED, TSC scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02013cee00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
-  EXPECT_EQ(cap(P, 0x491), std::nullopt);
+  EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
 
 TEST(VmxCapabilities, FullProfileMiscFixedBitsEnumAndEpt) {
@@ -57,8 +57,9 @@ TEST(VmxCapabilities, FullProfileMiscFixedBitsEnumAndEpt) {
   EXPECT_EQ(cap(P, 0x489), 0x372fffull);
   // Highest index: TSC multiplier (0x2032 -> index 0x19).
   EXPECT_EQ(cap(P, 0x48a), 0x32ull);
-  // No EPT yet: only INVVPID with all four types.
-  EXPECT_EQ(cap(P, 0x48c), 0x00000f0100000000ull);
+  // X-only, 4-level, UC, WB, 2M, 1G, INVEPT, A/D, single/all-context INVEPT; INVVPID
+  // with all four types.
+  EXPECT_EQ(cap(P, 0x48c), 0x00000f0106334141ull);
 }
 
 TEST(VmxCapabilities, MinimalProfileMsrs) {
@@ -80,7 +81,7 @@ TEST(VmxCapabilities, MinimalProfileMsrs) {
 
 TEST(VmxCapabilities, KvmNestedProfileLacksPauseLoopExiting) {
   const VmxProfile &P = VmxProfile::kvmNested();
-  EXPECT_EQ(cap(P, 0x48b), 0x0201186c00000000ull);
+  EXPECT_EQ(cap(P, 0x48b), 0x020138ee00000000ull);
   EXPECT_EQ(cap(P, 0x485), 0x600401e5ull);
 }
 
