@@ -4,6 +4,8 @@
 // VMfail. No state changes before the last fault check (STYLE 2.3).
 #include "cpu/vmx/vmx_instructions.h"
 
+#include "cpu/vmx/vm_entry_checks.h"
+
 #include "cpu/cost_model.h"
 #include "cpu/cpu_model.h"
 #include "cpu/decode_info.h"
@@ -198,15 +200,21 @@ Status execVmxoff(Cpu &C, const DecodedInsn &I) {
 
 // --- VMCLEAR (SDM Vol. 3C, VMCLEAR—Clear Virtual-Machine Control Structure) -----------
 
-Status execVmclear(Cpu &C, const DecodedInsn &I) {
+// The shared start of VMCLEAR and VMPTRLD in their pseudo-code order: #UD, the VM exit
+// in VMX non-root operation, CPL, then the memory operand (the 64-bit pointer).
+Status vmcsPointerOperand(Cpu &C, const DecodedInsn &I, ExitReason Reason, uint64_t &Addr) {
   if (vmxUd(C))
     return C.raiseUd();
   if (C.NonRoot)
-    return instructionExit(C, I, ExitReason::Vmclear, memoryOperandInfo(I));
+    return instructionExit(C, I, Reason, memoryOperandInfo(I));
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
+  return readPointerOperand(C, I, Addr);
+}
+
+Status execVmclear(Cpu &C, const DecodedInsn &I) {
   uint64_t Addr;
-  VMX_TRY(readPointerOperand(C, I, Addr));
+  VMX_TRY(vmcsPointerOperand(C, I, ExitReason::Vmclear, Addr));
   VmxState &X = *C.Vmx;
   if (physicalAddressInvalid(C, Addr))
     return vmFail(C, I, uint32_t(VmInstructionError::VmclearInvalidPhysicalAddress));
@@ -223,14 +231,8 @@ Status execVmclear(Cpu &C, const DecodedInsn &I) {
 // --- VMPTRLD (SDM Vol. 3C, VMPTRLD—Load Pointer to Virtual-Machine Control Structure) ---
 
 Status execVmptrld(Cpu &C, const DecodedInsn &I) {
-  if (vmxUd(C))
-    return C.raiseUd();
-  if (C.NonRoot)
-    return instructionExit(C, I, ExitReason::Vmptrld, memoryOperandInfo(I));
-  if (C.S.cpl() > 0)
-    return C.raiseGp(0);
   uint64_t Addr;
-  VMX_TRY(readPointerOperand(C, I, Addr));
+  VMX_TRY(vmcsPointerOperand(C, I, ExitReason::Vmptrld, Addr));
   VmxState &X = *C.Vmx;
   if (physicalAddressInvalid(C, Addr))
     return vmFail(C, I, uint32_t(VmInstructionError::VmptrldInvalidPhysicalAddress));
@@ -398,16 +400,10 @@ uint64_t eptVpidCap(const Cpu &C) {
 
 /// Whether an EPTP would pass the VM-entry EPTP checks (SDM Vol. 3C, "Checks on VMX
 /// Controls > VM-Execution Control Fields", EPTP bullet).
+// INVEPT single-context takes an EPTP that must pass the VM-entry EPTP checks (SDM
+// Vol. 3C, INVEPT: "IF ... EPTP is invalid THEN VMfail(Invalid operand ...)").
 bool eptpValid(const Cpu &C, uint64_t Eptp) {
-  uint64_t Cap = eptVpidCap(C);
-  unsigned Type = Eptp & 7, Walk = (Eptp >> 3) & 7;
-  if (!((Type == 0 && (Cap & (1u << 8))) || (Type == 6 && (Cap & (1u << 14)))))
-    return false;
-  if (!((Walk == 3 && (Cap & (1u << 6))) || (Walk == 4 && (Cap & (1u << 7)))))
-    return false;
-  if ((Eptp & (1u << 6)) && !(Cap & (1u << 21)))
-    return false;
-  return !(Eptp & 0xf80) && !(Eptp >> C.Model.MaxPhysAddrBits);
+  return checkEptp(Eptp, eptVpidCap(C), C.Model.MaxPhysAddrBits) == VmEntryCheckId::None;
 }
 
 uint32_t invInfo(const DecodedInsn &I) {
