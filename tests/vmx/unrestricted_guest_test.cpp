@@ -267,5 +267,48 @@ TEST(UnrestrictedGuests, RealModeVmxAndDescriptorTableInstructionsRaiseUdWithout
   }
 }
 
+TEST(UnrestrictedGuests, PaePdpteLoadGoesThroughEptAndItsViolationExits) {
+  // A real-mode guest enables PAE paging in one MOV to CR0 (PE and PG together). The
+  // PDPTE load reads the PDPT at the guest-physical address in CR3, through EPT (SDM
+  // Vol. 3C, "EPT Violations": guest paging-structure accesses; Vol. 3A, PDPTE
+  // Registers). EPT maps only the first 16 MiB, CR3 = 24 MiB: EPT violation, a read of a
+  // paging structure with no guest-linear address, fault-like (RIP at the MOV to CR0,
+  // which has not changed CR0).
+  RealModeMachine M;
+  M.vmcs().set(F::Cr0GuestHostMask, 0);
+  // CR4 is all guest-owned here, so the guest keeps VMXE (fixed to 1 in VMX operation).
+  const uint8_t Code[] = {
+      0x66, 0xb8, 0x20, 0x20, 0x00, 0x00, // mov eax, 0x2020 (CR4.PAE | CR4.VMXE)
+      0x0f, 0x22, 0xe0,                   // mov cr4, eax
+      0x66, 0xb8, 0x00, 0x00, 0x80, 0x01, // mov eax, 0x1800000
+      0x0f, 0x22, 0xd8,                   // mov cr3, eax (no PDPTE load: PG = 0)
+      0x0f, 0x20, 0xc0,                   // mov eax, cr0
+      0x66, 0x0d, 0x01, 0x00, 0x00, 0x80, // or eax, 0x80000001
+      0x0f, 0x22, 0xc0,                   // mov cr0, eax   <- at offset 27
+      0xf4};
+  M.write(kRealBase, Code, sizeof(Code));
+  M.enter(true);
+  EXPECT_EQ(M.get(F::ExitReason), 48u);
+  EXPECT_EQ(M.get(F::ExitQualification), 0x1u); // data read; not readable/writable/executable
+  EXPECT_EQ(M.get(F::GuestPhysicalAddress), 0x1800000u);
+  EXPECT_EQ(M.get(F::GuestRip), 27u);
+  EXPECT_EQ(M.get(F::GuestCr0) & (cr0::PE | cr0::PG), 0u);
+  EXPECT_EQ(M.get(F::GuestCr3), 0x1800000u);
+  EXPECT_EQ(M.get(F::GuestCr4) & cr4::PAE, cr4::PAE);
+
+  // Map the PDPT (with a present entry pointing at an identity-mapped PD) and resume:
+  // the MOV to CR0 completes and the guest reaches HLT with paging on.
+  M.Ept.map4K(0x1800000, 0x1800000);
+  const uint64_t Pdpte0 = 0x1801000 | 1, Pd0 = 0x83; // 2 MiB page at 0 (PS | RW | P)
+  M.write(0x1800000, &Pdpte0, 8);
+  M.Ept.map4K(0x1801000, 0x1801000);
+  M.write(0x1801000, &Pd0, 8);
+  M.enter(false);
+  EXPECT_EQ(M.get(F::ExitReason), 12u);
+  EXPECT_EQ(M.get(F::GuestCr0) & (cr0::PE | cr0::PG), cr0::PE | cr0::PG);
+  EXPECT_EQ(M.get(F::GuestPdpte0), Pdpte0);
+}
+
+
 } // namespace
 } // namespace vmxsim::test
