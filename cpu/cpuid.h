@@ -17,7 +17,7 @@ namespace cpuidbit {
 inline constexpr uint32_t Sse3 = 1u << 0, Vmx = 1u << 5, Cx16 = 1u << 13, Pcid = 1u << 17,
                           Movbe = 1u << 22, Popcnt = 1u << 23, Xsave = 1u << 26,
                           Osxsave = 1u << 27, Hypervisor = 1u << 31, Monitor = 1u << 3,
-                          Rdrand = 1u << 30;
+                          Rdrand = 1u << 30, X2apic = 1u << 21, TscDeadline = 1u << 24;
 // Leaf 1 EDX.
 inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u << 4,
                           Msr = 1u << 5, Pae = 1u << 6, Cx8 = 1u << 8, Apic = 1u << 9,

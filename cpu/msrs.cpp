@@ -43,6 +43,15 @@ bool canonicalForModel(const Cpu &C, uint64_t V) {
   return uint64_t(int64_t(V << (64 - Bits)) >> (64 - Bits)) == V;
 }
 uint64_t aboveMaxPhys(const Cpu &C) { return ~((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1); }
+
+constexpr uint64_t kApicEn = 1u << 11, kApicExtd = 1u << 10;
+/// The x2APIC register MSRs (SDM Vol. 3A, x2APIC Register Address Space): reachable only
+/// in x2APIC mode, else #GP (SDM Vol. 3A, x2APIC Register Availability).
+bool x2apicRegister(uint32_t Index) { return Index >= 0x800 && Index <= 0x8ff; }
+bool x2apicUsable(const Cpu &C) {
+  const uint64_t Base = (*C.Msrs)[MsrSlot::IA32_APIC_BASE];
+  return C.Apic && (Base & kApicEn) && (Base & kApicExtd);
+}
 } // namespace
 
 const MsrInfo *findMsr(uint32_t Address) {
@@ -92,6 +101,8 @@ Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) {
     Value = readTsc(C);
     break;
   case MsrWrite::Apic:
+    if (x2apicRegister(Index) && !x2apicUsable(C))
+      return C.raiseGp(0);
     if (C.Apic)
       return C.Apic->readMsr(C, Index, Value);
     Value = M.Value[Row - kMsrTable];
@@ -125,6 +136,8 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::VmxCapability:
     return C.raiseGp(0);
   case MsrWrite::Apic:
+    if (x2apicRegister(Index) && !x2apicUsable(C))
+      return C.raiseGp(0);
     if (C.Apic)
       return C.Apic->writeMsr(C, Index, Value);
     break;
@@ -163,10 +176,21 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::TscAdjust:
     M.TscOffset += Value - Slot;
     break;
-  case MsrWrite::ApicBase:
+  case MsrWrite::ApicBase: {
     if (Value & aboveMaxPhys(C))
       return C.raiseGp(0);
+    // SDM Vol. 3A, x2APIC State Transitions: EXTD without EN is invalid; x2APIC mode is
+    // entered only from xAPIC mode and left only to the disabled state.
+    const bool NewEn = Value & kApicEn, NewExtd = Value & kApicExtd;
+    const bool OldEn = Slot & kApicEn, OldExtd = Slot & kApicExtd;
+    if (NewExtd && !NewEn)
+      return C.raiseGp(0);
+    if (OldExtd && NewEn && !NewExtd)
+      return C.raiseGp(0); // x2APIC -> xAPIC
+    if (!OldEn && NewExtd)
+      return C.raiseGp(0); // disabled -> x2APIC
     break;
+  }
   case MsrWrite::FeatureControl:
     // SDM Vol. 3C, Enabling and Entering VMX Operation: once bit 0 (lock) is set, WRMSR
     // to IA32_FEATURE_CONTROL raises #GP until reset.

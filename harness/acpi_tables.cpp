@@ -49,7 +49,11 @@ bool buildAcpiTables(PhysMem &Mem, unsigned NumCpus) {
 
   // ACPI 6.5, "Multiple APIC Description Table (MADT)" and "Processor Local APIC
   // Structure" (type 0, length 8: UID, APIC ID, flags bit 0 = enabled).
-  std::vector<uint8_t> Madt = header("APIC", 44 + 8 * size_t(NumCpus), 1);
+  // Then one I/O APIC Structure (type 1, length 12: ID 0, address 0xfec00000, GSI base
+  // 0) and an Interrupt Source Override (type 2, length 10: ISA IRQ0 -> GSI 2, flags 0 =
+  // bus-conforming polarity and trigger), as the PIT is wired (harness/devices/pit8254.h).
+  const size_t IoApicOff = 44 + 8 * size_t(NumCpus);
+  std::vector<uint8_t> Madt = header("APIC", IoApicOff + 12 + 10, 1);
   put(Madt, 36, 0xfee00000, 4);
   put(Madt, 40, 1, 4); // PCAT_COMPAT
   for (unsigned I = 0; I < NumCpus; ++I) {
@@ -60,6 +64,18 @@ bool buildAcpiTables(PhysMem &Mem, unsigned NumCpus) {
     Madt[Off + 3] = uint8_t(I);
     put(Madt, Off + 4, 1, 4);
   }
+  Madt[IoApicOff] = 1;
+  Madt[IoApicOff + 1] = 12;
+  Madt[IoApicOff + 2] = 0; // I/O APIC ID (the IoApic's ID register resets to 0)
+  put(Madt, IoApicOff + 4, 0xfec00000, 4);
+  put(Madt, IoApicOff + 8, 0, 4);
+  const size_t IsoOff = IoApicOff + 12;
+  Madt[IsoOff] = 2;
+  Madt[IsoOff + 1] = 10;
+  Madt[IsoOff + 2] = 0; // bus: ISA
+  Madt[IsoOff + 3] = 0; // source: IRQ0
+  put(Madt, IsoOff + 4, 2, 4);
+  put(Madt, IsoOff + 8, 0, 2);
   checksum(Madt, 9, Madt.size());
 
   return Mem.copyIn(Gpa(kAcpiRsdpAddr), Rsdp.data(), Rsdp.size()) &&

@@ -3,7 +3,8 @@
 // ACPI 1.0, found by scanning the BIOS area on 16-byte boundaries), an RSDT with one
 // entry, and a MADT ("APIC") with the local APIC address 0xfee00000, the PCAT_COMPAT flag
 // (8259 pair present) and one enabled Processor Local APIC entry per CPU (processor UID =
-// APIC ID = CPU number). No I/O APIC entry: vmxsim has no I/O APIC yet.
+// APIC ID = CPU number), then the I/O APIC (ID 0 at 0xfec00000, GSI base 0) and an
+// interrupt source override ISA IRQ0 -> GSI 2 (the PIT on I/O APIC pin 2).
 #pragma once
 #include "mmu/phys_mem.h"
 

@@ -79,6 +79,22 @@ Error Machine::init() {
   Io.add(SystemControlB::kPort, 1, &SysB);
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
   Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
+  // The PIT and the I/O APIC see the clock of the vCPU that is executing.
+  Io.add(Pit8254::kBase, 4, &Pit);
+  Mem.addMmio(Gpa(IoApic::kBase), IoApic::kSize, &IoApicDev);
+  ApicRouter.LevelEoi = &IoApicDev;
+  Pit.Now = IoApicDev.Now = [this] {
+    return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
+  };
+  Pit.Irq0 = [this] {
+    Pic.setIrq(0, true); // an edge on IR0 ...
+    Pic.setIrq(0, false);
+    IoApicDev.pulse(2); // ... and on I/O APIC pin 2 (MADT interrupt source override)
+    bsp().breakBlock();
+  };
+  Pit.Irq0Observed = [this] {
+    return !(Pic.Master.Imr & 1) || !(IoApicDev.Redir[2] & IoApic::kMasked);
+  };
 
   Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
   if (Cfg.Vmx)
@@ -181,6 +197,7 @@ RunResult Machine::run() {
   for (auto &A : Apics)
     ApicPtrs.push_back(A.get());
   Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
+  Sched.addSharedSource(&Pit);
   const Scheduler::Outcome Out = Sched.run(Cfg.MaxInsns);
   const StopReason Why = Out.Why;
   Cpu &C = cpu(Out.CpuId);

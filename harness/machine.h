@@ -16,7 +16,9 @@
 // console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI configuration
 // mechanism #1 at 0xcf8/0xcfc with no devices, 8259A PIC pair (INTR to the BSP's LINT0),
 // one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its own:
-// harness/devices/local_apic.h), system control ports 0x92/0x61, and the power-off port
+// harness/devices/local_apic.h), the 8254 PIT at 0x40-0x43 (IRQ0 to the PIC's IR0 and the
+// I/O APIC's pin 2), the I/O APIC at 0xfec00000 (harness/devices/ioapic.h; level EOIs
+// reach it from the local APICs), system control ports 0x92/0x61, and the power-off port
 // 0x8900. ACPI RSDP/RSDT/MADT describing the CPUs are at 0xf0000 (harness/acpi_tables.h).
 // Unassigned ports read all-ones; unassigned physical addresses read all-ones.
 //
@@ -31,9 +33,11 @@
 #include "harness/devices/debug_console.h"
 #include "harness/devices/debug_exit.h"
 #include "harness/devices/fw_cfg.h"
+#include "harness/devices/ioapic.h"
 #include "harness/devices/local_apic.h"
 #include "harness/devices/pci_host.h"
 #include "harness/devices/pic8259.h"
+#include "harness/devices/pit8254.h"
 #include "harness/devices/stop_latch.h"
 #include "harness/devices/system_ports.h"
 #include "harness/devices/uart16550.h"
@@ -173,6 +177,8 @@ public:
   PicPair &pic() { return Pic; }
   LocalApic &localApic(unsigned I = 0) { return *Apics[I]; }
   ApicBus &apicBus() { return ApicRouter; }
+  Pit8254 &pit() { return Pit; }
+  IoApic &ioApic() { return IoApicDev; }
   FwCfg &fwCfg() { return Fw; }
   PciHost &pciHost() { return Pci; }
 
@@ -196,6 +202,8 @@ private:
   PicPair Pic;
   ApicBus ApicRouter;
   std::vector<std::unique_ptr<LocalApic>> Apics;
+  Pit8254 Pit;
+  IoApic IoApicDev{ApicRouter};
   SystemControlA SysA;
   SystemControlB SysB;
   PowerOffPort PowerOff;

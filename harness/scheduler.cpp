@@ -13,6 +13,14 @@ uint64_t Scheduler::totalRetired() const {
   return N;
 }
 
+uint64_t Scheduler::nextEvent(unsigned I, bool WakeOnly) const {
+  uint64_t Ev = static_cast<const TimerEventSource *>(Apics[I])->nextTimerEvent();
+  for (const TimerEventSource *S : Shared)
+    if (!WakeOnly || S->canWake())
+      Ev = std::min(Ev, S->nextTimerEvent());
+  return Ev;
+}
+
 Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   constexpr uint64_t kNever = ~uint64_t(0);
   const bool Single = Cpus.size() == 1;
@@ -38,7 +46,7 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       else if (!C.Halted || (!Stuck[I] && A.hasWakeEvent()))
         T = C.Cycles;
       else if (!A.WaitForSipi) {
-        uint64_t Ev = A.nextTimerEvent();
+        uint64_t Ev = nextEvent(I, true);
         if (Ev != kNever)
           T = Ev > C.Cycles ? Ev : C.Cycles;
       }
@@ -51,11 +59,12 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       return {StopReason::Halted, 0};
 
     Cpu &C = *Cpus[Pick];
-    LocalApic &A = *Apics[Pick];
     if (C.Halted && PickTime > C.Cycles)
       C.Cycles = PickTime; // HLT: time jumps to the timer's expiry
+    for (TimerEventSource *S : Shared)
+      S->advanceTo(C.Cycles); // machine-wide interrupts due by now are raised now
     uint64_t Until = Single ? kNever : C.Cycles + Quantum;
-    const uint64_t Timer = A.nextTimerEvent();
+    const uint64_t Timer = nextEvent(Pick);
     if (Timer > C.Cycles && Timer < Until)
       Until = Timer; // stop exactly when the timer is due, so it fires on time
     const bool WasHalted = C.Halted;

@@ -3,7 +3,11 @@
 //
 // Each vCPU has its own virtual clock (Cpu::Cycles). The scheduler repeatedly picks the
 // vCPU with the smallest local time (ties: lowest CPU number) and runs it for one quantum
-// of virtual cycles, or until its local APIC timer is due, whichever is first. The
+// of virtual cycles, or until its next timer event is due, whichever is first. Timer
+// events come from TimerEventSources (harness/timer_event.h): each vCPU's own local APIC
+// timer, and machine-wide sources (the 8254 PIT) whose events concern every vCPU; the
+// machine-wide sources are advanced to the picked vCPU's time before it runs, so their
+// interrupts are raised at the exact virtual time the running vCPU reaches. The
 // interleaving therefore depends only on the guest and the machine's inputs, never on
 // the host, and memory is sequentially consistent: one vCPU executes at a time, and
 // LOCK'd instructions are atomic because nothing else runs during an instruction.
@@ -22,6 +26,7 @@
 // did before the scheduler existed.
 #pragma once
 #include "cpu/cpu.h"
+#include "harness/timer_event.h"
 
 #include <cstdint>
 #include <vector>
@@ -47,14 +52,21 @@ public:
   /// the total of retired instructions over all vCPUs reaches MaxTotalInsns (InsnLimit),
   /// or every vCPU waits with nothing that can wake it (Halted).
   Outcome run(uint64_t MaxTotalInsns);
+  /// A machine-wide timer (e.g. the PIT): every vCPU stops at its events.
+  void addSharedSource(TimerEventSource *S) { Shared.push_back(S); }
   /// Instructions retired by all vCPUs.
   uint64_t totalRetired() const;
 
 private:
   std::vector<Cpu *> Cpus;
   std::vector<LocalApic *> Apics;
+  /// The earliest event of vCPU I's own timer and the machine-wide sources.
+  /// With WakeOnly, only the machine-wide sources that can wake a vCPU (canWake()).
+  uint64_t nextEvent(unsigned I, bool WakeOnly = false) const;
+
   ApicBus &Bus;
   uint64_t Quantum;
+  std::vector<TimerEventSource *> Shared;
 };
 
 } // namespace vmxsim

@@ -9,7 +9,7 @@ namespace vmxsim {
 
 namespace {
 constexpr uint32_t kLvtMasked = 1u << 16;
-constexpr uint64_t kApicBaseEnable = 1u << 11;
+constexpr uint64_t kApicBaseEnable = 1u << 11, kApicBaseExtd = 1u << 10;
 // Writable bits of each LVT entry (SDM Vol. 3A, Local Vector Table, figure "Local Vector
 // Table (LVT)"): vector, delivery mode, polarity / trigger where present, mask, timer mode.
 constexpr uint32_t kLvtWritable[6] = {0x000710ff, 0x000107ff, 0x000107ff,
@@ -40,6 +40,11 @@ void LocalApic::reset() {
 
 bool LocalApic::hardwareEnabled() const {
   return (*C.Msrs)[MsrSlot::IA32_APIC_BASE] & kApicBaseEnable;
+}
+
+bool LocalApic::x2apicMode() const {
+  const uint64_t Base = (*C.Msrs)[MsrSlot::IA32_APIC_BASE];
+  return (Base & kApicBaseEnable) && (Base & kApicBaseExtd);
 }
 
 int LocalApic::highest(const uint32_t (&Bits)[8]) {
@@ -297,8 +302,13 @@ void LocalApic::writeReg(uint32_t Offset, uint32_t Value) {
     // SDM Vol. 3A, EOI Register: retires the highest-priority in-service interrupt.
     int V = highest(Isr);
     if (V >= 0) {
+      // A level-triggered vector's EOI is broadcast to the I/O APIC (SDM Vol. 3A, EOI
+      // Register).
+      const bool WasLevel = (Tmr[V >> 5] >> (V & 31)) & 1;
       clearBit(Isr, uint8_t(V));
       clearBit(Tmr, uint8_t(V));
+      if (WasLevel && Bus.LevelEoi)
+        Bus.LevelEoi->levelEoi(uint8_t(V));
     }
     C.breakBlock();
     return;
@@ -384,6 +394,7 @@ void LocalApic::sendIpi() {
   const bool Level = IcrLoReg & (1u << 15);
   const unsigned Shorthand = (IcrLoReg >> 18) & 3;
   const uint8_t Dest = uint8_t(IcrHiReg >> 24);
+  const bool X2 = x2apicMode(); // 32-bit destination in IcrHiReg
 
   switch (Mode) {
   case Delivery::Fixed:
@@ -415,6 +426,7 @@ void LocalApic::sendIpi() {
   for (LocalApic *A : Bus.Apics) {
     bool Hit = Shorthand == 2 ? true
                : Shorthand == 3 ? A != this
+                   : X2         ? ApicBus::matchesX2apic(*A, IcrHiReg, Logical)
                                 : ApicBus::matches(*A, Dest, Logical);
     if (!Hit || !A->hardwareEnabled())
       continue;
@@ -436,21 +448,72 @@ void LocalApic::sendIpi() {
 }
 
 Status LocalApic::readMsr(Cpu &, uint32_t Index, uint64_t &Value) {
-  if (Index != msr::IA32_TSC_DEADLINE)
+  if (Index == msr::IA32_TSC_DEADLINE) {
+    updateTimer();
+    Value = TscDeadline;
+    return Status::Ok;
+  }
+  // x2APIC registers (cpu/msrs.cpp admits only table rows, in x2APIC mode).
+  switch (Index) {
+  case msr::IA32_X2APIC_APICID:
+    Value = ApicId; // the 32-bit x2APIC ID
+    return Status::Ok;
+  case msr::IA32_X2APIC_LDR:
+    Value = x2apicLdr();
+    return Status::Ok;
+  case msr::IA32_X2APIC_ICR:
+    Value = (uint64_t(IcrHiReg) << 32) | (IcrLoReg & ~(1u << 12)); // no delivery status
+    return Status::Ok;
+  case msr::IA32_X2APIC_EOI:
+  case msr::IA32_X2APIC_SELF_IPI:
+    return C.raiseGp(0); // write-only (SDM Vol. 3A, x2APIC Register Address Space)
+  default:
+    break;
+  }
+  if (Index < 0x802 || Index > 0x83f)
     return C.raiseGp(0);
-  updateTimer();
-  Value = TscDeadline;
+  Value = readReg((Index - 0x800) << 4);
   return Status::Ok;
 }
 
 Status LocalApic::writeMsr(Cpu &, uint32_t Index, uint64_t Value) {
-  if (Index != msr::IA32_TSC_DEADLINE)
+  if (Index == msr::IA32_TSC_DEADLINE) {
+    // SDM Vol. 3A, TSC-Deadline Mode: writes outside that mode are ignored; 0 disarms.
+    if (timerMode() == 2)
+      TscDeadline = Value;
+    C.breakBlock();
+    return Status::Ok;
+  }
+  if (Index < 0x802 || Index > 0x83f)
     return C.raiseGp(0);
-  // SDM Vol. 3A, TSC-Deadline Mode: writes outside that mode are ignored; 0 disarms.
-  if (timerMode() == 2)
-    TscDeadline = Value;
-  C.breakBlock();
-  return Status::Ok;
+  const uint32_t Offset = (Index - 0x800) << 4;
+  // Read-only registers raise #GP on WRMSR (SDM Vol. 3A, x2APIC Register Address Space).
+  if (Offset == Id || Offset == Version || Offset == Ppr || Offset == Ldr ||
+      (Offset >= Isr0 && Offset < Irr0 + 0x80) || Offset == TimerCurrent)
+    return C.raiseGp(0);
+  switch (Index) {
+  case msr::IA32_X2APIC_ICR:
+    // One 64-bit write sends the IPI; bits 63:32 are the 32-bit destination (SDM Vol.
+    // 3A, Interrupt Command Register (ICR) in x2APIC Mode).
+    IcrHiReg = uint32_t(Value >> 32);
+    IcrLoReg = uint32_t(Value) & 0x000ccfff;
+    sendIpi();
+    C.breakBlock();
+    return Status::Ok;
+  case msr::IA32_X2APIC_SELF_IPI: {
+    // SDM Vol. 3A, SELF IPI Register: a fixed, edge-triggered interrupt to this APIC.
+    const uint8_t Vector = uint8_t(Value);
+    if (Vector < 16)
+      signalError(SendIllegalVector);
+    else
+      accept(Delivery::Fixed, Vector, false);
+    C.breakBlock();
+    return Status::Ok;
+  }
+  default:
+    writeReg(Offset, uint32_t(Value));
+    return Status::Ok;
+  }
 }
 
 bool ApicBus::matches(const LocalApic &A, uint8_t Dest, bool Logical) {
@@ -466,9 +529,22 @@ bool ApicBus::matches(const LocalApic &A, uint8_t Dest, bool Logical) {
   return (LogicalId >> 4) == (Dest >> 4) && (LogicalId & Dest & 0xf) != 0;
 }
 
+bool ApicBus::matchesX2apic(const LocalApic &A, uint32_t Dest, bool Logical) {
+  if (Dest == 0xffffffff)
+    return true; // broadcast
+  if (!Logical)
+    return A.ApicId == Dest;
+  // SDM Vol. 3A, Logical Destination Mode in x2APIC Mode: bits 31:16 select the cluster,
+  // bits 15:0 are a bit mask of logical IDs within it.
+  const uint32_t Ldr = A.x2apicLdr();
+  return (Ldr >> 16) == (Dest >> 16) && (Ldr & Dest & 0xffff) != 0;
+}
+
 uint64_t ApicBus::mmioRead(uint64_t Offset, unsigned SizeBytes) {
   LocalApic &A = *Apics[Current < Apics.size() ? Current : 0];
-  if (!A.hardwareEnabled())
+  // In x2APIC mode the MMIO interface behaves as for a globally disabled xAPIC (SDM Vol.
+  // 3A, x2APIC Register Availability).
+  if (!A.hardwareEnabled() || A.x2apicMode())
     return SizeBytes >= 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * SizeBytes)) - 1;
   // 32-bit registers at the start of each 16-byte slot; other bytes read 0. Accesses of
   // other sizes are composed byte by byte (the SDM leaves them undefined).
@@ -489,7 +565,7 @@ uint64_t ApicBus::mmioRead(uint64_t Offset, unsigned SizeBytes) {
 
 void ApicBus::mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) {
   LocalApic &A = *Apics[Current < Apics.size() ? Current : 0];
-  if (!A.hardwareEnabled())
+  if (!A.hardwareEnabled() || A.x2apicMode())
     return;
   // Registers take aligned 32-bit (or wider) stores; narrower or misaligned stores are
   // undefined in the SDM and ignored here.

@@ -39,13 +39,20 @@
 //    (the "through" virtual-wire routing a PC BIOS sets up, which vmxsim has no BIOS to
 //    do). ExtINT vectors come from the PIC's INTA and bypass IRR/ISR/PPR.
 //
-// Not modelled: x2APIC mode (the MSRs 0x800-0x8ff, IA32_APIC_BASE.EXTD stays reserved,
-// CPUID does not advertise it), APIC base relocation (the page stays at 0xfee00000),
-// SMI/reserved ICR delivery modes (nothing is sent), level-triggered EOI to an I/O APIC
-// (there is none), thermal/performance/CMCI sources (their LVT entries are storage),
+//  - Extended XAPIC (x2APIC): IA32_APIC_BASE.EXTD (transitions checked in cpu/msrs.cpp),
+//    the registers as MSRs 0x802-0x83f (readMsr/writeMsr): 32-bit x2APIC ID (= the APIC
+//    ID), LDR derived from it (cluster ID << 16 | 1 << (ID & 0xf)), no DFR, ICR as one
+//    64-bit MSR with a 32-bit destination (0xffffffff broadcast), SELF IPI. In x2APIC
+//    mode the MMIO page behaves as in the globally disabled state (x2APIC Register
+//    Availability).
+//
+// Not modelled: APIC base relocation (the page stays at 0xfee00000),
+// SMI/reserved ICR delivery modes (nothing is sent), directed EOI (an EOI of a
+// level-triggered vector is broadcast to the I/O APIC, ApicBus::LevelEoi), thermal/performance/CMCI sources (their LVT entries are storage),
 // focus processor checking, the arbitration priority register (APR reads 0).
 #pragma once
 #include "cpu/cpu.h"
+#include "harness/timer_event.h"
 #include "mmu/phys_mem.h"
 
 #include <cstdint>
@@ -56,7 +63,15 @@ namespace vmxsim {
 class ApicBus;
 class PicPair;
 
-class LocalApic : public InterruptSource, public ApicHook {
+/// Hears the EOI of a level-triggered interrupt (the I/O APIC's EOI broadcast,
+/// harness/devices/ioapic.h).
+class EoiListener {
+public:
+  virtual ~EoiListener() = default;
+  virtual void levelEoi(uint8_t Vector) = 0;
+};
+
+class LocalApic : public InterruptSource, public ApicHook, public TimerEventSource {
 public:
   static constexpr uint64_t kBase = 0xfee00000, kSize = 0x1000;
   enum Reg : uint32_t { Id = 0x20, Version = 0x30, Tpr = 0x80, Apr = 0x90, Ppr = 0xa0,
@@ -100,11 +115,15 @@ public:
   /// interrupt the CPU would take with its current RFLAGS.IF).
   bool hasWakeEvent();
   /// Virtual cycle at which the timer next raises an interrupt, or ~0.
-  uint64_t nextTimerEvent() const;
+  uint64_t nextTimerEvent() const override;
 
   uint8_t apicId() const { return ApicId; }
   bool hardwareEnabled() const;
   bool softwareEnabled() const { return SvrReg & 0x100; }
+  /// IA32_APIC_BASE.EN and EXTD both set (SDM Vol. 3A, x2APIC Mode Enabling).
+  bool x2apicMode() const;
+  /// The x2APIC logical ID (SDM Vol. 3A, Logical Destination Mode in x2APIC Mode).
+  uint32_t x2apicLdr() const { return (uint32_t(ApicId >> 4) << 16) | (1u << (ApicId & 0xf)); }
   /// Wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol): APs start here.
   bool WaitForSipi = false;
   bool InitPending = false, SipiPending = false;
@@ -149,6 +168,8 @@ public:
   /// The CPU whose instructions are executing (set by the machine's scheduler); MMIO
   /// accesses from outside any CPU (tests, loaders) see CPU 0's APIC.
   unsigned Current = 0;
+  /// Told of every EOI of a level-triggered vector (TMR set); null: nobody listens.
+  EoiListener *LevelEoi = nullptr;
 
   uint64_t mmioRead(uint64_t Offset, unsigned SizeBytes) override;
   void mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) override;
@@ -156,6 +177,8 @@ public:
   /// Whether APIC A matches destination Dest in the given mode (SDM Vol. 3A, Determining
   /// IPI Destination).
   static bool matches(const LocalApic &A, uint8_t Dest, bool Logical);
+  /// The same for a 32-bit x2APIC destination (physical x2APIC ID or cluster/logical).
+  static bool matchesX2apic(const LocalApic &A, uint32_t Dest, bool Logical);
 };
 
 } // namespace vmxsim

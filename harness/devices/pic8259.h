@@ -2,9 +2,8 @@
 // 0xa0/0xa1, slave cascaded on master IR2), as on every PC (Intel 8259A data sheet). The
 // initialisation sequence ICW1-ICW4, OCW1 (mask, readable), OCW2 (EOI, rotation, set
 // priority), OCW3 (IRR/ISR read select, poll, special mask) are modelled, plus edge
-// triggered request lines for future interrupt sources (PIT, UART). Nothing raises a line
-// yet, so the CPU never sees INTR; the controller is wired as the CPU's InterruptSource
-// anyway so that adding a source is the only step left. Not modelled: level-triggered
+// triggered request lines. The 8254 PIT raises IR0 (harness/devices/pit8254.h); INTR
+// goes to the BSP's LINT0. Not modelled: level-triggered
 // mode (ELCR 0x4d0/0x4d1), buffered mode, special fully nested mode.
 #pragma once
 #include "cpu/cpu.h"

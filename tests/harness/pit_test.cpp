@@ -1,0 +1,221 @@
+// The 8254 PIT (harness/devices/pit8254.h): control word, access modes, counter latch,
+// exact tick timing derived from the virtual clock, and IRQ0 at exact virtual cycles in a
+// running guest (through the 8259 and the scheduler's timer events).
+#include "harness/machine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace vmxsim;
+
+namespace {
+
+std::unique_ptr<Machine> bareMachine() {
+  MachineConfig Cfg;
+  Cfg.Serial = OutputSpec::capture();
+  Cfg.Debugcon = OutputSpec::capture();
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_TRUE(M) << Err.str();
+  return M;
+}
+
+// Guest (32-bit flat, at 0x10000): STI; HLT; JMP back to HLT. The IRQ0 handler at
+// 0x10010 stores RDTSC's low half at 0x600 + 4 * n, increments n at 0x500, sends a
+// non-specific EOI to the master 8259 and IRETs.
+const uint8_t kGuest[] = {
+    0xfb, 0xf4, 0xeb, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0x0f, 0x31,                               // rdtsc
+    0x8b, 0x0d, 0x00, 0x05, 0x00, 0x00,       // mov ecx, [0x500]
+    0x89, 0x04, 0x8d, 0x00, 0x06, 0x00, 0x00, // mov [ecx*4 + 0x600], eax
+    0x41,                                     // inc ecx
+    0x89, 0x0d, 0x00, 0x05, 0x00, 0x00,       // mov [0x500], ecx
+    0xb0, 0x20,                               // mov al, 0x20
+    0xe6, 0x20,                               // out 0x20, al
+    0xcf,                                     // iret
+};
+constexpr uint8_t kIrq0Vector = 0x20;
+
+std::unique_ptr<Machine> guestMachine() {
+  MachineConfig Cfg;
+  Cfg.Serial = OutputSpec::capture();
+  Cfg.Debugcon = OutputSpec::capture();
+  Cfg.KernelImage.assign(std::begin(kGuest), std::end(kGuest));
+  Cfg.FlatAddr = 0x10000;
+  Cfg.FlatMode = EntryMode::Prot32;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_TRUE(M) << Err.str();
+  if (!M)
+    return M;
+  Cpu &C = M->bsp();
+  // A 32-bit interrupt gate for IRQ0's vector at IDT 0x3000.
+  const uint32_t Handler = 0x10010;
+  uint8_t Gate[8] = {uint8_t(Handler), uint8_t(Handler >> 8),
+                     uint8_t(C.S.seg(SegReg::CS).Selector),
+                     uint8_t(C.S.seg(SegReg::CS).Selector >> 8), 0, 0x8e,
+                     uint8_t(Handler >> 16), uint8_t(Handler >> 24)};
+  EXPECT_TRUE(M->mem().copyIn(Gpa(0x3000 + 8 * kIrq0Vector), Gate, 8));
+  C.S.Idtr.Base = 0x3000;
+  C.S.Idtr.Limit = 0x7ff;
+  C.S.Gpr[4] = 0x9000;
+  // 8259 master: ICW1-ICW4 (vector base 0x20, 8086 mode), then only IR0 unmasked.
+  IoBus &Io = M->io();
+  Io.write(0x20, 1, 0x11);
+  Io.write(0x21, 1, kIrq0Vector);
+  Io.write(0x21, 1, 0x04);
+  Io.write(0x21, 1, 0x01);
+  Io.write(0x21, 1, 0xfe);
+  return M;
+}
+
+uint32_t rd32(Machine &M, uint64_t Addr) {
+  uint32_t V = 0;
+  EXPECT_TRUE(M.mem().copyOut(Gpa(Addr), &V, 4));
+  return V;
+}
+
+} // namespace
+
+TEST(ProgrammableIntervalTimer, TickConversionIsExactRatio) {
+  // 1e9 / 1193182 = 838.0953... virtual cycles per tick.
+  EXPECT_EQ(Pit8254::cycleOfTick(0, 1), 839u);
+  EXPECT_EQ(Pit8254::cycleOfTick(0, 1193182), 1000000000u);
+  EXPECT_EQ(Pit8254::cycleOfTick(100, 11932), 100u + 10000151u); // ceil(11932e9 / 1193182)
+  EXPECT_EQ(Pit8254::ticksBetween(0, 838), 0u);
+  EXPECT_EQ(Pit8254::ticksBetween(0, 839), 1u);
+  EXPECT_EQ(Pit8254::ticksBetween(5, 5 + 1000000000), 1193182u);
+}
+
+TEST(ProgrammableIntervalTimer, ModeTwoCountReadsDownAndLatches) {
+  auto M = bareMachine();
+  ASSERT_TRUE(M);
+  IoBus &Io = M->io();
+  Cpu &C = M->bsp();
+  C.Cycles = 1000;
+  Io.write(0x43, 1, 0x34); // channel 0, lobyte/hibyte, mode 2, binary
+  Io.write(0x40, 1, 0x10);
+  Io.write(0x40, 1, 0x27); // count 0x2710 = 10000
+  EXPECT_EQ(M->pit().nextTimerEvent(), Pit8254::cycleOfTick(1000, 10000));
+  C.Cycles = 1000 + Pit8254::cycleOfTick(0, 3); // 3 ticks later
+  EXPECT_EQ(Io.read(0x40, 1), 0x0du); // 9997 = 0x270d
+  EXPECT_EQ(Io.read(0x40, 1), 0x27u);
+  // Counter latch: the value stays frozen while time passes, until both bytes are read.
+  Io.write(0x43, 1, 0x00);
+  C.Cycles += Pit8254::cycleOfTick(0, 100);
+  Io.write(0x43, 1, 0x00); // a second latch before reading is ignored
+  EXPECT_EQ(Io.read(0x40, 1), 0x0du);
+  EXPECT_EQ(Io.read(0x40, 1), 0x27u);
+  // Unlatched again: the live count (3 + 100 ticks, within rounding of 1 tick).
+  const uint32_t Lo = Io.read(0x40, 1), Hi = Io.read(0x40, 1);
+  const uint32_t Live = Lo | Hi << 8;
+  EXPECT_EQ(Live, 10000u - uint32_t(Pit8254::ticksBetween(1000, C.Cycles)));
+}
+
+TEST(ProgrammableIntervalTimer, AccessModesLoadLowOrHighByte) {
+  auto M = bareMachine();
+  ASSERT_TRUE(M);
+  IoBus &Io = M->io();
+  Io.write(0x43, 1, 0x14); // lobyte only, mode 2
+  Io.write(0x40, 1, 0x80);
+  EXPECT_EQ(M->pit().Ch[0].Count, 0x80u);
+  EXPECT_EQ(Io.read(0x40, 1), 0x80u);
+  Io.write(0x43, 1, 0x24); // hibyte only, mode 2
+  Io.write(0x40, 1, 0x12);
+  EXPECT_EQ(M->pit().Ch[0].Count, 0x1200u);
+  EXPECT_EQ(Io.read(0x40, 1), 0x12u);
+  Io.write(0x43, 1, 0x36); // lobyte/hibyte, mode 3, count 0 = 65536
+  Io.write(0x40, 1, 0);
+  Io.write(0x40, 1, 0);
+  EXPECT_EQ(M->pit().Ch[0].Count, 0x10000u);
+  EXPECT_EQ(M->pit().Ch[0].Mode, 3u);
+  Io.write(0x43, 1, 0x3e); // mode 7 is mode 3
+  EXPECT_EQ(M->pit().Ch[0].Mode, 3u);
+}
+
+TEST(ProgrammableIntervalTimer, BadInputIsHarmless) {
+  auto M = bareMachine();
+  ASSERT_TRUE(M);
+  IoBus &Io = M->io();
+  EXPECT_EQ(Io.read(0x43, 1), 0xffu); // control port is write-only
+  Io.write(0x43, 1, 0xc2);           // read-back: ignored
+  EXPECT_EQ(M->pit().nextTimerEvent(), kNoTimerEvent);
+  Io.write(0x43, 1, 0x32); // mode 1 on channel 0: gate never rises, never fires
+  Io.write(0x40, 1, 5);
+  Io.write(0x40, 1, 0);
+  EXPECT_EQ(M->pit().nextTimerEvent(), kNoTimerEvent);
+  Io.write(0x40, 4, 0xffffffff); // a 32-bit write spreads over the ports: no crash
+  (void)Io.read(0x40, 4);
+  M->pit().advanceTo(0); // time before the load: nothing happens
+}
+
+TEST(ProgrammableIntervalTimer, ModeTwoRaisesIrqZeroEveryCountTicks) {
+  auto M = guestMachine();
+  ASSERT_TRUE(M);
+  const uint64_t Load = M->bsp().Cycles;
+  const uint32_t N = 1000;
+  IoBus &Io = M->io();
+  Io.write(0x43, 1, 0x34);
+  Io.write(0x40, 1, N & 0xff);
+  Io.write(0x40, 1, N >> 8);
+  M->setMaxInsns(200);
+  RunResult R = M->run();
+  EXPECT_EQ(R.Reason, RunReason::InsnLimit) << R.describe();
+  const uint32_t Count = rd32(*M, 0x500);
+  ASSERT_GE(Count, 10u);
+  // Each handler's RDTSC is the IRQ0 time (tick K*N after the load) plus the same
+  // delivery cost.
+  const uint64_t Delivery = rd32(*M, 0x600) - Pit8254::cycleOfTick(Load, N);
+  EXPECT_LT(Delivery, 200u);
+  for (uint32_t K = 0; K < Count; ++K)
+    EXPECT_EQ(rd32(*M, 0x600 + 4 * K), Pit8254::cycleOfTick(Load, uint64_t(K + 1) * N) + Delivery)
+        << "interrupt " << K;
+}
+
+TEST(ProgrammableIntervalTimer, ModeZeroRaisesOneIrqAtTerminalCount) {
+  auto M = guestMachine();
+  ASSERT_TRUE(M);
+  const uint64_t Load = M->bsp().Cycles;
+  IoBus &Io = M->io();
+  Io.write(0x43, 1, 0x30); // mode 0
+  Io.write(0x40, 1, 0x34);
+  Io.write(0x40, 1, 0x12);
+  M->setMaxInsns(500);
+  RunResult R = M->run();
+  // After the single interrupt nothing can wake the CPU.
+  EXPECT_EQ(R.Reason, RunReason::Halted) << R.describe();
+  EXPECT_EQ(rd32(*M, 0x500), 1u);
+  const uint64_t Delivery = rd32(*M, 0x600) - Pit8254::cycleOfTick(Load, 0x1234);
+  EXPECT_LT(Delivery, 200u);
+}
+
+TEST(ProgrammableIntervalTimer, IrqZeroAlsoReachesIoApicPinTwo) {
+  auto M = bareMachine();
+  ASSERT_TRUE(M);
+  // Route pin 2 to CPU 0, vector 0x31, edge, physical.
+  IoApic &A = M->ioApic();
+  A.writeReg(IoApic::RedirIdx + 2 * 2 + 1, 0);
+  A.writeReg(IoApic::RedirIdx + 2 * 2, 0x31);
+  IoBus &Io = M->io();
+  Io.write(0x43, 1, 0x30);
+  Io.write(0x40, 1, 10);
+  Io.write(0x40, 1, 0);
+  M->pit().advanceTo(Pit8254::cycleOfTick(M->bsp().Cycles, 10));
+  EXPECT_EQ(M->localApic(0).readReg(LocalApic::Irr0 + 0x10), 1u << (0x31 - 32));
+  EXPECT_EQ(M->pic().Master.Irr & 1, 1);
+}
+
+TEST(ProgrammableIntervalTimer, MaskedPeriodicTimerDoesNotKeepHaltedMachineRunning) {
+  auto M = guestMachine();
+  ASSERT_TRUE(M);
+  IoBus &Io = M->io();
+  Io.write(0x21, 1, 0xff); // IR0 masked at the 8259 (the I/O APIC pin is masked at reset)
+  Io.write(0x43, 1, 0x34);
+  Io.write(0x40, 1, 100);
+  Io.write(0x40, 1, 0);
+  M->setMaxInsns(1000);
+  RunResult R = M->run();
+  EXPECT_EQ(R.Reason, RunReason::Halted) << R.describe();
+  EXPECT_EQ(rd32(*M, 0x500), 0u);
+}
