@@ -205,7 +205,7 @@ int main(int Argc, char **Argv) {
                   "Multiboot modules: \"file1 args,file2\" (',,' is a literal comma)");
   Run->add_option("--append", O.Append, "kernel command line (after the image name)");
   Run->add_option("-m,--mem", O.Mem, "RAM size: N[K|M|G|T], plain N = MiB (default 256)");
-  Run->add_option("--smp", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)")
+  Run->add_option("--smp,--cpus", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)")
       ->check(CLI::Range(1u, kMaxCpus));
   Run->add_option("--vmx-profile", O.VmxProfile,
                   "VMX features: full (default), kvm-nested (what KVM offers an L1), minimal "

@@ -62,6 +62,14 @@ TEST(CommandLine, SmpOutOfRangeIsStatus2) {
   EXPECT_EQ(lines(R.Err), 1u) << R.Err;
 }
 
+TEST(CommandLine, CpusIsTheSameOptionAsSmp) {
+  // Issue 5 names it --cpus; QEMU's name --smp stays for ported run scripts.
+  CmdResult R = runVmxsim("run --cpus 0 x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+  EXPECT_EQ(runVmxsim("run --cpus 65 x.elf").Status, 2);
+}
+
 TEST(CommandLine, BadMemorySizeIsStatus2) {
   CmdResult R = runVmxsim("run -m 12Q x.elf");
   EXPECT_EQ(R.Status, 2);
