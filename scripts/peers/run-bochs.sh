@@ -6,13 +6,13 @@
 #      run-bochs.sh build/hvm/vmx_bench.elf "iters=10000"
 # Bochs 2.7 cannot load a kernel itself, so the image goes on a GRUB rescue ISO
 # ("multiboot /boot/IMAGE CMDLINE"), built in a temporary directory that is removed at
-# the end. GRUB puts the image's path first in the Multiboot command line
-# ("/boot/IMAGE CMDLINE"). The recipe and Bochs' known VMX deviations are in the
-# project's docs on reference peers.
+# the end. GRUB 2.06 passes only CMDLINE as the Multiboot command line, without the
+# image's path that QEMU and vmxsim put first (docs/peer-deviations.md, P2). The recipe
+# and Bochs' known VMX deviations are in the project's docs on reference peers.
 #
 # Exit status: 0 when the image stopped Bochs through the "Shutdown" port (0x8900, what
 # hvmExit does on Bochs: the exit code itself is lost there, so check the UART output),
-# 124 on timeout, otherwise 1.
+# 124 on timeout, 3 when Bochs is not installed (and could not be), otherwise 1.
 #
 # Environment:
 #   BOCHS_TIMEOUT  seconds before the run is killed (default 300)
@@ -20,6 +20,8 @@
 #                  of BIOS and GRUB waits depends on it; nothing is timed from the host
 #   BOCHS_CPU      cpu model (default corei7_skylake_x: VMX with EPT, VPID, unrestricted
 #                  guest and the preemption timer)
+#   BOCHS_CPUS     number of processors (default 1; the BIOS lists them in its MADT)
+#   BOCHS_BIN      the Bochs program (default bochs; a missing one is an error, status 3)
 #   BOCHS_KEEP     a directory: keep the ISO, bochsrc and Bochs' log there
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -29,7 +31,12 @@ fi
 image=$(readlink -f "$1")
 cmdline=${2:-}
 [ -f "$image" ] || { echo "run-bochs: no such image: $1" >&2; exit 2; }
-"$(dirname "$0")/install-bochs.sh"
+"$(dirname "$0")/install-bochs.sh" || true
+bochs=${BOCHS_BIN:-bochs}
+if ! command -v "$bochs" >/dev/null 2>&1; then
+  echo "run-bochs: Bochs is not installed ('$bochs' not found; scripts/peers/install-bochs.sh installs it)" >&2
+  exit 3
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/run-bochs.XXXXXX")
 cleanup() {
@@ -61,7 +68,7 @@ grub-mkrescue -o "$work/image.iso" "$work/iso" >"$work/grub-mkrescue.log" 2>&1 |
 # clock: sync=none with a fixed time0 makes runs repeatable (no host clock).
 cat > "$work/bochsrc" <<RC
 megs: 256
-cpu: model=${BOCHS_CPU:-corei7_skylake_x}, count=1, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
+cpu: model=${BOCHS_CPU:-corei7_skylake_x}, count=${BOCHS_CPUS:-1}, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
 clock: sync=none, time0=946681200
 romimage: file=/usr/share/bochs/BIOS-bochs-latest
 vgaromimage: file=/usr/share/vgabios/vgabios.bin
@@ -83,7 +90,7 @@ echo c > "$work/rc"
 
 status=0
 ( cd "$work" && SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy \
-    timeout "${BOCHS_TIMEOUT:-300}" bochs -q -f bochsrc -rc rc </dev/null \
+    timeout -k 10 "${BOCHS_TIMEOUT:-300}" "$bochs" -q -f bochsrc -rc rc </dev/null \
     >"$work/bochs.stdout" 2>&1 ) || status=$?
 [ -f "$work/com1.txt" ] && cat "$work/com1.txt"
 if [ "$status" -eq 124 ]; then
