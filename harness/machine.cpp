@@ -147,6 +147,15 @@ Error Machine::init() {
       }
     }
   }
+  if (!Cfg.XentraceFile.empty()) {
+    XentraceOut = std::make_unique<trace::FileOutput>();
+    std::string Why;
+    if (!XentraceOut->open(Cfg.XentraceFile, Why))
+      return Error(ErrorCode::HostFailure, Why, Cfg.XentraceFile);
+    XentraceWriter = std::make_unique<trace::TraceWriter>(*XentraceOut, Cfg.NumCpus);
+    TraceDrain = std::make_unique<TraceBufferDrain>(Mem, *XentraceWriter);
+    Io.add(TraceBufferDrain::kPort, TraceBufferDrain::kSize, TraceDrain.get());
+  }
   return Error::success();
 }
 
@@ -192,12 +201,16 @@ Error Machine::loadImage() {
   return E;
 }
 
-RunResult Machine::run() {
+RunResult Machine::run() { return run(nullptr, 0); }
+
+RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   std::vector<LocalApic *> ApicPtrs;
   for (auto &A : Apics)
     ApicPtrs.push_back(A.get());
   Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
   Sched.addSharedSource(&Pit);
+  if (Progress && EveryInsns)
+    Sched.setProgress(Progress, EveryInsns);
   const Scheduler::Outcome Out = Sched.run(Cfg.MaxInsns);
   const StopReason Why = Out.Why;
   Cpu &C = cpu(Out.CpuId);
@@ -206,6 +219,8 @@ RunResult Machine::run() {
   TraceSink.flush();
   if (GroundTruthWriter)
     GroundTruthWriter->flush();
+  if (TraceDrain)
+    TraceDrain->drainAll();
 
   RunResult R;
   R.Retired = Sched.totalRetired();

@@ -40,6 +40,7 @@
 #include "harness/devices/pit8254.h"
 #include "harness/devices/stop_latch.h"
 #include "harness/devices/system_ports.h"
+#include "harness/devices/trace_buffers.h"
 #include "harness/devices/uart16550.h"
 #include "harness/error.h"
 #include "harness/loader.h"
@@ -48,6 +49,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,6 +100,10 @@ struct MachineConfig {
   std::string GroundTruthFile;
   /// Also record every instruction into the ground truth (GT_INSN; large).
   bool GroundTruthInsns = false;
+  /// The hypervisor's own per-CPU trace buffers (trace/tbuf.h), drained into this
+  /// XenTrace file as xentrace would (harness/devices/trace_buffers.h); when empty the
+  /// drain ports are unassigned, as on any other machine.
+  std::string XentraceFile;
   /// Retired-instruction budget for run() (total of all CPUs since load); ~0 = unlimited.
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
@@ -156,6 +162,11 @@ public:
   /// Runs the CPUs (harness/scheduler.h) until a stop reason. May be called again to continue (e.g. with a larger
   /// MaxInsns, or after clearStop()).
   RunResult run();
+  /// The same run, calling Progress(total retired instructions) about every EveryInsns
+  /// retired instructions (for a progress display; Scheduler::setProgress). What the
+  /// guest does, its clocks and every trace are the same as without Progress.
+  using ProgressFn = std::function<void(uint64_t Retired)>;
+  RunResult run(const ProgressFn &Progress, uint64_t EveryInsns);
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }
 
@@ -181,6 +192,8 @@ public:
   IoApic &ioApic() { return IoApicDev; }
   FwCfg &fwCfg() { return Fw; }
   PciHost &pciHost() { return Pci; }
+  /// The trace-buffer drain, or null without Cfg.XentraceFile.
+  const TraceBufferDrain *traceBuffers() const { return TraceDrain.get(); }
 
 private:
   explicit Machine(const MachineConfig &Cfg);
@@ -216,6 +229,10 @@ private:
   std::unique_ptr<trace::TraceWriter> GroundTruthWriter;
   std::unique_ptr<trace::GroundTruthRecorder> GroundTruth;
   std::vector<std::unique_ptr<trace::GroundTruthInsnObserver>> GroundTruthInsnObservers;
+  /// The hypervisor's trace (Cfg.XentraceFile): the file, its writer, the drain device.
+  std::unique_ptr<trace::FileOutput> XentraceOut;
+  std::unique_ptr<trace::TraceWriter> XentraceWriter;
+  std::unique_ptr<TraceBufferDrain> TraceDrain;
   CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)
   BootLayout Layout;
 };

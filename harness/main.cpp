@@ -10,10 +10,17 @@
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
 #include "harness/machine.h"
+#include "harness/progress.h"
+#include "trace/check.h"
+#include "trace/diff.h"
 #include "trace/dump.h"
+#include "trace/report.h"
+#include "trace/summary.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <unistd.h>
+#include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
@@ -105,6 +112,7 @@ struct RunOptions {
   bool Quiet = false;
   std::string GroundTruth;
   bool GroundTruthInsns = false;
+  std::string Xentrace;
 };
 
 int runCommand(const RunOptions &O) {
@@ -133,6 +141,7 @@ int runCommand(const RunOptions &O) {
   Cfg.GroundTruthInsns = O.GroundTruthInsns;
   if (Cfg.GroundTruthInsns && Cfg.GroundTruthFile.empty())
     fail("--trace-ground-truth-insns needs --trace-ground-truth FILE");
+  Cfg.XentraceFile = O.Xentrace;
   if (!O.Flat.empty()) {
     char *End = nullptr;
     errno = 0;
@@ -149,7 +158,15 @@ int runCommand(const RunOptions &O) {
   std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
   if (!M)
     fail(Err.str());
-  RunResult R = M->run();
+  // Progress on stderr for long runs, when it is a terminal and the guest's output does
+  // not go to that same terminal (harness/progress.h).
+  const bool GuestOnTerminal = isatty(STDOUT_FILENO) && (O.Serial == "stdio" || O.Debugcon == "stdio");
+  ProgressLine Progress(stderr, !O.Quiet && !GuestOnTerminal);
+  RunResult R = Progress.enabled()
+                    ? M->run([&](uint64_t N) { Progress.show(ProgressLine::runText(N, Progress.elapsed())); },
+                             uint64_t(1) << 24)
+                    : M->run();
+  Progress.done();
   std::fflush(stdout);
   switch (R.Reason) {
   case RunReason::TripleFault:
@@ -166,6 +183,9 @@ int runCommand(const RunOptions &O) {
   case RunReason::Reset:
     break;
   }
+  if (const TraceBufferDrain *D = M->traceBuffers())
+    for (const std::string &P : D->problems())
+      std::fprintf(stderr, "vmxsim: warning: %s; its records were not drained\n", P.c_str());
   if (!O.Quiet)
     std::fprintf(stderr, "%s\n", R.summary().c_str());
   return R.ExitStatus;
@@ -188,6 +208,22 @@ int traceDumpCommand(const TraceDumpOptions &O) {
   if (!Clean)
     fail(fmt::format("{}: {}", O.File, Reader.error().str()));
   return 0;
+}
+
+struct TraceCheckOptions {
+  std::string Hypervisor, GroundTruth;
+};
+
+/// `vmxsim trace check HV GT`: the hypervisor's trace against the ground truth
+/// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read.
+int traceCheckCommand(const TraceCheckOptions &O) {
+  trace::TraceReader Hv, Gt;
+  std::string Why;
+  if (!Hv.open(O.Hypervisor, Why) || !Gt.open(O.GroundTruth, Why))
+    fail(Why);
+  const trace::CheckResult R = trace::checkAgainstGroundTruth(Hv, Gt);
+  trace::printCheck(R, stdout);
+  return R.Ok ? 0 : 1;
 }
 
 } // namespace
@@ -216,6 +252,9 @@ int main(int Argc, char **Argv) {
   Run->add_option("--trace-insns", O.TraceInsns, "write an instruction trace to FILE ('-': stdout)");
   Run->add_option("--trace-ground-truth", O.GroundTruth,
                   "record every VM exit and VM entry (XenTrace, vmxsim's ground-truth class) to FILE");
+  Run->add_option("--xentrace", O.Xentrace,
+                  "drain the hypervisor's per-CPU trace buffers (trace/tbuf.h) into this "
+                  "XenTrace FILE, as xentrace does");
   Run->add_flag("--trace-ground-truth-insns", O.GroundTruthInsns,
                 "also record every instruction into the ground truth");
   CLI::Option *Flat =
@@ -233,6 +272,50 @@ int main(int Argc, char **Argv) {
   Dump->add_flag("--file-order", DumpO.FileOrder,
                  "file order with the window headers (default: CPUs merged by TSC)");
 
+  TraceCheckOptions CheckO;
+  CLI::App *Check = Trace->add_subcommand(
+      "check", "check a hypervisor's trace against vmxsim's ground truth of the same run");
+  Check->add_option("HV", CheckO.Hypervisor, "the hypervisor's trace (run --xentrace FILE)")
+      ->required();
+  Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
+      ->required();
+
+  std::string ReportFile, ReportOut;
+  trace::ReportOptions ReportO;
+  CLI::App *Report = Trace->add_subcommand(
+      "report", "write a self-contained HTML page with plots of a XenTrace file's exits");
+  Report->add_option("FILE", ReportFile, "the trace file")->required();
+  Report->add_option("-o,--output", ReportOut, "the HTML file to write ('-': stdout)")->required();
+  Report->add_option("--max-points", ReportO.MaxTimelinePoints,
+                     "timeline points kept (default 20000); past it every k-th exit is shown")
+      ->check(CLI::Range(size_t(1), size_t(1) << 24));
+  Report->add_option("--title", ReportO.Title, "the page's heading (default: FILE)");
+
+  std::string SummaryFile, SummaryOut = "-", SummaryFormatName = "text";
+  CLI::App *Summary = Trace->add_subcommand(
+      "summary", "VM exits per CPU and per vCPU: reasons, cycles, guest/hypervisor time, ports, MSRs");
+  Summary->add_option("FILE", SummaryFile, "the trace file")->required();
+  Summary->add_option("--format", SummaryFormatName, "text (default), json or csv")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  Summary->add_option("-o,--output", SummaryOut, "write to this file ('-': stdout, the default)");
+
+  std::string DiffA, DiffB;
+  trace::DiffOptions DiffO;
+  CLI::App *Diff = Trace->add_subcommand(
+      "diff", "the first divergence of two XenTrace files (status 0 identical, 1 different, 2 error)");
+  Diff->add_option("A", DiffA, "the first trace file")->required();
+  Diff->add_option("B", DiffB, "the second trace file")->required();
+  Diff->add_flag("--ignore-tsc", DiffO.IgnoreTsc,
+                 "compare all but TSC values, time payload words and LOST_RECORDS (other "
+                 "implementations, real hardware)");
+  Diff->add_flag("--distribution", DiffO.Distribution,
+                 "compare per-CPU/per-vCPU exit counts per reason instead of records");
+  Diff->add_option("--tolerance", DiffO.Tolerance,
+                   "with --distribution: also compare avg/median/p99 cycles within this "
+                   "relative tolerance (e.g. 0.05)")
+      ->check(CLI::Range(0.0, 1e9));
+  Diff->add_option("--context", DiffO.Context, "equal records shown before the divergence (default 3)");
+
   try {
     App.parse(Argc, Argv);
   } catch (const CLI::ParseError &E) {
@@ -248,5 +331,33 @@ int main(int Argc, char **Argv) {
     return runCommand(O);
   if (Dump->parsed())
     return traceDumpCommand(DumpO);
+  // Reading a long trace shows how far it got (not for dump, whose output is the
+  // progress); the line is erased once the whole file has been read.
+  static ProgressLine TraceProgress(stderr);
+  if (TraceProgress.enabled())
+    trace::TraceReader::setProgress([](uint64_t Done, uint64_t Total) {
+      if (Done >= Total)
+        return TraceProgress.done();
+      TraceProgress.show(ProgressLine::bytesText("reading trace", Done, Total,
+                                                 TraceProgress.elapsed()));
+    });
+  if (Report->parsed())
+    return trace::traceReportCommand(ReportFile, ReportOut, ReportO, stderr);
+  if (Check->parsed())
+    return traceCheckCommand(CheckO);
+  if (Summary->parsed()) {
+    const trace::SummaryFormat F = SummaryFormatName == "json"  ? trace::SummaryFormat::Json
+                                   : SummaryFormatName == "csv" ? trace::SummaryFormat::Csv
+                                                                : trace::SummaryFormat::Text;
+    std::FILE *Out = stdout;
+    if (SummaryOut != "-" && !(Out = std::fopen(SummaryOut.c_str(), "w")))
+      fail(fmt::format("cannot create '{}': {}", SummaryOut, std::strerror(errno)));
+    const int Status = trace::traceSummaryCommand(SummaryFile, F, Out, stderr);
+    if (Out != stdout && std::fclose(Out) != 0)
+      fail(fmt::format("cannot write '{}'", SummaryOut));
+    return Status;
+  }
+  if (Diff->parsed())
+    return trace::traceDiffCommand(DiffA, DiffB, DiffO, stdout, stderr);
   return kExitUsage;
 }

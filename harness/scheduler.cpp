@@ -28,10 +28,16 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   // interrupt a guest in VMX non-root HLT cannot take) would be picked forever: it is
   // skipped until some vCPU makes progress, which is what can change its situation.
   std::vector<uint8_t> Stuck(Cpus.size(), 0);
+  const bool WithProgress = Progress && ProgressEvery;
+  uint64_t NextProgress = WithProgress ? totalRetired() + ProgressEvery : kNever;
   for (;;) {
     const uint64_t Total = totalRetired();
     if (Total >= MaxTotalInsns)
       return {StopReason::InsnLimit, 0};
+    if (Total >= NextProgress) [[unlikely]] {
+      Progress(Total);
+      NextProgress = Total + ProgressEvery;
+    }
 
     // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
     unsigned Pick = ~0u;
@@ -70,7 +76,10 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     const bool WasHalted = C.Halted;
     const uint64_t RetiredBefore = C.Retired;
     Bus.Current = Pick;
-    StopReason Why = C.run(MaxTotalInsns - Total, Until);
+    uint64_t Budget = MaxTotalInsns - Total;
+    if (Single && NextProgress - Total < Budget)
+      Budget = NextProgress - Total;
+    StopReason Why = C.run(Budget, Until);
     Bus.Current = 0;
     if (C.Retired != RetiredBefore || !C.Halted)
       std::fill(Stuck.begin(), Stuck.end(), 0);

@@ -29,6 +29,7 @@
 #include "harness/timer_event.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace vmxsim {
@@ -52,6 +53,16 @@ public:
   /// the total of retired instructions over all vCPUs reaches MaxTotalInsns (InsnLimit),
   /// or every vCPU waits with nothing that can wake it (Halted).
   Outcome run(uint64_t MaxTotalInsns);
+  /// Calls Fn(total retired) at the scheduler's loop head once EveryInsns more
+  /// instructions have retired: between quanta with several vCPUs; with one vCPU (whose
+  /// run has no quanta) its run is cut at exactly those instruction counts. Neither
+  /// changes what the guest sees (the vCPU re-enters through the same event window it
+  /// would reach at its next block anyway, and with one vCPU there is no interleaving
+  /// to change); tests/harness/progress_test.cpp checks that traces stay identical.
+  void setProgress(std::function<void(uint64_t)> Fn, uint64_t EveryInsns) {
+    Progress = std::move(Fn);
+    ProgressEvery = EveryInsns;
+  }
   /// A machine-wide timer (e.g. the PIT): every vCPU stops at its events.
   void addSharedSource(TimerEventSource *S) { Shared.push_back(S); }
   /// Instructions retired by all vCPUs.
@@ -66,6 +77,8 @@ private:
 
   ApicBus &Bus;
   uint64_t Quantum;
+  std::function<void(uint64_t)> Progress;
+  uint64_t ProgressEvery = 0;
   std::vector<TimerEventSource *> Shared;
 };
 

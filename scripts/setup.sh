@@ -6,7 +6,10 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libzydis-dev libzycore-dev libcapstone-dev llvm-14-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev
-      libcli11-dev libfmt-dev nlohmann-json3-dev)
+      libcli11-dev libfmt-dev nlohmann-json3-dev
+      # `vmxsim trace report` is checked in headless Chromium by a node script
+      # (tests/trace/report_test.cpp, report_browser_check.mjs).
+      chromium nodejs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #include "trace/dump.h"
 
 #include "cpu/vmx/vm_entry_checks.h"
+#include "cpu/vmx/vm_exit.h"
 #include "trace/events.h"
 
 #include <fmt/format.h>
@@ -10,18 +11,6 @@
 namespace vmxsim::trace {
 
 namespace {
-
-// Enumerator names of the basic exit reasons (cpu/vmx/exit_reasons.def).
-const char *exitReasonEnumName(uint32_t Basic) {
-  switch (Basic) {
-#define EXIT_REASON(Name, Number, Kind, SdmName)                                          \
-  case Number:                                                                           \
-    return #Name;
-#include "cpu/vmx/exit_reasons.def"
-#undef EXIT_REASON
-  }
-  return nullptr;
-}
 
 std::string formatReason(uint32_t V) {
   const uint32_t Basic = V & 0xffff;

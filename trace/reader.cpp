@@ -114,6 +114,7 @@ void TraceReader::start(std::unique_ptr<ByteSource> S) {
   HasError = false;
   Err = TraceError{};
   Lost = 0;
+  ProgressMark = 0;
 }
 
 void TraceReader::fail(uint64_t Offset, std::string Message) {
@@ -126,6 +127,10 @@ void TraceReader::fail(uint64_t Offset, std::string Message) {
 }
 
 bool TraceReader::readAt(uint64_t Offset, void *Buf, size_t Len) {
+  if (Progress && Offset + Len >= ProgressMark) [[unlikely]] {
+    ProgressMark = Offset + Len + (16 << 20);
+    Progress(Offset + Len, Size);
+  }
   if (Src->read(Offset, Buf, Len))
     return true;
   fail(Offset, fmt::format("host read error ({} bytes)", Len));

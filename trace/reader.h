@@ -72,6 +72,12 @@ public:
   /// Sum of the counts of the LOST_RECORDS records returned so far.
   uint64_t lostRecords() const { return Lost; }
 
+  /// Called with (bytes read so far, file size) about every 16 MiB a reader reads, by
+  /// every reader opened after it is set (the vmxsim command's progress display,
+  /// harness/progress.h); null = none. Host-side display only.
+  using ProgressFn = void (*)(uint64_t Done, uint64_t Total);
+  static void setProgress(ProgressFn Fn) { Progress = Fn; }
+
 private:
   struct Window {
     uint64_t Header; ///< offset of the TRACE_CPU_CHANGE record
@@ -118,6 +124,8 @@ private:
   int LastCpu = -1;
   bool PendingHeader = false; ///< File order: the current window's header is next
   bool HasError = false;
+  static inline ProgressFn Progress = nullptr;
+  uint64_t ProgressMark = 0;
   TraceError Err;
   uint64_t Lost = 0;
 };

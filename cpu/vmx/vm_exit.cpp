@@ -27,6 +27,17 @@ const char *exitReasonName(unsigned Basic) {
   return nullptr;
 }
 
+const char *exitReasonEnumName(unsigned Basic) {
+  switch (Basic) {
+#define EXIT_REASON(Name, Number, Kind, SdmName)                                          \
+  case Number:                                                                           \
+    return #Name;
+#include "cpu/vmx/exit_reasons.def"
+#undef EXIT_REASON
+  }
+  return nullptr;
+}
+
 namespace {
 
 using F = VmcsField;

@@ -116,10 +116,10 @@ void vmxExitHandler(struct GuestRegs *Regs) {
   case Action_Inject:
     break;
   case Action_GuestDone:
-    vmxTraceVmentry(Cpu);
+    vmxTraceGuestEnd(Cpu);
     vmxGuestDone(Cpu);
   case Action_Stop:
-    vmxTraceVmentry(Cpu);
+    vmxTraceGuestEnd(Cpu);
     printf("vmx: stopping at exit %lu\n", Cpu->ExitCount);
     hvmExit(HVM_EXIT_FAILURE);
   }

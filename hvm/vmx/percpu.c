@@ -12,6 +12,9 @@ static struct PerCpu PerCpus[1] __attribute__((aligned(4096)));
    host TR selector must not be 0 (SDM Vol. 3C, "Checks on Host Segment and
    Descriptor-Table Registers"). */
 static struct DescriptorTables HostTables;
+/* Each CPU's trace ring: the trace/tbuf.h header, then the data. */
+static uint8_t TraceRings[1][XT_TBUF_DATA_OFFSET + HVM_TBUF_DATA_BYTES]
+    __attribute__((aligned(64)));
 
 uint64_t *guestGpr(struct GuestRegs *Regs, unsigned Number) {
   switch (Number & 15) {
@@ -39,6 +42,7 @@ struct PerCpu *perCpuInit(void) {
   memset(Cpu, 0, sizeof(*Cpu));
   Cpu->Self = Cpu;
   Cpu->CpuNumber = 0;
+  tbufInit(&Cpu->Trace, TraceRings[0], Cpu->CpuNumber);
   descriptorTablesInit(&HostTables);
   /* Reloading GS clears its base: set the base after. */
   hostLoadTables(&HostTables);

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmx/tracebuf.h"
+
 /// The guest's general registers other than RSP (which the VMCS holds), in the order
 /// entry.S pushes them: the lowest address is the last push.
 struct GuestRegs {
@@ -75,6 +77,8 @@ struct PerCpu {
   /* Xen's per-CPU trace_values: filled by TRACE_VMEXIT while an exit is handled,
      emitted and reset by vmxTraceVmentry just before the next VM entry. */
   uint64_t TraceValues[HVM_TRACE_VALUES];
+  /* This CPU's XenTrace buffer (vmx/tracebuf.h), written by the trace hooks. */
+  struct TraceBuffer Trace;
   /* Exits handled since the launch; the number of the current one, from 1. */
   uint64_t ExitCount;
   struct ExitInfo Exit;

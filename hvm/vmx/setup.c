@@ -7,6 +7,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
+#include "vmx/trace.h"
 #include "vmx/vmx.h"
 
 bool VmxVerbose;
@@ -342,6 +343,7 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
     printf("vmx: %u VMWRITEs failed\n", SetupErrors);
     return false;
   }
+  vmxTraceLaunch(Cpu);
   return true;
 }
 

@@ -2,18 +2,112 @@
 
 #include "lib/printf.h"
 #include "vmx/arch.h"
+#include "vmx/exit.h"
+#include "vmx/insn.h"
 
-void vmxTraceVmexit(struct PerCpu *Cpu) {
-  /* The place of Xen 3.0.3's vmx_trace_vmexit (a timed record written before the exit
-     is handled). Nothing to write until the per-CPU trace buffers exist; the slots are
-     already 0 from the previous entry (or from setup). */
-  (void)Cpu;
+/* d1v<cpu>: the scheduler records' "who" word, vcpu in bits 0-15, domain in bits 16-31
+   (format doc, section 5). The guest is domain 1, one vCPU per pcpu. */
+static uint32_t whoRunning(const struct PerCpu *Cpu) { return (1u << 16) | Cpu->CpuNumber; }
+
+void vmxTraceLaunch(struct PerCpu *Cpu) {
+  /* Xen writes VMENTRY before every VM entry, the first one included. */
+  uint32_t W[1] = {whoRunning(Cpu)};
+  tbufPut(&Cpu->Trace, XT_EV_RunstateRunnableToRunning, 1, W, 1);
+  tbufPut(&Cpu->Trace, XT_EV_VmEntry, 1, 0, 0);
 }
 
-void vmxTraceVmentry(struct PerCpu *Cpu) {
-  /* The place of Xen 3.0.3's vmx_trace_vmentry: the record with the five slots. One
-     line per exit, in a fixed format that peers' logs are compared on, so nothing
-     model-specific (no TSC, no host CPUID values) may appear in it. */
+void vmxTraceVmexit(struct PerCpu *Cpu) {
+  /* The place of Xen 3.0.3's vmx_trace_vmexit; what Xen 3.1+ writes there: VMX_EXIT64
+     with the full exit-reason field and the guest RIP, timed. */
+  const struct ExitInfo *E = &Cpu->Exit;
+  uint32_t W[3] = {E->Reason, (uint32_t)E->GuestRip, (uint32_t)(E->GuestRip >> 32)};
+  tbufPut(&Cpu->Trace, XT_EV_VmxExit64, 1, W, 3);
+}
+
+static void put(struct PerCpu *Cpu, uint32_t Event, const uint32_t *W, unsigned N) {
+  tbufPut(&Cpu->Trace, Event, 0, W, N);
+}
+
+static void put64(struct PerCpu *Cpu, uint32_t Event, uint32_t First, uint64_t V) {
+  uint32_t W[3] = {First, (uint32_t)V, (uint32_t)(V >> 32)};
+  put(Cpu, Event, W, 3);
+}
+
+/* The handler record of the exit (format doc, section 7), from the trace_values slots
+   (vmx/README.md, "Exit handling") and, where a slot does not hold the value Xen
+   records, the guest registers as the handler left them. */
+static void handlerRecord(struct PerCpu *Cpu) {
+  const uint64_t *T = Cpu->TraceValues;
+  struct GuestRegs *Regs = &Cpu->Regs;
+  if (Cpu->Exit.Reason & EXIT_REASON_ENTRY_FAILURE)
+    return;
+  switch (EXIT_REASON_BASIC(Cpu->Exit.Reason)) {
+  case Reason_ExceptionOrNmi:
+    if (T[1] == 14) {
+      put64(Cpu, XT_EV_PfXen64, (uint32_t)T[3], T[4]); /* error code, CR2 */
+    } else {
+      uint32_t W[1] = {(uint32_t)T[1]};
+      put(Cpu, XT_EV_Trap, W, 1);
+    }
+    break;
+  case Reason_Cpuid: {
+    uint32_t W[6] = {(uint32_t)T[1], (uint32_t)T[2], (uint32_t)Regs->Rax,
+                     (uint32_t)Regs->Rbx, (uint32_t)Regs->Rcx, (uint32_t)Regs->Rdx};
+    put(Cpu, XT_EV_Cpuid, W, 6);
+    break;
+  }
+  case Reason_Hlt: {
+    uint32_t W[1] = {0};
+    put(Cpu, XT_EV_Hlt, W, 1);
+    break;
+  }
+  case Reason_Vmcall: {
+    uint32_t W[1] = {(uint32_t)T[1]};
+    put(Cpu, XT_EV_Vmmcall, W, 1);
+    break;
+  }
+  case Reason_ControlRegisterAccesses: {
+    /* Slot 1 access type, 2 CR number, 3 register number; the value is the register's
+       (for MOV from CR: after the handler wrote it). */
+    uint32_t Cr = (uint32_t)T[2];
+    switch (T[1]) {
+    case CrAccess_MovToCr:
+      put64(Cpu, XT_EV_CrWrite64, Cr, readGuestGpr(Regs, (unsigned)T[3]));
+      break;
+    case CrAccess_MovFromCr:
+      put64(Cpu, XT_EV_CrRead64, Cr, readGuestGpr(Regs, (unsigned)T[3]));
+      break;
+    case CrAccess_Clts:
+      put(Cpu, XT_EV_Clts, 0, 0);
+      break;
+    default: {
+      uint32_t W[2] = {EXIT_QUAL(Cpu->Exit.Qualification, cr_access, LmswSourceData), 0};
+      put(Cpu, XT_EV_Lmsw64, W, 2);
+    }
+    }
+    break;
+  }
+  case Reason_IoInstruction: {
+    uint32_t W[2] = {(uint32_t)T[1], (uint32_t)T[4]}; /* port, data */
+    put(Cpu, T[2] ? XT_EV_IoportRead : XT_EV_IoportWrite, W, 2);
+    break;
+  }
+  case Reason_Rdmsr:
+  case Reason_Wrmsr: {
+    uint32_t W[3] = {(uint32_t)T[1], (uint32_t)T[2], (uint32_t)T[3]};
+    put(Cpu, EXIT_REASON_BASIC(Cpu->Exit.Reason) == Reason_Rdmsr ? XT_EV_MsrRead
+                                                                 : XT_EV_MsrWrite,
+        W, 3);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* One line per exit, in a fixed format that peers' logs are compared on, so nothing
+   model-specific (no TSC, no host CPUID values) may appear in it. */
+static void logExit(struct PerCpu *Cpu) {
   if (Cpu->LogExits) {
     const struct ExitInfo *E = &Cpu->Exit;
     const uint64_t *T = Cpu->TraceValues;
@@ -33,6 +127,35 @@ void vmxTraceVmentry(struct PerCpu *Cpu) {
     printf("  %s\n", Cpu->Note);
     Cpu->Note[0] = 0;
   }
+}
+
+static void resetSlots(struct PerCpu *Cpu) {
   for (unsigned I = 0; I < HVM_TRACE_VALUES; ++I)
     Cpu->TraceValues[I] = 0;
+}
+
+void vmxTraceVmentry(struct PerCpu *Cpu) {
+  /* The place of Xen 3.0.3's vmx_trace_vmentry (the record with the five slots). */
+  logExit(Cpu);
+  handlerRecord(Cpu);
+  /* SDM Vol. 3C, "VM-Entry Control Fields for Event Injection": the event the entry
+     will inject; the processor clears the valid bit after a successful entry. */
+  uint32_t Inj = (uint32_t)vmread(Vmcs_VmEntryInterruptionInformation);
+  if (Inj & INTR_INFO_VALID) {
+    uint32_t W[2] = {Inj & 0xff,
+                     (Inj & INTR_INFO_ERROR_CODE)
+                         ? (uint32_t)vmread(Vmcs_VmEntryExceptionErrorCode)
+                         : 0};
+    put(Cpu, XT_EV_InjExc, W, 2);
+  }
+  tbufPut(&Cpu->Trace, XT_EV_VmEntry, 1, 0, 0);
+  resetSlots(Cpu);
+}
+
+void vmxTraceGuestEnd(struct PerCpu *Cpu) {
+  logExit(Cpu);
+  handlerRecord(Cpu);
+  uint32_t W[1] = {whoRunning(Cpu)};
+  tbufPut(&Cpu->Trace, XT_EV_RunstateRunningToOffline, 1, W, 1);
+  resetSlots(Cpu);
 }

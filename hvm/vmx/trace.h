@@ -7,12 +7,16 @@
  * data); a hook just before the next VM entry wrote a second timed record carrying the
  * five slots and reset them. The two timestamps give the cycles spent per exit type.
  *
- * Here the two hooks are vmxTraceVmexit and vmxTraceVmentry. Today the entry hook
- * prints the exit line of vmx_e2e; the per-CPU XenTrace buffers (a later step) slot in
- * behind the same two hooks: the exit hook writes VMX_EXIT64 (reason, RIP), the entry
- * hook writes the handler record built from slots 1..4, then VMENTRY (see
- * vmx/README.md for the mapping). Slots are reset to 0 (Xen 3.0.4's choice; 3.0.3
- * used the marker 9).
+ * Here the two hooks are vmxTraceVmexit and vmxTraceVmentry, and they write XenTrace
+ * records into the CPU's trace buffer (vmx/tracebuf.h) the way a modern Xen does, so
+ * xenalyze and `vmxsim trace summary` read them (format doc, section 11, last
+ * paragraph): the exit hook writes VMX_EXIT64 (timed: reason, RIP); the entry hook
+ * writes the handler record built from slots 1..4 (and the registers the handler
+ * produced), INJ_EXC when an exception is being injected, then VMENTRY (timed), and
+ * resets the slots. vmxTraceGuestEnd closes the last exit with a runstate change to
+ * offline instead of a VMENTRY. The mapping per exit reason is in vmx/README.md. The
+ * vmx_e2e exit log line is printed by the entry hook too. Slots are reset to 0 (Xen
+ * 3.0.4's choice; 3.0.3 used the marker 9).
  */
 #ifndef HVM_VMX_TRACE_H
 #define HVM_VMX_TRACE_H
@@ -28,8 +32,14 @@
 
 /// At the start of the exit handler, once the exit information has been read.
 void vmxTraceVmexit(struct PerCpu *Cpu);
-/// Just before VM entry: emits the exit's record (today: the exit line, when
-/// Cpu->LogExits), then resets the slots.
+/// Just before VM entry: the exit line (when Cpu->LogExits), the handler record, INJ_EXC,
+/// VMENTRY; then resets the slots.
 void vmxTraceVmentry(struct PerCpu *Cpu);
+/// Instead of vmxTraceVmentry when the guest will not be entered again (it ended, or
+/// the handler stops): the handler record and RUNSTATE_RUNNING_TO_OFFLINE.
+void vmxTraceGuestEnd(struct PerCpu *Cpu);
+/// Before the first VM entry: RUNSTATE_RUNNABLE_TO_RUNNING for d1v<cpu> (xenalyze
+/// needs it before the first HVM record; format doc, section 8), then VMENTRY.
+void vmxTraceLaunch(struct PerCpu *Cpu);
 
 #endif

@@ -1,0 +1,85 @@
+#include "harness/devices/trace_buffers.h"
+
+#include "trace/tbuf.h"
+#include "trace/writer.h"
+
+#include <fmt/format.h>
+
+namespace vmxsim {
+
+TraceBufferDrain::TraceBufferDrain(PhysMem &Mem, trace::TraceWriter &Writer)
+    : Mem(Mem), Writer(Writer), Rings(Writer.numCpus()) {}
+
+void TraceBufferDrain::ioWrite(uint16_t Port, unsigned SizeBytes, uint32_t Value) {
+  // Only 32-bit writes carry an address or a CPU number; narrower ones are ignored, as
+  // a device decoding a dword register would.
+  if (SizeBytes != 4)
+    return;
+  if (Port == XT_TBUF_PORT_REGISTER)
+    registerRing(Value);
+  else if (Port == XT_TBUF_PORT_NOTIFY && Value < Rings.size())
+    drain(Value);
+}
+
+void TraceBufferDrain::giveUp(unsigned Cpu, uint64_t Addr, const std::string &Why) {
+  Problems.push_back(fmt::format("trace buffer at {:#x}: {}", Addr, Why));
+  if (Cpu < Rings.size() && Rings[Cpu].Addr == Addr)
+    Rings[Cpu] = Ring{};
+}
+
+void TraceBufferDrain::registerRing(uint64_t Addr) {
+  xt_tbuf H;
+  if (Addr == 0 || (Addr & 63) || !Mem.copyOut(Gpa(Addr), &H, sizeof(H)))
+    return giveUp(~0u, Addr, "not 64-byte aligned RAM");
+  if (H.magic != XT_TBUF_MAGIC)
+    return giveUp(~0u, Addr, fmt::format("magic {:#x}, not {:#x}", H.magic, XT_TBUF_MAGIC));
+  if (H.cpu >= Rings.size())
+    return giveUp(~0u, Addr, fmt::format("cpu {} but the machine has {}", H.cpu, Rings.size()));
+  if (H.size < 64 || H.size > XT_TBUF_MAX_SIZE || (H.size & 3) ||
+      !Mem.isRam(Gpa(Addr + XT_TBUF_DATA_OFFSET), H.size))
+    return giveUp(~0u, Addr, fmt::format("data area of {} bytes is not 64..{} bytes of RAM "
+                                         "in whole words", H.size, XT_TBUF_MAX_SIZE));
+  // A CPU that registers a new ring: what the old one still holds is kept.
+  if (Rings[H.cpu].Addr && Rings[H.cpu].Addr != Addr)
+    drain(H.cpu);
+  Rings[H.cpu] = Ring{Addr, H.size};
+  if (Scratch.size() < H.size)
+    Scratch.resize(H.size);
+}
+
+void TraceBufferDrain::drain(unsigned Cpu) {
+  const Ring R = Rings[Cpu];
+  if (!R.Addr)
+    return;
+  xt_tbuf H;
+  if (!Mem.copyOut(Gpa(R.Addr), &H, sizeof(H)))
+    return giveUp(Cpu, R.Addr, "header is no longer RAM");
+  // The header is the guest's memory: check everything again before trusting it.
+  if (H.magic != XT_TBUF_MAGIC || H.cpu != Cpu || H.size != R.Size)
+    return giveUp(Cpu, R.Addr, "magic, cpu or size changed after registration");
+  if (H.prod < H.cons || H.prod - H.cons > R.Size)
+    return giveUp(Cpu, R.Addr, fmt::format("prod {:#x} and cons {:#x} are more than the "
+                                           "size {:#x} apart", H.prod, H.cons, R.Size));
+  const uint32_t Bytes = uint32_t(H.prod - H.cons);
+  if (Bytes == 0)
+    return;
+  if (Bytes & 3)
+    return giveUp(Cpu, R.Addr, fmt::format("{} bytes pending, not whole words", Bytes));
+  const uint32_t Start = uint32_t(H.cons % R.Size);
+  const uint32_t First = std::min(Bytes, R.Size - Start);
+  const uint64_t Data = R.Addr + XT_TBUF_DATA_OFFSET;
+  if (!Mem.copyOut(Gpa(Data + Start), Scratch.data(), First) ||
+      !Mem.copyOut(Gpa(Data), Scratch.data() + First, Bytes - First))
+    return giveUp(Cpu, R.Addr, "data area is no longer RAM");
+  Writer.writeWindow(Cpu, Scratch.data(), Bytes);
+  Drained += Bytes;
+  Mem.write(Gpa(R.Addr + XT_TBUF_OFF_CONS), 8, H.prod);
+}
+
+void TraceBufferDrain::drainAll() {
+  for (unsigned Cpu = 0; Cpu < Rings.size(); ++Cpu)
+    drain(Cpu);
+  Writer.flush();
+}
+
+} // namespace vmxsim

@@ -1,0 +1,187 @@
+// `vmxsim trace check` (trace/check.h): a hypervisor's trace paired with the ground
+// truth record by record. Hand-built traces: one that agrees (exact lags and leads),
+// then one disagreement each — reason, RIP, a TSC on the wrong side, a missing or an
+// extra exit, a handler record that contradicts the exit qualification, lost records,
+// a truncated file.
+#include "trace/check.h"
+#include "trace/writer.h"
+
+#include <gtest/gtest.h>
+
+using namespace vmxsim::trace;
+
+namespace {
+
+struct Exit {
+  uint64_t GtExit, HvExit, HvEntry, GtEntry;
+  uint32_t Reason;
+  uint64_t Rip, Qual;
+};
+
+/// An OUT to port 0x80 (I/O exit, qualification 0x800000) and a CPUID exit on CPU 1.
+std::vector<Exit> twoExits() {
+  return {{1000, 1300, 1800, 2000, 30, 0xffffffff81000010, 0x00800000},
+          {3000, 3250, 3700, 3710, 10, 0xffffffff81000020, 0}};
+}
+
+struct Traces {
+  std::vector<uint8_t> Hv, Gt;
+};
+
+/// Builds both traces of exits E on CPU 1, with a launch entry at 100 (GT) / 90 (HV).
+/// Mutate(I, HvWords) may change the I-th exit's hypervisor words.
+Traces build(const std::vector<Exit> &E, bool HandlerRecords = true,
+             uint32_t IoPort = 0x80) {
+  MemoryOutput HvOut, GtOut;
+  {
+    TraceWriter Hv(HvOut, 2), Gt(GtOut, 2);
+    Hv.recordTsc(1, XT_EV_RunstateRunnableToRunning, 80, {0x10001u});
+    Hv.recordTsc(1, XT_EV_VmEntry, 90, nullptr, 0);
+    Gt.recordTsc(1, XT_EV_GtVmEntry, 100, {1u, 0x81000000u, 0xffffffffu, 1u, 0u, 0u});
+    for (const Exit &X : E) {
+      Gt.recordTsc(1, XT_EV_GtVmExit, X.GtExit,
+                   {1u, X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32), uint32_t(X.Qual),
+                    uint32_t(X.Qual >> 32), 2u});
+      Gt.record(1, XT_EV_GtVmExitEvent, {0u, 0u, 0u, 0u, 0u});
+      Gt.recordTsc(1, XT_EV_GtVmEntry, X.GtEntry,
+                   {1u, uint32_t(X.Rip + 2), uint32_t((X.Rip + 2) >> 32), 0u, 0u, 0u});
+      Hv.recordTsc(1, XT_EV_VmxExit64, X.HvExit,
+                   {X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32)});
+      if (HandlerRecords && X.Reason == 30)
+        Hv.record(1, XT_EV_IoportWrite, {IoPort, 0x55u});
+      if (HandlerRecords && X.Reason == 10)
+        Hv.record(1, XT_EV_Cpuid, {0u, 0u, 1u, 2u, 3u, 4u});
+      Hv.recordTsc(1, XT_EV_VmEntry, X.HvEntry, nullptr, 0);
+    }
+  }
+  return {HvOut.Bytes, GtOut.Bytes};
+}
+
+CheckResult check(const Traces &T) {
+  TraceReader Hv, Gt;
+  Hv.openMemory(T.Hv.data(), T.Hv.size());
+  Gt.openMemory(T.Gt.data(), T.Gt.size());
+  return checkAgainstGroundTruth(Hv, Gt);
+}
+
+} // namespace
+
+TEST(TraceCheck, AgreeingTracesGiveExactLagsAndLeads) {
+  const CheckResult R = check(build(twoExits()));
+  ASSERT_TRUE(R.Ok) << R.Problem;
+  ASSERT_EQ(R.Cpus.size(), 1u);
+  const CpuCheck &C = R.Cpus[0];
+  EXPECT_EQ(C.Cpu, 1u);
+  EXPECT_EQ(C.Exits, 2u);
+  EXPECT_EQ(C.Entries, 3u); // the launch and one per exit
+  EXPECT_EQ(C.HandlerRecords, 1u); // the I/O record (CPUID has nothing to check)
+  EXPECT_EQ(C.ExitLag.Min, 250u);
+  EXPECT_EQ(C.ExitLag.Max, 300u);
+  EXPECT_EQ(C.ExitLag.Total, 550u);
+  EXPECT_EQ(C.EntryLead.Min, 10u);
+  EXPECT_EQ(C.EntryLead.Max, 200u);
+  EXPECT_EQ(C.EntryLead.Total, 10u + 200u + 10u);
+  EXPECT_EQ(R.HypervisorRecords, 2u + 2u * 3u);
+  EXPECT_EQ(R.GroundTruthRecords, 1u + 2u * 3u);
+  char *Buf = nullptr;
+  size_t Len = 0;
+  std::FILE *F = open_memstream(&Buf, &Len);
+  printCheck(R, F);
+  std::fclose(F);
+  EXPECT_EQ(std::string(Buf, Len),
+            "match: 2 exits and 3 entries on 1 CPU(s) agree with the ground truth (8 "
+            "hypervisor records, 7 ground-truth records)\n"
+            "cpu1: 2 exits, 3 entries, 1 handler records checked; cycles from VM exit to "
+            "VMX_EXIT min/mean/max 250/275.0/300; from VMENTRY to VM entry 10/73.3/200\n");
+  free(Buf);
+}
+
+TEST(TraceCheck, DifferentReasonIsTheFirstProblem) {
+  auto E = twoExits();
+  Traces T = build(E);
+  E[1].Reason = 12; // the hypervisor says HLT, the processor did CPUID
+  Traces Bad = build(E);
+  Bad.Gt = T.Gt;
+  const CheckResult R = check(Bad);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_EQ(R.Problem.rfind("cpu1: exit 2: exit reason differs: hypervisor CPU1 3250 +0 "
+                            "VMX_EXIT64 reason=12(Hlt)", 0),
+            0u)
+      << R.Problem;
+}
+
+TEST(TraceCheck, DifferentRipIsFound) {
+  auto E = twoExits();
+  Traces Good = build(E);
+  E[0].Rip += 1;
+  Traces Bad = build(E);
+  Bad.Gt = Good.Gt;
+  const CheckResult R = check(Bad);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 1: guest RIP differs"), std::string::npos) << R.Problem;
+}
+
+TEST(TraceCheck, HypervisorTscBeforeTheExitOrAfterTheEntryIsFound) {
+  auto E = twoExits();
+  E[1].HvExit = 2999; // one cycle before the processor's exit
+  CheckResult R = check(build(E));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 2: the hypervisor's TSC is before the VM exit"),
+            std::string::npos)
+      << R.Problem;
+  E = twoExits();
+  E[0].HvEntry = 2001; // one cycle after the processor's entry
+  R = check(build(E));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("entry 2: the hypervisor's TSC is after the VM entry"),
+            std::string::npos)
+      << R.Problem;
+}
+
+TEST(TraceCheck, MissingAndExtraExitsAreFound) {
+  auto E = twoExits();
+  Traces Full = build(E);
+  Traces Short = build({E[0]});
+  Traces MissingInHv{Short.Hv, Full.Gt};
+  CheckResult R = check(MissingInHv);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("the ground truth has more: CPU1 3000 +0 GT_VMEXIT"),
+            std::string::npos)
+      << R.Problem;
+  Traces MissingInGt{Full.Hv, Short.Gt};
+  R = check(MissingInGt);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("VMX_EXIT64 reason=10(Cpuid)"), std::string::npos) << R.Problem;
+  EXPECT_NE(R.Problem.find("has no VM exit in the ground truth"), std::string::npos)
+      << R.Problem;
+}
+
+TEST(TraceCheck, IoHandlerRecordMustMatchTheQualification) {
+  const CheckResult R = check(build(twoExits(), true, 0x81));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 1: port or direction differs from the exit qualification"),
+            std::string::npos)
+      << R.Problem;
+}
+
+TEST(TraceCheck, LostRecordsFailTheCheck) {
+  Traces T = build(twoExits());
+  MemoryOutput Out;
+  {
+    TraceWriter W(Out, 2);
+    W.recordTsc(1, XT_EV_LostRecords, 50, {3u, 1u, 40u, 0u});
+  }
+  std::vector<uint8_t> Hv = Out.Bytes;
+  Hv.insert(Hv.end(), T.Hv.begin(), T.Hv.end());
+  const CheckResult R = check({Hv, T.Gt});
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("the hypervisor lost 3 records"), std::string::npos) << R.Problem;
+}
+
+TEST(TraceCheck, TruncatedHypervisorTraceIsReportedWithItsOffset) {
+  Traces T = build(twoExits());
+  T.Hv.resize(T.Hv.size() - 2);
+  const CheckResult R = check(T);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_EQ(R.Problem.rfind("hypervisor trace: offset 0x", 0), 0u) << R.Problem;
+}

@@ -1,0 +1,61 @@
+// `vmxsim trace check HV GT`: every VM exit and VM entry a hypervisor recorded in its
+// own XenTrace file (Xen's records: VMX_EXIT/VMX_EXIT64, handler records, VMENTRY) is
+// checked against vmxsim's ground truth of the same run (GT_VMEXIT, GT_VMENTRY,
+// GT_VMENTRY_FAIL; trace/ground_truth.h), CPU by CPU, record by record.
+//
+// Pairing, per CPU: the k-th VMX_EXIT(64) is the k-th GT_VMEXIT; the k-th VMENTRY is the
+// k-th VM-entry attempt (GT_VMENTRY, or GT_VMENTRY_FAIL). Both traces must hold the
+// same number of each. For every pair:
+// - exit: the same full exit-reason field (bit 31 included) and the same guest RIP
+//   (VMX_EXIT carries RIP bits 0-31 only); the hypervisor's TSC is not before the
+//   ground truth's (it reads the TSC after the exit happened). Its lag, TSC(hypervisor)
+//   - TSC(ground truth), is the cycles between the VM exit and the hypervisor's RDTSC.
+// - entry: the hypervisor's TSC is not after the ground truth's; the lead, TSC(ground
+//   truth) - TSC(hypervisor), is the cycles from its RDTSC to the VM entry.
+// - handler records that say something the exit qualification also says (SDM Vol. 3C,
+//   "Exit Qualification for I/O Instructions" / "... for Control-Register Accesses"):
+//   IOPORT_READ/WRITE's port and direction, CR_READ/CR_WRITE's CR number, LMSW/CLTS's
+//   access type.
+// Both TSCs are the same clock on vmxsim (RDTSC in VMX root operation reads the virtual
+// TSC that stamps the ground truth), so lags and leads are exact, and equal run after
+// run. LOST_RECORDS in the hypervisor's trace ends the check (nothing after it can be
+// paired) and fails it.
+#pragma once
+#include "trace/reader.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace vmxsim::trace {
+
+struct LagStats {
+  uint64_t Count = 0, Total = 0, Min = 0, Max = 0;
+  void add(uint64_t V);
+};
+
+struct CpuCheck {
+  uint16_t Cpu = 0;
+  uint64_t Exits = 0, Entries = 0, HandlerRecords = 0;
+  LagStats ExitLag;    ///< TSC(VMX_EXIT) - TSC(GT_VMEXIT)
+  LagStats EntryLead;  ///< TSC(GT entry attempt) - TSC(VMENTRY)
+};
+
+struct CheckResult {
+  bool Ok = true;
+  /// The first disagreement, one line ("cpu0 exit 17: ..."), empty when Ok.
+  std::string Problem;
+  std::vector<CpuCheck> Cpus; ///< ascending CPU number
+  uint64_t HypervisorRecords = 0, GroundTruthRecords = 0;
+};
+
+/// Reads both traces to the end (or to the first disagreement) and pairs their records.
+/// A reader error in either file is a disagreement too ("hypervisor trace: offset ...").
+CheckResult checkAgainstGroundTruth(TraceReader &Hypervisor, TraceReader &GroundTruth);
+
+/// Prints the result: the problem or "match", then one line per CPU with the counts and
+/// the exit lags and entry leads (min/mean/max cycles).
+void printCheck(const CheckResult &R, std::FILE *Out);
+
+} // namespace vmxsim::trace
