@@ -10,6 +10,7 @@
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
 #include "harness/machine.h"
+#include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
 #include "trace/check.h"
 #include "trace/diff.h"
@@ -226,6 +227,94 @@ int traceCheckCommand(const TraceCheckOptions &O) {
   return R.Ok ? 0 : 1;
 }
 
+struct XcheckOptions {
+  std::string Image, Mode = "long", Addr, Mem = "16";
+  uint64_t MaxInsns = 50'000'000;
+  unsigned TimeoutMs = 10'000;
+};
+
+/// `vmxsim xcheck IMAGE`: the flat image under KVM and under vmxsim (harness/kvm/xcheck.h).
+/// Status 0 identical, 1 different, 2 when KVM is missing or refuses, or a bad image.
+int xcheckCommand(const XcheckOptions &O) {
+  kvm::XcheckConfig Cfg;
+  Cfg.Image = O.Image;
+  Cfg.Mode = O.Mode == "real" ? kvm::XMode::Real : O.Mode == "prot32" ? kvm::XMode::Prot32 : kvm::XMode::Long;
+  if (!O.Addr.empty()) {
+    char *End = nullptr;
+    errno = 0;
+    unsigned long long A = std::strtoull(O.Addr.c_str(), &End, 0);
+    if (errno || End == O.Addr.c_str() || *End)
+      fail(fmt::format("--addr: invalid address '{}'", O.Addr));
+    Cfg.LoadAddr = A;
+  }
+  if (!parseSize(O.Mem, Cfg.Side.RamBytes) || Cfg.Side.RamBytes < (1u << 20) ||
+      Cfg.Side.RamBytes > (3ull << 30))
+    fail(fmt::format("-m: invalid size '{}' (1M..3G)", O.Mem));
+  Cfg.Side.StopPort = 0xf4; // isa-debug-exit, as in `vmxsim run`
+  Cfg.Limits.MaxInsns = O.MaxInsns;
+  Cfg.Limits.TimeoutMs = O.TimeoutMs;
+  kvm::XcheckResult R = kvm::runXcheck(Cfg);
+  if (R.HostProblem)
+    fail(R.Report);
+  std::printf("%s\n", R.Report.c_str());
+  return R.Identical ? 0 : 1;
+}
+
+struct FuzzCliOptions {
+  kvm::FuzzOptions F;
+  std::string Cpl = "both", Coverage, Regressions;
+  bool NoCapstone = false;
+};
+
+/// `vmxsim xcheck fuzz`: the differential instruction fuzzer (harness/kvm/fuzz.h).
+/// Status 0 no divergence, 1 divergences (minimised, optionally written as regression
+/// cases), 2 without a usable /dev/kvm.
+int xcheckFuzzCommand(FuzzCliOptions &O) {
+  O.F.Cpl0 = O.Cpl != "3";
+  O.F.Cpl3 = O.Cpl != "0";
+  O.F.Capstone = !O.NoCapstone;
+  kvm::FuzzResult R = kvm::runFuzz(O.F);
+  if (R.HostProblem)
+    fail(R.Why);
+  std::printf("seed %llu: %llu streams compared (%llu at CPL 3 on the host CPU, %llu at CPL 0 "
+              "in the host kernel's emulator) in %.1f s; %llu divergent\n",
+              (unsigned long long)O.F.Seed, (unsigned long long)R.Compared,
+              (unsigned long long)R.Cpl3Streams, (unsigned long long)R.Cpl0Streams, R.Seconds,
+              (unsigned long long)R.Divergent);
+  if (R.CapstoneChecked)
+    std::printf("Capstone vs vmxsim's decoder: %llu instructions, %llu disagreements (%llu of the "
+                "known F2/F3+66 prefix-order class, tests/cpu/decoder_test.cpp)\n",
+                (unsigned long long)R.CapstoneChecked, (unsigned long long)R.CapstoneDisagree,
+                (unsigned long long)R.CapstoneKnown);
+  if (R.KvmCannot)
+    std::printf("%llu streams not compared (host kernel's emulator lacks an instruction, or single-step past the end)\n",
+                (unsigned long long)R.KvmCannot);
+  for (const std::string &E : R.CapstoneExamples)
+    std::printf("  decoder disagreement: %s\n", E.c_str());
+  unsigned N = 0;
+  for (const kvm::FuzzDivergence &D : R.Divergences) {
+    std::printf("divergence %u: %s\n%s\n", N, D.Diff.c_str(), D.Detail.c_str());
+    if (!O.Regressions.empty()) {
+      std::string Path = fmt::format("{}/seed{}_{}.txt", O.Regressions, O.F.Seed, N);
+      std::FILE *F = std::fopen(Path.c_str(), "w");
+      if (!F)
+        fail(fmt::format("cannot create '{}': {}", Path, std::strerror(errno)));
+      std::fputs(kvm::formatRegression(D).c_str(), F);
+      std::fclose(F);
+      std::printf("  written to %s\n", Path.c_str());
+    }
+    ++N;
+  }
+  if (!O.Coverage.empty()) {
+    std::FILE *F = std::fopen(O.Coverage.c_str(), "w");
+    if (!F)
+      fail(fmt::format("cannot create '{}': {}", O.Coverage, std::strerror(errno)));
+    std::fputs(kvm::formatCoverage(R).c_str(), F);
+    std::fclose(F);
+  }
+  return R.Divergent ? 1 : 0;
+}
+
 } // namespace
 
 int main(int Argc, char **Argv) {
@@ -316,6 +405,32 @@ int main(int Argc, char **Argv) {
       ->check(CLI::Range(0.0, 1e9));
   Diff->add_option("--context", DiffO.Context, "equal records shown before the divergence (default 3)");
 
+  XcheckOptions XO;
+  CLI::App *Xcheck = App.add_subcommand(
+      "xcheck", "run a flat image under KVM and under vmxsim and compare exits, registers and memory");
+  Xcheck->add_option("IMAGE", XO.Image, "flat binary (entered at --addr in --mode)");
+  Xcheck->add_option("--mode", XO.Mode, "entry mode: real, prot32 or long (default long)")
+      ->check(CLI::IsMember({"real", "prot32", "long"}));
+  Xcheck->add_option("--addr", XO.Addr, "load and entry address (default 0x7c00 real, 0x100000 otherwise)");
+  Xcheck->add_option("-m,--mem", XO.Mem, "RAM of both sides (default 16M)");
+  Xcheck->add_option("--max-insns", XO.MaxInsns, "vmxsim's instruction bound (default 50000000)");
+  Xcheck->add_option("--timeout-ms", XO.TimeoutMs, "KVM's wall-clock bound (default 10000)");
+  FuzzCliOptions FO;
+  CLI::App *Fuzz = Xcheck->add_subcommand(
+      "fuzz", "differential instruction fuzzer: random streams under KVM and vmxsim");
+  Fuzz->add_option("--seed", FO.F.Seed, "random seed (default 1)");
+  Fuzz->add_option("--streams", FO.F.Streams, "instruction streams to compare (default 20000)");
+  Fuzz->add_option("--max-insns", FO.F.MaxInsns, "instructions per stream, 1..N (default 6)")
+      ->check(CLI::Range(1u, 64u));
+  Fuzz->add_option("--cpl", FO.Cpl, "3 (host CPU), 0 (host kernel's emulator) or both (default)")
+      ->check(CLI::IsMember({"0", "3", "both"}));
+  Fuzz->add_option("--coverage", FO.Coverage,
+                   "write 'kind<TAB>name<TAB>count' lines (instruction forms, exits, exceptions)");
+  Fuzz->add_option("--regressions", FO.Regressions,
+                   "write each minimised divergence as a regression case into this directory");
+  Fuzz->add_option("--max-reported", FO.F.MaxReported, "divergences minimised and shown (default 10)");
+  Fuzz->add_flag("--no-capstone", FO.NoCapstone, "skip the Capstone decoder cross-check");
+
   try {
     App.parse(Argc, Argv);
   } catch (const CLI::ParseError &E) {
@@ -329,6 +444,13 @@ int main(int Argc, char **Argv) {
   }
   if (Run->parsed())
     return runCommand(O);
+  if (Fuzz->parsed())
+    return xcheckFuzzCommand(FO);
+  if (Xcheck->parsed()) {
+    if (XO.Image.empty())
+      fail("xcheck: no image (give IMAGE, or use 'xcheck fuzz')");
+    return xcheckCommand(XO);
+  }
   if (Dump->parsed())
     return traceDumpCommand(DumpO);
   // Reading a long trace shows how far it got (not for dump, whose output is the
