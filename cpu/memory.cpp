@@ -2,6 +2,8 @@
 
 #include "mmu/paging.h"
 
+#include <utility>
+
 namespace vmxsim {
 
 Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeBytes,
@@ -47,9 +49,33 @@ Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeByt
 
 namespace {
 
+// Each TLB array is direct-mapped (the fast paths look at one slot) with a victim slot,
+// Slot ^ kTlbEntries / 2, that only this slow path consults: the entry a fill displaces
+// moves there and comes back on its next miss without a page walk. Two pages that share
+// a slot then stop evicting each other — typically a guest's code page and its
+// hypervisor's, the same page in two VPID contexts, at every VM entry and exit. Victim
+// entries are ordinary entries: flushes, generations and dropWriteMappings cover them.
+constexpr unsigned victimSlot(unsigned Slot) { return Slot ^ (kTlbEntries / 2); }
+
+void placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
+  TlbEntry &Primary = Array[Slot];
+  if (Primary.Tag != kTlbEmpty && Primary.Tag != E.Tag)
+    Array[victimSlot(Slot)] = Primary;
+  Primary = E;
+}
+
 // Translates one page's worth of an access and installs the TLB entry when the page is
 // plain RAM (never for MMIO, and never a write mapping for a page holding decoded code).
 Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
+  const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+  TlbEntry *Array = Kind == Access::Read    ? C.TlbRead
+                    : Kind == Access::Write ? C.TlbWrite
+                                            : C.TlbFetch;
+  if (TlbEntry &V = Array[victimSlot(Slot)]; V.Tag == tlbTag(C, La, Supervisor)) {
+    std::swap(Array[Slot], V);
+    Pa = (Array[Slot].Pfn << 12) | (La & 0xfff);
+    return Status::Ok;
+  }
   bool User = !Supervisor && C.UserTagBit;
   Translation T;
   VMX_TRY(translateLinear(C, La, Kind, User, T));
@@ -64,19 +90,18 @@ Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint6
     return Status::Ok;
   TlbEntry E{tlbTag(C, La, Supervisor),
              reinterpret_cast<uintptr_t>(Host) - (La & kPageMask), Pfn};
-  unsigned Slot = (La >> 12) & (kTlbEntries - 1);
   switch (Kind) {
   case Access::Read:
-    C.TlbRead[Slot] = E;
+    placeEntry(C.TlbRead, Slot, E);
     break;
   case Access::Write:
     if (!C.Mem.pageHoldsCode(Pfn))
-      C.TlbWrite[Slot] = E;
+      placeEntry(C.TlbWrite, Slot, E);
     // A page writable now is readable too; saves the read walk of a RMW.
-    C.TlbRead[Slot] = E;
+    placeEntry(C.TlbRead, Slot, E);
     break;
   case Access::Fetch:
-    C.TlbFetch[Slot] = E;
+    placeEntry(C.TlbFetch, Slot, E);
     break;
   }
   return Status::Ok;

@@ -116,5 +116,25 @@ TEST(VirtualProcessorIdentifiers, GuestTranslationsDoNotLeakIntoTheHost) {
   EXPECT_EQ(M.S.Gpr[RSI], kValueB);
 }
 
+// The hypervisor reading the same linear page between the exit and the entry (VPID 0)
+// must not evict the guest's VPID-tagged translation: both contexts' entries for the
+// page stay cached (the software TLB keeps a displaced entry in a victim slot), so the
+// guest still sees the stale mapping, exactly as when the host does not touch the page.
+TEST(VirtualProcessorIdentifiers, HostUseOfTheSamePageKeepsTheGuestTranslation) {
+  VmxTestMachine M;
+  setUp(M, /*Vpid=*/true);
+  M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(M.S.Gpr[RBX], kValueA);
+  redirectProbe(M);
+  // Root operation: mov rax, [kProbe] — a fresh walk in VPID 0's context sees the edit.
+  const std::vector<uint8_t> HostRead = {0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x00, 0x02};
+  M.Cpu_.Halted = false; // the host stub's HLT after the exit
+  M.exec(HostRead);
+  EXPECT_EQ(M.S.Gpr[RAX], kValueB);
+  resumeAfterVmcall(M);
+  EXPECT_EQ(M.vmcs().get(F::GuestRip), kGuestCode + kGuestStep + 8);
+  EXPECT_EQ(M.S.Gpr[RCX], kValueA) << "the host's fill evicted the guest's translation";
+}
+
 } // namespace
 } // namespace vmxsim::test
