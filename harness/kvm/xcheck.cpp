@@ -414,8 +414,9 @@ XcheckResult runXcheck(const XcheckConfig &Cfg) {
   if (Diff.empty()) {
     Res.Identical = true;
     Res.Report = std::string("identical (") + ModeName + " mode, " +
-                 std::to_string(K.Events.size()) + " exits, final " + exitKindName(K.End) +
-                 ", " + std::to_string(C.Retired) + " instructions on vmxsim)";
+                 std::to_string(K.Events.size()) + (K.Events.size() == 1 ? " exit" : " exits") +
+                 ", final " + exitKindName(K.End) + ", " + std::to_string(C.Retired) +
+                 " instructions on vmxsim)";
     return Res;
   }
   Res.Report = "differ (" + std::string(ModeName) + " mode): " + Diff + "\n" + describeOutcomes(K, S);
