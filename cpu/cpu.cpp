@@ -291,8 +291,15 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     Block *B = nullptr;
     if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]] {
       uint64_t La = S.Rip;
-      const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
-      if (E.Tag == tlbTag(*this, La, false)) [[likely]] {
+      const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+      TlbEntry &E = TlbFetch[Slot];
+      const uint64_t Tag = tlbTag(*this, La, false);
+      // The displaced entry (cpu/memory.cpp, victimSlot) comes back without a walk or a
+      // decode: a guest and its hypervisor sharing a code page alternate at every exit.
+      if (E.Tag != Tag) [[unlikely]]
+        if (TlbEntry &V = TlbFetch[tlbVictimSlot(Slot)]; V.Tag == Tag)
+          std::swap(E, V);
+      if (E.Tag == Tag) [[likely]] {
         uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
         Block &Cand = Blocks.get()[blockSlot(Pa)];
         if (Cand.Pa == Pa && Cand.Key == blockKey() &&

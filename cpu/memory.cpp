@@ -50,17 +50,16 @@ Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeByt
 namespace {
 
 // Each TLB array is direct-mapped (the fast paths look at one slot) with a victim slot,
-// Slot ^ kTlbEntries / 2, that only this slow path consults: the entry a fill displaces
+// tlbVictimSlot(Slot), that only the miss paths consult (here, and the block lookup of
+// Cpu::runBlocks): the entry a fill displaces
 // moves there and comes back on its next miss without a page walk. Two pages that share
 // a slot then stop evicting each other — typically a guest's code page and its
 // hypervisor's, the same page in two VPID contexts, at every VM entry and exit. Victim
 // entries are ordinary entries: flushes, generations and dropWriteMappings cover them.
-constexpr unsigned victimSlot(unsigned Slot) { return Slot ^ (kTlbEntries / 2); }
-
 void placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
   TlbEntry &Primary = Array[Slot];
   if (Primary.Tag != kTlbEmpty && Primary.Tag != E.Tag)
-    Array[victimSlot(Slot)] = Primary;
+    Array[tlbVictimSlot(Slot)] = Primary;
   Primary = E;
 }
 
@@ -71,7 +70,7 @@ Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint6
   TlbEntry *Array = Kind == Access::Read    ? C.TlbRead
                     : Kind == Access::Write ? C.TlbWrite
                                             : C.TlbFetch;
-  if (TlbEntry &V = Array[victimSlot(Slot)]; V.Tag == tlbTag(C, La, Supervisor)) {
+  if (TlbEntry &V = Array[tlbVictimSlot(Slot)]; V.Tag == tlbTag(C, La, Supervisor)) {
     std::swap(Array[Slot], V);
     Pa = (Array[Slot].Pfn << 12) | (La & 0xfff);
     return Status::Ok;

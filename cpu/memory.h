@@ -57,6 +57,10 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
 /// writing: used to make multi-part stores all-or-nothing.
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = false);
 
+/// The victim slot of a direct-mapped TLB slot: where a fill moves the entry it displaces
+/// (cpu/memory.cpp, placeEntry).
+constexpr unsigned tlbVictimSlot(unsigned Slot) { return Slot ^ (kTlbEntries / 2); }
+
 inline uint64_t tlbTag(const Cpu &C, uint64_t La, bool Supervisor) {
   return (La & kPageMask) | (Supervisor ? C.TagLowSupervisor : C.TagLowUser);
 }
