@@ -47,6 +47,12 @@ Status segmentToLinearSlow(Cpu &C, SegReg Seg, uint64_t Offset, unsigned SizeByt
   return Status::Ok;
 }
 
+Status alignmentCheckSlow(Cpu &C, uint64_t La, unsigned SizeBytes) {
+  if ((C.S.Cr0 & cr0::AM) && C.S.cpl() == 3 && (La & (SizeBytes - 1)))
+    return C.raise(vec::AC, 0);
+  return Status::Ok;
+}
+
 namespace {
 
 // Each TLB array is direct-mapped (the fast paths look at one slot) with a victim slot,

@@ -89,15 +89,33 @@ inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   return writeLinearSlow(C, La, sizeof(T), &V, Supervisor);
 }
 
+/// Alignment checking (SDM Vol. 3A, "Interrupt 17—Alignment Check Exception (#AC)" and
+/// "Alignment Checking"): with CR0.AM = 1 and RFLAGS.AC = 1, an explicit data or stack
+/// reference at CPL 3 to a word, doubleword or quadword whose address is not a multiple
+/// of its size raises #AC(0), before the access is translated. Implicit supervisor
+/// accesses (descriptor tables, TSS, event delivery) are never checked. Not modelled:
+/// the checks of 128-bit and larger operands, and of REP string iterations on their
+/// page-local fast path. The fast path pays one test of RFLAGS.AC.
+Status alignmentCheckSlow(Cpu &C, uint64_t La, unsigned SizeBytes);
+template <typename T> inline Status alignmentCheck(Cpu &C, uint64_t La) {
+  if constexpr (sizeof(T) >= 2 && sizeof(T) <= 8) {
+    if (C.S.Rflags & rflags::AC) [[unlikely]]
+      return alignmentCheckSlow(C, La, sizeof(T));
+  }
+  return Status::Ok;
+}
+
 template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Read, La));
+  VMX_TRY(alignmentCheck<T>(C, La));
   return readLinear(C, La, Out);
 }
 
 template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T V) {
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, La));
+  VMX_TRY(alignmentCheck<T>(C, La));
   return writeLinear(C, La, V);
 }
 
@@ -111,6 +129,7 @@ struct RmwRef {
 
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
+  VMX_TRY(alignmentCheck<T>(C, R.La));
   const TlbEntry &E = C.TlbWrite[(R.La >> 12) & (kTlbEntries - 1)];
   if (E.Tag == tlbTag(C, R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
       [[likely]] {

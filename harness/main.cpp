@@ -289,6 +289,10 @@ int xcheckFuzzCommand(FuzzCliOptions &O) {
   if (R.KvmCannot)
     std::printf("%llu streams not compared (host kernel's emulator lacks an instruction, or single-step past the end)\n",
                 (unsigned long long)R.KvmCannot);
+  if (R.Unreproducible)
+    std::printf("%llu differences did not reproduce when the stream ran again (not counted "
+                "as divergent), e.g. %s\n",
+                (unsigned long long)R.Unreproducible, R.UnreproducibleExamples.front().c_str());
   for (const std::string &E : R.CapstoneExamples)
     std::printf("  decoder disagreement: %s\n", E.c_str());
   unsigned N = 0;

@@ -448,6 +448,14 @@ FuzzResult runFuzz(const FuzzOptions &O) {
       }
     if (R.Diff.empty())
       continue;
+    // A divergence must reproduce: the same stream again, on both sides.
+    if (const StreamRun Again = runStream(*Sd, Gen, St); Again.Diff != R.Diff) {
+      ++Res.Unreproducible;
+      if (Res.UnreproducibleExamples.size() < 3)
+        Res.UnreproducibleExamples.push_back(R.Diff + " (then: " +
+                                             (Again.Diff.empty() ? "none" : Again.Diff) + ")");
+      continue;
+    }
     ++Res.Divergent;
     if (Res.Divergences.size() >= O.MaxReported)
       continue;

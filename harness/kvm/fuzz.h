@@ -85,6 +85,12 @@ struct FuzzResult {
   /// internal error; coverage kind "kvm-emulator-lacks" names the forms involved), and
   /// streams whose POPF set TF so that the trap falls after the end marker.
   uint64_t KvmCannot = 0;
+  /// Compared streams whose difference did not come back when the stream was run again
+  /// on both sides (not counted as divergent): KVM's outcome of one stream has been seen
+  /// to change from run to run under host load; vmxsim's is deterministic. The first
+  /// few differences are kept in UnreproducibleExamples.
+  uint64_t Unreproducible = 0;
+  std::vector<std::string> UnreproducibleExamples;
   /// Instructions decoded by both, disagreements, and of those the known class (Capstone 4
   /// mishandles F2/F3 followed by 66); CapstoneExamples shows the unexplained ones.
   uint64_t CapstoneChecked = 0, CapstoneDisagree = 0, CapstoneKnown = 0;

@@ -431,3 +431,69 @@ TEST(InterruptAndExceptionHandling, RealModeIretReturnsToInterruptedCode) {
   EXPECT_EQ(F.M.S.Rip, 3u);
   EXPECT_EQ(F.M.S.Gpr[RSP], 0x8000u);
 }
+
+// SDM Vol. 3A, "Interrupt 17—Alignment Check Exception (#AC)": with CR0.AM = 1 and
+// RFLAGS.AC = 1, a misaligned data or stack reference at CPL 3 faults with error code 0
+// (before paging); any of the three conditions missing, or a byte access, does not.
+namespace {
+struct AlignCase {
+  bool Am, Ac, User;
+  uint64_t Address;
+  std::vector<uint8_t> Load; ///< the access, then ud2
+};
+/// Runs Load with RBX = Address; returns the vector that stopped it.
+unsigned alignRun(const AlignCase &C, uint64_t *ErrorCode = nullptr, uint64_t *Flags = nullptr) {
+  LongFixture F;
+  std::vector<uint8_t> Code = C.Load;
+  Code.insert(Code.end(), {0x0f, 0x0b}); // ud2
+  F.M.loadCode(Code);
+  if (C.User)
+    F.enterUser();
+  F.M.S.Cr0 = C.Am ? (F.M.S.Cr0 | cr0::AM) : (F.M.S.Cr0 & ~uint64_t(cr0::AM));
+  if (C.Ac)
+    F.M.S.Rflags |= rflags::AC;
+  F.M.S.Gpr[RBX] = C.Address;
+  EXPECT_EQ(F.M.run(), StopReason::Halted);
+  const unsigned Vector = unsigned((F.M.S.Rip - 1 - kHandler) / 16);
+  if (ErrorCode)
+    *ErrorCode = F.stack(0);
+  if (Flags)
+    *Flags = F.stack(3);
+  return Vector;
+}
+const std::vector<uint8_t> kMovEaxFromRbx = {0x8b, 0x03}; // mov eax, [rbx]
+} // namespace
+
+TEST(InterruptAndExceptionHandling, MisalignedLoadAtCpl3WithAmAndAcRaisesAcZero) {
+  uint64_t Err = ~0ull, Flags = 0;
+  EXPECT_EQ(alignRun({true, true, true, 0x60002, kMovEaxFromRbx}, &Err, &Flags),
+            unsigned(vec::AC));
+  EXPECT_EQ(Err, 0u);
+  EXPECT_EQ(Flags, rflags::Fixed1 | rflags::AC | rflags::RF); // the faulting RFLAGS
+}
+
+TEST(InterruptAndExceptionHandling, AlignmentCheckNeedsAmAcCpl3AndAMisalignedWord) {
+  EXPECT_EQ(alignRun({true, true, true, 0x60004, kMovEaxFromRbx}), unsigned(vec::UD));
+  EXPECT_EQ(alignRun({false, true, true, 0x60002, kMovEaxFromRbx}), unsigned(vec::UD));
+  EXPECT_EQ(alignRun({true, false, true, 0x60002, kMovEaxFromRbx}), unsigned(vec::UD));
+  EXPECT_EQ(alignRun({true, true, false, 0x60002, kMovEaxFromRbx}), unsigned(vec::UD));
+  EXPECT_EQ(alignRun({true, true, true, 0x60001, {0x8a, 0x03}}), unsigned(vec::UD)); // mov al
+  // Word (2), quadword (8) and a read-modify-write store are checked too.
+  EXPECT_EQ(alignRun({true, true, true, 0x60001, {0x66, 0x8b, 0x03}}), unsigned(vec::AC));
+  EXPECT_EQ(alignRun({true, true, true, 0x60004, {0x48, 0x8b, 0x03}}), unsigned(vec::AC));
+  EXPECT_EQ(alignRun({true, true, true, 0x60002, {0x01, 0x03}}), unsigned(vec::AC)); // add [rbx], eax
+}
+
+TEST(InterruptAndExceptionHandling, MisalignedStackPushAtCpl3RaisesAc) {
+  // push rbx with RSP = 0x70001: the stack reference is checked like any other.
+  LongFixture F;
+  F.M.loadCode({0x53, 0x0f, 0x0b});
+  F.enterUser();
+  F.M.S.Gpr[RSP] = 0x70001;
+  F.M.S.Cr0 |= cr0::AM;
+  F.M.S.Rflags |= rflags::AC;
+  EXPECT_EQ(F.M.run(), StopReason::Halted);
+  EXPECT_EQ(F.M.S.Rip, kHandler + 16 * vec::AC + 1);
+  EXPECT_EQ(F.stack(1), kCodeBase); // the push did not complete
+  EXPECT_EQ(F.stack(4), 0x70001u);
+}

