@@ -33,6 +33,10 @@ struct TraceBuffer {
   uint32_t Who;          /* LOST_RECORDS "who": domain in bits 0-15, vcpu in 16-31 */
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /// Sets up the ring of pcpu Cpu in Mem (HVM_TBUF_DATA_BYTES + 64 bytes, 64-byte
 /// aligned, identity-mapped below 4 GiB) and announces it to the machine.
 void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu);
@@ -41,10 +45,20 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu);
 void tbufPut(struct TraceBuffer *B, uint32_t Event, int Timed, const uint32_t *Words,
              unsigned NumWords);
 
+#ifdef HVM_HOST_TEST
+/* tests/hvm/tracebuf_test.cpp runs this code on the host with its own clock and port
+   I/O (tests/hvm/fake/lib/io.h). */
+uint64_t rdtsc(void);
+#else
 static inline uint64_t rdtsc(void) {
   uint32_t Lo, Hi;
   __asm__ volatile("rdtsc" : "=a"(Lo), "=d"(Hi));
   return ((uint64_t)Hi << 32) | Lo;
 }
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
