@@ -216,7 +216,8 @@ struct TraceCheckOptions {
 };
 
 /// `vmxsim trace check HV GT`: the hypervisor's trace against the ground truth
-/// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read.
+/// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read
+/// or is corrupt (the records before the problem are still checked).
 int traceCheckCommand(const TraceCheckOptions &O) {
   trace::TraceReader Hv, Gt;
   std::string Why;
@@ -224,7 +225,7 @@ int traceCheckCommand(const TraceCheckOptions &O) {
     fail(Why);
   const trace::CheckResult R = trace::checkAgainstGroundTruth(Hv, Gt);
   trace::printCheck(R, stdout);
-  return R.Ok ? 0 : 1;
+  return R.Ok ? 0 : R.ReadError ? kExitUsage : 1;
 }
 
 struct XcheckOptions {

@@ -42,8 +42,10 @@ public:
       ++Res.HypervisorRecords;
       hypervisorRecord(R);
     }
-    if (Res.Ok && Hv.failed())
+    if (Res.Ok && Hv.failed()) {
       fail("hypervisor trace: " + Hv.error().str());
+      Res.ReadError = true;
+    }
     // Whatever the ground truth still holds was not in the hypervisor's trace.
     if (Res.Ok) {
       GtEvent E;
@@ -51,8 +53,10 @@ public:
         fail(fmt::format("cpu{}: the ground truth has more: {} at offset {:#x} has no "
                          "hypervisor record",
                          E.Rec.Cpu, formatRecord(E.Rec, 0), E.Rec.Offset));
-      else if (Gt.failed())
+      else if (Gt.failed()) {
         fail("ground truth: " + Gt.error().str());
+        Res.ReadError = true;
+      }
     }
     for (CpuCheck &C : Cpus)
       if (C.Exits || C.Entries)

@@ -46,6 +46,8 @@ struct CheckResult {
   bool Ok = true;
   /// The first disagreement, one line ("cpu0 exit 17: ..."), empty when Ok.
   std::string Problem;
+  /// The problem is that a file is corrupt or truncated (not a disagreement).
+  bool ReadError = false;
   std::vector<CpuCheck> Cpus; ///< ascending CPU number
   uint64_t HypervisorRecords = 0, GroundTruthRecords = 0;
 };

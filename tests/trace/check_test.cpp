@@ -176,6 +176,7 @@ TEST(TraceCheck, LostRecordsFailTheCheck) {
   const CheckResult R = check({Hv, T.Gt});
   EXPECT_FALSE(R.Ok);
   EXPECT_NE(R.Problem.find("the hypervisor lost 3 records"), std::string::npos) << R.Problem;
+  EXPECT_FALSE(R.ReadError);
 }
 
 TEST(TraceCheck, TruncatedHypervisorTraceIsReportedWithItsOffset) {
@@ -184,4 +185,5 @@ TEST(TraceCheck, TruncatedHypervisorTraceIsReportedWithItsOffset) {
   const CheckResult R = check(T);
   EXPECT_FALSE(R.Ok);
   EXPECT_EQ(R.Problem.rfind("hypervisor trace: offset 0x", 0), 0u) << R.Problem;
+  EXPECT_TRUE(R.ReadError);
 }
