@@ -104,7 +104,7 @@ CpuState startState(const FuzzStream &St) {
 
 void dataPages(uint64_t Seed, unsigned Cpl, std::vector<uint8_t> &Out) {
   Out.resize(std::size(kComparedPages) * kPageSize);
-  Rng G{Seed};
+  Rng G(Seed);
   for (size_t I = 0; I < Out.size(); I += 8) {
     uint64_t V = G.next();
     // What POPF (CPL 0 only) pops: no TF, because KVM stops at the end marker before
@@ -396,7 +396,7 @@ FuzzResult runFuzz(const FuzzOptions &O) {
   csh Cs = 0;
   const bool HaveCs = O.Capstone && cs_open(CS_ARCH_X86, CS_MODE_64, &Cs) == CS_ERR_OK;
   Generator Gen;
-  Rng G{O.Seed};
+  Rng G(O.Seed);
   for (uint64_t N = 0; N < O.Streams; ++N) {
     unsigned Cpl = 3;
     if (O.Cpl0 && (!O.Cpl3 || N % 4 == 3))

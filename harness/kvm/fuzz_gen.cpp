@@ -276,7 +276,7 @@ struct Generator::Impl {
     // those whatever the VMM sets; kvm_vm.h).
     St.Rflags = rflags::Fixed1 | (G.next() & rflags::Arith) | (Cpl == 3 ? rflags::IF : 0);
     St.DataSeed = G.next();
-    const unsigned N = 1 + unsigned(G.below(MaxInsns));
+    const unsigned N = 1 + unsigned(G.nextBelow(MaxInsns));
     uint64_t Undef = 0;
     uint64_t Offset = 0;
     while (St.Insns.size() < N) {
@@ -380,7 +380,7 @@ struct Generator::Impl {
   /// Encodes one random instruction; false to retry.
   bool one(Rng &G, unsigned Cpl, uint64_t Offset, uint64_t Undef, FuzzInsn &Out,
            uint64_t &UndefOut) {
-    const unsigned FormIdx = unsigned(G.below(kNumForms));
+    const unsigned FormIdx = unsigned(G.nextBelow(kNumForms));
     const Form &F = kForms[FormIdx];
     if ((F.Where == only::Cpl0 && Cpl != 0) || (F.Where == only::Cpl3 && Cpl != 3))
       return false;
@@ -405,7 +405,7 @@ struct Generator::Impl {
     unsigned Size = 8;
     if (F.Sizes) {
       do
-        Size = 1u << G.below(4);
+        Size = 1u << G.nextBelow(4);
       while (!(F.Sizes & Size));
     }
     ZydisEncoderRequest Req;
@@ -415,12 +415,12 @@ struct Generator::Impl {
     auto Reg = [&](unsigned S) {
       unsigned Idx;
       do
-        Idx = unsigned(G.below(15));
+        Idx = unsigned(G.nextBelow(15));
       while (Idx == 4);
       ZydisEncoderOperand O;
       std::memset(&O, 0, sizeof(O));
       O.type = ZYDIS_OPERAND_TYPE_REGISTER;
-      O.reg.value = (S == 1 && G.chance(15)) ? ZydisRegister(ZYDIS_REGISTER_AH + G.below(4))
+      O.reg.value = (S == 1 && G.chance(15)) ? ZydisRegister(ZYDIS_REGISTER_AH + G.nextBelow(4))
                                              : gpr(S, Idx);
       return O;
     };
@@ -441,35 +441,35 @@ struct Generator::Impl {
       O.mem.index = ZYDIS_REGISTER_NONE;
       const unsigned W = S ? S : 8;
       int64_t Disp;
-      switch (G.below(20)) {
-      case 0: case 1: case 2: Disp = -int64_t(1 + G.below(0x100)); break; // end of D0
-      case 3: case 4: case 5: Disp = W > 1 ? -int64_t(1 + G.below(W - 1)) : 0; break; // D0/D1
+      switch (G.nextBelow(20)) {
+      case 0: case 1: case 2: Disp = -int64_t(1 + G.nextBelow(0x100)); break; // end of D0
+      case 3: case 4: case 5: Disp = W > 1 ? -int64_t(1 + G.nextBelow(W - 1)) : 0; break; // D0/D1
       case 6: case 7: // D1/U (may #PF). Not at CPL 0: the host kernel's emulator commits
         // the first part of a store whose second page faults (hardware and vmxsim do not).
-        Disp = Cpl == 0 ? -int64_t(G.below(W)) : 0x1000 - int64_t(1 + G.below(W));
+        Disp = Cpl == 0 ? -int64_t(G.nextBelow(W)) : 0x1000 - int64_t(1 + G.nextBelow(W));
         break;
-      case 8: Disp = 0x1000 + int64_t(G.below(0x1000)); break;        // U: #PF
+      case 8: Disp = 0x1000 + int64_t(G.nextBelow(0x1000)); break;        // U: #PF
       case 9: // R: #PF on write. At CPL 0 not crossing into the unmapped page after it:
         // for such an access the kernel's emulator reports the second page's fault
         // (CR2 there), the CPU (CPL 3 runs) and vmxsim the first page's.
-        Disp = 0x2000 + int64_t(G.below(Cpl == 0 ? 0x1000 - W : 0x1000));
+        Disp = 0x2000 + int64_t(G.nextBelow(Cpl == 0 ? 0x1000 - W : 0x1000));
         break;
       case 10: {                                                        // random index
         if (Cpl == 3 && pvmEmulatorLacks(F.Mn)) { // see the form table
           Disp = 0;
           break;
         }
-        O.mem.index = gpr(8, unsigned(G.below(4)));
-        O.mem.scale = uint8_t(1u << G.below(4));
-        Disp = int64_t(G.below(0x100));
+        O.mem.index = gpr(8, unsigned(G.nextBelow(4)));
+        O.mem.scale = uint8_t(1u << G.nextBelow(4));
+        Disp = int64_t(G.nextBelow(0x100));
         break;
       }
       case 11: case 12: // RIP-relative into D1 (absolute target, encoded relative)
         O.mem.base = ZYDIS_REGISTER_RIP;
-        Disp = int64_t(kD1 + G.below(0x200));
+        Disp = int64_t(kD1 + G.nextBelow(0x200));
         RipRel = true;
         break;
-      default: Disp = int64_t(G.below(0x200)); break; // D1
+      default: Disp = int64_t(G.nextBelow(0x200)); break; // D1
       }
       O.mem.displacement = Disp;
       return O;
@@ -479,7 +479,7 @@ struct Generator::Impl {
       std::memset(&O, 0, sizeof(O));
       O.type = ZYDIS_OPERAND_TYPE_IMMEDIATE;
       if (Count)
-        O.imm.u = G.chance(70) ? G.below(S * 8 + 2) : G.below(256);
+        O.imm.u = G.chance(70) ? G.nextBelow(S * 8 + 2) : G.nextBelow(256);
       else if (S == 8)
         O.imm.s = int64_t(int32_t(uint32_t(operandValue(G))));
       else
@@ -537,7 +537,7 @@ struct Generator::Impl {
     case Shape::RCr: {
       static const ZydisRegister Cr[] = {ZYDIS_REGISTER_CR0, ZYDIS_REGISTER_CR2, ZYDIS_REGISTER_CR4};
       Op[N++] = Reg(8);
-      Op[N++] = RegFixed(Cr[G.below(3)]);
+      Op[N++] = RegFixed(Cr[G.nextBelow(3)]);
       break;
     }
     case Shape::CrR: Op[N++] = RegFixed(ZYDIS_REGISTER_CR2); Op[N++] = Reg(8); break;

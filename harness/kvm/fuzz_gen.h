@@ -4,6 +4,7 @@
 #pragma once
 #include "cpu/registers.h"
 #include "harness/kvm/fuzz.h"
+#include "harness/random.h"
 
 #include <cstdint>
 #include <memory>
@@ -29,27 +30,17 @@ inline constexpr uint64_t kCr4 = 0x620;   // PAE OSFXSR OSXMMEXCPT
 inline constexpr uint64_t kEfer = 0x501;  // SCE (PVM sets it) LME LMA
 inline constexpr uint64_t kCr2Start = 0x5a5a000; // sentinel: a #PF changes it
 
-struct Rng {
-  uint64_t S;
-  uint64_t next() {
-    uint64_t Z = (S += 0x9E3779B97F4A7C15ull);
-    Z = (Z ^ (Z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    Z = (Z ^ (Z >> 27)) * 0x94D049BB133111EBull;
-    return Z ^ (Z >> 31);
-  }
-  uint64_t below(uint64_t N) { return N ? next() % N : 0; }
-  bool chance(unsigned Percent) { return below(100) < Percent; }
-};
+using Rng = SplitMix64; ///< harness/random.h
 
 /// A register value: mostly uniform, often an edge value of some operand size.
 inline uint64_t operandValue(Rng &G) {
   static constexpr uint64_t Edge[] = {
       0, 1, 2, ~0ull, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000,
       0xffffffff, 0x7fffffffffffffff, 0x8000000000000000, 0x100, 0x10000, 0x100000000};
-  switch (G.below(8)) {
-  case 0: return Edge[G.below(sizeof(Edge) / 8)];
-  case 1: return G.below(70);
-  case 2: return G.next() >> G.below(64);
+  switch (G.nextBelow(8)) {
+  case 0: return Edge[G.nextBelow(sizeof(Edge) / 8)];
+  case 1: return G.nextBelow(70);
+  case 2: return G.next() >> G.nextBelow(64);
   default: return G.next();
   }
 }
