@@ -1,5 +1,6 @@
 // The vmxsim command: exit statuses and one-line errors.
 #include "harness/testing/multiboot_images.h"
+#include "tests/support/files.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 using namespace vmxsim::testing;
+
+using vmxsim::test::readFile;
 
 namespace {
 
@@ -23,12 +26,6 @@ std::string tempPath(const std::string &Name) {
           ("vmxsim_cli_test_" + std::to_string(::getpid()) + "_" + Name))
       .string();
 }
-std::string slurp(const std::string &P) {
-  std::ifstream In(P, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
 void writeFile(const std::string &Path, const std::vector<uint8_t> &B) {
   std::ofstream(Path, std::ios::binary).write(reinterpret_cast<const char *>(B.data()),
                                               std::streamsize(B.size()));
@@ -39,7 +36,7 @@ CmdResult runVmxsim(const std::string &Args) {
   std::string Cmd = std::string(VMXSIM_BINARY_DIR) + "/vmxsim " + Args + " >" + Out + " 2>" + Err +
                     " </dev/null";
   int St = std::system(Cmd.c_str());
-  CmdResult R{WIFEXITED(St) ? WEXITSTATUS(St) : -1, slurp(Out), slurp(Err)};
+  CmdResult R{WIFEXITED(St) ? WEXITSTATUS(St) : -1, readFile(Out), readFile(Err)};
   std::remove(Out.c_str());
   std::remove(Err.c_str());
   return R;
@@ -130,7 +127,7 @@ TEST(CommandLine, SerialOutputGoesToFile) {
                           0xf4}));
   CmdResult R = runVmxsim("run -q --serial file:" + S + " " + P);
   EXPECT_EQ(R.Status, ((0x0a << 1) | 1));
-  EXPECT_EQ(slurp(S), "A\n");
+  EXPECT_EQ(readFile(S), "A\n");
   EXPECT_EQ(R.Out, "");
   std::remove(P.c_str());
   std::remove(S.c_str());

@@ -6,6 +6,7 @@
 // only on a terminal.
 #include "harness/machine.h"
 #include "harness/progress.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -16,14 +17,9 @@
 
 using namespace vmxsim;
 
-namespace {
+using vmxsim::test::readFile;
 
-std::string readFile(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
+namespace {
 
 struct Observed {
   RunResult Result;

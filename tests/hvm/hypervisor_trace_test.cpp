@@ -5,26 +5,21 @@
 // processor's, rings that wrap many times without a lost record, and byte-identical
 // traces run after run.
 #include "harness/machine.h"
+#include "tests/support/files.h"
+#include "tests/trace/trace_test_util.h"
 #include "trace/check.h"
 #include "trace/reader.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 using namespace vmxsim;
 using namespace vmxsim::trace;
 
-namespace {
+using vmxsim::test::readFile;
 
-std::string readFile(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
+namespace {
 
 std::string tempPath(const std::string &Name) {
   const char *Dir = std::getenv("TMPDIR");
@@ -69,18 +64,6 @@ CheckResult checkFiles(const TracedRun &T) {
   return checkAgainstGroundTruth(Hv, Gt);
 }
 
-std::vector<TraceRecord> records(const std::string &Path) {
-  TraceReader R;
-  std::string Why;
-  EXPECT_TRUE(R.open(Path, Why)) << Why;
-  std::vector<TraceRecord> Out;
-  TraceRecord Rec;
-  while (R.next(Rec))
-    Out.push_back(Rec);
-  EXPECT_FALSE(R.failed()) << R.error().str();
-  return Out;
-}
-
 /// The basic exit reasons of expected_bochs.log, in order.
 std::vector<uint32_t> bochsExitReasons() {
   std::istringstream In(readFile(std::string(VMXSIM_SOURCE_DIR) +
@@ -120,7 +103,7 @@ TEST(HypervisorTrace, VmxE2eTraceAgreesWithGroundTruthExitByExit) {
 
   // The hypervisor's VMX_EXIT64 records name the exits of Bochs' log, in order.
   std::vector<uint32_t> Reasons;
-  for (const TraceRecord &Rec : records(T.Hv))
+  for (const TraceRecord &Rec : vmxsim::trace::testing::readAllFile(T.Hv))
     if (Rec.Event == XT_EV_VmxExit64)
       Reasons.push_back(Rec.Words[0] & 0xffff);
   EXPECT_EQ(Reasons, Bochs);

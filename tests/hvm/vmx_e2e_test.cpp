@@ -6,6 +6,7 @@
 // hvm/images/vmx_e2e/README.md argues each line against the SDM), under every VMX
 // profile, and be deterministic.
 #include "harness/machine.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -15,14 +16,9 @@
 
 using namespace vmxsim;
 
-namespace {
+using vmxsim::test::readFile;
 
-std::string readFile(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
+namespace {
 
 struct GuestRun {
   RunResult Result;

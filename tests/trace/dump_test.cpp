@@ -4,6 +4,7 @@
 #include "trace_test_util.h"
 
 #include "trace/dump.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -15,14 +16,9 @@
 using namespace vmxsim::trace;
 using namespace vmxsim::trace::testing;
 
-namespace {
+using vmxsim::test::readFile;
 
-std::string readText(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
+namespace {
 
 std::string dumpToString(const std::vector<uint8_t> &Bytes, ReadOrder Order, bool &Clean) {
   TraceReader R(Order);
@@ -43,7 +39,7 @@ void checkGolden(const std::string &Name, const std::string &Text) {
     std::ofstream(Path, std::ios::binary) << Text;
     return;
   }
-  EXPECT_EQ(Text, readText(Path)) << "golden file " << Path;
+  EXPECT_EQ(Text, readFile(Path)) << "golden file " << Path;
 }
 
 } // namespace
@@ -75,9 +71,9 @@ TEST(TraceDump, CommandPrintsRecordsThenTheErrorOfATruncatedFile) {
   ASSERT_TRUE(WIFEXITED(Status));
   EXPECT_EQ(WEXITSTATUS(Status), 2);
   bool Clean = true;
-  EXPECT_EQ(readText(OutPath), dumpToString(File, ReadOrder::File, Clean));
+  EXPECT_EQ(readFile(OutPath), dumpToString(File, ReadOrder::File, Clean));
   EXPECT_FALSE(Clean);
   TraceError E;
   readAll(File, ReadOrder::File, &E);
-  EXPECT_EQ(readText(ErrPath), "vmxsim: error: " + Path + ": " + E.str() + "\n");
+  EXPECT_EQ(readFile(ErrPath), "vmxsim: error: " + Path + ": " + E.str() + "\n");
 }

@@ -3,29 +3,23 @@
 // (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
 // files from two runs (STYLE 2.8, determinism).
 #include "harness/machine.h"
+#include "tests/support/files.h"
+#include "tests/trace/trace_test_util.h"
 #include "trace/reader.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <sstream>
 
 using namespace vmxsim;
 using namespace vmxsim::trace;
 
+using vmxsim::test::readFile;
+
 namespace {
 
-std::string readText(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
-}
-
 std::vector<uint32_t> bochsExitReasons() {
-  std::string Log = readText(std::string(VMXSIM_SOURCE_DIR) +
+  std::string Log = readFile(std::string(VMXSIM_SOURCE_DIR) +
                              "/hvm/images/vmx_e2e/expected_bochs.log");
   // Lines "exit n=N reason=R ..." (std::regex is avoided: GCC 12 warns inside it under
   // the sanitizer build).
@@ -60,18 +54,6 @@ RunResult runWithGroundTruth(const std::string &Path, bool Insns = false) {
   return M->run();
 }
 
-std::vector<TraceRecord> readFile(const std::string &Path) {
-  TraceReader R;
-  std::string Why;
-  EXPECT_TRUE(R.open(Path, Why)) << Why;
-  std::vector<TraceRecord> Out;
-  TraceRecord Rec;
-  while (R.next(Rec))
-    Out.push_back(Rec);
-  EXPECT_FALSE(R.failed()) << R.error().str();
-  return Out;
-}
-
 } // namespace
 
 TEST(GroundTruth, VmExitRecordsHaveTheExitReasonsOfTheBochsLog) {
@@ -83,7 +65,7 @@ TEST(GroundTruth, VmExitRecordsHaveTheExitReasonsOfTheBochsLog) {
   std::vector<uint32_t> Reasons;
   unsigned Entries = 0, Events = 0;
   uint64_t LastTsc = 0;
-  for (const TraceRecord &Rec : readFile(Path)) {
+  for (const TraceRecord &Rec : vmxsim::trace::testing::readAllFile(Path)) {
     EXPECT_GE(Rec.Tsc, LastTsc);
     LastTsc = Rec.Tsc;
     EXPECT_EQ(Rec.Cpu, 0);
@@ -113,20 +95,20 @@ TEST(GroundTruth, CommandLineRunsGiveByteIdenticalFiles) {
     ASSERT_TRUE(WIFEXITED(Status));
     EXPECT_EQ(WEXITSTATUS(Status), 1); // the guest's PASS exit
   }
-  const std::string A = readText(Base + "_a.xt"), B = readText(Base + "_b.xt");
+  const std::string A = readFile(Base + "_a.xt"), B = readFile(Base + "_b.xt");
   EXPECT_GT(A.size(), 40u * 40);
   EXPECT_EQ(A, B);
   // The same as the library's file.
   const std::string Lib = Base + "_lib.xt";
   runWithGroundTruth(Lib);
-  EXPECT_EQ(readText(Lib), A);
+  EXPECT_EQ(readFile(Lib), A);
 }
 
 TEST(GroundTruth, InstructionRecordsCoverEveryRetiredInstruction) {
   const std::string Path = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_insns.xt";
   RunResult R = runWithGroundTruth(Path, true);
   uint64_t Insns = 0, Exits = 0;
-  for (const TraceRecord &Rec : readFile(Path)) {
+  for (const TraceRecord &Rec : vmxsim::trace::testing::readAllFile(Path)) {
     Insns += Rec.Event == XT_EV_GtInsn;
     Exits += Rec.Event == XT_EV_GtVmExit;
   }

@@ -6,6 +6,7 @@
 #include "trace_test_util.h"
 
 #include "trace/report.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,8 @@
 using namespace vmxsim::trace;
 using namespace vmxsim::trace::testing;
 using nlohmann::json;
+
+using vmxsim::test::readFile;
 
 namespace {
 
@@ -117,13 +120,6 @@ std::string dataBlock(const std::string &Page) {
     return "";
   const size_t Start = Open + kReportDataOpen.size();
   return Page.substr(Start, Page.find(kReportDataClose, Start) - Start);
-}
-
-std::string readText(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
-  std::stringstream S;
-  S << In.rdbuf();
-  return S.str();
 }
 
 void writeBytes(const std::string &Path, const std::string &Bytes) {
@@ -361,14 +357,14 @@ TEST(TraceReport, CommandWritesThePageAndFailsAfterACorruptTail) {
   EXPECT_EQ(traceReportCommand(TracePath, PagePath, {}, Err), 0);
   ReportOptions O;
   O.Title = TracePath;
-  EXPECT_EQ(readText(PagePath), build(Bytes, O).Page);
+  EXPECT_EQ(readFile(PagePath), build(Bytes, O).Page);
   EXPECT_EQ(std::ftell(Err), 0);
 
   // Truncated inside the second window: the page covers the first, then the error.
   Bytes.resize(Bytes.size() - 6);
   writeBytes(TracePath, std::string(Bytes.begin(), Bytes.end()));
   EXPECT_EQ(traceReportCommand(TracePath, PagePath, {}, Err), 2);
-  const std::string Page = readText(PagePath);
+  const std::string Page = readFile(PagePath);
   EXPECT_NE(Page.find("<p class=\"error\">The trace ends at an error: offset 0x"),
             std::string::npos);
   EXPECT_NE(Page.find("<h3>cpu0</h3>"), std::string::npos);

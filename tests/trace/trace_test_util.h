@@ -4,9 +4,26 @@
 #include "trace/reader.h"
 #include "trace/writer.h"
 
+#include <gtest/gtest.h>
+
+#include <string>
 #include <vector>
 
 namespace vmxsim::trace::testing {
+
+/// Every record of the trace file at Path, CPUs merged by TSC; the file must open and
+/// read to its end without an error.
+inline std::vector<TraceRecord> readAllFile(const std::string &Path) {
+  TraceReader R;
+  std::string Why;
+  EXPECT_TRUE(R.open(Path, Why)) << Why;
+  std::vector<TraceRecord> Out;
+  TraceRecord Rec;
+  while (R.next(Rec))
+    Out.push_back(Rec);
+  EXPECT_FALSE(R.failed()) << R.error().str();
+  return Out;
+}
 
 /// Reads every record of Bytes in the given order.
 inline std::vector<TraceRecord> readAll(const std::vector<uint8_t> &Bytes, ReadOrder Order,

@@ -3,6 +3,7 @@
 // it (no /dev/kvm needed). Cases under regressions/open/ are divergences not fixed yet:
 // they must still differ, so that fixing one is noticed and the case moved up.
 #include "harness/kvm/fuzz.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 #include <sstream>
 
 using namespace vmxsim::kvm;
+
+using vmxsim::test::readFile;
 
 namespace {
 std::vector<std::filesystem::path> cases(const std::string &Dir) {
@@ -22,12 +25,6 @@ std::vector<std::filesystem::path> cases(const std::string &Dir) {
   std::sort(Out.begin(), Out.end());
   return Out;
 }
-std::string slurp(const std::filesystem::path &P) {
-  std::ifstream F(P);
-  std::stringstream S;
-  S << F.rdbuf();
-  return S.str();
-}
 const std::string kDir = std::string(VMXSIM_SOURCE_DIR) + "/tests/xcheck/regressions";
 } // namespace
 
@@ -35,7 +32,7 @@ TEST(KvmCrossCheck, RegressionCasesReplayUnderVmxsim) {
   unsigned N = 0;
   for (const auto &P : cases(kDir)) {
     ++N;
-    EXPECT_EQ(replayRegression(slurp(P)), "") << P;
+    EXPECT_EQ(replayRegression(readFile(P)), "") << P;
   }
   std::printf("[ xcheck ] %u regression cases replayed\n", N);
 }
@@ -44,7 +41,7 @@ TEST(KvmCrossCheck, OpenDivergencesStillDiffer) {
   unsigned N = 0;
   for (const auto &P : cases(kDir + "/open")) {
     ++N;
-    const std::string D = replayRegression(slurp(P));
+    const std::string D = replayRegression(readFile(P));
     EXPECT_NE(D, "") << P << ": vmxsim now matches KVM; move the case to regressions/";
     EXPECT_EQ(D.find("cannot parse"), std::string::npos) << D;
   }
