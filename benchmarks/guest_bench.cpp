@@ -5,7 +5,7 @@
 // MIPS are computed from differences of two runs (N and 5N loop iterations), so image
 // start-up — and QEMU's firmware boot — cancels out: exactly 5 * 4N instructions separate
 // the two runs (hvm/images/loop: loopRun retires 5 * iters + 7 instructions).
-#include "harness/machine.h"
+#include "benchmarks/bench_support.h"
 
 #include <benchmark/benchmark.h>
 
@@ -15,37 +15,18 @@
 #include <string>
 
 using namespace vmxsim;
+using bench::imagePath;
+using bench::secondsSince;
 
 namespace {
-
-std::string imagePath(const char *Name) {
-  return std::string(VMXSIM_IMAGE_DIR) + "/" + Name + ".elf";
-}
-
-double secondsSince(std::chrono::steady_clock::time_point T0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count();
-}
 
 /// Runs an image on vmxsim; returns wall seconds and sets Retired.
 double runVmxsim(const char *Image, const std::string &Append, uint64_t &Retired,
                  bool &Ok) {
-  MachineConfig Cfg;
-  Cfg.Kernel = imagePath(Image);
-  Cfg.Append = Append;
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
-  Error Err;
-  auto T0 = std::chrono::steady_clock::now();
-  auto M = Machine::create(Cfg, Err);
-  if (!M) {
-    Ok = false;
-    return 0;
-  }
-  RunResult R = M->run();
-  double S = secondsSince(T0);
-  Retired = R.Retired;
-  Ok = R.Reason == RunReason::GuestExit && R.ExitValue == 0;
-  return S;
+  const bench::TimedRun T = bench::timeImage(Image, Append);
+  Retired = T.Retired;
+  Ok = T.Ok;
+  return T.Seconds;
 }
 
 /// Runs the loop image under QEMU TCG with -icount shift=0 (its deterministic mode);

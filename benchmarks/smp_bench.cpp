@@ -6,12 +6,11 @@
 // four CPUs, where the BSP starts the APs with INIT-SIPI-SIPI and every CPU runs the same
 // loopRun(iters) (hvm/images/smp_work). Each side is timed REPS times; the medians and
 // their ratio are printed, the ratio as the counter "Slowdown" (1.10 = 10% overhead).
-#include "harness/machine.h"
+#include "benchmarks/bench_support.h"
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,27 +19,13 @@ using namespace vmxsim;
 
 namespace {
 
-std::string imagePath(const char *Name) {
-  return std::string(VMXSIM_IMAGE_DIR) + "/" + Name + ".elf";
-}
-
 /// Wall seconds of one run (load included), or a negative value if it failed.
 double timedRun(const char *Image, unsigned Cpus, uint64_t Iters, uint64_t &Retired) {
   MachineConfig Cfg;
-  Cfg.Kernel = imagePath(Image);
-  Cfg.Append = "iters=" + std::to_string(Iters);
   Cfg.NumCpus = Cpus;
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
-  Error Err;
-  auto T0 = std::chrono::steady_clock::now();
-  auto M = Machine::create(Cfg, Err);
-  if (!M)
-    return -1;
-  RunResult R = M->run();
-  double S = std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count();
-  Retired = R.Retired;
-  return R.Reason == RunReason::GuestExit && R.ExitValue == 0 ? S : -1;
+  const bench::TimedRun T = bench::timeImage(Image, "iters=" + std::to_string(Iters), Cfg);
+  Retired = T.Retired;
+  return T.Ok ? T.Seconds : -1;
 }
 
 double median(std::vector<double> V) {

@@ -13,11 +13,10 @@
 // The emulator's trace writing is GroundTruth vs Untraced and Everything vs
 // HypervisorRings; HypervisorRings vs Untraced is what the traced hypervisor itself
 // costs (instructions it executes, as Xen's tracing costs Xen).
-#include "harness/machine.h"
+#include "benchmarks/bench_support.h"
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -36,28 +35,17 @@ std::string tempFile(const char *What) {
 
 double runOnce(uint64_t Iters, const Variant &V, bool &Ok) {
   MachineConfig Cfg;
-  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/vmx_bench.elf";
-  Cfg.Append = "iters=" + std::to_string(Iters) + (V.HypervisorTrace ? " trace=1" : "");
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
   if (V.Drain)
     Cfg.XentraceFile = V.DrainToFile ? tempFile("hv") : "/dev/null";
   if (V.GroundTruth)
     Cfg.GroundTruthFile = tempFile("gt");
-  Error Err;
-  auto T0 = std::chrono::steady_clock::now();
-  auto M = Machine::create(Cfg, Err);
-  if (!M) {
-    Ok = false;
-    return 0;
-  }
-  RunResult R = M->run();
-  M.reset(); // closes the files: their last writes belong to the run
-  Ok = R.Reason == RunReason::GuestExit && R.ExitValue == 0;
-  const double S = std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count();
+  // The trace files are complete when run() returns (it flushes and drains them).
+  const bench::TimedRun T = bench::timeImage(
+      "vmx_bench", "iters=" + std::to_string(Iters) + (V.HypervisorTrace ? " trace=1" : ""), Cfg);
+  Ok = T.Ok;
   std::remove(tempFile("hv").c_str());
   std::remove(tempFile("gt").c_str());
-  return S;
+  return T.Seconds;
 }
 
 void exitsPerSecond(benchmark::State &St, Variant V) {

@@ -2,11 +2,10 @@
 // CPUID, OUT and VMCALL in a loop, each an exit handled by a minimal in-image handler
 // (read reason, RIP and length; write RIP; VMRESUME). The difference of two runs (N and
 // 5N iterations: exactly 3 * 4N exits apart) cancels boot and set-up.
-#include "harness/machine.h"
+#include "benchmarks/bench_support.h"
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <string>
 
 using namespace vmxsim;
@@ -15,21 +14,10 @@ namespace {
 
 double runBench(uint64_t Iters, const VmxProfile &P, bool &Ok) {
   MachineConfig Cfg;
-  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/vmx_bench.elf";
-  Cfg.Append = "iters=" + std::to_string(Iters);
   Cfg.Vmx = &P;
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
-  Error Err;
-  auto T0 = std::chrono::steady_clock::now();
-  auto M = Machine::create(Cfg, Err);
-  if (!M) {
-    Ok = false;
-    return 0;
-  }
-  RunResult R = M->run();
-  Ok = R.Reason == RunReason::GuestExit && R.ExitValue == 0;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count();
+  const bench::TimedRun T = bench::timeImage("vmx_bench", "iters=" + std::to_string(Iters), Cfg);
+  Ok = T.Ok;
+  return T.Seconds;
 }
 
 void roundTrips(benchmark::State &St, const VmxProfile &P) {
