@@ -18,7 +18,10 @@ void GroundTruthRecorder::vmExit(const Cpu &C, const VmExitInfo &Info) {
   const uint32_t Event[5] = {Info.InterruptionInfo, Info.InterruptionErrorCode,
                              Info.IdtVectoringInfo, Info.IdtVectoringErrorCode,
                              Info.InstructionInfo};
-  W.record(C.Id, XT_EV_GtVmExitEvent, Event);
+  // Only when it says something: most exits (CPUID, VMCALL, I/O, MSR, CR, HLT) have all
+  // five fields 0, and a missing record means exactly that. A fifth fewer bytes per exit.
+  if (Event[0] | Event[1] | Event[2] | Event[3] | Event[4])
+    W.record(C.Id, XT_EV_GtVmExitEvent, Event);
   if (Info.GuestLinearValid || Info.GuestPhysicalValid) {
     const uint64_t Gla = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
     const uint64_t Gpa = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;

@@ -27,8 +27,8 @@ public:
   explicit GroundTruthRecorder(TraceWriter &W) : W(W) {}
 
   /// At the start of a VM exit (or VM-entry failure after the guest-state checks), with
-  /// guest state still in C: GT_VMEXIT, GT_VMEXIT_EVENT and, if an address is valid,
-  /// GT_VMEXIT_ADDR.
+  /// guest state still in C: GT_VMEXIT, GT_VMEXIT_EVENT unless all its fields are 0, and,
+  /// if an address is valid, GT_VMEXIT_ADDR.
   void vmExit(const Cpu &C, const VmExitInfo &Info);
   /// When VM entry has loaded the guest and is about to run it (before injection).
   void vmEntry(const Cpu &C, bool IsLaunch, uint32_t InjectedInfo, uint32_t InjectedError);

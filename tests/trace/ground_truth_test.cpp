@@ -2,9 +2,12 @@
 // GT_VMEXIT per VM exit with exactly the exit reasons Bochs reports
 // (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
 // files from two runs (STYLE 2.8, determinism).
+#include "cpu/vmx/vm_exit.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/test_machine.h"
 #include "tests/trace/trace_test_util.h"
+#include "trace/ground_truth.h"
 #include "trace/reader.h"
 
 #include <gtest/gtest.h>
@@ -81,7 +84,9 @@ TEST(GroundTruth, VmExitRecordsHaveTheExitReasonsOfTheBochsLog) {
     }
   }
   EXPECT_EQ(Reasons, Expected);
-  EXPECT_EQ(Events, 40u);
+  // No exit of vmx_e2e is a vectored event or has instruction information, so no
+  // GT_VMEXIT_EVENT is written (GroundTruth.ExitEventRecordOnlyWhenItHasAField).
+  EXPECT_EQ(Events, 0u);
   EXPECT_EQ(Entries, 40u); // VMLAUNCH and 39 VMRESUMEs; the last exit ends the guest
 }
 
@@ -116,4 +121,40 @@ TEST(GroundTruth, InstructionRecordsCoverEveryRetiredInstruction) {
   // Every instruction is recorded before it executes; faulting ones retire no count.
   EXPECT_GE(Insns, R.Retired);
   EXPECT_LE(Insns, R.Retired + 100);
+}
+
+// GT_VMEXIT_EVENT carries the interruption, IDT-vectoring and instruction information
+// (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events"); it is written only
+// when one of them is non-zero, and then holds exactly those values.
+TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
+  vmxsim::test::TestMachine M;
+  M.setupLongMode();
+  M.S.Rip = 0x401000;
+  MemoryOutput Out;
+  {
+    TraceWriter W(Out, 1);
+    GroundTruthRecorder G(W);
+    VmExitInfo Cpuid;
+    Cpuid.Reason = ExitReason::Cpuid;
+    Cpuid.InstructionLength = 2;
+    G.vmExit(M.Cpu_, Cpuid);
+    VmExitInfo Pf;
+    Pf.Reason = ExitReason::ExceptionOrNmi;
+    Pf.InterruptionInfo = 0x80000b0e; // valid, hardware exception, error code, #PF
+    Pf.InterruptionErrorCode = 6;
+    Pf.Qualification = 0xdead000;
+    G.vmExit(M.Cpu_, Pf);
+  }
+  const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
+  ASSERT_EQ(R.size(), 3u);
+  EXPECT_EQ(R[0].Event, uint32_t(XT_EV_GtVmExit));
+  EXPECT_EQ(R[0].Words[1], 10u);
+  EXPECT_EQ(R[1].Event, uint32_t(XT_EV_GtVmExit));
+  EXPECT_EQ(R[1].Words[1], 0u);
+  ASSERT_EQ(R[2].Event, uint32_t(XT_EV_GtVmExitEvent));
+  EXPECT_EQ(R[2].Words[0], 0x80000b0eu);
+  EXPECT_EQ(R[2].Words[1], 6u);
+  EXPECT_EQ(R[2].Words[2], 0u);
+  EXPECT_EQ(R[2].Words[3], 0u);
+  EXPECT_EQ(R[2].Words[4], 0u);
 }
