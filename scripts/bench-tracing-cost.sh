@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What tracing costs in process CPU time (user + system: writing a trace file is mostly
+# the kernel copying it into the page cache, which wall-clock-difference benchmarks blur
+# on a shared machine). The vmx_bench image's exit loop (CPUID, OUT, VMCALL; 3 * ITERS + 1
+# exits, an exit every third guest instruction: the worst case) is run ROUNDS times in
+# each of four variants, interleaved, and the median CPU seconds of each are printed:
+#   off    trace=0, no trace file
+#   gt     trace=0, --trace-ground-truth FILE (the emulator records every exit and entry)
+#   rings  trace=1 (the hypervisor traces every exit into its ring), --xentrace /dev/null
+#   all    trace=1, --xentrace FILE and --trace-ground-truth FILE
+# with the ratios gt/off (the emulator's ground truth) and all/rings (writing both files).
+#   scripts/bench-tracing-cost.sh [BUILD_DIR] [ITERS] [ROUNDS]   (build-bench 500000 7)
+set -euo pipefail
+Build=${1:-build-bench} Iters=${2:-500000} Rounds=${3:-7}
+Vmxsim=$Build/vmxsim Image=$Build/hvm/vmx_bench.elf
+for F in "$Vmxsim" "$Image"; do
+  [ -e "$F" ] || { echo "bench-tracing-cost: $F missing (build $Build first: scripts/bench.sh builds build-bench)" >&2; exit 2; }
+done
+Work=$(mktemp -d "${TMPDIR:-/tmp}/tracing-cost.XXXXXX")
+trap 'rm -rf "$Work"' EXIT
+for ((R = 0; R < Rounds; ++R)); do
+  for V in off gt rings all; do
+    Args=() Trace=0
+    case $V in
+    gt) Args=(--trace-ground-truth "$Work/gt.xt") ;;
+    rings) Args=(--xentrace /dev/null) Trace=1 ;;
+    all) Args=(--xentrace "$Work/hv.xt" --trace-ground-truth "$Work/gt.xt") Trace=1 ;;
+    esac
+    /usr/bin/time -f "$V %U %S" "$Vmxsim" run -q --append "iters=$Iters trace=$Trace" \
+      "${Args[@]}" "$Image" >/dev/null 2>>"$Work/times" || true
+  done
+done
+awk -v rounds="$Rounds" -v exits=$((3 * Iters + 1)) '
+  NF == 3 { cpu[$1, ++n[$1]] = $2 + $3 }
+  function median(v,   i, j, t, a, k) {
+    k = n[v]; for (i = 1; i <= k; ++i) a[i] = cpu[v, i]
+    for (i = 1; i <= k; ++i) for (j = i + 1; j <= k; ++j) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return a[int((k + 1) / 2)]
+  }
+  END {
+    for (V in n) if (n[V] != rounds) { print "bench-tracing-cost: a run failed" > "/dev/stderr"; exit 1 }
+    split("off gt rings all", Vs, " ")
+    for (i = 1; i <= 4; ++i) { m[Vs[i]] = median(Vs[i]); printf "%-6s %.2f s CPU (median of %d), %d exits\n", Vs[i], m[Vs[i]], rounds, exits }
+    printf "gt/off %.3f  all/rings %.3f\n", m["gt"] / m["off"], m["all"] / m["rings"]
+  }' "$Work/times"
