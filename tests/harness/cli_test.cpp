@@ -153,3 +153,27 @@ TEST(CommandLine, VersionAndHelpSucceed) {
   EXPECT_EQ(runVmxsim("--help").Status, 0);
   EXPECT_EQ(runVmxsim("run --help").Status, 0);
 }
+
+// `vmxsim run --xentrace` and `vmxsim trace check`: agreement is status 0 with the match
+// line; a truncated hypervisor trace is status 2 with the offset of the problem; a missing
+// file is status 2 in one line.
+TEST(CommandLine, TraceCheckStatuses) {
+  const std::string Image = std::string(VMXSIM_IMAGE_DIR) + "/vmx_e2e.elf";
+  const std::string Hv = tempPath("hv.xt"), Gt = tempPath("gt.xt"), Cut = tempPath("cut.xt");
+  CmdResult Run = runVmxsim("run -q --serial none --xentrace " + Hv +
+                            " --trace-ground-truth " + Gt + " " + Image);
+  ASSERT_EQ(Run.Status, 1) << Run.Err; // the image's PASS exit
+  CmdResult Ok = runVmxsim("trace check " + Hv + " " + Gt);
+  EXPECT_EQ(Ok.Status, 0) << Ok.Out;
+  EXPECT_EQ(Ok.Out.rfind("match: 40 exits and 40 entries on 1 CPU(s)", 0), 0u) << Ok.Out;
+  const std::string Bytes = readFile(Hv);
+  writeFile(Cut, std::vector<uint8_t>(Bytes.begin(), Bytes.begin() + 100));
+  CmdResult Bad = runVmxsim("trace check " + Cut + " " + Gt);
+  EXPECT_EQ(Bad.Status, 2);
+  EXPECT_EQ(Bad.Out.rfind("mismatch: hypervisor trace: offset 0x5c: ", 0), 0u) << Bad.Out;
+  CmdResult Missing = runVmxsim("trace check " + tempPath("none.xt") + " " + Gt);
+  EXPECT_EQ(Missing.Status, 2);
+  EXPECT_EQ(lines(Missing.Err), 1u) << Missing.Err;
+  for (const std::string &P : {Hv, Gt, Cut})
+    std::remove(P.c_str());
+}
