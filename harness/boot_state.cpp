@@ -66,17 +66,7 @@ bool findFree(const PhysMem &Mem, const std::vector<AddrRange> &Used, uint64_t S
 }
 
 void zeroGuestRam(PhysMem &Mem, uint64_t Begin, uint64_t Size) {
-  static const uint8_t Zero[kPageSize] = {};
-  while (Size) {
-    uint64_t Chunk = std::min<uint64_t>(Size, kPageSize - (Begin & 0xfff));
-    uint8_t *P = Mem.ramPointer(Gpa(Begin));
-    if (P && std::memcmp(P, Zero, Chunk) != 0) {
-      std::memset(P, 0, Chunk);
-      Mem.noteWrite(Begin >> 12);
-    }
-    Begin += Chunk;
-    Size -= Chunk;
-  }
+  (void)Mem.zeroRam(Gpa(Begin), Size); // callers have checked the range is RAM
 }
 
 void writeBootGdt(PhysMem &Mem, uint64_t Addr) {

@@ -42,8 +42,8 @@ bool rangeIsRam(const PhysMem &Mem, uint64_t Begin, uint64_t Size);
 bool findFree(const PhysMem &Mem, const std::vector<AddrRange> &Used, uint64_t Size,
               uint64_t Align, uint64_t &Out);
 
-/// Zero-fills guest RAM (already-zero pages are only read, so a large BSS in fresh
-/// NORESERVE memory commits no host memory). The range must be RAM.
+/// Zero-fills guest RAM (PhysMem::zeroRam: whole pages go back to the host, so a BSS of
+/// many GiB costs nothing and commits no host memory). The range must be RAM.
 void zeroGuestRam(PhysMem &Mem, uint64_t Begin, uint64_t Size);
 
 /// Writes the boot GDT at Addr (kBootGdtBytes bytes, RAM).

@@ -22,8 +22,8 @@ enum class EntryMode : uint8_t {
 };
 
 struct ModuleImage {
-  std::string CmdLine;        ///< the whole "--initrd" element: "path args"
-  std::vector<uint8_t> Bytes; ///< file contents
+  std::string CmdLine;                ///< the whole "--initrd" element: "path args"
+  std::span<const uint8_t> Bytes;     ///< file contents (owned by the caller)
 };
 
 struct MultibootParams {
@@ -45,9 +45,32 @@ struct BootLayout {
   bool AoutKludge = false, Elf64 = false;
 };
 
-/// Reads a whole file. Errors: FileUnreadable (missing, unreadable, not a regular file),
-/// FileTooLarge (more than MaxBytes). The Error's Path is left empty.
-Error readImageFile(const std::string &Path, uint64_t MaxBytes, std::vector<uint8_t> &Out);
+/// An image or module file, mapped read-only: a loader reads from the disk only the pages
+/// it looks at, so refusing a bad header costs the same whatever the file's size, and
+/// loading costs what is loaded. A file that is not a regular one (a FIFO, a device, a
+/// directory) is refused without blocking. The file must not shrink while it is mapped
+/// (the loaders copy it into guest RAM right away and the machine drops the mapping).
+class ImageFile {
+public:
+  ImageFile() = default;
+  ~ImageFile();
+  ImageFile(ImageFile &&O) noexcept;
+  ImageFile &operator=(ImageFile &&O) noexcept;
+  ImageFile(const ImageFile &) = delete;
+  ImageFile &operator=(const ImageFile &) = delete;
+
+  /// Errors: FileUnreadable (missing, unreadable, not a regular file), FileTooLarge (more
+  /// than MaxBytes). The Error's Path is left empty.
+  static Error open(const std::string &Path, uint64_t MaxBytes, ImageFile &Out);
+  std::span<const uint8_t> bytes() const {
+    return {static_cast<const uint8_t *>(Map), size_t(Size)};
+  }
+
+private:
+  void reset();
+  void *Map = nullptr;
+  uint64_t Size = 0;
+};
 
 /// Loads a Multiboot v1 image per Multiboot 0.6.96 ("OS image format", "Machine state",
 /// "Boot information format") and leaves the CPU at its entry point. Error::Path is left

@@ -147,6 +147,12 @@ Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParam
   // 3.1.3: the address fields, when valid, take precedence over the ELF headers.
   LoadPlan Plan;
   const bool Kludge = H.Flags & kFlagAoutKludge;
+  if (!Kludge && !isElf(Image))
+    return Error(ErrorCode::NotAnImage,
+                 fmt::format("Multiboot header at offset {:#x} has no address fields (flag bit "
+                             "16 clear) and the file is not ELF, so there is nothing to say "
+                             "where to load it",
+                             H.Offset));
   if (Error E = Kludge ? planAout(Image, H, Plan) : planElf(Image, Plan))
     return E;
   if (Error E = placeSegments(Mem, Image, Plan))
@@ -244,7 +250,7 @@ Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParam
 
   // Everything is checked: write guest memory.
   for (size_t I = 0; I < Mods.size(); ++I) {
-    const std::vector<uint8_t> &Bytes = P.Modules[I].Bytes;
+    const std::span<const uint8_t> Bytes = P.Modules[I].Bytes;
     Mem.copyIn(Gpa(Mods[I].Begin), Bytes.data(), Bytes.size());
   }
   Mem.copyIn(Gpa(Base), B.Bytes.data(), B.Bytes.size());

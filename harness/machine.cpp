@@ -163,38 +163,42 @@ Error Machine::loadImage() {
   if (Cfg.Kernel.empty() && Cfg.KernelImage.empty())
     return Error::success();
   const std::string Name = Cfg.Kernel.empty() ? std::string("<memory>") : Cfg.Kernel;
-  std::vector<uint8_t> FileBytes;
-  const std::vector<uint8_t> *Image = &Cfg.KernelImage;
+  ImageFile File;
+  std::span<const uint8_t> Image = Cfg.KernelImage;
   if (Cfg.KernelImage.empty()) {
-    Error E = readImageFile(Cfg.Kernel, Cfg.RamBytes, FileBytes);
+    Error E = ImageFile::open(Cfg.Kernel, Cfg.RamBytes, File);
     if (E) {
       E.Path = Cfg.Kernel;
       return E;
     }
-    Image = &FileBytes;
+    Image = File.bytes();
   }
 
   Error E;
   if (Cfg.FlatAddr) {
-    E = loadFlat(bsp(), *Image, *Cfg.FlatAddr, Cfg.FlatMode, &Layout);
+    E = loadFlat(bsp(), Image, *Cfg.FlatAddr, Cfg.FlatMode, &Layout);
   } else {
     MultibootParams P;
     P.KernelName = Name;
     P.Append = Cfg.Append;
-    for (const std::string &Spec : Cfg.Modules) {
+    std::vector<ImageFile> ModuleFiles(Cfg.Modules.size());
+    for (size_t I = 0; I < Cfg.Modules.size(); ++I) {
+      const std::string &Spec = Cfg.Modules[I];
       // "path args": the path ends at the first space; the whole text is the module's
       // string (as QEMU's -initrd passes it).
       std::string Path = Spec.substr(0, Spec.find(' '));
       ModuleImage M;
       M.CmdLine = Spec;
-      Error ME = readImageFile(Path, std::min<uint64_t>(Cfg.RamBytes, 1ull << 32), M.Bytes);
+      Error ME = ImageFile::open(Path, std::min<uint64_t>(Cfg.RamBytes, 1ull << 32),
+                                 ModuleFiles[I]);
       if (ME) {
         ME.Path = Path;
         return ME;
       }
+      M.Bytes = ModuleFiles[I].bytes();
       P.Modules.push_back(std::move(M));
     }
-    E = loadMultiboot(bsp(), *Image, P, &Layout);
+    E = loadMultiboot(bsp(), Image, P, &Layout);
   }
   if (E)
     E.Path = Name;

@@ -98,11 +98,17 @@ void PhysMem::write(Gpa Addr, unsigned SizeBytes, uint64_t Value) {
 bool PhysMem::isRam(Gpa Addr, uint64_t SizeBytes) const {
   if (SizeBytes == 0)
     return true;
-  uint64_t A = Addr.value(), End = A + SizeBytes;
+  const uint64_t A = Addr.value(), End = A + SizeBytes;
   if (End < A)
     return false;
-  for (uint64_t P = A & kPageMask; P < End; P += kPageSize)
-    if (!ramPointer(Gpa(std::max(P, A))))
+  // Inside one RAM block (low RAM and high RAM are never adjacent: the hole lies
+  // between them) and clear of every MMIO region: a few compares, whatever the size.
+  const bool InLow = End <= LowSize;
+  const bool InHigh = A >= kHighRamBase && End - kHighRamBase <= HighSize;
+  if (!InLow && !InHigh)
+    return false;
+  for (const Region &R : Mmio)
+    if (A < R.Base + R.Size && R.Base < End)
       return false;
   return true;
 }
@@ -118,6 +124,48 @@ bool PhysMem::copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes) {
     noteWrite(A >> 12);
     A += Chunk, S += Chunk, SizeBytes -= Chunk;
   }
+  return true;
+}
+
+bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
+  if (!isRam(Addr, SizeBytes))
+    return false;
+  uint64_t A = Addr.value();
+  const uint64_t End = A + SizeBytes;
+  // A partial page: cleared in place, and only if it is not zero already (reading an
+  // untouched page commits nothing).
+  auto Partial = [&](uint64_t From, uint64_t To) {
+    uint8_t *P = ramPointer(Gpa(From));
+    for (uint64_t I = 0; I < To - From; ++I)
+      if (P[I]) {
+        std::memset(P, 0, To - From);
+        noteWrite(From >> 12);
+        return;
+      }
+  };
+  if ((A & 0xfff) || End - A < kPageSize) {
+    const uint64_t To = std::min(End, (A & kPageMask) + kPageSize);
+    Partial(A, To);
+    A = To;
+  }
+  const uint64_t WholeEnd = End & kPageMask;
+  if (A < WholeEnd) {
+    // Whole pages: MADV_DONTNEED on the private anonymous mapping turns them back into
+    // zero-fill-on-demand pages; the kernel skips what was never touched. The range may
+    // span the low and high RAM blocks but no hole (isRam above), so at most two calls.
+    for (uint64_t P = A; P < WholeEnd;) {
+      uint8_t *Host = ramPointer(Gpa(P));
+      const uint64_t BlockEnd =
+          P < LowSize ? std::min(WholeEnd, LowSize) : std::min(WholeEnd, kHighRamBase + HighSize);
+      ::madvise(Host, BlockEnd - P, MADV_DONTNEED);
+      P = BlockEnd;
+    }
+    for (uint64_t Pfn = A >> 12; CodePages && Pfn < WholeEnd >> 12; ++Pfn)
+      noteWrite(Pfn);
+    A = WholeEnd;
+  }
+  if (A < End)
+    Partial(A, End);
   return true;
 }
 

@@ -66,6 +66,11 @@ public:
   bool copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes);
   bool copyOut(Gpa Addr, void *Dst, uint64_t SizeBytes) const;
   bool isRam(Gpa Addr, uint64_t SizeBytes) const;
+  /// Makes RAM in [Addr, Addr + SizeBytes) read as zero (false if any byte is not RAM).
+  /// Whole pages are given back to the host (sparse RAM reads zero until written), so the
+  /// cost follows the pages that were written, not the size: a loader can clear a BSS of
+  /// many GiB for nothing. Decoded code of the cleared pages is invalidated.
+  bool zeroRam(Gpa Addr, uint64_t SizeBytes);
 
   // Self-modifying code support (STYLE 2.2): one generation counter per 4 KiB RAM page.
   // The decode cache records the generation of the page it decoded from; any write to a
@@ -73,14 +78,17 @@ public:
   // TLBs never install a fast write mapping for them.
   bool pageHoldsCode(uint64_t Pfn) const { return Pfn < NumPfns && CodeFlags[Pfn]; }
   void markCodePage(uint64_t Pfn) {
-    if (Pfn < NumPfns)
+    if (Pfn < NumPfns && !CodeFlags[Pfn]) {
       CodeFlags[Pfn] = 1;
+      ++CodePages;
+    }
   }
   uint32_t codeGeneration(uint64_t Pfn) const { return Pfn < NumPfns ? CodeGen[Pfn] : 0; }
   /// Called on every slow-path write to RAM: invalidates decoded code of that page.
   void noteWrite(uint64_t Pfn) {
     if (Pfn < NumPfns && CodeFlags[Pfn]) {
       CodeFlags[Pfn] = 0;
+      --CodePages;
       ++CodeGen[Pfn];
       ++GlobalCodeWrites;
     }
@@ -103,6 +111,7 @@ private:
   uint8_t *CodeFlags = nullptr;
   uint32_t *CodeGen = nullptr;
   uint64_t GlobalCodeWrites = 0;
+  uint64_t CodePages = 0; ///< pages flagged in CodeFlags (zeroRam skips its scan at 0)
 };
 
 } // namespace vmxsim

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   static const MultibootParams P = [] {
     MultibootParams Q;
     Q.KernelName = "fuzz.elf";
-    Q.Modules.push_back({"mod", std::vector<uint8_t>(16, 1)});
+    static const uint8_t Module[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    Q.Modules.push_back({"mod", Module});
     return Q;
   }();
   std::span<const uint8_t> Image(Data, Size);

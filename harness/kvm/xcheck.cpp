@@ -3,13 +3,13 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "harness/boot_state.h"
+#include "harness/loader.h"
 #include "mmu/io_bus.h"
 #include "mmu/phys_mem.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 namespace vmxsim::kvm {
@@ -319,20 +319,17 @@ std::string describeOutcomes(const Outcome &K, const Outcome &S) {
 
 XcheckResult runXcheck(const XcheckConfig &Cfg) {
   XcheckResult Res;
-  std::string Why;
-  if (!KvmVm::available(Why)) {
-    Res.HostProblem = true;
-    Res.Report = "xcheck needs /dev/kvm, which is not usable here (" + Why + ")";
-    return Res;
-  }
-  std::ifstream F(Cfg.Image, std::ios::binary);
-  if (!F) {
-    Res.HostProblem = true;
-    Res.Report = Cfg.Image + ": cannot open the image";
-    return Res;
-  }
-  std::vector<uint8_t> Image((std::istreambuf_iterator<char>(F)), std::istreambuf_iterator<char>());
+  // The image first: a missing or unusable image is the user's first problem, whatever
+  // the host offers.
   const uint64_t Ram = Cfg.Side.RamBytes;
+  ImageFile File;
+  if (Error E = ImageFile::open(Cfg.Image, Ram, File)) {
+    E.Path = Cfg.Image;
+    Res.HostProblem = true;
+    Res.Report = E.str();
+    return Res;
+  }
+  const std::span<const uint8_t> Image = File.bytes();
   const uint64_t GdtAddr = kLoaderDataLow, Tables = 0x10000;
   const uint64_t Addr = Cfg.LoadAddr ? *Cfg.LoadAddr : Cfg.Mode == XMode::Real ? 0x7c00 : 0x100000;
   // Real mode needs no loader data (the real-mode IVT area below 0x500 is left alone).
@@ -346,6 +343,12 @@ XcheckResult runXcheck(const XcheckConfig &Cfg) {
                  " bytes does not fit at " + hex(Addr) + " (RAM " + hex(Ram) +
                  ", loader data below " + hex(LowEnd) +
                  (Cfg.Mode == XMode::Real ? ", real mode below 0xa0000)" : ")");
+    return Res;
+  }
+  std::string Why;
+  if (!KvmVm::available(Why)) {
+    Res.HostProblem = true;
+    Res.Report = "xcheck needs /dev/kvm, which is not usable here (" + Why + ")";
     return Res;
   }
 

@@ -9,6 +9,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 using namespace vmxsim;
 using namespace vmxsim::testing;
 using vmxsim::test::SplitMix64;
@@ -70,7 +79,8 @@ TEST(LoaderFuzz, MutatedImagesNeverCrash) {
   MultibootParams P;
   P.KernelName = "fuzz.elf";
   P.Append = "a=b";
-  P.Modules.push_back({"mod arg", std::vector<uint8_t>(100, 0xab)});
+  const std::vector<uint8_t> ModuleBytes(100, 0xab);
+  P.Modules.push_back({"mod arg", ModuleBytes});
 
   SplitMix64 R{0x766d7873696dull};
   unsigned Loaded = 0, Rejected = 0;
@@ -97,4 +107,135 @@ TEST(LoaderFuzz, MutatedImagesNeverCrash) {
   // Both outcomes are exercised (exact counts are fixed by the seed).
   EXPECT_GT(Loaded, 100u);
   EXPECT_GT(Rejected, 100u);
+}
+
+namespace {
+
+/// ELF64 with two PT_LOAD segments: the code (a HLT behind a Multiboot header) at 1 MiB,
+/// and Bss bytes of zeros (no file bytes) at BssAddr.
+std::vector<uint8_t> codeAndBssElf(uint64_t BssAddr, uint64_t Bss) {
+  std::vector<uint8_t> B(189, 0);
+  const uint8_t Ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  std::memcpy(B.data(), Ident, sizeof(Ident));
+  put16(B, 16, 2);  // ET_EXEC
+  put16(B, 18, 62); // EM_X86_64
+  put32(B, 20, 1);
+  put64(B, 24, 0x100000 + 188);
+  put64(B, 32, 64);
+  put16(B, 52, 64);
+  put16(B, 54, 56);
+  put16(B, 56, 2);
+  for (unsigned I = 0; I < 2; ++I) {
+    const size_t P = 64 + 56 * I;
+    put32(B, P + 0, 1);
+    put32(B, P + 4, 7);
+    put64(B, P + 16, I ? BssAddr : 0x100000);
+    put64(B, P + 24, I ? BssAddr : 0x100000);
+    put64(B, P + 32, I ? 0 : B.size());
+    put64(B, P + 40, I ? Bss : B.size());
+  }
+  putMultibootHeader(B, 176, 0x3);
+  B[188] = 0xf4;
+  return B;
+}
+
+long maxRssKiB() {
+  struct rusage U;
+  ::getrusage(RUSAGE_SELF, &U);
+  return U.ru_maxrss;
+}
+
+} // namespace
+
+TEST(LoaderFuzz, HugeBssSegmentsCostWhatTheFileCosts) {
+  // A 64 GiB machine (3 GiB low, 61 GiB from 4 GiB): BSS segments of every size up to
+  // all of RAM, placed at interesting addresses, with mutated sizes. Each load ends in
+  // success or a one-line error, and none commits host memory for the zeros (the old
+  // loader compared every page with zero: a 61 GiB BSS grew past 7.8 GB).
+  PhysMem Mem(64ull << 30);
+  IoBus Io;
+  Cpu C(Mem, Io, CpuModel::defaultModel());
+  const long Before = maxRssKiB();
+  const uint64_t Addrs[] = {0x200000, 0x40000000, 0xbff00000, 1ull << 32, 5ull << 32,
+                            0xfee00000, 0xc0000000};
+  const uint64_t Sizes[] = {1, 0xfff, 0x1000, 1ull << 30, 0xbfe00000, 0xc0000000,
+                            61ull << 30, 62ull << 30, ~0ull >> 1, ~0ull};
+  unsigned Loaded = 0, Rejected = 0;
+  for (uint64_t A : Addrs)
+    for (uint64_t S : Sizes) {
+      Error E = loadMultiboot(C, codeAndBssElf(A, S), MultibootParams{});
+      if (E) {
+        ++Rejected;
+        EXPECT_EQ(E.Message.find('\n'), std::string::npos);
+        EXPECT_TRUE(E.Code == ErrorCode::OutsideRam) << E.str();
+      } else {
+        ++Loaded;
+        EXPECT_EQ(C.S.Rip, 0x100000u + 188);
+      }
+    }
+  // Mutations of a 61 GiB BSS image.
+  SplitMix64 R{0x6273735f66757a7aull};
+  const std::vector<uint8_t> Seed = codeAndBssElf(1ull << 32, 61ull << 30);
+  for (unsigned I = 0; I < 2000; ++I) {
+    Error E = loadMultiboot(C, mutate(Seed, R), MultibootParams{});
+    E ? ++Rejected : ++Loaded;
+    if (E) {
+      EXPECT_EQ(E.Message.find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_EQ(Loaded, 409u);
+  EXPECT_EQ(Rejected, 1661u);
+  EXPECT_LT(maxRssKiB() - Before, 128 * 1024) << "KiB of host memory for zeros";
+}
+
+TEST(LoaderFuzz, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
+  ::alarm(60); // a blocking open would end the test here, visibly, not hang CI
+  const std::string Dir = std::filesystem::temp_directory_path() /
+                          ("vmxsim_loader_files_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(Dir);
+  const std::string Fifo = Dir + "/fifo", Link = Dir + "/link", Sock = Dir + "/sock",
+                    Empty = Dir + "/empty";
+  ASSERT_EQ(::mkfifo(Fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(Fifo.c_str(), Link.c_str()), 0);
+  int S = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un Addr{};
+  Addr.sun_family = AF_UNIX;
+  std::snprintf(Addr.sun_path, sizeof(Addr.sun_path), "%s", Sock.c_str());
+  ASSERT_EQ(::bind(S, reinterpret_cast<sockaddr *>(&Addr), sizeof(Addr)), 0);
+  { std::ofstream(Empty).flush(); }
+  const std::pair<std::string, std::string> Cases[] = {
+      {Fifo, "is a FIFO, not a regular file"},
+      {Link, "is a FIFO, not a regular file"},
+      {Sock, "cannot open: No such device or address"},
+      {Dir, "is a directory, not a regular file"},
+      {"/dev/null", "is a character device, not a regular file"},
+      {"/dev/zero", "is a character device, not a regular file"},
+      {Dir + "/missing", "cannot open: No such file or directory"},
+  };
+  for (const auto &[Path, Message] : Cases) {
+    ImageFile F;
+    Error E = ImageFile::open(Path, 1ull << 30, F);
+    EXPECT_EQ(E.Code, ErrorCode::FileUnreadable) << Path;
+    EXPECT_EQ(E.Message, Message) << Path;
+  }
+  // A FIFO with a writer waiting is refused as well (nothing is read from it).
+  int W = ::open(Fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(W, 0);
+  {
+    ImageFile F;
+    EXPECT_EQ(ImageFile::open(Fifo, 1ull << 30, F).Message, "is a FIFO, not a regular file");
+  }
+  ::close(W);
+  // An empty regular file opens (0 bytes) and the loader says what it is not.
+  ImageFile F;
+  ASSERT_FALSE(ImageFile::open(Empty, 1ull << 30, F));
+  EXPECT_EQ(F.bytes().size(), 0u);
+  PhysMem Mem(8ull << 20);
+  IoBus Io;
+  Cpu C(Mem, Io, CpuModel::defaultModel());
+  EXPECT_EQ(loadMultiboot(C, F.bytes(), MultibootParams{}).Message,
+            "not an ELF file and no Multiboot header in the first 8192 bytes");
+  ::close(S);
+  std::filesystem::remove_all(Dir);
+  ::alarm(0);
 }
