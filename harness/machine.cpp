@@ -4,6 +4,7 @@
 #include "harness/acpi_tables.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
+#include "trace/writer.h"
 
 #include <fmt/format.h>
 
@@ -126,7 +127,7 @@ Error Machine::init() {
     return E;
 
   if (Cfg.TraceInsns) {
-    if (Error E = TraceSink.open(*Cfg.TraceInsns))
+    if (Error E = TraceSink.open(*Cfg.TraceInsns, OutputSink::Buffering::FullyBuffered))
       return E;
     Tracer = std::make_unique<InsnTracer>(TraceSink);
     bsp().Observer = Tracer.get();
@@ -215,6 +216,7 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   Sched.addSharedSource(&Pit);
   if (Progress && EveryInsns)
     Sched.setProgress(Progress, EveryInsns);
+  Sched.setStopFlag(Cfg.StopFlag);
   const Scheduler::Outcome Out = Sched.run(Cfg.MaxInsns);
   const StopReason Why = Out.Why;
   Cpu &C = cpu(Out.CpuId);
@@ -231,6 +233,11 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   R.Cycles = bsp().Cycles;
   R.CpuId = C.Id;
   R.Rip = C.S.Rip;
+  if (Out.Interrupted) {
+    R.Reason = RunReason::Interrupted;
+    R.ExitStatus = kExitInterrupted;
+    return R;
+  }
   switch (Why) {
   case StopReason::StopRequested:
     switch (Latch.cause()) {
@@ -282,6 +289,18 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   return R;
 }
 
+std::vector<std::string> Machine::outputProblems() const {
+  std::vector<std::string> Out;
+  for (const OutputSink *S : {&SerialSink, &DebugconSink, &TraceSink})
+    if (!S->failure().empty())
+      Out.push_back(S->failure());
+  if (GroundTruthWriter && !GroundTruthWriter->ok())
+    Out.push_back(GroundTruthOut->failure());
+  if (XentraceWriter && !XentraceWriter->ok())
+    Out.push_back(XentraceOut->failure());
+  return Out;
+}
+
 std::string RunResult::describe() const {
   switch (Reason) {
   case RunReason::GuestExit:
@@ -299,6 +318,9 @@ std::string RunResult::describe() const {
                        CpuId, Rip, What.empty() ? "" : "; ", What);
   case RunReason::Unimplemented:
     return fmt::format("unimplemented: {} at RIP={:#x} (CPU {})", What, Rip, CpuId);
+  case RunReason::Interrupted:
+    return fmt::format("stopped{}{} at RIP={:#x} (CPU {})", What.empty() ? "" : " by ", What,
+                       Rip, CpuId);
   }
   return "stopped";
 }

@@ -47,6 +47,7 @@
 #include "harness/output.h"
 #include "harness/scheduler.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <functional>
@@ -111,6 +112,12 @@ struct MachineConfig {
   /// VMX feature set (`--vmx-profile`: VmxProfile::full(), kvmNested(), minimal()); null
   /// = the model's own. Replaces the model's profile for every CPU of the machine.
   const VmxProfile *Vmx = nullptr;
+  /// When set, run() stops at an instruction boundary soon after *StopFlag becomes true
+  /// (RunReason::Interrupted): between quanta with several CPUs, and within
+  /// kStopPollInsns instructions with one. Setting it is async-signal-safe, so a signal
+  /// handler may do it; what the guest sees and every trace up to the stop are the same
+  /// as in a run that was not watched (Scheduler::setStopFlag).
+  const std::atomic<bool> *StopFlag = nullptr;
 };
 
 /// Why Machine::run returned.
@@ -122,6 +129,7 @@ enum class RunReason : uint8_t {
   InsnLimit,     ///< MaxInsns retired: status kExitInsnLimit
   Halted,        ///< every CPU halted and nothing can wake one: status kExitHalted
   Unimplemented, ///< the guest used something vmxsim lacks: status kExitUnimplemented
+  Interrupted,   ///< MachineConfig::StopFlag was raised (the vmxsim command: a signal)
 };
 
 /// Process exit statuses of the vmxsim command. vmxsim's own are even, guest exits
@@ -129,6 +137,11 @@ enum class RunReason : uint8_t {
 inline constexpr int kExitUsage = 2; ///< bad command line, bad image, host failure
 inline constexpr int kExitInsnLimit = 4, kExitHalted = 6, kExitTripleFault = 8,
                      kExitUnimplemented = 10;
+/// The run was stopped by SIGINT, SIGTERM or SIGHUP (outputs flushed, summary printed).
+inline constexpr int kExitInterrupted = 12;
+/// The run ended but an output file (--serial, --debugcon, --trace-insns, --xentrace,
+/// --trace-ground-truth) could not be written in full; takes precedence over the others.
+inline constexpr int kExitOutputFailed = 14;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
@@ -169,6 +182,11 @@ public:
   RunResult run(const ProgressFn &Progress, uint64_t EveryInsns);
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }
+  /// One line per output that could not be written in full ("<path>: cannot write:
+  /// <errno text>"): the device outputs, the instruction trace, the ground truth and the
+  /// hypervisor's trace. Empty when every byte so far reached its destination. run()
+  /// flushes every output before it returns, so this is complete after it.
+  std::vector<std::string> outputProblems() const;
 
   const MachineConfig &config() const { return Cfg; }
   unsigned numCpus() const { return unsigned(Cpus.size()); }

@@ -12,10 +12,18 @@ OutputSink::~OutputSink() {
     flush();
 }
 
-Error OutputSink::open(const OutputSpec &Spec) {
+void OutputSink::noteFailure() {
+  const int E = errno;
+  if (Failure.empty())
+    Failure = Name + ": cannot write: " + std::strerror(E ? E : EIO);
+  std::clearerr(Stream);
+}
+
+Error OutputSink::open(const OutputSpec &Spec, Buffering B) {
   switch (Spec.K) {
   case OutputSpec::Kind::Stdout:
     Stream = stdout;
+    Name = "standard output";
     break;
   case OutputSpec::Kind::File:
     Stream = std::fopen(Spec.Path.c_str(), "wb");
@@ -23,13 +31,17 @@ Error OutputSink::open(const OutputSpec &Spec) {
       return Error(ErrorCode::HostFailure, std::string("cannot create: ") + std::strerror(errno),
                    Spec.Path);
     OwnsStream = true;
+    Name = Spec.Path;
     break;
   case OutputSpec::Kind::Capture:
     Captured = true;
-    break;
+    return Error::success();
   case OutputSpec::Kind::Discard:
-    break;
+    return Error::success();
   }
+  // A device's text is flushed at every newline (one write a line); bulk output keeps
+  // stdio's buffering and is flushed when the run stops.
+  LineFlush = B == Buffering::LineBuffered;
   return Error::success();
 }
 

@@ -1,5 +1,12 @@
 // Where a character device's output goes: the host's stdout, a file, an in-memory buffer
 // (tests read it back), or nowhere. Bytes are written unchanged, in guest order.
+//
+// Write-through: a device's output (the UART, the debug console) is line-buffered, so
+// every line reaches its file as the guest finishes it, and Machine::run flushes every
+// sink before it returns, so nothing is lost when a run is stopped (a signal, an error).
+// A write that fails is remembered (the first error, with errno's text) and reported by
+// Machine::outputProblems(); the guest keeps running (a full disk does not change what
+// the guest sees).
 #pragma once
 #include "harness/error.h"
 
@@ -21,31 +28,48 @@ struct OutputSpec {
 
 class OutputSink {
 public:
+  /// How bytes are grouped into host writes: LineBuffered for a device's text output
+  /// (written at every newline), FullyBuffered for bulk output (the instruction trace).
+  enum class Buffering : uint8_t { LineBuffered, FullyBuffered };
+
   OutputSink() = default;
   ~OutputSink();
   OutputSink(const OutputSink &) = delete;
   OutputSink &operator=(const OutputSink &) = delete;
 
-  /// Opens the destination (creates/truncates a file).
-  Error open(const OutputSpec &Spec);
+  /// Opens the destination (creates/truncates a file). A FIFO is opened for writing
+  /// like a file: the open waits for a reader (the vmxsim command says so first).
+  Error open(const OutputSpec &Spec, Buffering B = Buffering::LineBuffered);
   void put(uint8_t Byte) {
     if (Captured)
       Buffer.push_back(char(Byte));
-    else if (Stream)
-      std::fputc(Byte, Stream);
+    else if (Stream) {
+      if (std::fputc(Byte, Stream) == EOF) [[unlikely]]
+        noteFailure();
+      else if (Byte == '\n' && LineFlush)
+        flush();
+    }
   }
   void flush() {
-    if (Stream)
-      std::fflush(Stream);
+    if (Stream && std::fflush(Stream) != 0)
+      noteFailure();
   }
   /// Everything written so far when the spec was Capture; empty otherwise.
   const std::string &captured() const { return Buffer; }
+  /// Empty while every write succeeded; else "<name>: cannot write: <errno text>" for
+  /// the first failure.
+  const std::string &failure() const { return Failure; }
 
 private:
+  void noteFailure();
+
   std::FILE *Stream = nullptr;
   bool OwnsStream = false;
   bool Captured = false;
+  bool LineFlush = false;
+  std::string Name; ///< the path, or "standard output"
   std::string Buffer;
+  std::string Failure;
 };
 
 } // namespace vmxsim

@@ -30,7 +30,11 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   std::vector<uint8_t> Stuck(Cpus.size(), 0);
   const bool WithProgress = Progress && ProgressEvery;
   uint64_t NextProgress = WithProgress ? totalRetired() + ProgressEvery : kNever;
+  uint64_t NextPoll = StopFlag && Single ? totalRetired() + kStopPollInsns : kNever;
+  unsigned Last = 0;
   for (;;) {
+    if (StopFlag && StopFlag->load(std::memory_order_relaxed)) [[unlikely]]
+      return {StopReason::InsnLimit, Last, true};
     const uint64_t Total = totalRetired();
     if (Total >= MaxTotalInsns)
       return {StopReason::InsnLimit, 0};
@@ -38,6 +42,8 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       Progress(Total);
       NextProgress = Total + ProgressEvery;
     }
+    if (Total >= NextPoll)
+      NextPoll = Total + kStopPollInsns;
 
     // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
     unsigned Pick = ~0u;
@@ -79,6 +85,9 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     uint64_t Budget = MaxTotalInsns - Total;
     if (Single && NextProgress - Total < Budget)
       Budget = NextProgress - Total;
+    if (Single && NextPoll - Total < Budget)
+      Budget = NextPoll - Total;
+    Last = Pick;
     StopReason Why = C.run(Budget, Until);
     Bus.Current = 0;
     if (C.Retired != RetiredBefore || !C.Halted)

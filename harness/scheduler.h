@@ -28,6 +28,7 @@
 #include "cpu/cpu.h"
 #include "harness/timer_event.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -48,6 +49,9 @@ public:
   struct Outcome {
     StopReason Why = StopReason::InsnLimit;
     unsigned CpuId = 0; ///< the vCPU that stopped (for Halted: CPU 0)
+    /// The stop flag was raised (setStopFlag); Why is then InsnLimit and CpuId the vCPU
+    /// that ran last.
+    bool Interrupted = false;
   };
   /// Runs until a vCPU stops the machine (device stop request, shutdown, unimplemented),
   /// the total of retired instructions over all vCPUs reaches MaxTotalInsns (InsnLimit),
@@ -63,6 +67,12 @@ public:
     Progress = std::move(Fn);
     ProgressEvery = EveryInsns;
   }
+  /// Polls *Flag at the loop head (an atomic load, relaxed: a signal handler sets it) and
+  /// returns Interrupted once it is true. With one vCPU its run is cut every
+  /// kStopPollInsns instructions so that the flag is seen; as with setProgress, the cut
+  /// changes nothing the guest sees.
+  void setStopFlag(const std::atomic<bool> *Flag) { StopFlag = Flag; }
+  static constexpr uint64_t kStopPollInsns = uint64_t(1) << 20;
   /// A machine-wide timer (e.g. the PIT): every vCPU stops at its events.
   void addSharedSource(TimerEventSource *S) { Shared.push_back(S); }
   /// Instructions retired by all vCPUs.
@@ -79,6 +89,7 @@ private:
   uint64_t Quantum;
   std::function<void(uint64_t)> Progress;
   uint64_t ProgressEvery = 0;
+  const std::atomic<bool> *StopFlag = nullptr;
   std::vector<TimerEventSource *> Shared;
 };
 

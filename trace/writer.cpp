@@ -1,18 +1,17 @@
 #include "trace/writer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace vmxsim::trace {
 
-FileOutput::~FileOutput() {
-  if (F)
-    std::fclose(F);
-}
+FileOutput::~FileOutput() { close(); }
 
 bool FileOutput::open(const std::string &Path, std::string &Error) {
-  if (F)
-    std::fclose(F);
+  close();
+  this->Path = Path;
+  Failure.clear();
   F = std::fopen(Path.c_str(), "wb");
   if (!F) {
     Error = "cannot create trace file '" + Path + "': " + std::strerror(errno);
@@ -21,11 +20,34 @@ bool FileOutput::open(const std::string &Path, std::string &Error) {
   return true;
 }
 
-bool FileOutput::write(const void *Data, size_t Bytes) {
-  return F && std::fwrite(Data, 1, Bytes, F) == Bytes;
+bool FileOutput::fail() {
+  if (Failure.empty())
+    Failure = Path + ": cannot write: " + std::strerror(errno ? errno : EIO);
+  return false;
 }
 
-bool FileOutput::flush() { return F && std::fflush(F) == 0; }
+bool FileOutput::write(const void *Data, size_t Bytes) {
+  if (!F)
+    return false;
+  errno = 0;
+  return std::fwrite(Data, 1, Bytes, F) == Bytes || fail();
+}
+
+bool FileOutput::flush() {
+  if (!F)
+    return false;
+  errno = 0;
+  return std::fflush(F) == 0 || fail();
+}
+
+bool FileOutput::close() {
+  if (!F)
+    return Failure.empty();
+  errno = 0;
+  const bool Ok = std::fclose(F) == 0;
+  F = nullptr;
+  return (Ok || fail()) && Failure.empty();
+}
 
 bool MemoryOutput::write(const void *Data, size_t Bytes) {
   const uint8_t *P = static_cast<const uint8_t *>(Data);

@@ -20,6 +20,9 @@ public:
   /// Appends Bytes bytes; false on a host I/O error.
   virtual bool write(const void *Data, size_t Bytes) = 0;
   virtual bool flush() { return true; }
+  /// After a failed write or flush: one line saying what failed ("<path>: cannot
+  /// write: <errno text>"); empty before.
+  virtual std::string failure() const { return {}; }
 };
 
 /// A file on the host.
@@ -31,9 +34,14 @@ public:
   bool open(const std::string &Path, std::string &Error);
   bool write(const void *Data, size_t Bytes) override;
   bool flush() override;
+  std::string failure() const override { return Failure; }
+  /// Flushes and closes the file; false (with failure() set) if that fails.
+  bool close();
 
 private:
+  bool fail();
   std::FILE *F = nullptr;
+  std::string Path, Failure;
 };
 
 /// Bytes in memory (tests, embedders).
