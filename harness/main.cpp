@@ -20,8 +20,15 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <cstring>
+#include <limits>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
@@ -72,6 +79,57 @@ bool parseSize(std::string S, uint64_t &Out) {
   return true;
 }
 
+/// A whole number: decimal, or hexadecimal with 0x. No sign, no spaces, no suffix; a value
+/// that does not fit in 64 bits is refused rather than wrapped or clamped.
+bool parseWhole(const std::string &S, uint64_t &Out) {
+  size_t I = 0;
+  unsigned Base = 10;
+  if (S.size() > 2 && S[0] == '0' && (S[1] == 'x' || S[1] == 'X')) {
+    Base = 16;
+    I = 2;
+  }
+  if (I == S.size())
+    return false;
+  uint64_t V = 0;
+  for (; I < S.size(); ++I) {
+    const char C = S[I];
+    unsigned D;
+    if (C >= '0' && C <= '9')
+      D = unsigned(C - '0');
+    else if (Base == 16 && C >= 'a' && C <= 'f')
+      D = unsigned(C - 'a' + 10);
+    else if (Base == 16 && C >= 'A' && C <= 'F')
+      D = unsigned(C - 'A' + 10);
+    else
+      return false;
+    if (V > (~uint64_t(0) - D) / Base)
+      return false;
+    V = V * Base + D;
+  }
+  Out = V;
+  return true;
+}
+
+/// Adds a whole-number option to App: Var receives it if it parses (parseWhole) and lies
+/// in [Min, Max]; anything else (negative, too large, trailing text) is a command-line
+/// error, status 2.
+template <typename T>
+CLI::Option *addWhole(CLI::App *App, const std::string &Name, T &Var, const std::string &Help,
+                      uint64_t Min = 0, uint64_t Max = std::numeric_limits<T>::max()) {
+  std::string Flag = Name.substr(0, Name.find(','));
+  return App->add_option_function<std::string>(
+                Name,
+                [&Var, Flag, Min, Max](const std::string &S) {
+                  uint64_t V;
+                  if (!parseWhole(S, V) || V < Min || V > Max)
+                    throw CLI::ValidationError(
+                        Flag, fmt::format("'{}' is not a whole number in {}..{}", S, Min, Max));
+                  Var = T(V);
+                },
+                Help)
+      ->type_name("N");
+}
+
 /// "stdio", "none"/"null", "file:PATH", or a bare PATH.
 OutputSpec parseOutput(const std::string &S) {
   if (S == "stdio" || S == "-")
@@ -102,6 +160,62 @@ std::vector<std::string> splitModules(const std::string &S) {
   }
   Out.push_back(Cur);
   return Out;
+}
+
+// Stopping a run from the outside (SIGINT, SIGTERM, SIGHUP): the first signal raises the
+// machine's stop flag, so the run ends at the next poll (MachineConfig::StopFlag) with
+// every output flushed and the summary printed, status kExitInterrupted; a second one
+// ends the process at once with the same status. SA_RESTART keeps the guest's output
+// writes (to a pipe or a terminal) from failing with EINTR.
+std::atomic<bool> StopRun{false};
+volatile std::sig_atomic_t StopSignal = 0;
+
+void onStopSignal(int Sig) {
+  if (StopSignal)
+    ::_exit(kExitInterrupted);
+  StopSignal = Sig;
+  StopRun.store(true, std::memory_order_relaxed);
+}
+
+void installStopHandlers() {
+  struct sigaction Sa;
+  std::memset(&Sa, 0, sizeof(Sa));
+  Sa.sa_handler = onStopSignal;
+  Sa.sa_flags = SA_RESTART;
+  sigemptyset(&Sa.sa_mask);
+  for (int Sig : {SIGINT, SIGTERM, SIGHUP})
+    sigaction(Sig, &Sa, nullptr);
+  // A reader that goes away (a FIFO, a pipe) makes writes fail with EPIPE, which the
+  // outputs report, instead of killing the process before it can flush anything.
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+const char *signalName(int Sig) {
+  switch (Sig) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGHUP:
+    return "SIGHUP";
+  }
+  return "a signal";
+}
+
+/// An output that names an existing FIFO with no reader yet: opening it waits until one
+/// comes, so say so first (the run has not started).
+void sayIfFifoWaits(const char *Option, const std::string &Path) {
+  struct stat St;
+  if (Path.empty() || ::stat(Path.c_str(), &St) != 0 || !S_ISFIFO(St.st_mode))
+    return;
+  int Fd = ::open(Path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (Fd >= 0) {
+    ::close(Fd);
+    return;
+  }
+  if (errno == ENXIO)
+    std::fprintf(stderr, "vmxsim: %s %s is a FIFO with no reader yet: waiting for one\n",
+                 Option, Path.c_str());
 }
 
 struct RunOptions {
@@ -144,16 +258,24 @@ int runCommand(const RunOptions &O) {
     fail("--trace-ground-truth-insns needs --trace-ground-truth FILE");
   Cfg.XentraceFile = O.Xentrace;
   if (!O.Flat.empty()) {
-    char *End = nullptr;
-    errno = 0;
-    unsigned long long A = std::strtoull(O.Flat.c_str(), &End, 0);
-    if (errno || End == O.Flat.c_str() || *End)
+    uint64_t A;
+    if (!parseWhole(O.Flat, A))
       fail(fmt::format("--flat: invalid address '{}'", O.Flat));
     Cfg.FlatAddr = A;
     Cfg.FlatMode = O.EntryMode == "real"   ? EntryMode::Real
                    : O.EntryMode == "long" ? EntryMode::Long
                                            : EntryMode::Prot32;
   }
+
+  installStopHandlers();
+  Cfg.StopFlag = &StopRun;
+  for (const OutputSpec *Spec : {&Cfg.Serial, &Cfg.Debugcon})
+    if (Spec->K == OutputSpec::Kind::File)
+      sayIfFifoWaits(Spec == &Cfg.Serial ? "--serial" : "--debugcon", Spec->Path);
+  if (Cfg.TraceInsns && Cfg.TraceInsns->K == OutputSpec::Kind::File)
+    sayIfFifoWaits("--trace-insns", Cfg.TraceInsns->Path);
+  sayIfFifoWaits("--trace-ground-truth", Cfg.GroundTruthFile);
+  sayIfFifoWaits("--xentrace", Cfg.XentraceFile);
 
   Error Err;
   std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
@@ -169,6 +291,8 @@ int runCommand(const RunOptions &O) {
                     : M->run();
   Progress.done();
   std::fflush(stdout);
+  if (R.Reason == RunReason::Interrupted)
+    R.What = signalName(StopSignal);
   switch (R.Reason) {
   case RunReason::TripleFault:
   case RunReason::Unimplemented:
@@ -179,6 +303,7 @@ int runCommand(const RunOptions &O) {
   case RunReason::Halted:
     std::fprintf(stderr, "vmxsim: %s\n", R.describe().c_str());
     break;
+  case RunReason::Interrupted: // the summary below says it, even with -q
   case RunReason::GuestExit:
   case RunReason::PowerOff:
   case RunReason::Reset:
@@ -187,9 +312,14 @@ int runCommand(const RunOptions &O) {
   if (const TraceBufferDrain *D = M->traceBuffers())
     for (const std::string &P : D->problems())
       std::fprintf(stderr, "vmxsim: warning: %s; its records were not drained\n", P.c_str());
-  if (!O.Quiet)
+  if (!O.Quiet || R.Reason == RunReason::Interrupted)
     std::fprintf(stderr, "%s\n", R.summary().c_str());
-  return R.ExitStatus;
+  // Every output was flushed by run(); one that lost bytes makes the run fail even if
+  // the guest succeeded: its result is not what the files say.
+  const std::vector<std::string> Lost = M->outputProblems();
+  for (const std::string &P : Lost)
+    std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
+  return Lost.empty() ? R.ExitStatus : kExitOutputFailed;
 }
 
 struct TraceDumpOptions {
@@ -225,7 +355,12 @@ int traceCheckCommand(const TraceCheckOptions &O) {
     fail(Why);
   const trace::CheckResult R = trace::checkAgainstGroundTruth(Hv, Gt);
   trace::printCheck(R, stdout);
-  return R.Ok ? 0 : R.ReadError ? kExitUsage : 1;
+  if (R.ReadError || R.WrongKind) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "vmxsim: error: %s\n", R.Problem.c_str());
+    return kExitUsage;
+  }
+  return R.Ok ? 0 : 1;
 }
 
 struct XcheckOptions {
@@ -241,10 +376,8 @@ int xcheckCommand(const XcheckOptions &O) {
   Cfg.Image = O.Image;
   Cfg.Mode = O.Mode == "real" ? kvm::XMode::Real : O.Mode == "prot32" ? kvm::XMode::Prot32 : kvm::XMode::Long;
   if (!O.Addr.empty()) {
-    char *End = nullptr;
-    errno = 0;
-    unsigned long long A = std::strtoull(O.Addr.c_str(), &End, 0);
-    if (errno || End == O.Addr.c_str() || *End)
+    uint64_t A;
+    if (!parseWhole(O.Addr, A))
       fail(fmt::format("--addr: invalid address '{}'", O.Addr));
     Cfg.LoadAddr = A;
   }
@@ -259,6 +392,20 @@ int xcheckCommand(const XcheckOptions &O) {
     fail(R.Report);
   std::printf("%s\n", R.Report.c_str());
   return R.Identical ? 0 : 1;
+}
+
+/// Creates Path with Text, checking every step; a failure is one line and status 2.
+void writeWholeFile(const std::string &Path, const std::string &Text) {
+  std::FILE *F = std::fopen(Path.c_str(), "w");
+  if (!F)
+    fail(fmt::format("cannot create '{}': {}", Path, std::strerror(errno)));
+  errno = 0;
+  const bool Written = std::fwrite(Text.data(), 1, Text.size(), F) == Text.size();
+  int E = Written ? 0 : errno;
+  if (std::fclose(F) != 0 && !E)
+    E = errno;
+  if (!Written || E)
+    fail(fmt::format("{}: cannot write: {}", Path, std::strerror(E ? E : EIO)));
 }
 
 struct FuzzCliOptions {
@@ -301,23 +448,33 @@ int xcheckFuzzCommand(FuzzCliOptions &O) {
     std::printf("divergence %u: %s\n%s\n", N, D.Diff.c_str(), D.Detail.c_str());
     if (!O.Regressions.empty()) {
       std::string Path = fmt::format("{}/seed{}_{}.txt", O.Regressions, O.F.Seed, N);
-      std::FILE *F = std::fopen(Path.c_str(), "w");
-      if (!F)
-        fail(fmt::format("cannot create '{}': {}", Path, std::strerror(errno)));
-      std::fputs(kvm::formatRegression(D).c_str(), F);
-      std::fclose(F);
+      writeWholeFile(Path, kvm::formatRegression(D));
       std::printf("  written to %s\n", Path.c_str());
     }
     ++N;
   }
   if (!O.Coverage.empty()) {
-    std::FILE *F = std::fopen(O.Coverage.c_str(), "w");
-    if (!F)
-      fail(fmt::format("cannot create '{}': {}", O.Coverage, std::strerror(errno)));
-    std::fputs(kvm::formatCoverage(R).c_str(), F);
-    std::fclose(F);
+    writeWholeFile(O.Coverage, kvm::formatCoverage(R));
   }
   return R.Divergent ? 1 : 0;
+}
+
+/// What a command printed on stdout must have reached it: a failed write (a full disk,
+/// a closed pipe) is one line and FailStatus instead of the command's own status.
+int checkedStdout(int Status, int FailStatus) {
+  // A write that failed inside the command left the error flag (and dropped its buffer,
+  // so this flush may succeed); errno is known only if this flush fails.
+  const bool Earlier = std::ferror(stdout);
+  errno = 0;
+  const bool Now = std::fflush(stdout) != 0;
+  if (!Earlier && !Now)
+    return Status;
+  if (Now)
+    std::fprintf(stderr, "vmxsim: error: standard output: cannot write: %s\n",
+                 std::strerror(errno ? errno : EIO));
+  else
+    std::fprintf(stderr, "vmxsim: error: standard output: cannot write (output was lost)\n");
+  return FailStatus;
 }
 
 } // namespace
@@ -335,12 +492,12 @@ int main(int Argc, char **Argv) {
                   "Multiboot modules: \"file1 args,file2\" (',,' is a literal comma)");
   Run->add_option("--append", O.Append, "kernel command line (after the image name)");
   Run->add_option("-m,--mem", O.Mem, "RAM size: N[K|M|G|T], plain N = MiB (default 256)");
-  Run->add_option("--smp,--cpus", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)")
-      ->check(CLI::Range(1u, kMaxCpus));
+  addWhole(Run, "--smp,--cpus", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)", 1,
+           kMaxCpus);
   Run->add_option("--vmx-profile", O.VmxProfile,
                   "VMX features: full (default), kvm-nested (what KVM offers an L1), minimal "
                   "(first-generation VT-x: no EPT, VPID or unrestricted guest)");
-  Run->add_option("--max-insns", O.MaxInsns, "stop after N retired instructions (status 4)");
+  addWhole(Run, "--max-insns", O.MaxInsns, "stop after N retired instructions (status 4)");
   Run->add_option("--serial", O.Serial, "COM1 output: stdio, none, file:PATH or PATH");
   Run->add_option("--debugcon", O.Debugcon, "port 0xe9 output: stdio, none, file:PATH or PATH");
   Run->add_option("--trace-insns", O.TraceInsns, "write an instruction trace to FILE ('-': stdout)");
@@ -380,9 +537,9 @@ int main(int Argc, char **Argv) {
       "report", "write a self-contained HTML page with plots of a XenTrace file's exits");
   Report->add_option("FILE", ReportFile, "the trace file")->required();
   Report->add_option("-o,--output", ReportOut, "the HTML file to write ('-': stdout)")->required();
-  Report->add_option("--max-points", ReportO.MaxTimelinePoints,
-                     "timeline points kept (default 20000); past it every k-th exit is shown")
-      ->check(CLI::Range(size_t(1), size_t(1) << 24));
+  addWhole(Report, "--max-points", ReportO.MaxTimelinePoints,
+           "timeline points kept (default 20000); past it every k-th exit is shown", 1,
+           uint64_t(1) << 24);
   Report->add_option("--title", ReportO.Title, "the page's heading (default: FILE)");
 
   std::string SummaryFile, SummaryOut = "-", SummaryFormatName = "text";
@@ -404,11 +561,24 @@ int main(int Argc, char **Argv) {
                  "implementations, real hardware)");
   Diff->add_flag("--distribution", DiffO.Distribution,
                  "compare per-CPU/per-vCPU exit counts per reason instead of records");
-  Diff->add_option("--tolerance", DiffO.Tolerance,
-                   "with --distribution: also compare avg/median/p99 cycles within this "
-                   "relative tolerance (e.g. 0.05)")
-      ->check(CLI::Range(0.0, 1e9));
-  Diff->add_option("--context", DiffO.Context, "equal records shown before the divergence (default 3)");
+  Diff->add_option_function<std::string>(
+          "--tolerance",
+          [&DiffO](const std::string &S) {
+            // strtod accepts "nan" and "inf", which would pass any range check made of
+            // comparisons (NaN compares false): only finite values in range count.
+            char *End = nullptr;
+            errno = 0;
+            const double V = std::strtod(S.c_str(), &End);
+            if (S.empty() || errno || *End || !std::isfinite(V) || V < 0 || V > 1e9)
+              throw CLI::ValidationError(
+                  "--tolerance", fmt::format("'{}' is not a finite number in 0..1e9", S));
+            DiffO.Tolerance = V;
+          },
+          "with --distribution: also compare avg/median/p99 cycles within this "
+          "relative tolerance (e.g. 0.05)")
+      ->type_name("R");
+  addWhole(Diff, "--context", DiffO.Context,
+           "equal records shown before the divergence (default 3)", 0, 1000000);
 
   XcheckOptions XO;
   CLI::App *Xcheck = App.add_subcommand(
@@ -418,22 +588,22 @@ int main(int Argc, char **Argv) {
       ->check(CLI::IsMember({"real", "prot32", "long"}));
   Xcheck->add_option("--addr", XO.Addr, "load and entry address (default 0x7c00 real, 0x100000 otherwise)");
   Xcheck->add_option("-m,--mem", XO.Mem, "RAM of both sides (default 16M)");
-  Xcheck->add_option("--max-insns", XO.MaxInsns, "vmxsim's instruction bound (default 50000000)");
-  Xcheck->add_option("--timeout-ms", XO.TimeoutMs, "KVM's wall-clock bound (default 10000)");
+  addWhole(Xcheck, "--max-insns", XO.MaxInsns, "vmxsim's instruction bound (default 50000000)", 1);
+  addWhole(Xcheck, "--timeout-ms", XO.TimeoutMs, "KVM's wall-clock bound (default 10000)", 1,
+           3600u * 1000u);
   FuzzCliOptions FO;
   CLI::App *Fuzz = Xcheck->add_subcommand(
       "fuzz", "differential instruction fuzzer: random streams under KVM and vmxsim");
-  Fuzz->add_option("--seed", FO.F.Seed, "random seed (default 1)");
-  Fuzz->add_option("--streams", FO.F.Streams, "instruction streams to compare (default 20000)");
-  Fuzz->add_option("--max-insns", FO.F.MaxInsns, "instructions per stream, 1..N (default 6)")
-      ->check(CLI::Range(1u, 64u));
+  addWhole(Fuzz, "--seed", FO.F.Seed, "random seed (default 1)");
+  addWhole(Fuzz, "--streams", FO.F.Streams, "instruction streams to compare (default 20000)");
+  addWhole(Fuzz, "--max-insns", FO.F.MaxInsns, "instructions per stream, 1..N (default 6)", 1, 64);
   Fuzz->add_option("--cpl", FO.Cpl, "3 (host CPU), 0 (host kernel's emulator) or both (default)")
       ->check(CLI::IsMember({"0", "3", "both"}));
   Fuzz->add_option("--coverage", FO.Coverage,
                    "write 'kind<TAB>name<TAB>count' lines (instruction forms, exits, exceptions)");
   Fuzz->add_option("--regressions", FO.Regressions,
                    "write each minimised divergence as a regression case into this directory");
-  Fuzz->add_option("--max-reported", FO.F.MaxReported, "divergences minimised and shown (default 10)");
+  addWhole(Fuzz, "--max-reported", FO.F.MaxReported, "divergences minimised and shown (default 10)");
   Fuzz->add_flag("--no-capstone", FO.NoCapstone, "skip the Capstone decoder cross-check");
 
   try {
@@ -448,16 +618,16 @@ int main(int Argc, char **Argv) {
     fail(Msg);
   }
   if (Run->parsed())
-    return runCommand(O);
+    return checkedStdout(runCommand(O), kExitOutputFailed);
   if (Fuzz->parsed())
-    return xcheckFuzzCommand(FO);
+    return checkedStdout(xcheckFuzzCommand(FO), kExitUsage);
   if (Xcheck->parsed()) {
     if (XO.Image.empty())
       fail("xcheck: no image (give IMAGE, or use 'xcheck fuzz')");
-    return xcheckCommand(XO);
+    return checkedStdout(xcheckCommand(XO), kExitUsage);
   }
   if (Dump->parsed())
-    return traceDumpCommand(DumpO);
+    return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
   static ProgressLine TraceProgress(stderr);
@@ -469,9 +639,10 @@ int main(int Argc, char **Argv) {
                                                  TraceProgress.elapsed()));
     });
   if (Report->parsed())
-    return trace::traceReportCommand(ReportFile, ReportOut, ReportO, stderr);
+    return checkedStdout(trace::traceReportCommand(ReportFile, ReportOut, ReportO, stderr),
+                         kExitUsage);
   if (Check->parsed())
-    return traceCheckCommand(CheckO);
+    return checkedStdout(traceCheckCommand(CheckO), kExitUsage);
   if (Summary->parsed()) {
     const trace::SummaryFormat F = SummaryFormatName == "json"  ? trace::SummaryFormat::Json
                                    : SummaryFormatName == "csv" ? trace::SummaryFormat::Csv
@@ -479,12 +650,22 @@ int main(int Argc, char **Argv) {
     std::FILE *Out = stdout;
     if (SummaryOut != "-" && !(Out = std::fopen(SummaryOut.c_str(), "w")))
       fail(fmt::format("cannot create '{}': {}", SummaryOut, std::strerror(errno)));
+    errno = 0;
     const int Status = trace::traceSummaryCommand(SummaryFile, F, Out, stderr);
-    if (Out != stdout && std::fclose(Out) != 0)
-      fail(fmt::format("cannot write '{}'", SummaryOut));
-    return Status;
+    if (Out != stdout) {
+      // ferror first: a failed flush inside the command drops the buffer, after which
+      // fclose itself succeeds; errno still says why the flush failed.
+      const bool Bad = std::ferror(Out);
+      int E = Bad ? errno : 0;
+      if (std::fclose(Out) != 0 && !Bad)
+        E = errno;
+      if (Bad || E)
+        fail(fmt::format("{}: cannot write: {}", SummaryOut, std::strerror(E ? E : EIO)));
+    }
+    return checkedStdout(Status, kExitUsage);
   }
   if (Diff->parsed())
-    return trace::traceDiffCommand(DiffA, DiffB, DiffO, stdout, stderr);
+    return checkedStdout(trace::traceDiffCommand(DiffA, DiffB, DiffO, stdout, stderr),
+                         kExitUsage);
   return kExitUsage;
 }

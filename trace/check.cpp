@@ -61,6 +61,15 @@ public:
     for (CpuCheck &C : Cpus)
       if (C.Exits || C.Entries)
         Res.Cpus.push_back(C);
+    // A record that found no partner because the other file ends early or is corrupt:
+    // the cause is the read error, not a disagreement.
+    if (!Res.Ok && !Res.WrongKind && (Hv.failed() || Gt.failed()))
+      Res.ReadError = true;
+    if (Res.Ok && Res.Cpus.empty())
+      fail(fmt::format("nothing was checked: the hypervisor's trace holds no VMX_EXIT or "
+                       "VMENTRY record ({} records read) and the ground truth no VM exit "
+                       "or entry ({} records read)",
+                       Res.HypervisorRecords, Res.GroundTruthRecords));
     return std::move(Res);
   }
 
@@ -70,6 +79,11 @@ private:
       Res.Ok = false;
       Res.Problem = std::move(Why);
     }
+  }
+  void wrongKind(std::string Why) {
+    if (Res.Ok)
+      Res.WrongKind = true;
+    fail(std::move(Why));
   }
 
   CpuCheck &cpu(uint16_t N) {
@@ -89,6 +103,13 @@ private:
     TraceRecord R;
     while (Gt.next(R)) {
       ++Res.GroundTruthRecords;
+      if (eventClass(R.Event) == XT_CLASS_Hvm) {
+        wrongKind(fmt::format("the ground-truth file holds a hypervisor record ({} at offset "
+                              "{:#x}): it is a hypervisor's trace, not vmxsim's ground truth "
+                              "(the order is: trace check HV GT)",
+                              formatRecord(R, 0), R.Offset));
+        return false;
+      }
       GtEvent E;
       E.Rec = R;
       if (R.Event == XT_EV_GtVmExit && R.NumWords >= 7) {
@@ -230,6 +251,11 @@ private:
   }
 
   void hypervisorRecord(const TraceRecord &R) {
+    if (eventClass(R.Event) == XT_CLASS_GroundTruth)
+      return wrongKind(fmt::format("the hypervisor's trace holds a ground-truth record ({} at "
+                                   "offset {:#x}): it is vmxsim's ground truth, not a "
+                                   "hypervisor's trace (the order is: trace check HV GT)",
+                                   formatRecord(R, 0), R.Offset));
     switch (R.Event) {
     case XT_EV_VmxExit:
     case XT_EV_VmxExit64:
@@ -280,7 +306,7 @@ void printCheck(const CheckResult &R, std::FILE *Out) {
     fmt::print(Out, "match: {} exits and {} entries on {} CPU(s) agree with the ground "
                     "truth ({} hypervisor records, {} ground-truth records)\n",
                Exits, Entries, R.Cpus.size(), R.HypervisorRecords, R.GroundTruthRecords);
-  } else {
+  } else if (!R.ReadError && !R.WrongKind) {
     fmt::print(Out, "mismatch: {}\n", R.Problem);
   }
   for (const CpuCheck &C : R.Cpus)

@@ -48,16 +48,25 @@ struct CheckResult {
   std::string Problem;
   /// The problem is that a file is corrupt or truncated (not a disagreement).
   bool ReadError = false;
+  /// The problem is that a file is not of the kind its position expects (a ground truth
+  /// given as the hypervisor's trace, or the other way round): bad input, like ReadError.
+  bool WrongKind = false;
   std::vector<CpuCheck> Cpus; ///< ascending CPU number
   uint64_t HypervisorRecords = 0, GroundTruthRecords = 0;
 };
 
 /// Reads both traces to the end (or to the first disagreement) and pairs their records.
-/// A reader error in either file is a disagreement too ("hypervisor trace: offset ...").
+/// A reader error in either file fails the check with ReadError set ("hypervisor trace:
+/// offset ..."), whichever record first noticed the missing data. Each file must be of
+/// its kind: ground-truth records (vmxsim's class) in the hypervisor's trace, or HVM
+/// records in the ground truth, fail with WrongKind. A check that paired no exit and no
+/// entry has not agreed on anything: it fails, saying so.
 CheckResult checkAgainstGroundTruth(TraceReader &Hypervisor, TraceReader &GroundTruth);
 
 /// Prints the result: the problem or "match", then one line per CPU with the counts and
-/// the exit lags and entry leads (min/mean/max cycles).
+/// the exit lags and entry leads (min/mean/max cycles). A bad input (ReadError,
+/// WrongKind) is not printed as "mismatch": the caller reports R.Problem as an error, and
+/// this prints only the per-CPU lines of what was checked before it.
 void printCheck(const CheckResult &R, std::FILE *Out);
 
 } // namespace vmxsim::trace
