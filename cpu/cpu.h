@@ -2,6 +2,7 @@
 // clock and the run loop. Instruction semantics live in free functions in cpu/exec_*.cpp.
 #pragma once
 #include "cpu/decoded_insn.h"
+#include "cpu/observer.h"
 #include "cpu/registers.h"
 #include "cpu/status.h"
 #include "mmu/io_bus.h"
@@ -18,9 +19,6 @@ struct CpuModel;
 struct MsrState;
 struct VmxState;
 class InterruptSource;
-namespace trace {
-class GroundTruthRecorder;
-}
 
 enum class Access : uint8_t { Read, Write, Fetch };
 
@@ -110,16 +108,6 @@ inline unsigned blockSlot(uint64_t Pa) {
   return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
 }
 
-/// Hooks for tooling (instruction traces); null when unused so they cost one branch.
-class CpuObserver {
-public:
-  virtual ~CpuObserver() = default;
-  /// Called before each instruction executes when instruction tracing is on.
-  virtual void beforeInsn(const Cpu &, const DecodedInsn &) {}
-  /// Called after each instruction retires.
-  virtual void afterInsn(const Cpu &, const DecodedInsn &) {}
-  virtual void onException(const Cpu &, const PendingEvent &) {}
-};
 
 class Cpu {
 public:
@@ -153,9 +141,14 @@ public:
   /// The local APIC's MSR interface; null on a CPU without a local APIC.
   ApicHook *Apic = nullptr;
   CpuObserver *Observer = nullptr;
-  /// The emulator's ground-truth recorder (trace/ground_truth.h): VM exits and entries
-  /// record to it when set; null (one predictable branch) when recording is off.
-  trace::GroundTruthRecorder *GroundTruth = nullptr;
+  /// Told of every VM exit, VM entry and VM-entry failure (cpu/observer.h): the
+  /// ground truth listens here; null (one predictable branch) when nobody does.
+  VmxTransitionObserver *Transitions = nullptr;
+  /// Test-only injected bugs, so that a differential test can prove it catches a wrong
+  /// result (harness/kvm/fuzz.h, FuzzOptions::InjectBtCarryBug). All off outside it.
+  struct InjectedBugs {
+    bool FlipBtCarry = false; ///< BT/BTS/BTR/BTC store the complement of CF
+  } TestBugs;
   unsigned Id;
   /// All CPUs of the machine (including this one), for cross-CPU TLB shootdown of write
   /// mappings when a page starts holding code. Defaults to just this CPU.

@@ -10,20 +10,14 @@
 
 namespace vmxsim {
 
-namespace testhook {
-/// TEST-ONLY injected bug (harness/kvm/fuzz.h): when set, BT/BTS/BTR/BTC store the
-/// complement of the correct CF, so the KVM differential test can prove it catches a
-/// wrong flag. Never set outside that test; costs one load per BT* instruction.
-bool FlipBtCarry = false;
-} // namespace testhook
-
 namespace {
 
 enum class BtOp : uint8_t { Bt, Bts, Btr, Btc };
 
 template <BtOp Op, typename T> inline T btApply(Cpu &C, T V, unsigned Bit) {
   const T M = T(T(1) << Bit);
-  setArithFlags(C, ((V & M) ? rflags::CF : 0) ^ (testhook::FlipBtCarry ? rflags::CF : 0),
+  // Cpu::TestBugs: the test-only wrong CF of the KVM differential test (one load).
+  setArithFlags(C, ((V & M) ? rflags::CF : 0) ^ (C.TestBugs.FlipBtCarry ? rflags::CF : 0),
                 rflags::CF);
   switch (Op) {
   case BtOp::Bt: return V;

@@ -2,6 +2,7 @@
 
 #include "cpu/cpu_model.h"
 #include "harness/acpi_tables.h"
+#include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
 #include "trace/writer.h"
@@ -38,7 +39,7 @@ Machine::~Machine() {
   // Detach observers before the tracer goes away.
   for (auto &C : Cpus) {
     C->Observer = nullptr;
-    C->GroundTruth = nullptr;
+    C->Transitions = nullptr;
   }
 }
 
@@ -139,11 +140,12 @@ Error Machine::init() {
       return Error(ErrorCode::HostFailure, Why, Cfg.GroundTruthFile);
     GroundTruthWriter = std::make_unique<trace::TraceWriter>(*GroundTruthOut, Cfg.NumCpus);
     GroundTruth = std::make_unique<trace::GroundTruthRecorder>(*GroundTruthWriter);
+    GroundTruthTransitions = std::make_unique<GroundTruthLink>(*GroundTruth);
     for (auto &C : Cpus) {
-      C->GroundTruth = GroundTruth.get();
+      C->Transitions = GroundTruthTransitions.get();
       if (Cfg.GroundTruthInsns) {
         GroundTruthInsnObservers.push_back(
-            std::make_unique<trace::GroundTruthInsnObserver>(*GroundTruth, C->Observer));
+            std::make_unique<GroundTruthInsnObserver>(*GroundTruth, C->Observer));
         C->Observer = GroundTruthInsnObservers.back().get();
       }
     }

@@ -62,8 +62,9 @@ namespace trace {
 class FileOutput;
 class TraceWriter;
 class GroundTruthRecorder;
-class GroundTruthInsnObserver;
 } // namespace trace
+class GroundTruthLink;
+class GroundTruthInsnObserver;
 
 inline constexpr uint64_t kMinRamBytes = 2ull << 20;
 inline constexpr uint64_t kMaxRamBytes = 64ull << 30;
@@ -246,7 +247,8 @@ private:
   std::unique_ptr<trace::FileOutput> GroundTruthOut;
   std::unique_ptr<trace::TraceWriter> GroundTruthWriter;
   std::unique_ptr<trace::GroundTruthRecorder> GroundTruth;
-  std::vector<std::unique_ptr<trace::GroundTruthInsnObserver>> GroundTruthInsnObservers;
+  std::unique_ptr<GroundTruthLink> GroundTruthTransitions;
+  std::vector<std::unique_ptr<GroundTruthInsnObserver>> GroundTruthInsnObservers;
   /// The hypervisor's trace (Cfg.XentraceFile): the file, its writer, the drain device.
   std::unique_ptr<trace::FileOutput> XentraceOut;
   std::unique_ptr<trace::TraceWriter> XentraceWriter;

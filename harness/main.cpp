@@ -348,8 +348,11 @@ struct TraceCheckOptions {
 /// `vmxsim trace check HV GT`: the hypervisor's trace against the ground truth
 /// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read
 /// or is corrupt (the records before the problem are still checked).
-int traceCheckCommand(const TraceCheckOptions &O) {
+int traceCheckCommand(const TraceCheckOptions &O,
+                      const trace::TraceReader::ProgressFn &Progress) {
   trace::TraceReader Hv, Gt;
+  Hv.setProgress(Progress);
+  Gt.setProgress(Progress);
   std::string Why;
   if (!Hv.open(O.Hypervisor, Why) || !Gt.open(O.GroundTruth, Why))
     fail(Why);
@@ -630,19 +633,21 @@ int main(int Argc, char **Argv) {
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
-  static ProgressLine TraceProgress(stderr);
+  ProgressLine TraceProgress(stderr);
+  trace::TraceReader::ProgressFn ReadProgress;
   if (TraceProgress.enabled())
-    trace::TraceReader::setProgress([](uint64_t Done, uint64_t Total) {
+    ReadProgress = [&TraceProgress](uint64_t Done, uint64_t Total) {
       if (Done >= Total)
         return TraceProgress.done();
       TraceProgress.show(ProgressLine::bytesText("reading trace", Done, Total,
                                                  TraceProgress.elapsed()));
-    });
+    };
   if (Report->parsed())
-    return checkedStdout(trace::traceReportCommand(ReportFile, ReportOut, ReportO, stderr),
-                         kExitUsage);
+    return checkedStdout(
+        trace::traceReportCommand(ReportFile, ReportOut, ReportO, stderr, ReadProgress),
+        kExitUsage);
   if (Check->parsed())
-    return checkedStdout(traceCheckCommand(CheckO), kExitUsage);
+    return checkedStdout(traceCheckCommand(CheckO, ReadProgress), kExitUsage);
   if (Summary->parsed()) {
     const trace::SummaryFormat F = SummaryFormatName == "json"  ? trace::SummaryFormat::Json
                                    : SummaryFormatName == "csv" ? trace::SummaryFormat::Csv
@@ -651,7 +656,7 @@ int main(int Argc, char **Argv) {
     if (SummaryOut != "-" && !(Out = std::fopen(SummaryOut.c_str(), "w")))
       fail(fmt::format("cannot create '{}': {}", SummaryOut, std::strerror(errno)));
     errno = 0;
-    const int Status = trace::traceSummaryCommand(SummaryFile, F, Out, stderr);
+    const int Status = trace::traceSummaryCommand(SummaryFile, F, Out, stderr, ReadProgress);
     if (Out != stdout) {
       // ferror first: a failed flush inside the command drops the buffer, after which
       // fclose itself succeeds; errno still says why the flush failed.
@@ -665,7 +670,7 @@ int main(int Argc, char **Argv) {
     return checkedStdout(Status, kExitUsage);
   }
   if (Diff->parsed())
-    return checkedStdout(trace::traceDiffCommand(DiffA, DiffB, DiffO, stdout, stderr),
-                         kExitUsage);
+    return checkedStdout(
+        trace::traceDiffCommand(DiffA, DiffB, DiffO, stdout, stderr, ReadProgress), kExitUsage);
   return kExitUsage;
 }

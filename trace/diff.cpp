@@ -6,7 +6,7 @@
 // an earlier one, so B is read on until none of them is left (or B ends).
 #include "trace/diff.h"
 
-#include "cpu/vmx/vm_exit.h"
+#include "trace/vmx_names.h"
 #include "trace/dump.h"
 #include "trace/events.h"
 
@@ -347,8 +347,10 @@ void printDistributionDiff(const TraceSummary &A, const TraceSummary &B,
 }
 
 int traceDiffCommand(const std::string &PathA, const std::string &PathB, const DiffOptions &O,
-                     std::FILE *Out, std::FILE *Err) {
+                     std::FILE *Out, std::FILE *Err, const TraceReader::ProgressFn &Progress) {
   TraceReader A, B;
+  A.setProgress(Progress);
+  B.setProgress(Progress);
   std::string Why;
   if (!A.open(PathA, Why) || !B.open(PathB, Why)) {
     std::fprintf(Err, "vmxsim: error: %s\n", Why.c_str());

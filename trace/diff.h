@@ -88,7 +88,9 @@ void printDistributionDiff(const TraceSummary &A, const TraceSummary &B,
 /// `vmxsim trace diff A B`: status 0 identical, 1 different, 2 error (a file that cannot
 /// be opened or that ends at an error: "vmxsim: error: PATH: offset 0x..: what" on Err;
 /// a divergence found before the error is still printed).
+/// Progress, if set, is given to both readers.
 int traceDiffCommand(const std::string &PathA, const std::string &PathB, const DiffOptions &O,
-                     std::FILE *Out, std::FILE *Err);
+                     std::FILE *Out, std::FILE *Err,
+                     const TraceReader::ProgressFn &Progress = {});
 
 } // namespace vmxsim::trace

@@ -1,7 +1,6 @@
 #include "trace/dump.h"
 
-#include "cpu/vmx/vm_entry_checks.h"
-#include "cpu/vmx/vm_exit.h"
+#include "trace/vmx_names.h"
 #include "trace/events.h"
 
 #include <fmt/format.h>
@@ -28,8 +27,8 @@ std::string formatReason(uint32_t V) {
 std::string formatCheck(uint32_t V) {
   if (V == 0xffff)
     return "none";
-  if (V < kNumVmEntryChecks)
-    return fmt::format("{}({})", V, vmEntryCheckInfo(VmEntryCheckId(V)).Name);
+  if (const char *Name = vmEntryCheckName(V))
+    return fmt::format("{}({})", V, Name);
   return std::to_string(V);
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,11 +73,11 @@ public:
   /// Sum of the counts of the LOST_RECORDS records returned so far.
   uint64_t lostRecords() const { return Lost; }
 
-  /// Called with (bytes read so far, file size) about every 16 MiB a reader reads, by
-  /// every reader opened after it is set (the vmxsim command's progress display,
-  /// harness/progress.h); null = none. Host-side display only.
-  using ProgressFn = void (*)(uint64_t Done, uint64_t Total);
-  static void setProgress(ProgressFn Fn) { Progress = Fn; }
+  /// Called with (bytes read so far, file size) about every 16 MiB this reader reads (the
+  /// vmxsim command's progress display, harness/progress.h); empty = none. Host-side
+  /// display only; each reader has its own.
+  using ProgressFn = std::function<void(uint64_t Done, uint64_t Total)>;
+  void setProgress(ProgressFn Fn) { Progress = std::move(Fn); }
 
 private:
   struct Window {
@@ -124,7 +125,7 @@ private:
   int LastCpu = -1;
   bool PendingHeader = false; ///< File order: the current window's header is next
   bool HasError = false;
-  static inline ProgressFn Progress = nullptr;
+  ProgressFn Progress;
   uint64_t ProgressMark = 0;
   TraceError Err;
   uint64_t Lost = 0;

@@ -1,6 +1,6 @@
 #include "trace/report.h"
 
-#include "cpu/vmx/vm_exit.h"
+#include "trace/vmx_names.h"
 #include "trace/events.h"
 #include "trace/report_assets.h"
 
@@ -277,8 +277,10 @@ ReportData collectReportData(TraceReader &Reader, const ReportOptions &O,
 }
 
 int traceReportCommand(const std::string &Path, const std::string &OutPath,
-                       const ReportOptions &O, std::FILE *Err) {
+                       const ReportOptions &O, std::FILE *Err,
+                       const TraceReader::ProgressFn &Progress) {
   TraceReader Reader;
+  Reader.setProgress(Progress);
   std::string Why;
   if (!Reader.open(Path, Why)) {
     std::fprintf(Err, "vmxsim: error: %s\n", Why.c_str());

@@ -84,7 +84,8 @@ std::string renderReport(const TraceSummary &S, const ReportData &D, const Repor
 /// the error shown in it), then the error line. Returns the exit status: 0, or 2 for any
 /// error. O.Title defaults to Path.
 int traceReportCommand(const std::string &Path, const std::string &OutPath,
-                       const ReportOptions &O, std::FILE *Err);
+                       const ReportOptions &O, std::FILE *Err,
+                       const TraceReader::ProgressFn &Progress = {});
 
 /// printSummary(S, SummaryFormat::Json) as a string (what the page embeds verbatim).
 std::string summaryJsonText(const TraceSummary &S);

@@ -443,8 +443,9 @@ TraceSummary summarizeTrace(TraceReader &Reader, const SummaryOptions &O) {
 }
 
 int traceSummaryCommand(const std::string &Path, SummaryFormat F, std::FILE *Out,
-                        std::FILE *Err) {
+                        std::FILE *Err, const TraceReader::ProgressFn &Progress) {
   TraceReader Reader;
+  Reader.setProgress(Progress);
   std::string Why;
   if (!Reader.open(Path, Why)) {
     std::fprintf(Err, "vmxsim: error: %s\n", Why.c_str());

@@ -108,6 +108,6 @@ void printSummary(const TraceSummary &S, SummaryFormat F, std::FILE *Out);
 /// prints one line "vmxsim: error: PATH: offset 0x..: what" to Err. Returns the exit
 /// status: 0, or 2 for any error.
 int traceSummaryCommand(const std::string &Path, SummaryFormat F, std::FILE *Out,
-                        std::FILE *Err);
+                        std::FILE *Err, const TraceReader::ProgressFn &Progress = {});
 
 } // namespace vmxsim::trace

@@ -7,7 +7,7 @@
 // not apply to a row kind are empty.
 #include "trace/summary.h"
 
-#include "cpu/vmx/vm_exit.h"
+#include "trace/vmx_names.h"
 
 #include <fmt/format.h>
 

@@ -15,7 +15,6 @@
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_instructions.h"
 #include "cpu/vmx/vmx_state.h"
-#include "trace/ground_truth.h"
 
 namespace vmxsim {
 
@@ -191,15 +190,21 @@ Status entryFailure(Cpu &C, ExitReason Reason, uint64_t Qualification) {
 
 } // namespace
 
+/// Tells the transition observer (if any) that this VM entry failed.
+static void reportEntryFailure(const Cpu &C, VmEntryFailOutcome Outcome, uint32_t Number,
+                               uint32_t CheckId, uint64_t Qualification) {
+  if (VmxTransitionObserver *O = C.Transitions) [[unlikely]]
+    O->vmEntryFailure({C.Id, C.Cycles, Outcome, Number, CheckId, Qualification});
+}
+
 Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
   VmEntryCheckResult R = checkVmEntry(C, V, *C.Model.Vmx, IsLaunch);
-  if (!R.ok() && C.GroundTruth) [[unlikely]] {
+  if (!R.ok() && C.Transitions) [[unlikely]] {
     const bool Fail = R.Kind == VmEntryCheckResult::Outcome::VmFailValid;
-    C.GroundTruth->vmEntryFailure(
-        C, Fail ? trace::EntryFailOutcome::VmFailValid : trace::EntryFailOutcome::GuestStateCheck,
-        Fail ? R.ErrorNumber : R.ExitReason, uint32_t(R.CheckId), R.Qualification);
+    reportEntryFailure(C, Fail ? VmEntryFailOutcome::VmFailValid : VmEntryFailOutcome::GuestStateCheck,
+                       Fail ? R.ErrorNumber : R.ExitReason, uint32_t(R.CheckId), R.Qualification);
   }
   if (R.Kind == VmEntryCheckResult::Outcome::VmFailValid)
     return vmFailValid(C, I, R.ErrorNumber);
@@ -212,10 +217,8 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   loadGuestRegisters(C, V);
   C.NonRoot = true;
   if (!loadGuestPdptes(C, V)) {
-    if (C.GroundTruth) [[unlikely]]
-      C.GroundTruth->vmEntryFailure(C, trace::EntryFailOutcome::LoadingGuestState,
-                                    uint32_t(ExitReason::VmEntryFailureInvalidGuestState),
-                                    trace::kNoCheckId, 2);
+    reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,
+                       uint32_t(ExitReason::VmEntryFailureInvalidGuestState), kNoVmEntryCheck, 2);
     return entryFailure(C, ExitReason::VmEntryFailureInvalidGuestState, 2);
   }
   loadGuestNonRegisterState(C, V);
@@ -236,10 +239,8 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   C.modeChanged();
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
                                  uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
-    if (C.GroundTruth) [[unlikely]]
-      C.GroundTruth->vmEntryFailure(C, trace::EntryFailOutcome::LoadingGuestState,
-                                    uint32_t(ExitReason::VmEntryFailureMsrLoading),
-                                    trace::kNoCheckId, Bad);
+    reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,
+                       uint32_t(ExitReason::VmEntryFailureMsrLoading), kNoVmEntryCheck, Bad);
     return entryFailure(C, ExitReason::VmEntryFailureMsrLoading, Bad);
   }
   if (IsLaunch) {
@@ -253,9 +254,22 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   vmxEventsOnEntry(C);
   // Ground truth: the processor now runs the guest (the injected event, if any, is
   // delivered next).
-  if (trace::GroundTruthRecorder *G = C.GroundTruth) [[unlikely]]
-    G->vmEntry(C, IsLaunch, uint32_t(V.get(F::VmEntryInterruptionInformation)),
-               uint32_t(V.get(F::VmEntryExceptionErrorCode)));
+  if (VmxTransitionObserver *O = C.Transitions) [[unlikely]] {
+    // Only a valid field injects; the error code only with "deliver error code" (SDM
+    // Vol. 3C, "Format of the VM-Entry Interruption-Information Field").
+    uint32_t Info = uint32_t(V.get(F::VmEntryInterruptionInformation));
+    if (!(Info & intinfo::Valid))
+      Info = 0;
+    VmEntryEvent E;
+    E.Cpu = C.Id;
+    E.Tsc = C.Cycles;
+    E.Rip = C.S.Rip;
+    E.IsLaunch = IsLaunch;
+    E.InjectedInfo = Info;
+    E.InjectedErrorCode =
+        Info & intinfo::DeliverErrorCode ? uint32_t(V.get(F::VmEntryExceptionErrorCode)) : 0;
+    O->vmEntry(E);
+  }
   return injectEvent(C, V);
 }
 

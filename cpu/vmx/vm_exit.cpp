@@ -12,31 +12,8 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vmcs_segments.h"
 #include "cpu/vmx/vmx_state.h"
-#include "trace/ground_truth.h"
 
 namespace vmxsim {
-
-const char *exitReasonName(unsigned Basic) {
-  switch (Basic) {
-#define EXIT_REASON(Name, Number, Kind, SdmName)                                          \
-  case Number:                                                                           \
-    return SdmName;
-#include "cpu/vmx/exit_reasons.def"
-#undef EXIT_REASON
-  }
-  return nullptr;
-}
-
-const char *exitReasonEnumName(unsigned Basic) {
-  switch (Basic) {
-#define EXIT_REASON(Name, Number, Kind, SdmName)                                          \
-  case Number:                                                                           \
-    return #Name;
-#include "cpu/vmx/exit_reasons.def"
-#undef EXIT_REASON
-  }
-  return nullptr;
-}
 
 namespace {
 
@@ -312,12 +289,33 @@ void loadHostState(Cpu &C, const VmcsData &V) {
 
 } // namespace
 
+/// What cpu/observer.h publishes of a VM exit that begins.
+static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
+  VmExitEvent E;
+  E.Cpu = C.Id;
+  E.Tsc = C.Cycles;
+  E.Reason = uint32_t(Info.Reason) | (Info.EntryFailure ? kExitReasonEntryFailure : 0);
+  E.Rip = C.S.Rip;
+  E.Qualification = Info.Qualification;
+  E.InstructionLength = Info.InstructionLength;
+  E.InstructionInfo = Info.InstructionInfo;
+  E.InterruptionInfo = Info.InterruptionInfo;
+  E.InterruptionErrorCode = Info.InterruptionErrorCode;
+  E.IdtVectoringInfo = Info.IdtVectoringInfo;
+  E.IdtVectoringErrorCode = Info.IdtVectoringErrorCode;
+  E.GuestLinearValid = Info.GuestLinearValid;
+  E.GuestPhysicalValid = Info.GuestPhysicalValid;
+  E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
+  E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
+  return E;
+}
+
 Status vmExit(Cpu &C, const VmExitInfo &Info) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
-  // Ground truth (trace/ground_truth.h): guest state is still in C here.
-  if (trace::GroundTruthRecorder *G = C.GroundTruth) [[unlikely]]
-    G->vmExit(C, Info);
+  // The transition observer (the ground truth): guest state is still in C here.
+  if (VmxTransitionObserver *O = C.Transitions) [[unlikely]]
+    O->vmExit(transitionEvent(C, Info));
   recordExitInformation(C, V, Info);
   // VM exits clear the valid bit of the VM-entry interruption-information field (SDM
   // Vol. 3C, "Updating VM-Entry Control Fields").

@@ -18,11 +18,6 @@ enum class ExitReason : uint16_t {
 #include "cpu/vmx/exit_reasons.def"
 #undef EXIT_REASON
 };
-/// The SDM name of a basic exit reason, or nullptr for a reserved number.
-const char *exitReasonName(unsigned Basic);
-/// The enumerator name of a basic exit reason in cpu/vmx/exit_reasons.def ("Cpuid"), or
-/// nullptr; what the trace tools print.
-const char *exitReasonEnumName(unsigned Basic);
 
 /// Bit 31 of the exit-reason field: "VM-entry failure" (SDM Vol. 3C, "Basic VM-Exit
 /// Information").

@@ -344,11 +344,12 @@ std::vector<std::pair<uint64_t, uint8_t>> kvmChanges(KvmSide &K, const FuzzStrea
   return Out;
 }
 
-std::unique_ptr<Sides> makeSides(std::string &Why, bool WithKvm) {
+std::unique_ptr<Sides> makeSides(std::string &Why, bool WithKvm, bool InjectBtCarryBug) {
   auto Sd = std::make_unique<Sides>();
   Sd->Cfg.RamBytes = kRamBytes;
   Sd->Cfg.StopPort = kEndPort;
   Sd->Cfg.Cpl3ExceptionStops = false;
+  Sd->Cfg.InjectBtCarryBug = InjectBtCarryBug;
   Sd->Sim = std::make_unique<SimSide>(Sd->Cfg);
   Sd->Page.resize(kPageSize);
   auto PutSim = [&](uint64_t A, const void *P, uint64_t N) { Sd->Sim->load(A, P, N); };
@@ -388,7 +389,7 @@ FuzzResult runFuzz(const FuzzOptions &O) {
     Res.Why = "the differential fuzzer needs /dev/kvm (" + Res.Why + ")";
     return Res;
   }
-  std::unique_ptr<Sides> Sd = makeSides(Res.Why, true);
+  std::unique_ptr<Sides> Sd = makeSides(Res.Why, true, O.InjectBtCarryBug);
   if (!Sd) {
     Res.HostProblem = true;
     return Res;
@@ -529,7 +530,7 @@ std::string formatRegression(const FuzzDivergence &D) {
   return S.str();
 }
 
-std::string replayRegression(const std::string &Text) {
+std::string replayRegression(const std::string &Text, bool InjectBtCarryBug) {
   FuzzStream St;
   Outcome Want;
   uint64_t Mask = rflags::Arith;
@@ -615,7 +616,7 @@ std::string replayRegression(const std::string &Text) {
   if (St.Insns.empty())
     return "no instructions";
   std::string Why;
-  std::unique_ptr<Sides> Sd = makeSides(Why, false);
+  std::unique_ptr<Sides> Sd = makeSides(Why, false, InjectBtCarryBug);
   loadStream(*Sd, nullptr, St);
   Outcome S = Sd->Sim->run(startState(St), streamLimits());
   std::string Diff = compareOutcomes(Want, S, Mask);

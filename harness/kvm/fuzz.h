@@ -33,12 +33,6 @@
 #include <string>
 #include <vector>
 
-namespace vmxsim::testhook {
-/// Test-only emulator bug switch (defined in cpu/exec_bit.cpp): when true, BT/BTS/BTR/BTC
-/// store the complement of the correct CF. Proves that the differential run can fail.
-extern bool FlipBtCarry;
-} // namespace vmxsim::testhook
-
 namespace vmxsim::kvm {
 
 inline constexpr uint16_t kEndPort = 0x80;
@@ -67,6 +61,9 @@ struct FuzzOptions {
   bool Capstone = true;   ///< decode every stream with Capstone and vmxsim's decoder too
   bool Minimise = true;
   unsigned MaxReported = 10; ///< divergences kept (minimised) in the result
+  /// Test-only: vmxsim's side runs with Cpu::TestBugs.FlipBtCarry (BT* store the wrong
+  /// CF), which proves that the differential run can fail.
+  bool InjectBtCarryBug = false;
 };
 
 struct FuzzDivergence {
@@ -112,7 +109,7 @@ std::string formatCoverage(const FuzzResult &R);
 std::string formatRegression(const FuzzDivergence &D);
 /// Replays a regression case under vmxsim alone; empty if vmxsim now matches the
 /// recorded KVM outcome, else the first difference (or a parse error).
-std::string replayRegression(const std::string &Text);
+std::string replayRegression(const std::string &Text, bool InjectBtCarryBug = false);
 
 /// Number of instruction forms in the generator's table, and the name of one.
 unsigned numForms();

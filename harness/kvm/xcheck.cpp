@@ -120,7 +120,9 @@ struct SimSide::Impl final : PortDevice, MmioDevice, CpuObserver {
   CpuState Snapshot;
 };
 
-SimSide::SimSide(const SideConfig &Cfg) : P(std::make_unique<Impl>(Cfg)) {}
+SimSide::SimSide(const SideConfig &Cfg) : P(std::make_unique<Impl>(Cfg)) {
+  P->C.TestBugs.FlipBtCarry = Cfg.InjectBtCarryBug;
+}
 SimSide::~SimSide() = default;
 PhysMem &SimSide::mem() { return P->Mem; }
 Cpu &SimSide::cpu() { return P->C; }

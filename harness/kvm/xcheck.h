@@ -80,6 +80,8 @@ struct SideConfig {
   /// KVM cannot deliver it (see the file comment). Off: both sides deliver through the
   /// guest IDT, which is what this KVM does with the fuzzer's layout.
   bool Cpl3ExceptionStops = false;
+  /// Test-only: vmxsim's side runs with Cpu::TestBugs.FlipBtCarry.
+  bool InjectBtCarryBug = false;
 };
 
 /// vmxsim as one side: a processor, RAM, a recording port bus and MMIO region. Reusable:

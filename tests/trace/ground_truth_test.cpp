@@ -2,10 +2,9 @@
 // GT_VMEXIT per VM exit with exactly the exit reasons Bochs reports
 // (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
 // files from two runs (STYLE 2.8, determinism).
-#include "cpu/vmx/vm_exit.h"
+#include "harness/ground_truth_link.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
-#include "tests/support/test_machine.h"
 #include "tests/trace/trace_test_util.h"
 #include "trace/ground_truth.h"
 #include "trace/reader.h"
@@ -127,23 +126,25 @@ TEST(GroundTruth, InstructionRecordsCoverEveryRetiredInstruction) {
 // (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events"); it is written only
 // when one of them is non-zero, and then holds exactly those values.
 TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
-  vmxsim::test::TestMachine M;
-  M.setupLongMode();
-  M.S.Rip = 0x401000;
+  // Through the link the machine installs (harness/ground_truth_link.h): the processor's
+  // VmExitEvent (cpu/observer.h) becomes the records.
   MemoryOutput Out;
   {
     TraceWriter W(Out, 1);
     GroundTruthRecorder G(W);
-    VmExitInfo Cpuid;
-    Cpuid.Reason = ExitReason::Cpuid;
+    GroundTruthLink L(G);
+    VmExitEvent Cpuid;
+    Cpuid.Reason = 10; // CPUID
+    Cpuid.Rip = 0x401000;
     Cpuid.InstructionLength = 2;
-    G.vmExit(M.Cpu_, Cpuid);
-    VmExitInfo Pf;
-    Pf.Reason = ExitReason::ExceptionOrNmi;
+    L.vmExit(Cpuid);
+    VmExitEvent Pf;
+    Pf.Reason = 0; // exception or NMI
+    Pf.Rip = 0x401000;
     Pf.InterruptionInfo = 0x80000b0e; // valid, hardware exception, error code, #PF
     Pf.InterruptionErrorCode = 6;
     Pf.Qualification = 0xdead000;
-    G.vmExit(M.Cpu_, Pf);
+    L.vmExit(Pf);
   }
   const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
   ASSERT_EQ(R.size(), 3u);

@@ -65,9 +65,8 @@ TEST(KvmCrossCheck, InjectedBtCarryBugIsCaught) {
   O.Streams = 3000;
   O.MaxReported = 3;
   O.Capstone = false;
-  testhook::FlipBtCarry = true;
+  O.InjectBtCarryBug = true;
   FuzzResult R = runFuzz(O);
-  testhook::FlipBtCarry = false;
   ASSERT_FALSE(R.HostProblem) << R.Why;
   EXPECT_GT(R.Divergent, 0u);
   ASSERT_FALSE(R.Divergences.empty());
@@ -79,9 +78,7 @@ TEST(KvmCrossCheck, InjectedBtCarryBugIsCaught) {
   // Its regression case replays clean once the bug is gone, and fails with the bug.
   const std::string Case = formatRegression(D);
   EXPECT_EQ(replayRegression(Case), "");
-  testhook::FlipBtCarry = true;
-  const std::string WithBug = replayRegression(Case);
-  testhook::FlipBtCarry = false;
+  const std::string WithBug = replayRegression(Case, true);
   EXPECT_NE(WithBug.find("rflags"), std::string::npos) << WithBug;
 }
 

@@ -1,0 +1,84 @@
+// What the processor tells the outside about itself: the observer interfaces that cpu/
+// owns (DESIGN.md, "Layers depend one way"). Tools (the instruction tracer, the ground
+// truth) implement them in harness/, which connects them to trace/'s writers; nothing in
+// cpu/ or cpu/vmx/ knows who listens. Every hook is a null pointer test when unused.
+//
+// The events carry plain values, copied out of the processor at the moment the SDM names
+// (a VM exit before guest state is saved, a VM entry once guest state is loaded), so an
+// observer needs no header of the processor's internals.
+#pragma once
+#include <cstdint>
+
+namespace vmxsim {
+
+class Cpu;
+struct DecodedInsn;
+struct PendingEvent;
+
+/// Hooks for tooling (instruction traces); null when unused so they cost one branch.
+class CpuObserver {
+public:
+  virtual ~CpuObserver() = default;
+  /// Called before each instruction executes when instruction tracing is on.
+  virtual void beforeInsn(const Cpu &, const DecodedInsn &) {}
+  /// Called after each instruction retires.
+  virtual void afterInsn(const Cpu &, const DecodedInsn &) {}
+  virtual void onException(const Cpu &, const PendingEvent &) {}
+};
+
+/// A VM exit as it begins (SDM Vol. 3C, "VM Exits"): the exit information the processor
+/// is about to record in the VMCS, and the guest's RIP before it is saved.
+struct VmExitEvent {
+  unsigned Cpu = 0;
+  uint64_t Tsc = 0;    ///< the virtual TSC (Cpu::Cycles)
+  uint32_t Reason = 0; ///< the full exit-reason field, bit 31 for a VM-entry failure
+  uint64_t Rip = 0;
+  uint64_t Qualification = 0;
+  uint32_t InstructionLength = 0, InstructionInfo = 0;
+  uint32_t InterruptionInfo = 0, InterruptionErrorCode = 0;
+  uint32_t IdtVectoringInfo = 0, IdtVectoringErrorCode = 0;
+  bool GuestLinearValid = false, GuestPhysicalValid = false;
+  uint64_t GuestLinearAddress = 0, GuestPhysicalAddress = 0;
+};
+
+/// A VM entry that has loaded the guest and is about to run it (before the injected
+/// event, if any, is delivered).
+struct VmEntryEvent {
+  unsigned Cpu = 0;
+  uint64_t Tsc = 0;
+  uint64_t Rip = 0;
+  bool IsLaunch = false;
+  /// The event injected by this entry: the VM-entry interruption-information field when
+  /// its valid bit is set (else 0), and its error code when it delivers one (else 0).
+  uint32_t InjectedInfo = 0, InjectedErrorCode = 0;
+};
+
+/// How a VM entry failed (SDM Vol. 3C, "VM Entries").
+enum class VmEntryFailOutcome : uint32_t {
+  VmFailValid = 1,       ///< a check on the controls or host state: VMfailValid
+  GuestStateCheck = 2,   ///< a check on the guest state: VM exit with bit 31
+  LoadingGuestState = 3, ///< while or after loading guest state (PDPTEs, MSR loading)
+};
+/// CheckId of a failure that no VM-entry check (cpu/vmx/vm_entry_checks.def) reported.
+inline constexpr uint32_t kNoVmEntryCheck = 0xffff;
+
+struct VmEntryFailureEvent {
+  unsigned Cpu = 0;
+  uint64_t Tsc = 0;
+  VmEntryFailOutcome Outcome = VmEntryFailOutcome::VmFailValid;
+  /// The VM-instruction error (VmFailValid) or the basic exit reason (the others).
+  uint32_t Number = 0;
+  uint32_t CheckId = kNoVmEntryCheck;
+  uint64_t Qualification = 0;
+};
+
+/// VMX transitions, as they happen; the ground truth listens here.
+class VmxTransitionObserver {
+public:
+  virtual ~VmxTransitionObserver() = default;
+  virtual void vmExit(const VmExitEvent &E) = 0;
+  virtual void vmEntry(const VmEntryEvent &E) = 0;
+  virtual void vmEntryFailure(const VmEntryFailureEvent &E) = 0;
+};
+
+} // namespace vmxsim
