@@ -197,6 +197,13 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
     if (Slot & 1)
       return C.raiseGp(0);
     break;
+  case MsrWrite::Debugctl:
+    // Storage of 0 only: last-branch records, branch single-stepping (BTF), branch trace
+    // messages and stores and the PMI freeze bits are not modelled, so enabling any of
+    // them stops the run rather than being silently ignored.
+    if (Value)
+      return C.unimplemented("IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)");
+    break;
   case MsrWrite::MiscEnable: {
     constexpr uint64_t ReadOnlyBits = 0x80 | 0x1800;
     Value = (Value & ~ReadOnlyBits) | (Slot & ReadOnlyBits);

@@ -46,6 +46,7 @@ enum class MsrWrite : uint8_t {
   MtrrPhysMask,   ///< mask bits up to MAXPHYADDR
   VmxCapability,  ///< IA32_VMX_*: computed from the VMX profile; WRMSR raises #GP(0)
   Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
+  Debugctl,       ///< IA32_DEBUGCTL: a defined bit vmxsim does not model is unimplemented
 };
 
 struct MsrInfo {

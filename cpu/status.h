@@ -8,7 +8,8 @@ namespace vmxsim {
 enum class [[nodiscard]] Status : uint8_t {
   Ok,
   Fault,         ///< an exception is pending in Cpu::Pending (vector, error code, CR2)
-  VmExit,        ///< exit information is written; the run loop performs the VM exit
+  VmExit,        ///< the VM exit has happened (vmExit, cpu/vmx/vm_exit.h): host state is
+                 ///< loaded; callers unwind to the run loop without touching state
   Shutdown,      ///< triple fault or shutdown state
   Unimplemented, ///< an emulator gap (never a guest error): reported loudly
 };

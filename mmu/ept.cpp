@@ -5,6 +5,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/exit_qualification.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_features.h"
 #include "cpu/vmx/vmx_state.h"
@@ -17,17 +18,13 @@ namespace {
 
 using F = VmcsField;
 
-bool secondary(const VmcsData &V, VmxControl Ctl) {
-  return (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
-          controlBit(VmxControl::ActivateSecondaryControls)) &&
-         (V.get(F::SecondaryProcessorBasedVmExecutionControls) & controlBit(Ctl));
-}
+
 
 /// Mode-based execute control for EPT is in effect (SDM Vol. 3C, "Mode-Based Execute
 /// Control for EPT"): only when the processor supports it and the control is 1.
 bool modeBasedExecute(const Cpu &C) {
   return C.Model.Vmx && C.Model.Vmx->has(VmxFeature::ModeBasedExecute) &&
-         secondary(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
+         controlSet(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
 }
 
 // EPT paging structures live in host-physical memory. An entry outside RAM (or in an
@@ -63,7 +60,7 @@ bool eptAllows(bool Mbec, uint8_t Rights, const EptAccess &A, bool IsWrite) {
 } // namespace
 
 bool eptActive(const Cpu &C) {
-  return C.NonRoot && secondary(C.Vmx->Vmcs, VmxControl::EnableEpt);
+  return C.NonRoot && controlSet(C.Vmx->Vmcs, VmxControl::EnableEpt);
 }
 
 EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {

@@ -36,6 +36,17 @@ inline constexpr uint8_t kControlBitNumbers[] = {
 constexpr uint32_t controlBit(VmxControl C) {
   return 1u << detail::kControlBitNumbers[unsigned(C)];
 }
+namespace detail {
+inline constexpr VmxControlWord kControlWords[] = {
+#define VMX_CONTROL(Word, Bit, Name, Default, Feature, SdmName) VmxControlWord::Word,
+#include "cpu/vmx/vmx_controls.def"
+#undef VMX_CONTROL
+};
+} // namespace detail
+/// The control word a control lives in (the Word column of vmx_controls.def).
+constexpr VmxControlWord controlWord(VmxControl C) {
+  return detail::kControlWords[unsigned(C)];
+}
 
 
 /// The value of an IA32_VMX_* capability MSR under a profile; nullopt for MSRs the

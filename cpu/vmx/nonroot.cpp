@@ -11,6 +11,7 @@
 #include "cpu/vmx/exit_qualification.h"
 #include "cpu/vmx/instruction_info.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmx_instructions.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -19,13 +20,6 @@ namespace vmxsim::nonroot {
 namespace {
 
 using F = VmcsField;
-
-/// The control word of each control, from vmx_controls.def (indexed by enumerator).
-constexpr VmxControlWord kControlWords[] = {
-#define VMX_CONTROL(Word, Bit, Name, Default, Feature, SdmName) VmxControlWord::Word,
-#include "cpu/vmx/vmx_controls.def"
-#undef VMX_CONTROL
-};
 
 const VmcsData &vmcs(const Cpu &C) { return C.Vmx->Vmcs; }
 
@@ -145,32 +139,7 @@ bool ioExits(const Cpu &C, uint16_t Port, unsigned SizeBytes) {
 
 } // namespace
 
-bool procCtl(const Cpu &C, VmxControl Ctl) {
-  const VmcsData &V = vmcs(C);
-  uint64_t Word = 0;
-  switch (kControlWords[unsigned(Ctl)]) {
-  case VmxControlWord::Pin:
-    Word = V.get(F::PinBasedVmExecutionControls);
-    break;
-  case VmxControlWord::Proc:
-    Word = V.get(F::PrimaryProcessorBasedVmExecutionControls);
-    break;
-  case VmxControlWord::Proc2:
-    if (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
-        controlBit(VmxControl::ActivateSecondaryControls))
-      Word = V.get(F::SecondaryProcessorBasedVmExecutionControls);
-    break;
-  case VmxControlWord::Proc3:
-    return false; // no tertiary control exists on any profile
-  case VmxControlWord::Exit:
-    Word = V.get(F::PrimaryVmExitControls);
-    break;
-  case VmxControlWord::Entry:
-    Word = V.get(F::VmEntryControls);
-    break;
-  }
-  return Word & controlBit(Ctl);
-}
+bool procCtl(const Cpu &C, VmxControl Ctl) { return controlSet(vmcs(C), Ctl); }
 
 uint64_t guestTsc(const Cpu &C, uint64_t Tsc) {
   if (!procCtl(C, VmxControl::UseTscOffsetting))

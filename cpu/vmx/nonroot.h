@@ -25,9 +25,7 @@ struct DecodedInsn;
 
 namespace nonroot {
 
-/// Effective setting of a VM-execution control of the current VMCS. Secondary controls
-/// read as 0 unless "activate secondary controls" is 1 (SDM Vol. 3C, "Secondary
-/// Processor-Based VM-Execution Controls").
+/// controlSet (cpu/vmx/vmcs_controls.h) of the current VMCS.
 bool procCtl(const Cpu &C, VmxControl Ctl);
 
 /// The TSC value a guest reads (RDTSC, RDTSCP, RDMSR of IA32_TSC) when the read does not

@@ -11,6 +11,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry_checks.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmcs_segments.h"
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_instructions.h"
@@ -21,15 +22,6 @@ namespace vmxsim {
 namespace {
 
 using F = VmcsField;
-
-bool entryControl(const VmcsData &V, VmxControl Ctl) {
-  return V.get(F::VmEntryControls) & controlBit(Ctl);
-}
-bool secondaryControl(const VmcsData &V, VmxControl Ctl) {
-  return (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
-          controlBit(VmxControl::ActivateSecondaryControls)) &&
-         (V.get(F::SecondaryProcessorBasedVmExecutionControls) & controlBit(Ctl));
-}
 
 Segment loadSegment(const VmcsData &V, const GuestSegmentFields &Fl) {
   return Segment{uint16_t(V.get(Fl.Selector)), V.get(Fl.Base), uint32_t(V.get(Fl.Limit)),
@@ -46,23 +38,23 @@ void loadGuestRegisters(Cpu &C, const VmcsData &V) {
   S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::GuestCr0) & ~Cr0Keep);
   S.Cr3 = V.get(F::GuestCr3);
   S.Cr4 = V.get(F::GuestCr4);
-  if (entryControl(V, VmxControl::LoadDebugControls)) {
+  if (controlSet(V, VmxControl::LoadDebugControls)) {
     // DR7 bits 12, 15:14 are always 0 and bit 10 is always 1.
     S.Dr[7] = (V.get(F::GuestDr7) & ~uint64_t(0xd000)) | 0x400;
-    C.Vmx->Debugctl = V.get(F::GuestIa32Debugctl);
+    (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = V.get(F::GuestIa32Debugctl);
   }
   MsrState &M = *C.Msrs;
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::GuestIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::GuestIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::GuestIa32SysenterEip);
-  if (entryControl(V, VmxControl::LoadIa32PatOnEntry))
+  if (controlSet(V, VmxControl::LoadIa32PatOnEntry))
     M[MsrSlot::IA32_PAT] = V.get(F::GuestIa32Pat);
-  if (entryControl(V, VmxControl::LoadIa32EferOnEntry)) {
+  if (controlSet(V, VmxControl::LoadIa32EferOnEntry)) {
     S.Efer = V.get(F::GuestIa32Efer);
   } else {
     // LMA and LME follow "IA-32e mode guest"; the other bits are unchanged.
     S.Efer &= ~(efer::LMA | efer::LME);
-    if (entryControl(V, VmxControl::Ia32eModeGuest))
+    if (controlSet(V, VmxControl::Ia32eModeGuest))
       S.Efer |= efer::LMA | efer::LME;
   }
 
@@ -85,7 +77,7 @@ bool loadGuestPdptes(Cpu &C, const VmcsData &V) {
   CpuState &S = C.S;
   if (!(S.Cr0 & cr0::PG) || !(S.Cr4 & cr4::PAE) || (S.Efer & efer::LMA))
     return true;
-  if (secondaryControl(V, VmxControl::EnableEpt)) {
+  if (controlSet(V, VmxControl::EnableEpt)) {
     const F Fields[] = {F::GuestPdpte0, F::GuestPdpte1, F::GuestPdpte2, F::GuestPdpte3};
     for (unsigned K = 0; K < 4; ++K)
       S.Pdpte[K] = V.get(Fields[K]);
@@ -123,7 +115,7 @@ void loadGuestNonRegisterState(Cpu &C, const VmcsData &V) {
   }
   X.BlockingBySmi = Intr & interruptibility::BlockingBySmi;
   bool NmiBlocking = Intr & interruptibility::BlockingByNmi;
-  if (V.get(F::PinBasedVmExecutionControls) & controlBit(VmxControl::VirtualNmis))
+  if (controlSet(V, VmxControl::VirtualNmis))
     X.VirtualNmiBlocked = NmiBlocking;
   else
     C.NmiBlocked = NmiBlocking;
@@ -131,8 +123,7 @@ void loadGuestNonRegisterState(Cpu &C, const VmcsData &V) {
   // The first PAUSE at CPL 0 after VM entry starts a PAUSE loop (SDM Vol. 3C, PAUSE-loop
   // exiting; cpu/vmx/nonroot.cpp).
   X.PleValid = false;
-  X.PreemptionTimerActive = (V.get(F::PinBasedVmExecutionControls) &
-                             controlBit(VmxControl::ActivateVmxPreemptionTimer)) &&
+  X.PreemptionTimerActive = controlSet(V, VmxControl::ActivateVmxPreemptionTimer) &&
                             fieldSupported(P, F::VmxPreemptionTimerValue);
   if (X.PreemptionTimerActive) {
     // The timer counts down by 1 each time TSC bit "rate" changes (SDM Vol. 3C,
@@ -150,8 +141,8 @@ Status injectEvent(Cpu &C, VmcsData &V) {
     return Status::Ok;
   // VM entry clears the valid bit (SDM Vol. 3C, "Event Injection").
   V.set(F::VmEntryInterruptionInformation, Info & ~intinfo::Valid);
-  uint8_t Vector = Info & intinfo::VectorMask;
-  uint32_t Type = (Info & intinfo::TypeMask) >> intinfo::TypeShift;
+  const uint8_t Vector = uint8_t(intinfo::vector(Info));
+  const uint32_t Type = intinfo::type(Info);
   bool HasError = Info & intinfo::DeliverErrorCode;
   uint32_t Error = uint32_t(V.get(F::VmEntryExceptionErrorCode));
   uint64_t Rip = C.S.Rip;
@@ -217,9 +208,10 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   loadGuestRegisters(C, V);
   C.NonRoot = true;
   if (!loadGuestPdptes(C, V)) {
+    constexpr uint64_t Qual = uint64_t(EntryFailureQualification::PdpteLoading);
     reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,
-                       uint32_t(ExitReason::VmEntryFailureInvalidGuestState), kNoVmEntryCheck, 2);
-    return entryFailure(C, ExitReason::VmEntryFailureInvalidGuestState, 2);
+                       uint32_t(ExitReason::VmEntryFailureInvalidGuestState), kNoVmEntryCheck, Qual);
+    return entryFailure(C, ExitReason::VmEntryFailureInvalidGuestState, Qual);
   }
   loadGuestNonRegisterState(C, V);
   // SDM Vol. 3C, "VPID and VM Entry"/"Operations that Invalidate Cached Mappings": with
@@ -228,11 +220,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // With "enable EPT" the guest's translations are combined mappings of its (VPID,
   // EP4TA) context (SDM Vol. 3C, "Information That May Be Cached"); without "enable
   // VPID" its VPID is 0000H, whose mappings (of every EP4TA) are invalidated.
-  const bool EnableVpid = secondaryControl(V, VmxControl::EnableVpid);
+  const bool EnableVpid = controlSet(V, VmxControl::EnableVpid);
   const uint16_t Vpid = EnableVpid ? uint16_t(V.get(F::VirtualProcessorIdentifier)) : 0;
   if (!EnableVpid)
     C.flushTlbVpid(0);
-  if (secondaryControl(V, VmxControl::EnableEpt))
+  if (controlSet(V, VmxControl::EnableEpt))
     C.switchTlbContextEpt(Vpid, V.get(F::EptPointer));
   else if (EnableVpid)
     C.switchTlbContext(Vpid);

@@ -16,6 +16,7 @@
 #include "cpu/msrs.h"
 #include "cpu/registers.h"
 #include "cpu/vmx/capabilities.h"
+#include "cpu/vmx/vm_exit.h"
 #include "cpu/vmx/vmx_state.h"
 #include "mmu/phys_mem.h"
 
@@ -48,7 +49,7 @@ constexpr VmEntryCheckInfo kChecks[] = {
    VmEntryCheckGroup::GroupName,                                                         \
    kGroups[unsigned(VmEntryCheckGroup::GroupName)].Kind,                                 \
    kGroups[unsigned(VmEntryCheckGroup::GroupName)].Number,                               \
-   Qual,                                                                                 \
+   uint8_t(EntryFailureQualification::Qual),                                             \
    kGroups[unsigned(VmEntryCheckGroup::GroupName)].Section,                              \
    Desc},
 #include "cpu/vmx/vm_entry_checks.def"
@@ -78,28 +79,18 @@ constexpr VmxControlWord kControlWords[] = {
 // IA32_VMX_EPT_VPID_CAP bits (SDM Vol. 3D, "VPID and EPT Capabilities").
 constexpr uint64_t kEptCapWalk4 = 1u << 6, kEptCapWalk5 = 1u << 7, kEptCapUc = 1u << 8,
                    kEptCapWb = 1u << 14, kEptCapAccessedDirty = 1u << 21;
-// VM-entry interruption-information field (SDM Vol. 3C, "VM-Entry Controls for Event
-// Injection").
-constexpr uint32_t kIntInfoValid = 1u << 31, kIntInfoErrorCode = 1u << 11,
-                   kIntInfoReserved = 0x7ffff000;
-enum : unsigned {
-  ExternalInterrupt = 0,
-  Nmi = 2,
-  HardwareException = 3,
-  SoftwareInterrupt = 4,
-  PrivilegedSoftwareException = 5,
-  SoftwareException = 6,
-  OtherEvent = 7
-};
+// The VM-entry interruption-information field (SDM Vol. 3C, "VM-Entry Controls for Event
+// Injection") has the layout of cpu/vmx/vm_exit.h's intinfo.
+using namespace intinfo;
 // Pending debug exceptions (SDM Vol. 3C, "Guest Non-Register State"): B3-B0, enabled
 // breakpoint (12), BS (14) and RTM (16) are defined; the rest is reserved.
 constexpr uint64_t kPendingDebugReserved = 0xfffffffffffeaff0ull, kPendingDebugBs = 1u << 14,
                    kPendingDebugRtm = 1u << 16;
 // RFLAGS reserved bits 63:22, 15, 5 and 3 (bit 1 is reserved as 1).
 constexpr uint64_t kRflagsReserved0 = 0xffffffffffc08028ull;
-// IA32_DEBUGCTL has no row in cpu/msrs.def: vmxsim takes LBR, BTF and bits 15:6 as the
-// defined bits (SDM Vol. 3B, "IA32_DEBUGCTL MSR"); bits 5:2 and 63:16 are reserved.
-constexpr uint64_t kDebugctlDefined = 0xffc3, kDebugctlBtf = 1u << 1;
+// IA32_DEBUGCTL's reserved bits are its row's in cpu/msrs.def; BTF is bit 1 (SDM Vol. 3B,
+// "IA32_DEBUGCTL MSR").
+constexpr uint64_t kDebugctlBtf = 1u << 1;
 // Guest access-rights layout (the VMCS packing of registers.h's Segment::Attr).
 constexpr uint32_t kArType = 0xf, kArS = 1u << 4, kArP = 1u << 7, kArReservedLow = 0xf00,
                    kArL = 1u << 13, kArDb = 1u << 14, kArG = 1u << 15,
@@ -385,8 +376,8 @@ Id Checker::entryControls() const {
       controlCaps(P, VmxControlWord::Entry).allows(Words[unsigned(VmxControlWord::Entry)]),
       EntryControlsReserved);
   uint32_t Info = uint32_t(get(F::VmEntryInterruptionInformation));
-  if (Info & kIntInfoValid) {
-    unsigned Type = (Info >> 8) & 7, Vector = Info & 0xff;
+  if (Info & Valid) {
+    const unsigned Type = type(Info), Vector = vector(Info);
     bool MtfSupported =
         controlCaps(P, VmxControlWord::Proc).MayBe1 & controlBit(Ctl::MonitorTrapFlag);
     VMX_REQUIRE(Type != 1 && (Type != OtherEvent || MtfSupported), EventTypeReserved);
@@ -397,9 +388,9 @@ Id Checker::entryControls() const {
         Vector == 8 || (Vector >= 10 && Vector <= 14) || Vector == 17; // #DF #TS-#PF #AC
     bool MustDeliver = (!Ug || (get(F::GuestCr0) & cr0::PE)) && Type == HardwareException &&
                        DeliversErrorCode;
-    VMX_REQUIRE(bool(Info & kIntInfoErrorCode) == MustDeliver, EventDeliverErrorCode);
-    VMX_REQUIRE(!(Info & kIntInfoReserved), EventReservedBits);
-    if (Info & kIntInfoErrorCode)
+    VMX_REQUIRE(bool(Info & DeliverErrorCode) == MustDeliver, EventDeliverErrorCode);
+    VMX_REQUIRE(!(Info & EntryReserved), EventReservedBits);
+    if (Info & DeliverErrorCode)
       VMX_REQUIRE(!(get(F::VmEntryExceptionErrorCode) & 0xffff8000), EventErrorCodeReserved);
     if (Type == SoftwareInterrupt || Type == PrivilegedSoftwareException ||
         Type == SoftwareException) {
@@ -494,7 +485,9 @@ Id Checker::guestRegisters() const {
                       capability(msr::IA32_VMX_CR4_FIXED1)),
               GuestCr4Fixed);
   if (on(Ctl::LoadDebugControls))
-    VMX_REQUIRE(!(get(F::GuestIa32Debugctl) & ~kDebugctlDefined), GuestDebugctlReserved);
+    VMX_REQUIRE(!(get(F::GuestIa32Debugctl) &
+                  kMsrTable[unsigned(MsrSlot::IA32_DEBUGCTL)].Reserved),
+                GuestDebugctlReserved);
   if (Guest64) {
     VMX_REQUIRE(Cr0 & cr0::PG, GuestIa32eWithoutPg);
     VMX_REQUIRE(Cr4 & cr4::PAE, GuestIa32eWithoutPae);
@@ -680,7 +673,7 @@ Id Checker::guestRipRflags() const {
   if (Guest64 || !(get(F::GuestCr0) & cr0::PE))
     VMX_REQUIRE(!(Rflags & rflags::VM), GuestRflagsVm);
   uint32_t Info = uint32_t(get(F::VmEntryInterruptionInformation));
-  if ((Info & kIntInfoValid) && ((Info >> 8) & 7) == ExternalInterrupt)
+  if ((Info & Valid) && type(Info) == ExternalInterrupt)
     VMX_REQUIRE(Rflags & rflags::IF, GuestRflagsIf);
   return Id::None;
 }
@@ -692,8 +685,8 @@ Id Checker::guestNonRegisterState() const {
   uint64_t Intr = get(F::GuestInterruptibilityState);
   uint64_t Rflags = get(F::GuestRflags);
   uint32_t Info = uint32_t(get(F::VmEntryInterruptionInformation));
-  bool Injecting = Info & kIntInfoValid;
-  unsigned Type = (Info >> 8) & 7, Vector = Info & 0xff;
+  const bool Injecting = Info & Valid;
+  const unsigned Type = type(Info), Vector = vector(Info);
   constexpr uint64_t Sti = interruptibility::BlockingBySti,
                      MovSs = interruptibility::BlockingByMovSs;
 

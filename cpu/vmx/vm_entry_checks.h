@@ -42,6 +42,15 @@ struct VmEntryCheckResult {
 };
 using VmEntryCheckKind = VmEntryCheckResult::Outcome;
 
+/// The exit qualification of a VM-entry failure (SDM Vol. 3C, "VM-Entry Failures During
+/// or After Loading Guest State").
+enum class EntryFailureQualification : uint8_t {
+  None = 0,
+  PdpteLoading = 2,    ///< a problem loading the PDPTEs
+  NmiBlockedBySti = 3, ///< NMI injection into a guest blocking events by STI
+  VmcsLinkPointer = 4, ///< an invalid VMCS link pointer
+};
+
 struct VmEntryCheckInfo {
   const char *Name; ///< the enumerator name (also the ID traced on failure)
   VmEntryCheckGroup Group;

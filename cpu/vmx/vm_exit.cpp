@@ -10,6 +10,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/msrs.h"
 #include "cpu/vmx/capabilities.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmcs_segments.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -18,10 +19,6 @@ namespace vmxsim {
 namespace {
 
 using F = VmcsField;
-
-bool exitControl(const VmcsData &V, VmxControl Ctl) {
-  return V.get(F::PrimaryVmExitControls) & controlBit(Ctl);
-}
 
 // SDM Vol. 3C, "Recording VM-Exit Information and Updating VM-Entry Control Fields".
 void recordExitInformation(Cpu &C, VmcsData &V, const VmExitInfo &Info) {
@@ -70,16 +67,16 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   V.set(F::GuestCr0, S.Cr0);
   V.set(F::GuestCr3, S.Cr3);
   V.set(F::GuestCr4, S.Cr4);
-  if (exitControl(V, VmxControl::SaveDebugControls)) {
+  if (controlSet(V, VmxControl::SaveDebugControls)) {
     V.set(F::GuestDr7, S.Dr[7]);
-    V.set(F::GuestIa32Debugctl, X.Debugctl);
+    V.set(F::GuestIa32Debugctl, (*C.Msrs)[MsrSlot::IA32_DEBUGCTL]);
   }
   V.set(F::GuestIa32SysenterCs, (*C.Msrs)[MsrSlot::IA32_SYSENTER_CS]);
   V.set(F::GuestIa32SysenterEsp, (*C.Msrs)[MsrSlot::IA32_SYSENTER_ESP]);
   V.set(F::GuestIa32SysenterEip, (*C.Msrs)[MsrSlot::IA32_SYSENTER_EIP]);
-  if (exitControl(V, VmxControl::SaveIa32Pat) && fieldSupported(P, F::GuestIa32Pat))
+  if (controlSet(V, VmxControl::SaveIa32Pat) && fieldSupported(P, F::GuestIa32Pat))
     V.set(F::GuestIa32Pat, (*C.Msrs)[MsrSlot::IA32_PAT]);
-  if (exitControl(V, VmxControl::SaveIa32Efer) && fieldSupported(P, F::GuestIa32Efer))
+  if (controlSet(V, VmxControl::SaveIa32Efer) && fieldSupported(P, F::GuestIa32Efer))
     V.set(F::GuestIa32Efer, S.Efer);
 
   for (unsigned R = 0; R < kNumSegRegs; ++R)
@@ -104,12 +101,12 @@ void saveGuestState(Cpu &C, VmcsData &V) {
                             : interruptibility::BlockingBySti;
   if (X.BlockingBySmi)
     Intr |= interruptibility::BlockingBySmi;
-  bool VirtualNmis = V.get(F::PinBasedVmExecutionControls) & controlBit(VmxControl::VirtualNmis);
+  const bool VirtualNmis = controlSet(V, VmxControl::VirtualNmis);
   if (VirtualNmis ? X.VirtualNmiBlocked : C.NmiBlocked)
     Intr |= interruptibility::BlockingByNmi;
   V.set(F::GuestInterruptibilityState, Intr);
   V.set(F::GuestPendingDebugExceptions, X.PendingDebugExceptions);
-  if (exitControl(V, VmxControl::SaveVmxPreemptionTimerValue) &&
+  if (controlSet(V, VmxControl::SaveVmxPreemptionTimerValue) &&
       fieldSupported(P, F::VmxPreemptionTimerValue)) {
     unsigned Rate = P.PreemptionTimerRate;
     uint64_t Now = C.Cycles >> Rate, End = X.PreemptionTimerDeadline >> Rate;
@@ -117,10 +114,7 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   }
   // PDPTEs are saved when EPT is in use and the guest uses PAE paging (SDM Vol. 3C,
   // "Saving Non-Register State").
-  bool Ept = (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
-              controlBit(VmxControl::ActivateSecondaryControls)) &&
-             (V.get(F::SecondaryProcessorBasedVmExecutionControls) &
-              controlBit(VmxControl::EnableEpt));
+  const bool Ept = controlSet(V, VmxControl::EnableEpt);
   if (Ept && (S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE) && !(S.Efer & efer::LMA)) {
     const F Pdptes[] = {F::GuestPdpte0, F::GuestPdpte1, F::GuestPdpte2, F::GuestPdpte3};
     for (unsigned K = 0; K < 4; ++K)
@@ -206,7 +200,7 @@ namespace {
 // SDM Vol. 3C, "Loading Host State".
 void loadHostState(Cpu &C, const VmcsData &V) {
   CpuState &S = C.S;
-  const bool Host64 = exitControl(V, VmxControl::HostAddressSpaceSize);
+  const bool Host64 = controlSet(V, VmxControl::HostAddressSpaceSize);
   // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs": CR0 keeps ET,
   // CD, NW, bits 63:32, 28:19, 17, 15:6 and the VMX-fixed bits; CR4 keeps its fixed
   // bits; CR4.PAE is set for a 64-bit host.
@@ -222,14 +216,14 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   S.Cr3 = V.get(F::HostCr3) & ((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
   S.Cr4 = (V.get(F::HostCr4) & ~cr4::VMXE) | cr4::VMXE | (Host64 ? cr4::PAE : 0);
   S.Dr[7] = 0x400;
-  C.Vmx->Debugctl = 0;
+  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = 0; // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs"
   MsrState &M = *C.Msrs;
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::HostIa32SysenterEip);
-  if (exitControl(V, VmxControl::LoadIa32PatOnExit))
+  if (controlSet(V, VmxControl::LoadIa32PatOnExit))
     M[MsrSlot::IA32_PAT] = V.get(F::HostIa32Pat);
-  if (exitControl(V, VmxControl::LoadIa32EferOnExit)) {
+  if (controlSet(V, VmxControl::LoadIa32EferOnExit)) {
     S.Efer = V.get(F::HostIa32Efer);
   } else {
     S.Efer &= ~(efer::LMA | efer::LME);

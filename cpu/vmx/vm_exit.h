@@ -39,6 +39,11 @@ enum Type : uint32_t {
   SoftwareException = 6,
   OtherEvent = 7,
 };
+/// Bits 30:12 of the VM-entry interruption-information field are reserved (bit 12, NMI
+/// unblocking due to IRET, exists only in the exit fields).
+inline constexpr uint32_t EntryReserved = 0x7ffff000;
+constexpr unsigned vector(uint32_t Info) { return Info & VectorMask; }
+constexpr unsigned type(uint32_t Info) { return (Info & TypeMask) >> TypeShift; }
 } // namespace intinfo
 
 /// Everything a VM exit records (SDM Vol. 3C, "Recording VM-Exit Information and

@@ -8,6 +8,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry_checks.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmx_instructions.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -52,8 +53,7 @@ Status vmfuncEptpSwitching(Cpu &C, const DecodedInsn &I) {
   // mappings associated with VPID 0000H (for all PCIDs and for all EP4TA values)".
   // Translations are cached per (VPID, EP4TA) context (cpu/cpu.h), so switching to the
   // new EP4TA's context under the current VPID is exact, and costs no flush with VPID.
-  if (!(V.get(F::SecondaryProcessorBasedVmExecutionControls) &
-        controlBit(VmxControl::EnableVpid)))
+  if (!controlSet(V, VmxControl::EnableVpid))
     C.flushTlbVpid(0);
   C.switchTlbContextEpt(C.CurrentVpid, Tentative);
   // No register or flag is modified; control passes to the next instruction.

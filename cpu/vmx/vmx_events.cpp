@@ -8,6 +8,7 @@
 #include "cpu/segmentation.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmx_state.h"
 
 #include <algorithm>
@@ -18,15 +19,6 @@ namespace {
 
 using F = VmcsField;
 
-bool pinControl(const Cpu &C, VmxControl Ctl) {
-  return C.Vmx->Vmcs.get(F::PinBasedVmExecutionControls) & controlBit(Ctl);
-}
-bool procControl(const Cpu &C, VmxControl Ctl) {
-  return C.Vmx->Vmcs.get(F::PrimaryProcessorBasedVmExecutionControls) & controlBit(Ctl);
-}
-bool exitControl(const Cpu &C, VmxControl Ctl) {
-  return C.Vmx->Vmcs.get(F::PrimaryVmExitControls) & controlBit(Ctl);
-}
 
 // Bits of the pending-debug-exceptions field that name a debug trap to deliver: B3-B0
 // and BS (SDM Vol. 3C, Table "Format of Pending-Debug-Exceptions"). The same positions
@@ -114,10 +106,10 @@ void vmxEventsOnEntry(Cpu &C) {
   VmxEventState &E = X.Events;
   E = VmxEventState{};
   const uint32_t Info = uint32_t(X.Vmcs.get(F::VmEntryInterruptionInformation));
-  const uint32_t Type = (Info & intinfo::TypeMask) >> intinfo::TypeShift;
+  const uint32_t Type = intinfo::type(Info);
   const bool Valid = Info & intinfo::Valid;
   // SDM Vol. 3C, "Injection of Pending MTF VM Exits": type 7 (other event), vector 0.
-  if (Valid && Type == intinfo::OtherEvent && (Info & intinfo::VectorMask) == 0)
+  if (Valid && Type == intinfo::OtherEvent && intinfo::vector(Info) == 0)
     E.MtfPending = true;
   const bool Vectoring = Valid && Type != intinfo::OtherEvent;
   E.InjectingEvent = Vectoring;
@@ -126,7 +118,7 @@ void vmxEventsOnEntry(Cpu &C) {
   E.MtfRetiredMark = C.Retired + 1;
   // "If the 'virtual NMIs' VM-execution control is 1, NMIs are not blocked after VM
   // entry" (SDM Vol. 3C, "Interruptibility State" in "Special Features of VM Entry").
-  if (pinControl(C, VmxControl::VirtualNmis))
+  if (controlSet(C.Vmx->Vmcs, VmxControl::VirtualNmis))
     C.NmiBlocked = false;
   // Pending debug exceptions are not delivered after a vectoring VM entry (SDM Vol. 3C,
   // "Delivery of Pending Debug Exceptions after VM Entry"; the INT3/INTO-after-MOV-SS
@@ -144,7 +136,7 @@ EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
     X.Activity = ActivityState::Hlt;
   // An instruction retired since the last window: with MTF on, an MTF VM exit is pending
   // (SDM Vol. 3C, "Monitor Trap Flag").
-  if (C.Retired != E.MtfRetiredMark && procControl(C, VmxControl::MonitorTrapFlag))
+  if (C.Retired != E.MtfRetiredMark && controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag))
     E.MtfPending = true;
   E.MtfRetiredMark = C.Retired;
 
@@ -174,11 +166,11 @@ EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
     if (X.PreemptionTimerActive && C.Cycles >= X.PreemptionTimerDeadline && Awake)
       return afterWindowStatus(C, simpleExit(C, ExitReason::VmxPreemptionTimerExpired), Why);
 
-    const bool VirtualNmis = pinControl(C, VmxControl::VirtualNmis);
+    const bool VirtualNmis = controlSet(C.Vmx->Vmcs, VmxControl::VirtualNmis);
     // 4. NMI window (SDM Vol. 3C, "NMI-Window Exiting"): no (virtual-)NMI blocking and
     // no blocking by MOV SS; blocking by STI does not hold it off here. Wakes HLT and
     // shutdown, not wait-for-SIPI.
-    if (procControl(C, VmxControl::NmiWindowExiting) &&
+    if (controlSet(C.Vmx->Vmcs, VmxControl::NmiWindowExiting) &&
         !(VirtualNmis ? X.VirtualNmiBlocked : C.NmiBlocked) && !blockedByMovSs(C) &&
         X.Activity != ActivityState::WaitForSipi)
       return afterWindowStatus(C, simpleExit(C, ExitReason::NmiWindow), Why);
@@ -188,7 +180,7 @@ EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
     if (C.NmiPending && !C.NmiBlocked && !blockedByMovSs(C) &&
         X.Activity != ActivityState::WaitForSipi) {
       C.NmiPending = false;
-      if (pinControl(C, VmxControl::NmiExiting)) {
+      if (controlSet(C.Vmx->Vmcs, VmxControl::NmiExiting)) {
         VmExitInfo Info;
         Info.Reason = ExitReason::ExceptionOrNmi;
         Info.InterruptionInfo = makeIntInfo(vec::NMI, intinfo::Nmi, false);
@@ -204,14 +196,14 @@ EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
 
     // 6. Interrupt window (SDM Vol. 3C, "Interrupt-Window Exiting"): RFLAGS.IF = 1 and no
     // blocking by STI or MOV SS. Wakes HLT, not shutdown or wait-for-SIPI.
-    if (procControl(C, VmxControl::InterruptWindowExiting) && (C.S.Rflags & rflags::IF) &&
+    if (controlSet(C.Vmx->Vmcs, VmxControl::InterruptWindowExiting) && (C.S.Rflags & rflags::IF) &&
         !inShadow(C) && Awake)
       return afterWindowStatus(C, simpleExit(C, ExitReason::InterruptWindow), Why);
 
     // 7. External interrupts. With "external-interrupt exiting" RFLAGS.IF does not block
     // them (SDM Vol. 3C, "Changes to Event Blocking"); STI/MOV SS blocking and the
     // shutdown and wait-for-SIPI states still do.
-    const bool ExtExiting = pinControl(C, VmxControl::ExternalInterruptExiting);
+    const bool ExtExiting = controlSet(C.Vmx->Vmcs, VmxControl::ExternalInterruptExiting);
     if (C.Intr && Awake && !inShadow(C) && (ExtExiting || (C.S.Rflags & rflags::IF)) &&
         C.Intr->intrPending()) {
       if (ExtExiting) {
@@ -220,7 +212,7 @@ EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
         // "Acknowledge interrupt on exit": the processor acknowledges the controller and
         // records the vector; otherwise the interrupt stays pending and the field is
         // invalid (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events").
-        if (exitControl(C, VmxControl::AcknowledgeInterruptOnExit))
+        if (controlSet(C.Vmx->Vmcs, VmxControl::AcknowledgeInterruptOnExit))
           Info.InterruptionInfo =
               makeIntInfo(C.Intr->acknowledge(), intinfo::ExternalInterrupt, false);
         return afterWindowStatus(C, eventExit(C, Info), Why);
@@ -251,7 +243,7 @@ uint64_t vmxGuestDeadline(const Cpu &C, uint64_t UntilCycle) {
   const VmxState &X = *C.Vmx;
   // MTF needs the window after every instruction; a shadow or a pending debug trap
   // after the next one.
-  if (inShadow(C) || procControl(C, VmxControl::MonitorTrapFlag) ||
+  if (inShadow(C) || controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag) ||
       (X.PendingDebugExceptions & kPendingDebugTraps))
     return C.Cycles;
   if (X.PreemptionTimerActive)
@@ -292,7 +284,7 @@ bool vmxBeforeDelivery(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode
   // An NMI blocks NMIs (virtual NMIs: virtual-NMI blocking) before a VM exit its
   // delivery may cause (SDM Vol. 3C, "Architectural State Before a VM Exit").
   if (Kind == EventKind::Nmi) {
-    if (pinControl(C, VmxControl::VirtualNmis))
+    if (controlSet(C.Vmx->Vmcs, VmxControl::VirtualNmis))
       X.VirtualNmiBlocked = true;
     else
       C.NmiBlocked = true;
@@ -310,7 +302,7 @@ void vmxAfterDelivery(Cpu &C, EventKind Kind) {
   X.Activity = ActivityState::Active;
   // "an MTF VM exit is pending on the instruction boundary following delivery of the
   // event (or any nested exception)" (SDM Vol. 3C, "Monitor Trap Flag").
-  if (procControl(C, VmxControl::MonitorTrapFlag))
+  if (controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag))
     E.MtfPending = true;
 }
 
@@ -380,10 +372,10 @@ Status vmxTripleFaultExit(Cpu &C) {
 void vmxIretUnblocksNmis(Cpu &C) {
   VmxState &X = *C.Vmx;
   bool WasBlocked = false;
-  if (pinControl(C, VmxControl::VirtualNmis)) {
+  if (controlSet(C.Vmx->Vmcs, VmxControl::VirtualNmis)) {
     WasBlocked = X.VirtualNmiBlocked;
     X.VirtualNmiBlocked = false;
-  } else if (!pinControl(C, VmxControl::NmiExiting)) {
+  } else if (!controlSet(C.Vmx->Vmcs, VmxControl::NmiExiting)) {
     WasBlocked = C.NmiBlocked;
     C.NmiBlocked = false;
   }

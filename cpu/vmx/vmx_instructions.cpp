@@ -15,6 +15,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry.h"
 #include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmfunc.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -476,10 +477,7 @@ Status execVmfunc(Cpu &C, const DecodedInsn &I) {
   if (!C.NonRoot)
     return C.raiseUd();
   const VmcsData &V = C.Vmx->Vmcs;
-  bool Enabled = (V.get(F::PrimaryProcessorBasedVmExecutionControls) &
-                  controlBit(VmxControl::ActivateSecondaryControls)) &&
-                 (V.get(F::SecondaryProcessorBasedVmExecutionControls) &
-                  controlBit(VmxControl::EnableVmFunctions));
+  const bool Enabled = controlSet(V, VmxControl::EnableVmFunctions);
   // SDM Vol. 3C, "General Operation of the VMFUNC Instruction": #UD when "enable VM
   // functions" is 0 or EAX > 63 (only VM functions 0-63 can be enabled); a VM exit
   // (reason 59) when the selected VM function is disabled.

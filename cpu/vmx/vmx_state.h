@@ -47,8 +47,6 @@ struct VmxState {
   bool BlockingBySmi = false;
   /// Virtual-NMI blocking when the "virtual NMIs" control is 1.
   bool VirtualNmiBlocked = false;
-  /// IA32_DEBUGCTL (no row in cpu/msrs.def yet): loaded/saved by the debug controls.
-  uint64_t Debugctl = 0;
 
   /// VMX-preemption timer (SDM Vol. 3C, "VMX-Preemption Timer"): when active, the timer
   /// reaches zero at this value of Cpu::Cycles.

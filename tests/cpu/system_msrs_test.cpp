@@ -211,3 +211,21 @@ TEST(ModelSpecificRegisters, RdmsrAtCpl3RaisesGp) {
   EXPECT_EQ(M.run(), StopReason::Shutdown); // #GP with an empty IDT
   EXPECT_EQ(M.S.Rip, kCodeBase);
 }
+
+// IA32_DEBUGCTL (SDM Vol. 3B, "IA32_DEBUGCTL MSR") is a row of msrs.def; its defined
+// bits enable branch recording and branch single-stepping, which vmxsim does not model:
+// setting one stops the run naming it (never a silent no-op), 0 is stored.
+TEST(ModelSpecificRegisters, DebugctlFeaturesAreReportedUnimplemented) {
+  for (unsigned Bit : {0u, 1u, 6u, 7u, 11u, 14u, 15u}) {
+    TestMachine M;
+    EXPECT_EQ(writeMsr(M.Cpu_, 0x1d9, uint64_t(1) << Bit), Status::Unimplemented) << Bit;
+    EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+                 "IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)");
+  }
+  TestMachine M;
+  EXPECT_EQ(writeMsr(M.Cpu_, 0x1d9, 0), Status::Ok);
+  uint64_t V = 1;
+  ASSERT_EQ(readMsr(M.Cpu_, 0x1d9, V), Status::Ok);
+  EXPECT_EQ(V, 0u);
+  EXPECT_EQ(writeMsr(M.Cpu_, 0x1d9, 1u << 2), Status::Fault); // reserved
+}
