@@ -14,6 +14,8 @@ build() { # dir, extra cmake args...
   ninja -C "$dir" -j "$jobs"
 }
 
+echo "== layering (docs/ARCHITECTURE.md)"
+./scripts/check-layering.sh
 echo "== build (RelWithDebInfo, -Werror)"
 mkdir -p build
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -91,6 +91,36 @@ inline std::vector<uint8_t> elf64Image(const std::vector<uint8_t> &Code,
   return B;
 }
 
+/// ELF64 with two PT_LOAD segments: the whole file (FileBytes >= 189: Ehdr, two Phdrs,
+/// the Multiboot header at 176, a HLT at 188 = the entry) at 1 MiB, and BssBytes of
+/// zeros, with no file bytes, at BssAddr.
+inline std::vector<uint8_t> elf64CodeAndBss(uint64_t BssAddr, uint64_t BssBytes,
+                                            size_t FileBytes = 189) {
+  std::vector<uint8_t> B(FileBytes < 189 ? 189 : FileBytes, 0);
+  const uint8_t Ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  std::memcpy(B.data(), Ident, sizeof(Ident));
+  put16(B, 16, 2);  // ET_EXEC
+  put16(B, 18, 62); // EM_X86_64
+  put32(B, 20, 1);
+  put64(B, 24, 0x100000 + 188); // e_entry
+  put64(B, 32, 64);             // e_phoff
+  put16(B, 52, 64);
+  put16(B, 54, 56);
+  put16(B, 56, 2); // e_phnum
+  for (unsigned I = 0; I < 2; ++I) {
+    const size_t P = 64 + 56 * I;
+    put32(B, P + 0, 1); // PT_LOAD
+    put32(B, P + 4, 7);
+    put64(B, P + 16, I ? BssAddr : 0x100000);
+    put64(B, P + 24, I ? BssAddr : 0x100000);
+    put64(B, P + 32, I ? 0 : B.size());
+    put64(B, P + 40, I ? BssBytes : B.size());
+  }
+  putMultibootHeader(B, 176, 0x3);
+  B[188] = 0xf4;
+  return B;
+}
+
 struct AoutImageOptions {
   uint32_t LoadAddr = 0x100000;
   uint32_t LoadEndAddr = 0;          ///< 0: whole file

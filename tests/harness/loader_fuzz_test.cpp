@@ -111,34 +111,6 @@ TEST(LoaderFuzz, MutatedImagesNeverCrash) {
 
 namespace {
 
-/// ELF64 with two PT_LOAD segments: the code (a HLT behind a Multiboot header) at 1 MiB,
-/// and Bss bytes of zeros (no file bytes) at BssAddr.
-std::vector<uint8_t> codeAndBssElf(uint64_t BssAddr, uint64_t Bss) {
-  std::vector<uint8_t> B(189, 0);
-  const uint8_t Ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
-  std::memcpy(B.data(), Ident, sizeof(Ident));
-  put16(B, 16, 2);  // ET_EXEC
-  put16(B, 18, 62); // EM_X86_64
-  put32(B, 20, 1);
-  put64(B, 24, 0x100000 + 188);
-  put64(B, 32, 64);
-  put16(B, 52, 64);
-  put16(B, 54, 56);
-  put16(B, 56, 2);
-  for (unsigned I = 0; I < 2; ++I) {
-    const size_t P = 64 + 56 * I;
-    put32(B, P + 0, 1);
-    put32(B, P + 4, 7);
-    put64(B, P + 16, I ? BssAddr : 0x100000);
-    put64(B, P + 24, I ? BssAddr : 0x100000);
-    put64(B, P + 32, I ? 0 : B.size());
-    put64(B, P + 40, I ? Bss : B.size());
-  }
-  putMultibootHeader(B, 176, 0x3);
-  B[188] = 0xf4;
-  return B;
-}
-
 long maxRssKiB() {
   struct rusage U;
   ::getrusage(RUSAGE_SELF, &U);
@@ -163,7 +135,7 @@ TEST(LoaderFuzz, HugeBssSegmentsCostWhatTheFileCosts) {
   unsigned Loaded = 0, Rejected = 0;
   for (uint64_t A : Addrs)
     for (uint64_t S : Sizes) {
-      Error E = loadMultiboot(C, codeAndBssElf(A, S), MultibootParams{});
+      Error E = loadMultiboot(C, elf64CodeAndBss(A, S), MultibootParams{});
       if (E) {
         ++Rejected;
         EXPECT_EQ(E.Message.find('\n'), std::string::npos);
@@ -175,7 +147,7 @@ TEST(LoaderFuzz, HugeBssSegmentsCostWhatTheFileCosts) {
     }
   // Mutations of a 61 GiB BSS image.
   SplitMix64 R{0x6273735f66757a7aull};
-  const std::vector<uint8_t> Seed = codeAndBssElf(1ull << 32, 61ull << 30);
+  const std::vector<uint8_t> Seed = elf64CodeAndBss(1ull << 32, 61ull << 30);
   for (unsigned I = 0; I < 2000; ++I) {
     Error E = loadMultiboot(C, mutate(Seed, R), MultibootParams{});
     E ? ++Rejected : ++Loaded;

@@ -241,30 +241,9 @@ TEST(Reliability, HugeBssCostsNothingAndClearsWhatAnEarlierSegmentWrote) {
   EXPECT_EQ(std::count_if(Resident.begin(), Resident.end(), [](unsigned char V) { return V & 1; }), 0);
 
   // Two segments: the second one's BSS covers bytes the first one wrote; they read zero.
-  // Ehdr, two Phdrs (64, 120), the Multiboot header at 176, code (HLT) at 188.
-  std::vector<uint8_t> Two(0x900, 0);
-  const uint8_t Ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
-  std::memcpy(Two.data(), Ident, sizeof(Ident));
-  put16(Two, 16, 2);               // ET_EXEC
-  put16(Two, 18, 62);              // EM_X86_64
-  put32(Two, 20, 1);
-  put64(Two, 24, 0x100000 + 188);  // e_entry
-  put64(Two, 32, 64);              // e_phoff
-  put16(Two, 52, 64);
-  put16(Two, 54, 56);
-  put16(Two, 56, 2);               // e_phnum
-  for (unsigned I = 0; I < 2; ++I) {
-    const size_t P = 64 + 56 * I;
-    put32(Two, P + 0, 1);          // PT_LOAD
-    put32(Two, P + 4, 7);
-    put64(Two, P + 8, 0);          // p_offset
-    put64(Two, P + 16, I ? 0x100800 : 0x100000);
-    put64(Two, P + 24, I ? 0x100800 : 0x100000);
-    put64(Two, P + 32, I ? 0 : Two.size());      // the second: no file bytes ...
-    put64(Two, P + 40, I ? 0x1000 : Two.size()); // ... and 4 KiB of zeros
-  }
-  putMultibootHeader(Two, 176, 0x3);
-  Two[188] = 0xf4;
+  // The first segment is the whole 0x900-byte file at 1 MiB, the second 4 KiB of zeros
+  // at 0x100800.
+  std::vector<uint8_t> Two = elf64CodeAndBss(0x100800, 0x1000, 0x900);
   Two[0x800] = 0x5a; // written by the first segment at 0x100800 ...
   Two[0x8ff] = 0xa5; // ... and 0x1008ff, inside the second one's BSS
   Cfg.RamBytes = 64ull << 20;
