@@ -5,38 +5,16 @@
 #include "boot/boot.h"
 #include "lib/cpu.h"
 #include "lib/exit.h"
+#include "lib/idt.h"
 #include "lib/printf.h"
 
-/* SDM Vol. 3A, Interrupt and Exception Handling > IDT Descriptors (64-bit mode). */
-struct IdtGate {
-  uint16_t OffsetLow;
-  uint16_t Selector;
-  uint8_t Ist;
-  uint8_t TypeAttr;
-  uint16_t OffsetMid;
-  uint32_t OffsetHigh;
-  uint32_t Reserved;
-};
-_Static_assert(sizeof(struct IdtGate) == 16, "64-bit IDT gates are 16 bytes");
-
-/* Present, DPL 0, 64-bit interrupt gate: IF is cleared on entry. */
-#define GATE_INTERRUPT 0x8e
-
 extern const uint64_t ExcStubs[32];
-static struct IdtGate Idt[32] __attribute__((aligned(16)));
+static struct IdtGate64 Idt[32] __attribute__((aligned(16)));
 volatile struct ExcRecovery ExcRecovery;
 
 void idtInit(void) {
-  for (unsigned I = 0; I < 32; ++I) {
-    uint64_t Addr = ExcStubs[I];
-    Idt[I].OffsetLow = (uint16_t)Addr;
-    Idt[I].Selector = BOOT_CS64;
-    Idt[I].Ist = 0;
-    Idt[I].TypeAttr = GATE_INTERRUPT;
-    Idt[I].OffsetMid = (uint16_t)(Addr >> 16);
-    Idt[I].OffsetHigh = (uint32_t)(Addr >> 32);
-    Idt[I].Reserved = 0;
-  }
+  for (unsigned I = 0; I < 32; ++I)
+    Idt[I] = idtInterruptGate(ExcStubs[I], BOOT_CS64);
   struct __attribute__((packed)) {
     uint16_t Limit;
     uint64_t Base;

@@ -28,14 +28,7 @@ void descriptorTablesInit(struct DescriptorTables *T) {
 }
 
 void idtSetGate(struct DescriptorTables *T, unsigned Vector, uint64_t Handler) {
-  struct IdtGate64 *G = &T->Idt[Vector];
-  G->OffsetLow = (uint16_t)Handler;
-  G->Selector = SEL_CODE64;
-  G->Ist = 0;
-  G->TypeAttr = 0x8e; /* present, DPL 0, 64-bit interrupt gate */
-  G->OffsetMid = (uint16_t)(Handler >> 16);
-  G->OffsetHigh = (uint32_t)(Handler >> 32);
-  G->Reserved = 0;
+  T->Idt[Vector] = idtInterruptGate(Handler, SEL_CODE64);
 }
 
 void hostLoadTables(struct DescriptorTables *T) {

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "lib/idt.h"
+
 /* Selectors, the same in the host's and the guest's GDT: code and data keep boot.S's
    numbers (boot/boot.h), the TSS descriptor (16 bytes in IA-32e mode) follows. */
 #define SEL_CODE64 0x08
@@ -36,17 +38,6 @@ _Static_assert(sizeof(struct Tss64) == 104, "64-bit TSS is 104 bytes");
 /* null, code64, data, TSS (two slots). */
 #define GDT_ENTRIES 5
 
-/* SDM Vol. 3A, "IDT Descriptors" > 64-bit mode. */
-struct IdtGate64 {
-  uint16_t OffsetLow;
-  uint16_t Selector;
-  uint8_t Ist;
-  uint8_t TypeAttr;
-  uint16_t OffsetMid;
-  uint32_t OffsetHigh;
-  uint32_t Reserved;
-};
-_Static_assert(sizeof(struct IdtGate64) == 16, "64-bit IDT gates are 16 bytes");
 
 struct DescriptorTables {
   uint64_t Gdt[GDT_ENTRIES] __attribute__((aligned(16)));

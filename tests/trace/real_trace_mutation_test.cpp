@@ -121,28 +121,32 @@ Tally flipEveryBit(bool FlipHypervisor) {
   return Out;
 }
 
+/// The counts depend on the image's code (its addresses and timings are in the traces),
+/// so they are printed, not pinned; what every mutant must satisfy is checked in
+/// flipEveryBit.
+void expectEveryBitEnded(bool FlipHypervisor) {
+  const RealTraces &T = realTraces();
+  const std::vector<uint8_t> &Base = FlipHypervisor ? T.Hv : T.Gt;
+  ASSERT_GT(Base.size(), 1000u);
+  const Tally N = flipEveryBit(FlipHypervisor);
+  EXPECT_EQ(N.Status[0] + N.Status[1] + N.Status[2], Base.size() * 8);
+  // Both kinds of failure occur: disagreements and broken files.
+  EXPECT_GT(N.Status[1], 0u);
+  EXPECT_GT(N.Status[2], 0u);
+  std::printf("%s: %zu bits flipped: %u still agree, %u disagree (status 1), %u broken (status "
+              "2)\n",
+              FlipHypervisor ? "hypervisor trace" : "ground truth", Base.size() * 8,
+              N.Status[0], N.Status[1], N.Status[2]);
+}
+
 } // namespace
 
 TEST(RealTraceMutation, EveryBitOfTheHypervisorTraceEndsWithAStatusAndAMessage) {
-  const RealTraces &T = realTraces();
-  ASSERT_EQ(T.Hv.size(), 1996u);
-  const Tally N = flipEveryBit(true);
-  EXPECT_EQ(N.Status[0] + N.Status[1] + N.Status[2], T.Hv.size() * 8);
-  // Exact, since everything here is deterministic. (How many flips the check misses is
-  // the business of issue 13's checker; this test is about statuses and messages.)
-  EXPECT_EQ(N.Status[0], 4411u);
-  EXPECT_EQ(N.Status[1], 7208u);
-  EXPECT_EQ(N.Status[2], 4349u);
+  expectEveryBitEnded(true);
 }
 
 TEST(RealTraceMutation, EveryBitOfTheGroundTruthEndsWithAStatusAndAMessage) {
-  const RealTraces &T = realTraces();
-  ASSERT_EQ(T.Gt.size(), 3040u + 12u);
-  const Tally N = flipEveryBit(false);
-  EXPECT_EQ(N.Status[0] + N.Status[1] + N.Status[2], T.Gt.size() * 8);
-  EXPECT_EQ(N.Status[0], 13162u);
-  EXPECT_EQ(N.Status[1], 6868u);
-  EXPECT_EQ(N.Status[2], 4386u);
+  expectEveryBitEnded(false);
 }
 
 TEST(RealTraceMutation, SampledMutantsThroughTheCommandNeverHang) {

@@ -9,6 +9,7 @@
 #include "boot/boot.h"
 #include "bringup.h"
 #include "lib/exit.h"
+#include "lib/idt.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 
@@ -31,13 +32,7 @@ static volatile uint64_t Counter;
 static volatile uint32_t Ticks[SMP_MAX_CPUS];
 static volatile uint32_t CpusDone;
 
-struct IdtGate {
-  uint16_t OffsetLow, Selector;
-  uint8_t Ist, TypeAttr;
-  uint16_t OffsetMid;
-  uint32_t OffsetHigh, Reserved;
-};
-static struct IdtGate Idt[256] __attribute__((aligned(16)));
+static struct IdtGate64 Idt[256] __attribute__((aligned(16)));
 static struct __attribute__((packed)) {
   uint16_t Limit;
   uint64_t Base;
@@ -45,8 +40,7 @@ static struct __attribute__((packed)) {
 
 static void setGate(unsigned V, void (*Fn)(void)) {
   uint64_t A = (uint64_t)(uintptr_t)Fn;
-  Idt[V] = (struct IdtGate){(uint16_t)A, BOOT_CS64, 0, 0x8e, (uint16_t)(A >> 16),
-                            (uint32_t)(A >> 32), 0};
+  Idt[V] = idtInterruptGate(A, BOOT_CS64);
 }
 
 /* A 256-entry IDT: the runtime's 32 exception gates plus the timer and spurious ones. */
