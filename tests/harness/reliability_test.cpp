@@ -376,7 +376,8 @@ TEST(Reliability, OutputsThatCannotBeWrittenFailTheRun) {
   R = run({"run", kImages + "/selftest.elf", "--serial", "none", "--trace-insns", "/dev/full",
            "--max-insns", "20000", "-q"});
   EXPECT_EQ(R.Status, 14); // takes precedence over the instruction limit's 4
-  EXPECT_EQ(R.Err, "vmxsim: instruction limit reached at RIP=0x1007da (CPU 0)\n" + Full);
+  EXPECT_EQ(R.Err.rfind("vmxsim: instruction limit reached at RIP=0x", 0), 0u) << R.Err;
+  EXPECT_EQ(R.Err.substr(R.Err.find('\n') + 1), Full);
   // The guest's output on a full stdout.
   Child C;
   spawn(C, {"run", kImages + "/selftest.elf", "-q"}, "/dev/full");
@@ -445,9 +446,10 @@ TEST(Reliability, NumbersOutOfRangeAreRefused) {
   EXPECT_EQ(run({"trace", "diff", "a", "b", "--distribution", "--tolerance", "nan"}).Err,
             "vmxsim: error: --tolerance: 'nan' is not a finite number in 0..1e9\n");
   // Hexadecimal and the largest value are fine.
-  Result R = run({"run", "--max-insns", "0x10", kImages + "/selftest.elf", "-q"});
+  Result R = run({"run", "--max-insns", "0x10", kImages + "/selftest.elf"});
   EXPECT_EQ(R.Status, 4);
-  EXPECT_EQ(R.Err, "vmxsim: instruction limit reached at RIP=0x100058 (CPU 0)\n");
+  EXPECT_EQ(R.Err.rfind("vmxsim: instruction limit reached at RIP=0x", 0), 0u) << R.Err;
+  EXPECT_NE(R.Err.find("; 16 instructions, "), std::string::npos) << R.Err;
 }
 
 // --- Wrong statuses -----------------------------------------------------------------------
