@@ -166,6 +166,9 @@ public:
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
   uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
+  /// Blocks decoded into the block cache (not reused from it): tests and benchmarks read
+  /// it to see how often the cache misses or is invalidated.
+  uint64_t BlocksDecoded = 0;
   /// The run loop leaves the current block when Cycles >= Deadline; anything that must
   /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
   uint64_t Deadline = 0;

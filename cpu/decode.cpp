@@ -342,6 +342,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     if ((I.Flags & insnflag::EndsBlock) || Off >= kPageSize || LimitLeft == 0)
       break;
   }
+  ++C.BlocksDecoded;
   Out = &B;
   return Status::Ok;
 }
