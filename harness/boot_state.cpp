@@ -72,7 +72,7 @@ void zeroGuestRam(PhysMem &Mem, uint64_t Begin, uint64_t Size) {
     uint8_t *P = Mem.ramPointer(Gpa(Begin));
     if (P && std::memcmp(P, Zero, Chunk) != 0) {
       std::memset(P, 0, Chunk);
-      Mem.noteWrite(Begin >> 12);
+      Mem.noteWrite(Gpa(Begin), Chunk);
     }
     Begin += Chunk;
     Size -= Chunk;
