@@ -154,12 +154,17 @@ namespace {
 // PhysMem which bytes it wrote. A store to data that shares the page with code
 // invalidates nothing; one into code lines invalidates their blocks, and the CPU leaves
 // its current block so that the next instruction is fetched anew (SDM Vol. 3A,
-// Self-Modifying Code). False when the entry is missing.
+// Self-Modifying Code). False when the entry is missing, and when the page has lost all
+// its code since: the caller's fill then gives it a TlbWrite mapping again.
 bool writeCodePage(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                    bool Supervisor) {
-  const TlbEntry &E = C.TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
+  TlbEntry &E = C.TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (E.Tag != tlbTag(C, La, Supervisor) || (La & 0xfff) + SizeBytes > kPageSize)
     return false;
+  if (!C.Mem.pageHoldsCode(E.Pfn)) [[unlikely]] {
+    E.Tag = kTlbEmpty;
+    return false;
+  }
   std::memcpy(reinterpret_cast<void *>(La + E.Addend), In, SizeBytes);
   if (C.Mem.noteWrite(Gpa((E.Pfn << 12) | (La & 0xfff)), SizeBytes)) [[unlikely]]
     C.breakBlock();

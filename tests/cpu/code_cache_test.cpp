@@ -315,6 +315,31 @@ TEST(SelfModifyingCode, RepStosIntoDataOfTheCodePageKeepsItsBlocksAndIntoCodeTak
   EXPECT_EQ(M.Cpu_.BlocksDecoded, 6u);
 }
 
+TEST(SelfModifyingCode, PageThatLostAllItsCodeGetsAFastWriteMappingAgain) {
+  TestMachine M;
+  M.setupLongMode();
+  // R = mov eax, 5; ret at kDataBase + 0x40 is the only code of its page. Overwriting it
+  // leaves the page without decoded code, so the next store there takes a TlbWrite
+  // mapping again (slot 0 for page 0x200).
+  //    0: mov rbx, kDataBase + 0x40
+  //    7: call rbx                        ; 5
+  //    9: mov byte [rbx], 0xc3            ; R's only line: the page holds no code now
+  //   12: mov dword [rbx+0x7c0], 1        ; kDataBase + 0x800
+  //   22: hlt
+  M.loadCode({0x48, 0xc7, 0xc3, 0x40, 0x00, 0x20, 0x00,             // mov rbx, 0x200040
+              0xff, 0xd3,                                           // call rbx
+              0xc6, 0x03, 0xc3,                                     // mov byte [rbx], 0xc3
+              0xc7, 0x83, 0xc0, 0x07, 0x00, 0x00, 0x01, 0, 0, 0,    // mov dword [rbx+0x7c0], 1
+              0xf4});                                               // hlt
+  const uint8_t R[] = {0xb8, 0x05, 0x00, 0x00, 0x00, 0xc3};
+  M.write(kDataBase + 0x40, R, sizeof(R));
+  EXPECT_EQ(runToHalt(M), 5u);
+  EXPECT_FALSE(M.Mem.pageHoldsCode(kDataBase >> 12));
+  EXPECT_EQ(M.Cpu_.TlbWrite[0].Pfn, kDataBase >> 12);
+  EXPECT_NE(M.Cpu_.TlbWrite[0].Tag, kTlbEmpty);
+  EXPECT_EQ(M.read64(kDataBase + 0x800), 1u);
+}
+
 TEST(SelfModifyingCode, WriteMappingOfACodePageIsFlushedByInvlpg) {
   TestMachine M;
   M.setupLongMode();
