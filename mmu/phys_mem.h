@@ -76,35 +76,43 @@ public:
   // all CPUs, so it lives here.
   //
   // Each 4 KiB RAM page has
-  //   CodeLines  a mask of its 64 lines of 64 bytes: line L is set while some block,
-  //              decoded or revalidated since the last write to L, has an instruction
-  //              byte in L (for an undecodable instruction, a byte the decoder examined);
+  //   CodeLines  a mask of its 64 lines of 64 bytes: line L is set when a block with an
+  //              instruction byte in L is decoded (for an undecodable instruction, with
+  //              a byte the decoder examined in L) and cleared by a write touching L;
   //   CodeGen    a generation, incremented by every write that touches a set line;
   //   LineGen[L] the generation that the last such write to line L produced.
-  // A block records its page's generation (Block::Gen) and its lines (Block::Lines).
+  // A block records its lines (Block::Lines) and the page's generation when it was
+  // decoded or last found current (Block::Gen).
   //
   // What a write invalidates: exactly the blocks, on every CPU, that have a byte in a line
   // the write touches, and nothing if it touches no set line: a write to data that only
   // shares the page with code changes no state at all. A write that does touch set lines
   // clears them, stamps them with the new generation and so changes the page's
-  // generation; a block whose Gen is no longer the page's is then checked line by line
-  // (linesUnwrittenSince): if none of its lines has a stamp above its Gen, it is
-  // revalidated as it stands, else it is decoded again.
+  // generation. A block whose Gen is no longer the page's is checked line by line at its
+  // next lookup (linesUnwrittenSince): if none of its lines has a stamp above its Gen it
+  // is current and takes the page's generation, else it is decoded again. (So the other
+  // blocks of a page cost one check each after a write into code, never a decode.)
   //
   // Why this is exact: a block's meaning is a function of its instruction bytes (and of
   // the decode mode in its key), which all lie in its lines on one page (blocks never
   // cross a page; page-crossing instructions are never cached). A write that changes any
   // of those bytes touches one of those lines after the block was decoded, so the line's
   // stamp exceeds the block's Gen and the block is dropped; a write that touches none of
-  // them leaves the bytes, hence the decode, unchanged. Line granularity only costs
-  // precision: a block sharing a line with written data is decoded again although its
-  // bytes did not change; it is never kept stale. Every path that stores into RAM calls
-  // noteWrite with the bytes written: the CPU's store slow path (stores to a page with
-  // code never take the TLB fast path, cpu/memory.cpp), paging and EPT A/D updates, the
-  // loaders. The writing CPU leaves its block after an invalidating store; every CPU
-  // compares generations at each block lookup, so other CPUs see the store at their next
-  // block, and a CPU's run slice always ends at a block boundary. Generations are 64-bit:
-  // they never wrap.
+  // them leaves the bytes, hence the decode, unchanged, and leaves the block's lines set
+  // for the next write. Line granularity only costs precision: a block sharing a line
+  // with written data is decoded again although its bytes did not change; it is never
+  // kept stale. Generations are 64-bit: they never wrap.
+  //
+  // Who calls noteWrite: every store into RAM that could touch a set line, with the bytes
+  // it wrote: the CPU's store slow path (cpu/memory.cpp), paging and EPT A/D updates, the
+  // slow accessors and the loaders. The stores that do not are those that cannot touch
+  // one: through TlbWrite, which never maps a page with code (markCodeLines reports the
+  // first line of a page, and the decoder then drops every CPU's TlbWrite entries for it),
+  // and through a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP
+  // string chunks, read-modify-write operands). The storing CPU leaves its block after a
+  // store that invalidated code, so its next instruction is fetched anew; every CPU
+  // compares generations at each block lookup, and a CPU's run slice always ends at a
+  // block boundary, so another CPU sees the store at its next block.
   bool pageHoldsCode(uint64_t Pfn) const { return Pfn < NumPfns && CodeLines[Pfn]; }
   uint64_t codeGeneration(uint64_t Pfn) const { return Pfn < NumPfns ? CodeGen[Pfn] : 0; }
   uint64_t codeLines(uint64_t Pfn) const { return Pfn < NumPfns ? CodeLines[Pfn] : 0; }
@@ -114,9 +122,9 @@ public:
     const unsigned First = Offset >> 6, Last = (Offset + SizeBytes - 1) >> 6;
     return (~uint64_t(0) >> (63 - Last)) & (~uint64_t(0) << First);
   }
-  /// Records that a block with bytes in Lines of page Pfn was decoded or revalidated.
-  /// Returns true if the page held no code before: the caller must then take away every
-  /// CPU's fast write mapping of it (Cpu::dropWriteMappings).
+  /// Records that a block with bytes in Lines of page Pfn was decoded. Returns true if
+  /// the page held no code before: the caller must then take away every CPU's fast
+  /// write mapping of it (Cpu::dropWriteMappings).
   bool markCodeLines(uint64_t Pfn, uint64_t Lines) {
     if (Pfn >= NumPfns)
       return false;
@@ -124,8 +132,8 @@ public:
     CodeLines[Pfn] |= Lines;
     return First;
   }
-  /// True if no write touched any of Lines of page Pfn after generation Gen: a block
-  /// decoded at Gen with those lines is still exact.
+  /// True if no write touched any of Lines of page Pfn after generation Gen: a block with
+  /// those lines, current at Gen, is current now.
   bool linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const {
     if (Pfn >= NumPfns)
       return false;
@@ -135,9 +143,9 @@ public:
         return false;
     return true;
   }
-  /// Called for every write into RAM except the TLB fast path's (which never maps a page
-  /// holding code): invalidates the decoded code in the lines of [Addr, Addr + SizeBytes).
-  /// Returns true if it invalidated any.
+  /// Called for every write into RAM that could touch a line holding code (see above):
+  /// invalidates the decoded code in the lines of [Addr, Addr + SizeBytes). Returns true
+  /// if it invalidated any.
   bool noteWrite(Gpa Addr, uint64_t SizeBytes) {
     const uint64_t A = Addr.value(), Pfn = A >> 12;
     if ((A & 0xfff) + SizeBytes <= kPageSize && SizeBytes) [[likely]] {
@@ -164,7 +172,8 @@ private:
   std::vector<Region> Mmio;     // sorted by base; few entries
   uint64_t MmioLowWater = ~0ull; // lowest MMIO base, to keep RAM hits to one compare
   // Indexed by page frame number up to the end of RAM; mapped NORESERVE so untouched
-  // entries cost no host memory.
+  // entries cost no host memory (LineGen, 512 bytes a page, is written only when code
+  // is overwritten).
   uint64_t NumPfns = 0;
   uint64_t *CodeLines = nullptr;
   uint64_t *CodeGen = nullptr;
