@@ -280,10 +280,14 @@ Status decodeBlock(Cpu &C, Block *&Out) {
 
   Block &B = C.Blocks.get()[blockSlot(Pa)];
   if (B.Pa == Pa && B.Key == C.blockKey()) {
-    // A write to the page since the block was decoded: if it touched none of the block's
-    // lines, the block's bytes are unchanged and it stays (mmu/phys_mem.h).
     const uint64_t Gen = C.Mem.codeGeneration(Pfn);
-    if (B.Gen == Gen || C.Mem.linesUnwrittenSince(Pfn, B.Lines, B.Gen)) {
+    if (B.Gen == Gen) [[likely]] {
+      Out = &B;
+      return Status::Ok;
+    }
+    // A write into code of the page since: if it touched none of the block's lines, the
+    // block's bytes are unchanged and it stays (mmu/phys_mem.h).
+    if (C.Mem.linesUnwrittenSince(Pfn, B.Lines, B.Gen)) {
       B.Gen = Gen;
       Out = &B;
       return Status::Ok;

@@ -108,6 +108,16 @@ void PhysMem::invalidateLines(uint64_t Pfn, uint64_t Lines) {
   ++GlobalCodeWrites;
 }
 
+bool PhysMem::linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const {
+  if (Pfn >= NumPfns)
+    return false;
+  const uint64_t *Stamps = LineGen + Pfn * 64;
+  for (; Lines; Lines &= Lines - 1)
+    if (Stamps[__builtin_ctzll(Lines)] > Gen)
+      return false;
+  return true;
+}
+
 bool PhysMem::noteWriteAcrossPages(Gpa Addr, uint64_t SizeBytes) {
   bool Any = false;
   uint64_t A = Addr.value();

@@ -134,15 +134,7 @@ public:
   }
   /// True if no write touched any of Lines of page Pfn after generation Gen: a block with
   /// those lines, current at Gen, is current now.
-  bool linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const {
-    if (Pfn >= NumPfns)
-      return false;
-    const uint64_t *Stamps = LineGen + Pfn * 64;
-    for (; Lines; Lines &= Lines - 1)
-      if (Stamps[__builtin_ctzll(Lines)] > Gen)
-        return false;
-    return true;
-  }
+  bool linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const;
   /// Called for every write into RAM that could touch a line holding code (see above):
   /// invalidates the decoded code in the lines of [Addr, Addr + SizeBytes). Returns true
   /// if it invalidated any.
