@@ -101,7 +101,7 @@ void Cpu::modeChanged() {
 
 void Cpu::clearTlb() {
   for (unsigned I = 0; I < kTlbEntries; ++I)
-    TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = kTlbEmpty;
+    TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = TlbWriteCode[I].Tag = kTlbEmpty;
   // Generations restart below: cached guest-physical mappings must not match again.
   for (EptCacheEntry &E : EptCache)
     E.GpaPage = 0;

@@ -94,7 +94,11 @@ inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
 inline constexpr unsigned kMaxBlockInsns = 32;
 struct Block {
   uint64_t Pa;
-  uint32_t Gen; ///< PhysMem code generation of the page when decoded
+  /// PhysMem code generation of the page when decoded or last revalidated; the block is
+  /// current while it equals the page's, else while none of its Lines was written since
+  /// (mmu/phys_mem.h, "Decoded code and the writes that invalidate it").
+  uint64_t Gen;
+  uint64_t Lines; ///< the page's 64-byte lines holding the block's instruction bytes
   /// (cache epoch << 8) | CodeMode: a block is valid only in the epoch it was decoded in,
   /// so flushing the cache is one increment, and a zero-filled block is never valid.
   uint32_t Key;
@@ -159,6 +163,9 @@ public:
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
   uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
+  /// Blocks decoded into the block cache (not reused from it): tests and benchmarks read
+  /// it to see how often the cache misses or is invalidated.
+  uint64_t BlocksDecoded = 0;
   /// The run loop leaves the current block when Cycles >= Deadline; anything that must
   /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
   uint64_t Deadline = 0;
@@ -180,9 +187,14 @@ public:
 
   // --- TLB (per access type) ---
   TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
+  /// Write mappings of pages holding decoded code, which TlbWrite never holds: only the
+  /// store slow path (writeLinearSlow, mapRmwSlow) consults them, and it checks the bytes
+  /// written against the page's code lines, so a store to data that shares a page with
+  /// code costs a second lookup, not a page walk. Tagged and flushed like TlbWrite.
+  TlbEntry TlbWriteCode[kTlbEntries];
   EptCacheEntry EptCache[kEptCacheEntries];
   void flushTlbPage(uint64_t La);
-  /// Drops fast write mappings of a physical page that now holds decoded code.
+  /// Drops fast write mappings (TlbWrite) of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);
 
   /// kBlockCacheEntries blocks plus one uncached scratch block, in zero-filled memory

@@ -279,10 +279,19 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   const uint64_t Pfn = Pa >> 12;
 
   Block &B = C.Blocks.get()[blockSlot(Pa)];
-  if (B.Pa == Pa && B.Key == C.blockKey() && B.Gen == C.Mem.codeGeneration(Pfn) &&
-      C.Mem.pageHoldsCode(Pfn)) {
-    Out = &B;
-    return Status::Ok;
+  if (B.Pa == Pa && B.Key == C.blockKey()) {
+    const uint64_t Gen = C.Mem.codeGeneration(Pfn);
+    if (B.Gen == Gen) [[likely]] {
+      Out = &B;
+      return Status::Ok;
+    }
+    // A write into code of the page since: if it touched none of the block's lines, the
+    // block's bytes are unchanged and it stays (mmu/phys_mem.h).
+    if (C.Mem.linesUnwrittenSince(Pfn, B.Lines, B.Gen)) {
+      B.Gen = Gen;
+      Out = &B;
+      return Status::Ok;
+    }
   }
 
   const uint8_t *Page = C.Mem.ramPointer(Gpa(Pa & kPageMask));
@@ -298,22 +307,22 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     return Status::Ok;
   }
 
-  if (!C.Mem.pageHoldsCode(Pfn)) {
-    C.Mem.markCodePage(Pfn);
-    // No CPU may keep a fast write mapping of a page that now holds decoded code.
-    for (unsigned K = 0; K < C.NumPeers; ++K)
-      C.Peers[K]->dropWriteMappings(Pfn);
-  }
   B.Pa = Pa;
   B.Key = C.blockKey();
   B.Gen = C.Mem.codeGeneration(Pfn);
+  B.Lines = 0;
   B.NumInsns = 0;
 
   unsigned Off = unsigned(Pa & 0xfff);
   while (B.NumInsns < kMaxBlockInsns) {
     unsigned Avail = unsigned(std::min<uint64_t>(kPageSize - Off, LimitLeft));
     DecodedInsn &I = B.Insns[B.NumInsns];
-    DecodeResult R = decodeBytes(Page + Off, std::min(Avail, 15u), Mode, I);
+    const unsigned Shown = std::min(Avail, 15u);
+    DecodeResult R = decodeBytes(Page + Off, Shown, Mode, I);
+    // The bytes the result depends on: a decoded instruction's own; for an undecodable
+    // one, all the decoder was shown (a later byte could have made it valid).
+    if (R != DecodeResult::NeedMore)
+      B.Lines |= PhysMem::lineMask(Off, R == DecodeResult::Ok ? I.Len : Shown);
     if (R == DecodeResult::NeedMore) {
       if (B.NumInsns > 0)
         break; // the crossing instruction starts the next block
@@ -342,6 +351,12 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     if ((I.Flags & insnflag::EndsBlock) || Off >= kPageSize || LimitLeft == 0)
       break;
   }
+  if (C.Mem.markCodeLines(Pfn, B.Lines)) {
+    // No CPU may keep a fast write mapping of a page that now holds decoded code.
+    for (unsigned K = 0; K < C.NumPeers; ++K)
+      C.Peers[K]->dropWriteMappings(Pfn);
+  }
+  ++C.BlocksDecoded;
   Out = &B;
   return Status::Ok;
 }

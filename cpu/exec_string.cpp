@@ -57,13 +57,22 @@ inline Status stringStep(Cpu &C, const DecodedInsn &I, int64_t Delta) {
   return Status::Ok;
 }
 
-/// Host pointer for [La, La+Bytes) when one TLB entry maps it (same page), else null.
+/// Host pointer for [La, La+Bytes) when one TLB entry maps it (same page), else null. A
+/// destination in a page holding decoded code qualifies when its 64-byte lines hold none
+/// (Cpu::TlbWriteCode; nothing decodes during the chunk, so they stay free of code).
 inline uint8_t *hostRange(Cpu &C, uint64_t La, uint64_t Bytes, bool Write) {
-  const TlbEntry *Tlb = Write ? C.TlbWrite : C.TlbRead;
-  const TlbEntry &E = Tlb[(La >> 12) & (kTlbEntries - 1)];
-  if (E.Tag != tlbTag(C, La, false) || (La & 0xfff) + Bytes > kPageSize)
+  if ((La & 0xfff) + Bytes > kPageSize)
     return nullptr;
-  return reinterpret_cast<uint8_t *>(La + E.Addend);
+  const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+  const TlbEntry &E = Write ? C.TlbWrite[Slot] : C.TlbRead[Slot];
+  const uint64_t Tag = tlbTag(C, La, false);
+  if (E.Tag == Tag) [[likely]]
+    return reinterpret_cast<uint8_t *>(La + E.Addend);
+  if (const TlbEntry &K = C.TlbWriteCode[Slot];
+      Write && K.Tag == Tag &&
+      !(C.Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), unsigned(Bytes))))
+    return reinterpret_cast<uint8_t *>(La + K.Addend);
+  return nullptr;
 }
 
 /// Fast path for REP MOVS/STOS with DF=0: runs up to Count iterations that stay inside

@@ -70,7 +70,8 @@ void placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
 }
 
 // Translates one page's worth of an access and installs the TLB entry when the page is
-// plain RAM (never for MMIO, and never a write mapping for a page holding decoded code).
+// plain RAM (never for MMIO). A write mapping of a page holding decoded code goes to
+// TlbWriteCode, never to TlbWrite, whose hits store without telling PhysMem.
 Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
   const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
   TlbEntry *Array = Kind == Access::Read    ? C.TlbRead
@@ -102,6 +103,8 @@ Status translateAndFill(Cpu &C, uint64_t La, Access Kind, bool Supervisor, uint6
   case Access::Write:
     if (!C.Mem.pageHoldsCode(Pfn))
       placeEntry(C.TlbWrite, Slot, E);
+    else
+      C.TlbWriteCode[Slot] = E;
     // A page writable now is readable too; saves the read walk of a RMW.
     placeEntry(C.TlbRead, Slot, E);
     break;
@@ -144,8 +147,36 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
   return Status::Ok;
 }
 
+namespace {
+
+// A store that TlbWrite cannot take because its page holds decoded code: through the
+// page's TlbWriteCode entry when there is one and the store stays in the page, telling
+// PhysMem which bytes it wrote. A store to data that shares the page with code
+// invalidates nothing; one into code lines invalidates their blocks, and the CPU leaves
+// its current block so that the next instruction is fetched anew (SDM Vol. 3A,
+// Self-Modifying Code). False when the entry is missing, and when the page has lost all
+// its code since: the caller's fill then gives it a TlbWrite mapping again.
+bool writeCodePage(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
+                   bool Supervisor) {
+  TlbEntry &E = C.TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag != tlbTag(C, La, Supervisor) || (La & 0xfff) + SizeBytes > kPageSize)
+    return false;
+  if (!C.Mem.pageHoldsCode(E.Pfn)) [[unlikely]] {
+    E.Tag = kTlbEmpty;
+    return false;
+  }
+  std::memcpy(reinterpret_cast<void *>(La + E.Addend), In, SizeBytes);
+  if (C.Mem.noteWrite(Gpa((E.Pfn << 12) | (La & 0xfff)), SizeBytes)) [[unlikely]]
+    C.breakBlock();
+  return true;
+}
+
+} // namespace
+
 Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                        bool Supervisor) {
+  if (writeCodePage(C, La, SizeBytes, In, Supervisor))
+    return Status::Ok;
   const uint8_t *Src = static_cast<const uint8_t *>(In);
   uint64_t Pa0, Pa1 = 0;
   unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
@@ -156,7 +187,7 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
   auto copy = [&](uint64_t Pa, const uint8_t *S, unsigned N) {
     if (uint8_t *H = C.Mem.ramPointer(Gpa(Pa)); H && (Pa & 0xfff) + N <= kPageSize) {
       std::memcpy(H, S, N);
-      C.Mem.noteWrite(Pa >> 12);
+      C.Mem.noteWrite(Gpa(Pa), N);
       return;
     }
     C.breakBlock(); // device access, as in readLinearSlow
@@ -176,6 +207,20 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
   if (C.Mem.codeWriteCount() != Before)
     C.breakBlock();
   return Status::Ok;
+}
+
+Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes) {
+  // An operand in a page holding decoded code, in lines without code: a direct pointer,
+  // as through TlbWrite. Nothing decodes between the map and the write of one
+  // instruction, so the lines stay free of code until the write.
+  const TlbEntry &E = C.TlbWriteCode[(R.La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag == tlbTag(C, R.La, false) && (R.La & 0xfff) + SizeBytes <= kPageSize &&
+      !(C.Mem.codeLines(E.Pfn) & PhysMem::lineMask(unsigned(R.La & 0xfff), SizeBytes))) {
+    R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
+    return Status::Ok;
+  }
+  R.Host = nullptr;
+  return probeWrite(C, R.La, SizeBytes);
 }
 
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor) {

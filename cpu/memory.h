@@ -127,6 +127,10 @@ struct RmwRef {
   uint8_t *Host = nullptr; ///< direct pointer when the operand sits in one RAM page
 };
 
+/// mapRmw's miss path: a direct pointer into a page holding decoded code when the operand's
+/// lines hold none (Cpu::TlbWriteCode), else Host = nullptr after probeWrite.
+Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes);
+
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
@@ -136,8 +140,7 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
     R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
     return Status::Ok;
   }
-  R.Host = nullptr;
-  return probeWrite(C, R.La, sizeof(T));
+  return mapRmwSlow(C, R, sizeof(T));
 }
 template <typename T> inline Status rmwRead(Cpu &C, const RmwRef &R, T &Out) {
   if (R.Host) [[likely]] {

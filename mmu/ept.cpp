@@ -45,7 +45,7 @@ void setEptBits(Cpu &C, uint64_t Hpa, uint64_t Old, uint64_t Bits) {
   if (uint8_t *P = C.Mem.ramPointer(Gpa(Hpa))) {
     uint64_t V = Old | Bits;
     std::memcpy(P, &V, 8);
-    C.Mem.noteWrite(Hpa >> 12);
+    C.Mem.noteWrite(Gpa(Hpa), 8);
   }
 }
 

@@ -70,7 +70,7 @@ struct Walker {
       // A/D updates are locked read-modify-writes on hardware; one vCPU runs at a time
       // here, so a plain store is atomic with respect to the other vCPUs.
       std::memcpy(P, &V, Size);
-      C.Mem.noteWrite(Pa >> 12);
+      C.Mem.noteWrite(Gpa(Pa), Size);
     }
     return Status::Ok;
   }

@@ -35,9 +35,10 @@ PhysMem::PhysMem(uint64_t RamSizeBytes) : RamSize(RamSizeBytes) {
     }
   }
   NumPfns = (HighSize ? kHighRamBase + HighSize : LowSize) >> 12;
-  CodeFlags = static_cast<uint8_t *>(mapZeroed(NumPfns));
-  CodeGen = static_cast<uint32_t *>(mapZeroed(NumPfns * sizeof(uint32_t)));
-  if (!CodeFlags || !CodeGen) {
+  CodeLines = static_cast<uint64_t *>(mapZeroed(NumPfns * sizeof(uint64_t)));
+  CodeGen = static_cast<uint64_t *>(mapZeroed(NumPfns * sizeof(uint64_t)));
+  LineGen = static_cast<uint64_t *>(mapZeroed(NumPfns * 64 * sizeof(uint64_t)));
+  if (!CodeLines || !CodeGen || !LineGen) {
     unmap(Low, std::max<uint64_t>(LowSize, kPageSize));
     unmap(High, HighSize);
     Low = High = nullptr;
@@ -47,8 +48,9 @@ PhysMem::PhysMem(uint64_t RamSizeBytes) : RamSize(RamSizeBytes) {
 PhysMem::~PhysMem() {
   unmap(Low, std::max<uint64_t>(LowSize, kPageSize));
   unmap(High, HighSize);
-  unmap(CodeFlags, NumPfns);
-  unmap(CodeGen, NumPfns * sizeof(uint32_t));
+  unmap(CodeLines, NumPfns * sizeof(uint64_t));
+  unmap(CodeGen, NumPfns * sizeof(uint64_t));
+  unmap(LineGen, NumPfns * 64 * sizeof(uint64_t));
 }
 
 void PhysMem::addMmio(Gpa Base, uint64_t SizeBytes, MmioDevice *Dev) {
@@ -90,9 +92,42 @@ void PhysMem::write(Gpa Addr, unsigned SizeBytes, uint64_t Value) {
     Gpa A = Addr + I;
     if (uint8_t *P = ramPointer(A)) {
       *P = uint8_t(Value >> (8 * I));
-      noteWrite(A.pageNumber());
+      noteWrite(A, 1);
     }
   }
+}
+
+void PhysMem::invalidateLines(uint64_t Pfn, uint64_t Lines) {
+  // The lines hold no decoded code from now on: every block with a byte in them is
+  // stale (its Gen is below their new stamp) until decoded again, which sets them again.
+  CodeLines[Pfn] &= ~Lines;
+  CodePages -= CodeLines[Pfn] == 0;
+  const uint64_t Gen = ++CodeGen[Pfn];
+  uint64_t *Stamps = LineGen + Pfn * 64;
+  for (; Lines; Lines &= Lines - 1)
+    Stamps[__builtin_ctzll(Lines)] = Gen;
+  ++GlobalCodeWrites;
+}
+
+bool PhysMem::linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const {
+  if (Pfn >= NumPfns)
+    return false;
+  const uint64_t *Stamps = LineGen + Pfn * 64;
+  for (; Lines; Lines &= Lines - 1)
+    if (Stamps[__builtin_ctzll(Lines)] > Gen)
+      return false;
+  return true;
+}
+
+bool PhysMem::noteWriteAcrossPages(Gpa Addr, uint64_t SizeBytes) {
+  bool Any = false;
+  uint64_t A = Addr.value();
+  while (SizeBytes) {
+    const uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
+    Any |= noteWrite(Gpa(A), Chunk);
+    A += Chunk, SizeBytes -= Chunk;
+  }
+  return Any;
 }
 
 bool PhysMem::isRam(Gpa Addr, uint64_t SizeBytes) const {
@@ -121,7 +156,7 @@ bool PhysMem::copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes) {
   while (SizeBytes) {
     uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
     std::memcpy(ramPointer(Gpa(A)), S, Chunk);
-    noteWrite(A >> 12);
+    noteWrite(Gpa(A), Chunk);
     A += Chunk, S += Chunk, SizeBytes -= Chunk;
   }
   return true;
@@ -139,7 +174,7 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
     for (uint64_t I = 0; I < To - From; ++I)
       if (P[I]) {
         std::memset(P, 0, To - From);
-        noteWrite(From >> 12);
+        noteWrite(Gpa(From), To - From);
         return;
       }
   };
@@ -160,8 +195,10 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
       ::madvise(Host, BlockEnd - P, MADV_DONTNEED);
       P = BlockEnd;
     }
-    for (uint64_t Pfn = A >> 12; CodePages && Pfn < WholeEnd >> 12; ++Pfn)
-      noteWrite(Pfn);
+    // Decoded code in the cleared pages is stale; with no code page anywhere (a loader
+    // at load time) there is nothing to look at.
+    for (uint64_t P = A; CodePages && P < WholeEnd; P += kPageSize)
+      noteWrite(Gpa(P), kPageSize);
     A = WholeEnd;
   }
   if (A < End)

@@ -72,28 +72,92 @@ public:
   /// many GiB for nothing. Decoded code of the cleared pages is invalidated.
   bool zeroRam(Gpa Addr, uint64_t SizeBytes);
 
-  // Self-modifying code support (STYLE 2.2): one generation counter per 4 KiB RAM page.
-  // The decode cache records the generation of the page it decoded from; any write to a
-  // page that holds decoded code bumps it. Pages holding code are flagged so that the
-  // TLBs never install a fast write mapping for them.
-  bool pageHoldsCode(uint64_t Pfn) const { return Pfn < NumPfns && CodeFlags[Pfn]; }
-  void markCodePage(uint64_t Pfn) {
-    if (Pfn < NumPfns && !CodeFlags[Pfn]) {
-      CodeFlags[Pfn] = 1;
-      ++CodePages;
-    }
+  // --- Decoded code and the writes that invalidate it (STYLE 2.2) ---
+  //
+  // SDM Vol. 3A, "Self-Modifying Code" and "Cross-Modifying Code": a store into the bytes
+  // of an instruction is seen by the next fetch of those bytes, on the storing processor
+  // (the instruction after the store) and on every other one. The decoded-block caches
+  // (one per Cpu) keep that rule through the bookkeeping below; PhysMem is shared by
+  // all CPUs, so it lives here.
+  //
+  // Each 4 KiB RAM page has
+  //   CodeLines  a mask of its 64 lines of 64 bytes: line L is set when a block with an
+  //              instruction byte in L is decoded (for an undecodable instruction, with
+  //              a byte the decoder examined in L) and cleared by a write touching L;
+  //   CodeGen    a generation, incremented by every write that touches a set line;
+  //   LineGen[L] the generation that the last such write to line L produced.
+  // A block records its lines (Block::Lines) and the page's generation when it was
+  // decoded or last found current (Block::Gen).
+  //
+  // What a write invalidates: exactly the blocks, on every CPU, that have a byte in a line
+  // the write touches, and nothing if it touches no set line: a write to data that only
+  // shares the page with code changes no state at all. A write that does touch set lines
+  // clears them, stamps them with the new generation and so changes the page's
+  // generation. A block whose Gen is no longer the page's is checked line by line at its
+  // next lookup (linesUnwrittenSince): if none of its lines has a stamp above its Gen it
+  // is current and takes the page's generation, else it is decoded again. (So the other
+  // blocks of a page cost one check each after a write into code, never a decode.)
+  //
+  // Why this is exact: a block's meaning is a function of its instruction bytes (and of
+  // the decode mode in its key), which all lie in its lines on one page (blocks never
+  // cross a page; page-crossing instructions are never cached). A write that changes any
+  // of those bytes touches one of those lines after the block was decoded, so the line's
+  // stamp exceeds the block's Gen and the block is dropped; a write that touches none of
+  // them leaves the bytes, hence the decode, unchanged, and leaves the block's lines set
+  // for the next write. Line granularity only costs precision: a block sharing a line
+  // with written data is decoded again although its bytes did not change; it is never
+  // kept stale. Generations are 64-bit: they never wrap.
+  //
+  // Who calls noteWrite: every store into RAM that could touch a set line, with the bytes
+  // it wrote: the CPU's store slow path (cpu/memory.cpp), paging and EPT A/D updates, the
+  // slow accessors and the loaders. The stores that do not are those that cannot touch
+  // one: through TlbWrite, which never maps a page with code (markCodeLines reports the
+  // first line of a page, and the decoder then drops every CPU's TlbWrite entries for it),
+  // and through a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP
+  // string chunks, read-modify-write operands). The storing CPU leaves its block after a
+  // store that invalidated code, so its next instruction is fetched anew; every CPU
+  // compares generations at each block lookup, and a CPU's run slice always ends at a
+  // block boundary, so another CPU sees the store at its next block.
+  bool pageHoldsCode(uint64_t Pfn) const { return Pfn < NumPfns && CodeLines[Pfn]; }
+  uint64_t codeGeneration(uint64_t Pfn) const { return Pfn < NumPfns ? CodeGen[Pfn] : 0; }
+  uint64_t codeLines(uint64_t Pfn) const { return Pfn < NumPfns ? CodeLines[Pfn] : 0; }
+  /// The mask of the 64-byte lines that bytes [Offset, Offset + SizeBytes) of one page
+  /// touch; SizeBytes >= 1 and Offset + SizeBytes <= 4096.
+  static uint64_t lineMask(unsigned Offset, unsigned SizeBytes) {
+    const unsigned First = Offset >> 6, Last = (Offset + SizeBytes - 1) >> 6;
+    return (~uint64_t(0) >> (63 - Last)) & (~uint64_t(0) << First);
   }
-  uint32_t codeGeneration(uint64_t Pfn) const { return Pfn < NumPfns ? CodeGen[Pfn] : 0; }
-  /// Called on every slow-path write to RAM: invalidates decoded code of that page.
-  void noteWrite(uint64_t Pfn) {
-    if (Pfn < NumPfns && CodeFlags[Pfn]) {
-      CodeFlags[Pfn] = 0;
-      --CodePages;
-      ++CodeGen[Pfn];
-      ++GlobalCodeWrites;
-    }
+  /// Records that a block with bytes in Lines of page Pfn was decoded. Returns true if
+  /// the page held no code before: the caller must then take away every CPU's fast
+  /// write mapping of it (Cpu::dropWriteMappings).
+  bool markCodeLines(uint64_t Pfn, uint64_t Lines) {
+    if (Pfn >= NumPfns)
+      return false;
+    const bool First = CodeLines[Pfn] == 0;
+    CodeLines[Pfn] |= Lines;
+    CodePages += First && Lines;
+    return First;
   }
-  /// Counts writes that invalidated code; CPUs compare it to leave a stale block early.
+  /// True if no write touched any of Lines of page Pfn after generation Gen: a block with
+  /// those lines, current at Gen, is current now.
+  bool linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const;
+  /// Called for every write into RAM that could touch a line holding code (see above):
+  /// invalidates the decoded code in the lines of [Addr, Addr + SizeBytes). Returns true
+  /// if it invalidated any.
+  bool noteWrite(Gpa Addr, uint64_t SizeBytes) {
+    const uint64_t A = Addr.value(), Pfn = A >> 12;
+    if ((A & 0xfff) + SizeBytes <= kPageSize && SizeBytes) [[likely]] {
+      if (Pfn >= NumPfns)
+        return false;
+      const uint64_t Hit = CodeLines[Pfn] & lineMask(unsigned(A & 0xfff), unsigned(SizeBytes));
+      if (!Hit) [[likely]]
+        return false;
+      invalidateLines(Pfn, Hit);
+      return true;
+    }
+    return noteWriteAcrossPages(Addr, SizeBytes);
+  }
+  /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
 
 private:
@@ -106,12 +170,16 @@ private:
   std::vector<Region> Mmio;     // sorted by base; few entries
   uint64_t MmioLowWater = ~0ull; // lowest MMIO base, to keep RAM hits to one compare
   // Indexed by page frame number up to the end of RAM; mapped NORESERVE so untouched
-  // entries cost no host memory.
+  // entries cost no host memory (LineGen, 512 bytes a page, is written only when code
+  // is overwritten).
   uint64_t NumPfns = 0;
-  uint8_t *CodeFlags = nullptr;
-  uint32_t *CodeGen = nullptr;
+  uint64_t *CodeLines = nullptr;
+  uint64_t *CodeGen = nullptr;
+  uint64_t *LineGen = nullptr; ///< 64 per page
   uint64_t GlobalCodeWrites = 0;
-  uint64_t CodePages = 0; ///< pages flagged in CodeFlags (zeroRam skips its scan at 0)
+  uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
+  void invalidateLines(uint64_t Pfn, uint64_t Lines);
+  bool noteWriteAcrossPages(Gpa Addr, uint64_t SizeBytes);
 };
 
 } // namespace vmxsim

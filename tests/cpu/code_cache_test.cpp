@@ -90,3 +90,318 @@ TEST(SelfModifyingCode, WriteThroughSecondLinearAliasOfCodePageTakesEffect) {
   M.loadCode(Code);
   EXPECT_EQ(runToHalt(M), 0x33u);
 }
+
+// --- Line-granular invalidation (mmu/phys_mem.h, "Decoded code and the writes that
+// invalidate it"): a write drops the blocks with an instruction byte in a 64-byte line it
+// touches, and no other. Block counts below are Cpu::BlocksDecoded: each block start the
+// run reaches is decoded once unless a write touched one of its lines.
+
+TEST(SelfModifyingCode, DataStoresIntoOwnCodePageDoNotInvalidateTheLoop) {
+  TestMachine M;
+  M.setupLongMode();
+  // 100 stores into the loop's own page, 0x800 bytes past the code (lines 32..38; the
+  // code is in line 0):
+  //    0: mov ecx, 100
+  //    5: mov rsi, kCodeBase + 0x800
+  //   12: loop: mov [rsi+rcx*4], ecx ; dec ecx ; jnz loop
+  //   19: hlt
+  M.loadCode({0xb9, 0x64, 0x00, 0x00, 0x00,             // mov ecx, 100
+              0x48, 0xc7, 0xc6, 0x00, 0x08, 0x10, 0x00, // mov rsi, 0x100800
+              0x89, 0x0c, 0x8e,                         // mov [rsi+rcx*4], ecx
+              0xff, 0xc9,                               // dec ecx
+              0x75, 0xf9,                               // jnz loop
+              0xf4});                                   // hlt
+  EXPECT_EQ(runToHalt(M), 0u);
+  EXPECT_EQ(M.Cpu_.Retired, 2u + 100 * 3 + 1);
+  EXPECT_EQ(M.read64(kCodeBase + 0x804), (uint64_t(2) << 32) | 1);
+  EXPECT_EQ(uint32_t(M.read64(kCodeBase + 0x800 + 4 * 100)), 100u);
+  // Three blocks: the start (to the first jnz), the loop, the final hlt; each decoded
+  // once. With whole-page invalidation every store dropped the loop, which then ran as two
+  // blocks (the one after the store, then the loop again) per iteration: 201.
+  EXPECT_EQ(M.Cpu_.BlocksDecoded, 3u);
+  EXPECT_EQ(M.Mem.codeWriteCount(), 0u);
+}
+
+TEST(SelfModifyingCode, RealModeDataStoresIntoTheCodeSegmentDoNotInvalidateTheLoop) {
+  // The case of issue 11: real-mode code keeping its variables in its code segment.
+  TestMachine M;
+  M.setupReal();
+  //    0: mov ecx, 100
+  //    6: mov si, 0x800
+  //    9: loop: mov cs:[si], cx ; add si, 2 ; dec ecx ; jnz loop
+  //   19: hlt
+  M.loadCode({0x66, 0xb9, 0x64, 0x00, 0x00, 0x00, // mov ecx, 100
+              0xbe, 0x00, 0x08,                   // mov si, 0x800
+              0x2e, 0x89, 0x0c,                   // mov cs:[si], cx
+              0x83, 0xc6, 0x02,                   // add si, 2
+              0x66, 0x49,                         // dec ecx
+              0x75, 0xf6,                         // jnz loop
+              0xf4});                             // hlt
+  EXPECT_EQ(runToHalt(M) & 0xffff, 0u);
+  EXPECT_EQ(M.Cpu_.Retired, 2u + 100 * 4 + 1);
+  EXPECT_EQ(M.read64(kCodeBase + 0x800), 0x0061'0062'0063'0064u); // 100, 99, 98, 97
+  EXPECT_EQ(M.Cpu_.BlocksDecoded, 3u);
+  EXPECT_EQ(M.Mem.codeWriteCount(), 0u);
+}
+
+TEST(SelfModifyingCode, PatchedBlockIsRedecodedAndTheOtherBlocksOfItsPageAreKept) {
+  TestMachine M;
+  M.setupLongMode();
+  // A loop calls S (line 2 of the page: add eax, imm8; ret) and increments S's imm8 with
+  // a read-modify-write after each call: eax = 1 + 2 + 3. The loop's blocks (line 0)
+  // are decoded once; S once per iteration.
+  //    0: mov ecx, 3 ; xor eax, eax ; mov rbx, kCodeBase + 0x80
+  //   14: loop: call rbx
+  //   16: add byte [rbx+2], 1      (the store ends the block: the next starts at 20)
+  //   20: dec ecx ; jnz loop
+  //   24: hlt
+  std::vector<uint8_t> Code = {0xb9, 0x03, 0x00, 0x00, 0x00,             // mov ecx, 3
+                               0x31, 0xc0,                               // xor eax, eax
+                               0x48, 0xc7, 0xc3, 0x80, 0x00, 0x10, 0x00, // mov rbx, 0x100080
+                               0xff, 0xd3,                               // call rbx
+                               0x80, 0x43, 0x02, 0x01,                   // add byte [rbx+2], 1
+                               0xff, 0xc9,                               // dec ecx
+                               0x75, 0xf6,                               // jnz loop
+                               0xf4};                                    // hlt
+  Code.resize(0x80, 0x90);
+  for (uint8_t B : {0x83, 0xc0, 0x01, 0xc3}) // S: add eax, 1; ret
+    Code.push_back(B);
+  M.loadCode(Code);
+  EXPECT_EQ(runToHalt(M), 6u);
+  // Blocks at 0, S, 16 and 20 in the first iteration; at 14 and S in the second; S in
+  // the third; 24. Dropping the page at each patch would decode 16 and 20 again in the
+  // second and third iterations and 14 again in the third: 13.
+  EXPECT_EQ(M.Cpu_.BlocksDecoded, 8u);
+  EXPECT_EQ(M.Mem.codeWriteCount(), 3u);
+}
+
+TEST(SelfModifyingCode, StoreIntoInstructionSharingALineWithDataTakesEffect) {
+  TestMachine M;
+  M.setupLongMode();
+  // Data at offset 0x30 shares line 0 with the loop; each iteration stores AL there, then
+  // stores CL into the imm8 of the loop's own "add eax, imm8", which the next iteration
+  // executes: eax = 1 + 3 + 2 (a stale decode would give 3).
+  //    0: xor eax, eax ; mov ecx, 3
+  //    7: loop: add eax, 1          (imm8 at offset 9)
+  //   10: mov [rip+0x20], al        (offset 0x30)
+  //   16: mov [rip-13], cl          (offset 9)
+  //   22: dec ecx ; jnz loop
+  //   26: hlt
+  M.loadCode({0x31, 0xc0,                         // xor eax, eax
+              0xb9, 0x03, 0x00, 0x00, 0x00,       // mov ecx, 3
+              0x83, 0xc0, 0x01,                   // add eax, 1
+              0x88, 0x05, 0x20, 0x00, 0x00, 0x00, // mov [rip+0x20], al
+              0x88, 0x0d, 0xf3, 0xff, 0xff, 0xff, // mov [rip-13], cl
+              0xff, 0xc9,                         // dec ecx
+              0x75, 0xed,                         // jnz loop
+              0xf4});                             // hlt
+  EXPECT_EQ(runToHalt(M), 6u);
+  EXPECT_EQ(M.read64(kCodeBase + 0x30) & 0xff, 6u);
+  EXPECT_EQ(M.read64(kCodeBase + 8) & 0xffff, 0x01c0u); // imm8 = the last CL
+}
+
+TEST(SelfModifyingCode, StoreOverlappingTheLastBytesOfABlockInItsNextLineTakesEffect) {
+  TestMachine M;
+  M.setupLongMode();
+  // S spans lines 0 and 1: mov eax, 0x11 (0x3a..0x3e); add eax, 0x100 (0x3f..0x43, the
+  // imm32 in line 1); ret (0x44). A word store to 0x43..0x44 (line 1 only: the top byte
+  // of the imm32 and the ret, rewritten unchanged) changes S's result.
+  //    0: mov rbx, kCodeBase + 0x3a
+  //    7: call rbx                   ; 0x111
+  //    9: mov esi, eax
+  //   11: mov word [rbx+9], 0xc302
+  //   17: call rbx                   ; 0x02000111
+  //   19: hlt
+  std::vector<uint8_t> Code = {0x48, 0xc7, 0xc3, 0x3a, 0x00, 0x10, 0x00, // mov rbx, 0x10003a
+                               0xff, 0xd3,                               // call rbx
+                               0x89, 0xc6,                               // mov esi, eax
+                               0x66, 0xc7, 0x43, 0x09, 0x02, 0xc3,       // mov word [rbx+9], 0xc302
+                               0xff, 0xd3,                               // call rbx
+                               0xf4};                                    // hlt
+  Code.resize(0x3a, 0x90);
+  for (uint8_t B : {0xb8, 0x11, 0x00, 0x00, 0x00, 0x05, 0x00, 0x01, 0x00, 0x00, 0xc3})
+    Code.push_back(B);
+  M.loadCode(Code);
+  EXPECT_EQ(runToHalt(M), 0x02000111u);
+  EXPECT_EQ(M.S.Gpr[RSI], 0x111u);
+}
+
+TEST(SelfModifyingCode, StoreCrossingIntoTheNextPageRewritesTheCodeThere) {
+  TestMachine M;
+  M.setupLongMode();
+  // S at the start of the next page: mov eax, 5; ret. A qword store at 2 bytes before
+  // that page rewrites S as mov eax, 9; ret.
+  //    0: mov rbx, kCodeBase + 0x1000
+  //    7: call rbx                         ; 5
+  //    9: mov esi, eax
+  //   11: mov rax, 0xc300000009b8bbaa      ; bytes aa bb | b8 09 00 00 00 c3
+  //   21: mov [rbx-2], rax
+  //   25: call rbx                         ; 9
+  //   27: add eax, esi
+  //   29: hlt
+  M.loadCode({0x48, 0xc7, 0xc3, 0x00, 0x10, 0x10, 0x00,                   // mov rbx, 0x101000
+              0xff, 0xd3,                                                 // call rbx
+              0x89, 0xc6,                                                 // mov esi, eax
+              0x48, 0xb8, 0xaa, 0xbb, 0xb8, 0x09, 0x00, 0x00, 0x00, 0xc3, // mov rax, imm64
+              0x48, 0x89, 0x43, 0xfe,                                     // mov [rbx-2], rax
+              0xff, 0xd3,                                                 // call rbx
+              0x01, 0xf0,                                                 // add eax, esi
+              0xf4});                                                     // hlt
+  const uint8_t S[] = {0xb8, 0x05, 0x00, 0x00, 0x00, 0xc3};
+  M.write(kCodeBase + 0x1000, S, sizeof(S));
+  EXPECT_EQ(runToHalt(M), 14u);
+  EXPECT_EQ(M.read64(kCodeBase + 0xffe), 0xc300000009b8bbaau);
+}
+
+TEST(SelfModifyingCode, PageCrossingInstructionPatchedInItsSecondPageTakesEffect) {
+  TestMachine M;
+  M.setupLongMode();
+  // S = mov eax, 5 at 0xffd..0x1001 of the code (crossing into the next page); ret. The
+  // store rewrites the imm32's byte 2, in the second page.
+  //    0: mov rbx, kCodeBase + 0xffd
+  //    7: call rbx                  ; 5
+  //    9: mov esi, eax
+  //   11: mov byte [rbx+3], 1
+  //   15: call rbx                  ; 0x10005
+  //   17: add eax, esi
+  //   19: hlt
+  M.loadCode({0x48, 0xc7, 0xc3, 0xfd, 0x0f, 0x10, 0x00, // mov rbx, 0x100ffd
+              0xff, 0xd3,                               // call rbx
+              0x89, 0xc6,                               // mov esi, eax
+              0xc6, 0x43, 0x03, 0x01,                   // mov byte [rbx+3], 1
+              0xff, 0xd3,                               // call rbx
+              0x01, 0xf0,                               // add eax, esi
+              0xf4});                                   // hlt
+  const uint8_t S[] = {0xb8, 0x05, 0x00, 0x00, 0x00, 0xc3};
+  M.write(kCodeBase + 0xffd, S, sizeof(S));
+  EXPECT_EQ(runToHalt(M), 0x1000au);
+}
+
+TEST(SelfModifyingCode, RepStosIntoDataOfTheCodePageKeepsItsBlocksAndIntoCodeTakesEffect) {
+  TestMachine M;
+  M.setupLongMode();
+  // S at 0x41 (line 1): mov eax, 1; ret. A REP STOSB fills 256 bytes of data in the
+  // code page (lines 32..35: nothing invalidated), a second one S's imm32.
+  //    0: mov rbx, kCodeBase + 0x41 ; call rbx          ; 1
+  //    9: mov esi, eax ; mov rdi, kCodeBase + 0x800 ; mov ecx, 256 ; mov al, 0xaa
+  //   25: rep stosb
+  //   27: lea rdi, [rbx+1] ; mov cl, 4
+  //   33: rep stosb                                     ; S: mov eax, 0xaaaaaaaa
+  //   35: call rbx
+  //   37: hlt
+  std::vector<uint8_t> Code = {0x48, 0xc7, 0xc3, 0x41, 0x00, 0x10, 0x00, // mov rbx, 0x100041
+                               0xff, 0xd3,                               // call rbx
+                               0x89, 0xc6,                               // mov esi, eax
+                               0x48, 0xc7, 0xc7, 0x00, 0x08, 0x10, 0x00, // mov rdi, 0x100800
+                               0xb9, 0x00, 0x01, 0x00, 0x00,             // mov ecx, 256
+                               0xb0, 0xaa,                               // mov al, 0xaa
+                               0xf3, 0xaa,                               // rep stosb
+                               0x48, 0x8d, 0x7b, 0x01,                   // lea rdi, [rbx+1]
+                               0xb1, 0x04,                               // mov cl, 4
+                               0xf3, 0xaa,                               // rep stosb
+                               0xff, 0xd3,                               // call rbx
+                               0xf4};                                    // hlt
+  Code.resize(0x41, 0x90);
+  for (uint8_t B : {0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3})
+    Code.push_back(B);
+  M.loadCode(Code);
+  EXPECT_EQ(runToHalt(M), 0xaaaaaaaau);
+  EXPECT_EQ(M.S.Gpr[RSI], 1u);
+  EXPECT_EQ(M.read64(kCodeBase + 0x8f8), 0xaaaaaaaaaaaaaaaau);
+  EXPECT_EQ(M.read64(kCodeBase + 0x900), 0u);
+  // Only the store into S invalidated code; S was decoded twice, the blocks at 0, 9,
+  // 33 (where the invalidating store left its block) and 37 once.
+  EXPECT_EQ(M.Mem.codeWriteCount(), 1u);
+  EXPECT_EQ(M.Cpu_.BlocksDecoded, 6u);
+}
+
+TEST(SelfModifyingCode, PageThatLostAllItsCodeGetsAFastWriteMappingAgain) {
+  TestMachine M;
+  M.setupLongMode();
+  // R = mov eax, 5; ret at kDataBase + 0x40 is the only code of its page. Overwriting it
+  // leaves the page without decoded code, so the next store there takes a TlbWrite
+  // mapping again (slot 0 for page 0x200).
+  //    0: mov rbx, kDataBase + 0x40
+  //    7: call rbx                        ; 5
+  //    9: mov byte [rbx], 0xc3            ; R's only line: the page holds no code now
+  //   12: mov dword [rbx+0x7c0], 1        ; kDataBase + 0x800
+  //   22: hlt
+  M.loadCode({0x48, 0xc7, 0xc3, 0x40, 0x00, 0x20, 0x00,             // mov rbx, 0x200040
+              0xff, 0xd3,                                           // call rbx
+              0xc6, 0x03, 0xc3,                                     // mov byte [rbx], 0xc3
+              0xc7, 0x83, 0xc0, 0x07, 0x00, 0x00, 0x01, 0, 0, 0,    // mov dword [rbx+0x7c0], 1
+              0xf4});                                               // hlt
+  const uint8_t R[] = {0xb8, 0x05, 0x00, 0x00, 0x00, 0xc3};
+  M.write(kDataBase + 0x40, R, sizeof(R));
+  EXPECT_EQ(runToHalt(M), 5u);
+  EXPECT_FALSE(M.Mem.pageHoldsCode(kDataBase >> 12));
+  EXPECT_EQ(M.Cpu_.TlbWrite[0].Pfn, kDataBase >> 12);
+  EXPECT_NE(M.Cpu_.TlbWrite[0].Tag, kTlbEmpty);
+  EXPECT_EQ(M.read64(kDataBase + 0x800), 1u);
+}
+
+TEST(SelfModifyingCode, WriteMappingOfACodePageIsFlushedByInvlpg) {
+  TestMachine M;
+  M.setupLongMode();
+  // Linear 16 MiB is an alias of physical 0 (a 2 MiB page, PD[0][8]), so linear
+  // 0x1100800 is the code page's data. After a store through the alias, the PDE is
+  // pointed at physical 2 MiB and the alias invalidated: the second store must land at
+  // physical 0x300800, not in the code page.
+  uint64_t Alias = 0x87;
+  M.write(kPml4Base + 0x2000 + 8 * 8, &Alias, 8);
+  M.loadCode({0x48, 0xc7, 0xc3, 0x00, 0x08, 0x10, 0x01, // mov rbx, 0x1100800
+              0xc7, 0x03, 0x11, 0x11, 0x11, 0x11,       // mov dword [rbx], 0x11111111
+              0x48, 0xc7, 0xc6, 0x40, 0x20, 0x01, 0x00, // mov rsi, 0x12040 (PD[0][8])
+              0xc7, 0x06, 0x87, 0x00, 0x20, 0x00,       // mov dword [rsi], 0x200087
+              0x0f, 0x01, 0x3b,                         // invlpg [rbx]
+              0xc7, 0x03, 0x22, 0x22, 0x22, 0x22,       // mov dword [rbx], 0x22222222
+              0xf4});                                   // hlt
+  runToHalt(M);
+  EXPECT_EQ(uint32_t(M.read64(kCodeBase + 0x800)), 0x11111111u);
+  EXPECT_EQ(uint32_t(M.read64(0x300800)), 0x22222222u);
+}
+
+// SDM Vol. 3A, "Cross-Modifying Code": a store by one processor into code another
+// processor has decoded is seen by that processor's next execution of it. Each Cpu has
+// its own block cache; PhysMem is shared.
+TEST(CrossModifyingCode, StoreByAnotherCpuIsSeenByTheCpuThatDecodedTheCode) {
+  TestMachine M;
+  M.setupLongMode();
+  Cpu Other(M.Mem, M.Io, M.Cpu_.Model, 1);
+  Cpu *All[2] = {&M.Cpu_, &Other};
+  M.Cpu_.Peers = Other.Peers = All;
+  M.Cpu_.NumPeers = Other.NumPeers = 2;
+  Other.S = M.S;
+  Other.flushTlb();
+  Other.modeChanged();
+  // CPU 0 runs R = mov eax, 5; hlt from line 1 of page kDataBase; CPU 1 runs
+  // mov [rbx], dl; hlt.
+  const uint8_t R[] = {0xb8, 0x05, 0x00, 0x00, 0x00, 0xf4};
+  M.write(kDataBase + 0x40, R, sizeof(R));
+  const uint8_t Store[] = {0x88, 0x13, 0xf4};
+  M.write(kCodeBase + 0x100, Store, sizeof(Store));
+  auto runOther = [&](uint64_t Rbx, uint8_t Dl) {
+    Other.S.Rip = kCodeBase + 0x100;
+    Other.S.Gpr[RBX] = Rbx;
+    Other.S.Gpr[RDX] = Dl;
+    Other.Halted = false;
+    EXPECT_EQ(Other.run(100), StopReason::Halted);
+  };
+  auto runR = [&] {
+    M.S.Rip = kDataBase + 0x40;
+    M.Cpu_.Halted = false;
+    return runToHalt(M);
+  };
+  // CPU 1 stores into page kDataBase before it holds code: a fast write mapping, which
+  // CPU 0's decode of R must take away.
+  runOther(kDataBase + 0x800, 1);
+  EXPECT_EQ(runR(), 5u);
+  runOther(kDataBase + 0x41, 9); // R's imm32
+  EXPECT_EQ(runR(), 9u);
+  // A store by CPU 1 to data in R's page (another line) leaves CPU 0's block alone.
+  const uint64_t Decoded = M.Cpu_.BlocksDecoded;
+  runOther(kDataBase + 0x800, 2);
+  EXPECT_EQ(runR(), 9u);
+  EXPECT_EQ(M.Cpu_.BlocksDecoded, Decoded);
+  EXPECT_EQ(M.read64(kDataBase + 0x800) & 0xff, 2u);
+}
