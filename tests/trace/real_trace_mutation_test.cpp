@@ -103,7 +103,10 @@ Tally flipEveryBit(bool FlipHypervisor) {
       EXPECT_FALSE(Message.empty()) << "bit " << Bit;
       EXPECT_EQ(Message.find('\n'), std::string::npos) << "bit " << Bit;
     }
-    // summary and dump of the mutant: whatever they read, an error is one message.
+    // summary and dump of every 4th mutant (bits 0 and 4 of every byte): whatever
+    // they read, an error is one message. (All of them take minutes under ASan.)
+    if (Bit % 4)
+      continue;
     TraceReader R1;
     R1.openMemory(M.data(), M.size());
     const TraceSummary Sum = summarizeTrace(R1);
