@@ -5,6 +5,7 @@
 #include "cpu/observer.h"
 #include "cpu/registers.h"
 #include "cpu/status.h"
+#include "mmu/access.h"
 #include "mmu/io_bus.h"
 #include "mmu/phys_mem.h"
 
@@ -20,7 +21,6 @@ struct MsrState;
 struct VmxState;
 class InterruptSource;
 
-enum class Access : uint8_t { Read, Write, Fetch };
 
 /// An exception waiting to be delivered (or turned into a VM exit by the VMX layer).
 struct PendingEvent {

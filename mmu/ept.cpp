@@ -1,14 +1,6 @@
 #include "mmu/ept.h"
 
-#include "cpu/cpu.h"
-#include "cpu/cpu_model.h"
-#include "cpu/vmx/capabilities.h"
-#include "cpu/vmx/exit_qualification.h"
-#include "cpu/vmx/vm_exit.h"
-#include "cpu/vmx/vmcs_controls.h"
-#include "cpu/vmx/vmx_events.h"
-#include "cpu/vmx/vmx_features.h"
-#include "cpu/vmx/vmx_state.h"
+#include "mmu/phys_mem.h"
 
 #include <cstring>
 
@@ -16,22 +8,11 @@ namespace vmxsim {
 
 namespace {
 
-using F = VmcsField;
-
-
-
-/// Mode-based execute control for EPT is in effect (SDM Vol. 3C, "Mode-Based Execute
-/// Control for EPT"): only when the processor supports it and the control is 1.
-bool modeBasedExecute(const Cpu &C) {
-  return C.Model.Vmx && C.Model.Vmx->has(VmxFeature::ModeBasedExecute) &&
-         controlSet(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
-}
-
 // EPT paging structures live in host-physical memory. An entry outside RAM (or in an
 // MMIO region, which must not see side effects from a table walk) reads all-ones: bits
 // 2:0 = 111b with reserved bits set, i.e. a misconfiguration, never a host crash.
-uint64_t readEptEntry(const Cpu &C, uint64_t Hpa) {
-  if (const uint8_t *P = C.Mem.ramPointer(Gpa(Hpa))) {
+uint64_t readEptEntry(const PhysMem &Mem, uint64_t Hpa) {
+  if (const uint8_t *P = Mem.ramPointer(Gpa(Hpa))) {
     uint64_t V;
     std::memcpy(&V, P, 8);
     return V;
@@ -39,15 +20,17 @@ uint64_t readEptEntry(const Cpu &C, uint64_t Hpa) {
   return ~uint64_t(0);
 }
 
-void setEptBits(Cpu &C, uint64_t Hpa, uint64_t Old, uint64_t Bits) {
+void setEptBits(PhysMem &Mem, uint64_t Hpa, uint64_t Old, uint64_t Bits) {
   if ((Old & Bits) == Bits)
     return;
-  if (uint8_t *P = C.Mem.ramPointer(Gpa(Hpa))) {
+  if (uint8_t *P = Mem.ramPointer(Gpa(Hpa))) {
     uint64_t V = Old | Bits;
     std::memcpy(P, &V, 8);
-    C.Mem.noteWrite(Gpa(Hpa), 8);
+    Mem.noteWrite(Gpa(Hpa), 8);
   }
 }
+
+} // namespace
 
 // SDM Vol. 3C, "EPT Violations": the access must be allowed by every entry used
 // (Rights is their AND). Guest paging-structure accesses are writes when A/D is on.
@@ -57,20 +40,15 @@ bool eptAllows(bool Mbec, uint8_t Rights, const EptAccess &A, bool IsWrite) {
   return (Rights & eptright::R) && (!IsWrite || (Rights & eptright::W));
 }
 
-} // namespace
 
-bool eptActive(const Cpu &C) {
-  return C.NonRoot && controlSet(C.Vmx->Vmcs, VmxControl::EnableEpt);
-}
-
-EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
+EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_t Gpa,
+                const EptAccess &A) {
   using namespace eptentry;
   EptWalk W;
-  const VmxProfile *P = C.Model.Vmx;
-  const bool ExecuteOnly = P && P->EptExecuteOnly;
-  const bool Pages1G = P && P->Ept1GPages;
-  const bool Mbec = modeBasedExecute(C);
-  const unsigned MaxPhys = C.Model.MaxPhysAddrBits;
+  const bool ExecuteOnly = Cfg.ExecuteOnly;
+  const bool Pages1G = Cfg.Pages1G;
+  const bool Mbec = Cfg.ModeBasedExecute;
+  const unsigned MaxPhys = Cfg.MaxPhysAddrBits;
   const uint64_t PhysMask = ((uint64_t(1) << MaxPhys) - 1) & ~uint64_t(0xfff);
   // Bits 51:N of every entry are reserved (N = MAXPHYADDR).
   const uint64_t ReservedHigh = ((uint64_t(1) << 52) - 1) & ~((uint64_t(1) << MaxPhys) - 1);
@@ -90,7 +68,7 @@ EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
   for (;; --Level) {
     const unsigned Shift = 12 + 9 * (Level - 1);
     const uint64_t EAddr = Table | (((Gpa >> Shift) & 0x1ff) << 3);
-    const uint64_t E = readEptEntry(C, EAddr);
+    const uint64_t E = readEptEntry(Mem, EAddr);
     Used[NumUsed++] = EAddr;
     if (!(E & PresentBits)) {
       // SDM Vol. 3C, "EPT Violations": a not-present entry.
@@ -151,92 +129,11 @@ EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
       // only by a walk that completes: a walk that ends in a VM exit leaves the EPT
       // unchanged (vmxsim's choice within "may set").
       for (unsigned K = 0; K + 1 < NumUsed; ++K)
-        setEptBits(C, Used[K], readEptEntry(C, Used[K]), Accessed);
-      setEptBits(C, EAddr, E, Accessed | (IsWrite ? Dirty : 0));
+        setEptBits(Mem, Used[K], readEptEntry(Mem, Used[K]), Accessed);
+      setEptBits(Mem, EAddr, E, Accessed | (IsWrite ? Dirty : 0));
     }
     return W;
   }
-}
-
-uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp,
-                                   const EptAccess &A) {
-  namespace Q = exitqual::ept_violation;
-  const bool Ad = Eptp & eptp::AccessedDirty;
-  uint64_t V = 0;
-  // A guest paging-structure access under EPT A/D is "treated as a write": the
-  // processor sets both bit 0 and bit 1 (SDM Vol. 3C, Table "Exit Qualification for
-  // EPT Violations", note 1).
-  V = Q::DataRead.set(V, A.Kind == Access::Read || (Ad && A.PagingStructure));
-  V = Q::DataWrite.set(V, A.Kind == Access::Write || (Ad && A.PagingStructure));
-  V = Q::InstructionFetch.set(V, A.Kind == Access::Fetch);
-  V = Q::Readable.set(V, (W.Rights & eptright::R) != 0);
-  V = Q::Writeable.set(V, (W.Rights & eptright::W) != 0);
-  V = Q::Executable.set(V, (W.Rights & eptright::X) != 0);
-  if (modeBasedExecute(C))
-    V = Q::UserModeExecutable.set(V, (W.Rights & eptright::UserX) != 0);
-  V = Q::GuestLinearAddressValid.set(V, A.LinearValid);
-  if (A.LinearValid)
-    V = Q::TranslatedLinearAddress.set(V, !A.PagingStructure);
-  return V;
-}
-
-Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out) {
-  const uint64_t Eptp = C.Vmx->Vmcs.get(F::EptPointer);
-  const bool Ad = Eptp & eptp::AccessedDirty;
-  const bool IsWrite = A.Kind == Access::Write || (Ad && A.PagingStructure);
-  // A cached guest-physical mapping of the current context serves any access it allows
-  // and that needs no A/D update; anything else walks the EPT afresh, so violations,
-  // misconfigurations and flag updates are always computed from the tables.
-  EptCacheEntry &Cached = C.EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
-  if (Cached.GpaPage == ((Gpa & kPageMask) | 1) && Cached.Generation == C.TlbGeneration &&
-      Cached.AccessedDirty == Ad && (!IsWrite || Cached.DirtyDone) &&
-      eptAllows(modeBasedExecute(C), Cached.Rights, A, IsWrite)) {
-    Out = EptWalk{};
-    Out.Hpa = Cached.HpaPage | (Gpa & 0xfff);
-    Out.Rights = Cached.Rights;
-    Out.MemType = Cached.MemType;
-    Out.IgnorePat = Cached.IgnorePat;
-    Out.PageLevel = Cached.PageLevel;
-    return Status::Ok;
-  }
-  Out = eptWalk(C, Eptp, Gpa, A);
-  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
-    Cached = EptCacheEntry{(Gpa & kPageMask) | 1, Out.Hpa & kPageMask, C.TlbGeneration,
-                           Out.Rights, Out.MemType, Out.PageLevel, Out.IgnorePat, Ad,
-                           !Ad || IsWrite};
-    return Status::Ok;
-  }
-  VmExitInfo Info;
-  Info.GuestPhysicalAddress = Gpa;
-  Info.GuestPhysicalValid = true;
-  if (Out.Outcome == EptOutcome::Misconfiguration) {
-    // SDM Vol. 3C, "EPT Misconfigurations": exit reason 49; the qualification is
-    // undefined (0) and only the guest-physical address is reported.
-    Info.Reason = ExitReason::EptMisconfiguration;
-  } else {
-    Info.Reason = ExitReason::EptViolation;
-    Info.Qualification = eptViolationQualification(C, Out, Eptp, A);
-    if (A.LinearValid) {
-      Info.GuestLinearAddress = A.Gla;
-      Info.GuestLinearValid = true;
-    }
-  }
-  // Both are fault-like exits; during event delivery they report IDT-vectoring
-  // information (SDM Vol. 3C, "Information for VM Exits That Occur During Event
-  // Delivery").
-  vmxFillIdtVectoring(C, Info);
-  VmxEventState &E = C.Vmx->Events;
-  // Bit 12, "NMI unblocking due to IRET": the EPT violation is a fault on an IRET that
-  // unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit Qualification
-  // for EPT Violations"; same rule as for vectored events).
-  if (Info.Reason == ExitReason::EptViolation && !E.DeliveringInfo &&
-      E.IretNmiMark == C.Retired + 1)
-    Info.Qualification = exitqual::ept_violation::NmiUnblockingDueToIret.set(
-        Info.Qualification, 1);
-  E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
-  E.InjectingEvent = E.MtfPending = false;
-  E.IretNmiMark = 0;
-  return vmExit(C, Info);
 }
 
 uint8_t eptEffectiveMemoryType(uint8_t EptType, bool IgnorePat, uint8_t PatType,

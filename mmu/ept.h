@@ -2,15 +2,19 @@
 // Support for Address Translation" > "The Extended Page Table Mechanism (EPT)"): the
 // walker, EPT misconfigurations and violations, EPT accessed/dirty flags and the EPT
 // memory type. Used on TLB misses only: a TLB hit never reaches this code.
+//
+// The walker knows the processor only through EptWalkerConfig and returns what it found
+// as a value (EptWalk: the translation, or a violation with the rights the qualification
+// reports, or a misconfiguration); cpu/vmx/ept_translation.h turns a failed walk into
+// the VM exit (reason 48 or 49).
 #pragma once
-#include "cpu/status.h"
+#include "mmu/access.h"
 
 #include <cstdint>
 
 namespace vmxsim {
 
-class Cpu;
-enum class Access : uint8_t;
+class PhysMem;
 
 /// EPT paging-structure entry bits (SDM Vol. 3C, "EPT Translation Mechanism", tables
 /// "Format of an EPT PML4 Entry" .. "Format of an EPT Page-Table Entry").
@@ -59,24 +63,23 @@ struct EptWalk {
   uint8_t PageLevel = 0;   ///< 1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB
 };
 
-/// Whether guest-physical accesses are translated by EPT: VMX non-root operation with
-/// "activate secondary controls" and "enable EPT" (SDM Vol. 3C, "Guest-Physical
-/// Addresses").
-bool eptActive(const Cpu &C);
+/// What the walker needs of the processor: its VMX capabilities and the controls in
+/// effect (cpu/vmx/ept_translation.h builds it from a Cpu).
+struct EptWalkerConfig {
+  bool ExecuteOnly = false;      ///< execute-only translations (IA32_VMX_EPT_VPID_CAP[0])
+  bool Pages1G = false;          ///< 1-GByte pages (IA32_VMX_EPT_VPID_CAP[17])
+  bool ModeBasedExecute = false; ///< mode-based execute control in effect
+  unsigned MaxPhysAddrBits = 46; ///< MAXPHYADDR
+};
 
-/// Walks the EPT paging structures of Eptp for Gpa (no VM exit; sets EPT A/D flags when
-/// Eptp[6] = 1 and the translation succeeds).
-EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A);
+/// Walks the EPT paging structures of Eptp, in Mem, for Gpa (no VM exit; sets EPT A/D
+/// flags when Eptp[6] = 1 and the translation succeeds).
+EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_t Gpa,
+                const EptAccess &A);
 
-/// Translates Gpa under the current EPTP; on a violation or misconfiguration performs
-/// the VM exit (exit reason 48 / 49, fault-like: RIP still at the instruction) and
-/// returns Status::VmExit.
-Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out);
-
-/// EPT-violation exit qualification of a failed walk (SDM Vol. 3C, Table "Exit
-/// Qualification for EPT Violations"), without bit 12 (NMI unblocking).
-uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp,
-                                   const EptAccess &A);
+/// SDM Vol. 3C, "EPT Violations": whether Rights (the AND of the entries used) allow the
+/// access; IsWrite includes guest paging-structure accesses under EPT A/D.
+bool eptAllows(bool ModeBasedExecute, uint8_t Rights, const EptAccess &A, bool IsWrite);
 
 /// Memory-type encodings (SDM Vol. 3A, "Memory Types That Can Be Encoded With PAT").
 namespace memtype {

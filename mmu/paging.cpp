@@ -2,7 +2,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
-#include "mmu/ept.h"
+#include "cpu/vmx/ept_translation.h"
 
 #include <cstring>
 

@@ -13,7 +13,7 @@
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/exit_qualification.h"
 #include "cpu/vmx/vm_exit.h"
-#include "mmu/ept.h"
+#include "cpu/vmx/ept_translation.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,131 @@
+// EPT as the processor uses it (SDM Vol. 3C, "EPT Violations", "EPT Misconfigurations"):
+// the walker's configuration from the CPU's model and VMCS, the guest-physical mapping
+// cache, and the VM exit (reason 48 or 49) for a walk that failed. The walker itself is
+// mmu/ept.cpp.
+#include "cpu/vmx/ept_translation.h"
+
+#include "cpu/cpu.h"
+#include "cpu/cpu_model.h"
+#include "cpu/vmx/capabilities.h"
+#include "cpu/vmx/exit_qualification.h"
+#include "cpu/vmx/vm_exit.h"
+#include "cpu/vmx/vmcs_controls.h"
+#include "cpu/vmx/vmx_events.h"
+#include "cpu/vmx/vmx_features.h"
+#include "cpu/vmx/vmx_state.h"
+
+namespace vmxsim {
+
+namespace {
+
+using F = VmcsField;
+
+/// Mode-based execute control for EPT is in effect (SDM Vol. 3C, "Mode-Based Execute
+/// Control for EPT"): only when the processor supports it and the control is 1.
+bool modeBasedExecute(const Cpu &C) {
+  return C.Model.Vmx && C.Model.Vmx->has(VmxFeature::ModeBasedExecute) &&
+         controlSet(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
+}
+
+} // namespace
+
+bool eptActive(const Cpu &C) {
+  return C.NonRoot && controlSet(C.Vmx->Vmcs, VmxControl::EnableEpt);
+}
+
+EptWalkerConfig eptWalkerConfig(const Cpu &C) {
+  EptWalkerConfig Cfg;
+  const VmxProfile *P = C.Model.Vmx;
+  Cfg.ExecuteOnly = P && P->EptExecuteOnly;
+  Cfg.Pages1G = P && P->Ept1GPages;
+  Cfg.ModeBasedExecute = modeBasedExecute(C);
+  Cfg.MaxPhysAddrBits = C.Model.MaxPhysAddrBits;
+  return Cfg;
+}
+
+EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
+  return eptWalk(C.Mem, eptWalkerConfig(C), Eptp, Gpa, A);
+}
+
+uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp,
+                                   const EptAccess &A) {
+  namespace Q = exitqual::ept_violation;
+  const bool Ad = Eptp & eptp::AccessedDirty;
+  uint64_t V = 0;
+  // A guest paging-structure access under EPT A/D is "treated as a write": the
+  // processor sets both bit 0 and bit 1 (SDM Vol. 3C, Table "Exit Qualification for
+  // EPT Violations", note 1).
+  V = Q::DataRead.set(V, A.Kind == Access::Read || (Ad && A.PagingStructure));
+  V = Q::DataWrite.set(V, A.Kind == Access::Write || (Ad && A.PagingStructure));
+  V = Q::InstructionFetch.set(V, A.Kind == Access::Fetch);
+  V = Q::Readable.set(V, (W.Rights & eptright::R) != 0);
+  V = Q::Writeable.set(V, (W.Rights & eptright::W) != 0);
+  V = Q::Executable.set(V, (W.Rights & eptright::X) != 0);
+  if (modeBasedExecute(C))
+    V = Q::UserModeExecutable.set(V, (W.Rights & eptright::UserX) != 0);
+  V = Q::GuestLinearAddressValid.set(V, A.LinearValid);
+  if (A.LinearValid)
+    V = Q::TranslatedLinearAddress.set(V, !A.PagingStructure);
+  return V;
+}
+
+Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out) {
+  const uint64_t Eptp = C.Vmx->Vmcs.get(F::EptPointer);
+  const bool Ad = Eptp & eptp::AccessedDirty;
+  const bool IsWrite = A.Kind == Access::Write || (Ad && A.PagingStructure);
+  // A cached guest-physical mapping of the current context serves any access it allows
+  // and that needs no A/D update; anything else walks the EPT afresh, so violations,
+  // misconfigurations and flag updates are always computed from the tables.
+  EptCacheEntry &Cached = C.EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
+  if (Cached.GpaPage == ((Gpa & kPageMask) | 1) && Cached.Generation == C.TlbGeneration &&
+      Cached.AccessedDirty == Ad && (!IsWrite || Cached.DirtyDone) &&
+      eptAllows(modeBasedExecute(C), Cached.Rights, A, IsWrite)) {
+    Out = EptWalk{};
+    Out.Hpa = Cached.HpaPage | (Gpa & 0xfff);
+    Out.Rights = Cached.Rights;
+    Out.MemType = Cached.MemType;
+    Out.IgnorePat = Cached.IgnorePat;
+    Out.PageLevel = Cached.PageLevel;
+    return Status::Ok;
+  }
+  Out = eptWalk(C, Eptp, Gpa, A);
+  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
+    Cached = EptCacheEntry{(Gpa & kPageMask) | 1, Out.Hpa & kPageMask, C.TlbGeneration,
+                           Out.Rights, Out.MemType, Out.PageLevel, Out.IgnorePat, Ad,
+                           !Ad || IsWrite};
+    return Status::Ok;
+  }
+  VmExitInfo Info;
+  Info.GuestPhysicalAddress = Gpa;
+  Info.GuestPhysicalValid = true;
+  if (Out.Outcome == EptOutcome::Misconfiguration) {
+    // SDM Vol. 3C, "EPT Misconfigurations": exit reason 49; the qualification is
+    // undefined (0) and only the guest-physical address is reported.
+    Info.Reason = ExitReason::EptMisconfiguration;
+  } else {
+    Info.Reason = ExitReason::EptViolation;
+    Info.Qualification = eptViolationQualification(C, Out, Eptp, A);
+    if (A.LinearValid) {
+      Info.GuestLinearAddress = A.Gla;
+      Info.GuestLinearValid = true;
+    }
+  }
+  // Both are fault-like exits; during event delivery they report IDT-vectoring
+  // information (SDM Vol. 3C, "Information for VM Exits That Occur During Event
+  // Delivery").
+  vmxFillIdtVectoring(C, Info);
+  VmxEventState &E = C.Vmx->Events;
+  // Bit 12, "NMI unblocking due to IRET": the EPT violation is a fault on an IRET that
+  // unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit Qualification
+  // for EPT Violations"; same rule as for vectored events).
+  if (Info.Reason == ExitReason::EptViolation && !E.DeliveringInfo &&
+      E.IretNmiMark == C.Retired + 1)
+    Info.Qualification = exitqual::ept_violation::NmiUnblockingDueToIret.set(
+        Info.Qualification, 1);
+  E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
+  E.InjectingEvent = E.MtfPending = false;
+  E.IretNmiMark = 0;
+  return vmExit(C, Info);
+}
+
+} // namespace vmxsim
