@@ -202,7 +202,7 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
     // messages and stores and the PMI freeze bits are not modelled, so enabling any of
     // them stops the run rather than being silently ignored.
     if (Value)
-      return C.unimplemented("IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)");
+      return C.unimplemented(kDebugctlUnimplemented);
     break;
   case MsrWrite::MiscEnable: {
     constexpr uint64_t ReadOnlyBits = 0x80 | 0x1800;

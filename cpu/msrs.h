@@ -71,6 +71,11 @@ struct MsrState {
   uint64_t operator[](MsrSlot S) const { return Value[unsigned(S)]; }
 };
 
+/// What a run stopped by a non-zero IA32_DEBUGCTL (WRMSR, or a VM entry that loads the
+/// debug controls) reports as unimplemented: branch recording and BTF are not modelled.
+inline constexpr const char *kDebugctlUnimplemented =
+    "IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)";
+
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.
 uint32_t cpuidSignature(const CpuModel &M);

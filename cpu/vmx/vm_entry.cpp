@@ -202,6 +202,10 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   if (R.Kind == VmEntryCheckResult::Outcome::EntryFailure)
     return entryFailure(C, ExitReason(R.ExitReason), R.Qualification);
 
+  // A guest IA32_DEBUGCTL loaded with features vmxsim does not model (as WRMSR would
+  // report them; cpu/msrs.cpp) stops the run before anything of the guest is loaded.
+  if (controlSet(V, VmxControl::LoadDebugControls) && V.get(F::GuestIa32Debugctl))
+    return C.unimplemented(kDebugctlUnimplemented);
   // From here the processor is committed to the guest: failures are VM exits that load
   // host state (SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State").
   C.Cycles += costOf(CostClass::VmTransition);

@@ -192,5 +192,34 @@ TEST(VmExits, InjectedSoftwareInterruptIsDeliveredThroughGuestIdt) {
   EXPECT_EQ(M.read64(V.get(F::GuestRsp)), kGuestCode + 2);
 }
 
+// IA32_DEBUGCTL is loaded from and saved to the VMCS with the debug controls (SDM Vol.
+// 3C, "Loading Guest Control Registers, Debug Registers, and MSRs", "Saving Control
+// Registers, Debug Registers, and MSRs") and cleared on VM exit; a non-zero value would
+// enable branch recording or BTF, which vmxsim does not model: the entry stops the run.
+TEST(VmExits, DebugctlIsLoadedSavedAndClearedByTheDebugControls) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+  VmcsData &V = M.vmcs();
+  V.set(F::VmEntryControls, V.get(F::VmEntryControls) | controlBit(VmxControl::LoadDebugControls));
+  V.set(F::PrimaryVmExitControls,
+        V.get(F::PrimaryVmExitControls) | controlBit(VmxControl::SaveDebugControls));
+  V.set(F::GuestIa32Debugctl, 0);
+  StepResult R = M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(R.Why, StopReason::Halted);
+  EXPECT_EQ(V.get(F::ExitReason), 18u);
+  EXPECT_EQ(V.get(F::GuestIa32Debugctl), 0u);
+  EXPECT_EQ((*M.Cpu_.Msrs)[MsrSlot::IA32_DEBUGCTL], 0u);
+
+  VmxTestMachine N;
+  loadGuestAndHost(N, {0x0f, 0x01, 0xc1}, {0xf4});
+  VmcsData &W = N.vmcs();
+  W.set(F::VmEntryControls, W.get(F::VmEntryControls) | controlBit(VmxControl::LoadDebugControls));
+  W.set(F::GuestIa32Debugctl, 1); // LBR
+  R = N.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(R.Why, StopReason::Unimplemented);
+  EXPECT_STREQ(N.Cpu_.UnimplementedWhat, kDebugctlUnimplemented);
+  EXPECT_FALSE(N.Cpu_.NonRoot);
+}
+
 } // namespace
 } // namespace vmxsim::test
