@@ -15,14 +15,7 @@ namespace vmxsim {
 
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
-      Vmx(std::make_unique<VmxState>()), Id(Id),
-      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))),
-      VpidGeneration(static_cast<uint64_t *>(std::calloc(65536, sizeof(uint64_t)))) {
-  if (!Blocks || !VpidGeneration) {
-    // Host out of memory at construction: nothing sensible can run. This is a host
-    // failure, not a guest-triggerable condition.
-    std::abort();
-  }
+      Vmx(std::make_unique<VmxState>()), Id(Id), Mmu(*this, Mem) {
   reset();
 }
 
@@ -53,11 +46,7 @@ void Cpu::reset() {
   Halted = InShutdown = NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
   DeliveryDepth = 0;
-  clearTlb();
-  CurrentVpid = 0;
-  TlbEptContext = false;
-  flushTlb();
-  flushDecodeCache();
+  Mmu.reset();
   modeChanged();
 }
 
@@ -90,134 +79,11 @@ void Cpu::modeChanged() {
   else
     M = CodeMode::Real16;
   DecodeMode = uint8_t(M);
-  UserTagBit = S.cpl() == 3;
-  TagLowSupervisor = uint16_t(TlbGeneration << 1);
-  TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
+  Mmu.setUserMode(S.cpl() == 3);
   RipMask = M == CodeMode::Long64 ? ~uint64_t(0)
             : M == CodeMode::Prot32 ? 0xffffffffull
                                     : 0xffffull;
   breakBlock();
-}
-
-void Cpu::clearTlb() {
-  for (unsigned I = 0; I < kTlbEntries; ++I)
-    TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = TlbWriteCode[I].Tag = kTlbEmpty;
-  // Generations restart below: cached guest-physical mappings must not match again.
-  for (EptCacheEntry &E : EptCache)
-    E.GpaPage = 0;
-  ++TlbEpoch; // every context's generation is forgotten
-  NextTlbGeneration = 1;
-}
-
-uint16_t Cpu::allocTlbGeneration() {
-  // Generation 0x7ff is never handed out: a tag with it could equal kTlbEmpty.
-  if (NextTlbGeneration >= 0x7ff)
-    clearTlb();
-  return NextTlbGeneration++;
-}
-
-uint16_t Cpu::contextGeneration(uint16_t Vpid) {
-  uint64_t E = VpidGeneration.get()[Vpid];
-  if ((E >> 16) == TlbEpoch)
-    return uint16_t(E);
-  uint16_t Gen = allocTlbGeneration();
-  VpidGeneration.get()[Vpid] = (TlbEpoch << 16) | Gen;
-  return Gen;
-}
-
-void Cpu::useGeneration(uint16_t Gen) {
-  TlbGeneration = Gen;
-  TagLowSupervisor = uint16_t(Gen << 1);
-  TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
-  breakBlock();
-}
-
-Cpu::EptTlbContext &Cpu::eptContextSlot(uint16_t Vpid, uint64_t Ep4ta) {
-  uint64_t H = (Ep4ta ^ (uint64_t(Vpid) << 52)) * 0x9E3779B97F4A7C15ull;
-  static_assert(kEptTlbContexts == 64, "the slot takes 6 hash bits");
-  return EptContexts[H >> (64 - 6)];
-}
-
-uint16_t Cpu::eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta) {
-  EptTlbContext &X = eptContextSlot(Vpid, Ep4ta);
-  if (X.Epoch == TlbEpoch && X.Vpid == Vpid && X.Ep4ta == Ep4ta)
-    return X.Gen;
-  uint16_t Gen = allocTlbGeneration();
-  X = EptTlbContext{TlbEpoch, Ep4ta, Vpid, Gen};
-  return Gen;
-}
-
-void Cpu::flushTlb() {
-  uint16_t Gen = allocTlbGeneration();
-  if (TlbEptContext)
-    eptContextSlot(CurrentVpid, CurrentEp4ta) =
-        EptTlbContext{TlbEpoch, CurrentEp4ta, CurrentVpid, Gen};
-  else
-    VpidGeneration.get()[CurrentVpid] = (TlbEpoch << 16) | Gen;
-  useGeneration(Gen);
-}
-
-void Cpu::flushTlbVpid(uint16_t Vpid) {
-  // A VPID's linear mappings and its combined mappings of every EP4TA (SDM Vol. 3C,
-  // INVVPID).
-  for (EptTlbContext &X : EptContexts)
-    if (X.Vpid == Vpid)
-      X.Epoch = 0;
-  VpidGeneration.get()[Vpid] = 0; // epoch 0 is never current
-  if (Vpid == CurrentVpid)
-    flushTlb();
-}
-
-void Cpu::flushTlbEptp(uint64_t Eptp) {
-  // Mappings derived from the EPT paging structures of one EP4TA, for every VPID (SDM
-  // Vol. 3C, INVEPT single-context).
-  const uint64_t Ep4ta = Eptp & 0x000ffffffffff000ull;
-  for (EptTlbContext &X : EptContexts)
-    if (X.Ep4ta == Ep4ta)
-      X.Epoch = 0;
-  if (TlbEptContext && CurrentEp4ta == Ep4ta)
-    flushTlb();
-}
-
-void Cpu::flushTlbAllContexts() {
-  clearTlb();
-  useGeneration(TlbEptContext ? eptContextGeneration(CurrentVpid, CurrentEp4ta)
-                              : contextGeneration(CurrentVpid));
-}
-
-void Cpu::switchTlbContext(uint16_t Vpid) {
-  CurrentVpid = Vpid;
-  TlbEptContext = false;
-  useGeneration(contextGeneration(Vpid));
-}
-
-void Cpu::switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp) {
-  CurrentVpid = Vpid;
-  TlbEptContext = true;
-  CurrentEp4ta = Eptp & 0x000ffffffffff000ull;
-  useGeneration(eptContextGeneration(Vpid, CurrentEp4ta));
-}
-
-void Cpu::flushTlbPage(uint64_t La) {
-  // Large pages may cover many TLB slots; one slot per 4 KiB page is cached here, so a
-  // full flush is the simple exact answer for INVLPG on any page size.
-  (void)La;
-  flushTlb();
-}
-
-void Cpu::dropWriteMappings(uint64_t Pfn) {
-  for (TlbEntry &E : TlbWrite)
-    if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
-      E.Tag = kTlbEmpty;
-}
-
-void Cpu::flushDecodeCache() {
-  BlockKeyBase += 1u << 8;
-  if (BlockKeyBase == 0) {
-    // The 24-bit epoch wrapped: stale blocks could look current again, so clear them.
-    std::memset(static_cast<void *>(Blocks.get()), 0, (kBlockCacheEntries + 1) * sizeof(Block));
-    BlockKeyBase = 1u << 8;
-  }
 }
 
 StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
@@ -289,24 +155,8 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
   // MMIO, CR/flag writes) or at the cycle deadline, both of which leave this loop.
   for (;;) {
     Block *B = nullptr;
-    if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]] {
-      uint64_t La = S.Rip;
-      const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
-      TlbEntry &E = TlbFetch[Slot];
-      const uint64_t Tag = tlbTag(*this, La, false);
-      // The displaced entry (cpu/memory.cpp, victimSlot) comes back without a walk or a
-      // decode: a guest and its hypervisor sharing a code page alternate at every exit.
-      if (E.Tag != Tag) [[unlikely]]
-        if (TlbEntry &V = TlbFetch[tlbVictimSlot(Slot)]; V.Tag == Tag)
-          std::swap(E, V);
-      if (E.Tag == Tag) [[likely]] {
-        uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
-        Block &Cand = Blocks.get()[blockSlot(Pa)];
-        if (Cand.Pa == Pa && Cand.Key == blockKey() &&
-            Cand.Gen == Mem.codeGeneration(E.Pfn))
-          B = &Cand;
-      }
-    }
+    if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]]
+      B = Mmu.cachedBlock(S.Rip, DecodeMode);
     if (!B) {
       Status St = decodeBlock(*this, B);
       if (St != Status::Ok)

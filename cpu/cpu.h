@@ -1,7 +1,9 @@
-// One logical processor: architectural state, software TLB, decoded-block cache, virtual
-// clock and the run loop. Instruction semantics live in free functions in cpu/exec_*.cpp.
+// One logical processor: architectural state, the virtual clock and the run loop. Its
+// caches of translations and decoded code belong to its MMU (cpu/mmu.h, with their
+// coherence contract). Instruction semantics live in free functions in cpu/exec_*.cpp.
 #pragma once
 #include "cpu/decoded_insn.h"
+#include "cpu/mmu.h"
 #include "cpu/observer.h"
 #include "cpu/registers.h"
 #include "cpu/status.h"
@@ -60,59 +62,6 @@ public:
   virtual Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) = 0;
 };
 
-/// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
-/// page address | the TLB generation << 1 | 1 for a user-mode (CPL 3) access; an empty
-/// entry holds kTlbEmpty (never a valid tag: generations stop below 0x7ff).
-struct TlbEntry {
-  uint64_t Tag;
-  uintptr_t Addend; ///< host pointer = linear address + Addend
-  uint64_t Pfn;     ///< physical page frame number (host-physical under EPT)
-};
-inline constexpr unsigned kTlbEntries = 256;
-
-/// Cached guest-physical -> host-physical translation of one 4 KiB page under EPT
-/// ("guest-physical mappings", SDM Vol. 3C, "Information That May Be Cached"), valid in
-/// the TLB context generation it was filled in. A TLB miss under EPT walks the guest
-/// page tables, and each of their entries needs a guest-physical translation: this
-/// cache makes those hits instead of full EPT walks.
-struct EptCacheEntry {
-  uint64_t GpaPage;  ///< guest-physical page address | 1 (0 = empty)
-  uint64_t HpaPage;
-  uint16_t Generation;
-  uint8_t Rights;
-  uint8_t MemType;
-  uint8_t PageLevel;
-  bool IgnorePat;
-  bool AccessedDirty; ///< EPTP[6] when filled
-  bool DirtyDone;     ///< the leaf's dirty flag is set (or A/D is off)
-};
-inline constexpr unsigned kEptCacheEntries = 512;
-inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
-
-/// Decoded-instruction cache, organised as blocks of straight-line code keyed by the
-/// physical address of their first byte and the decode mode (STYLE 2.2).
-inline constexpr unsigned kMaxBlockInsns = 32;
-struct Block {
-  uint64_t Pa;
-  /// PhysMem code generation of the page when decoded or last revalidated; the block is
-  /// current while it equals the page's, else while none of its Lines was written since
-  /// (mmu/phys_mem.h, "Decoded code and the writes that invalidate it").
-  uint64_t Gen;
-  uint64_t Lines; ///< the page's 64-byte lines holding the block's instruction bytes
-  /// (cache epoch << 8) | CodeMode: a block is valid only in the epoch it was decoded in,
-  /// so flushing the cache is one increment, and a zero-filled block is never valid.
-  uint32_t Key;
-  uint8_t NumInsns;
-  DecodedInsn Insns[kMaxBlockInsns];
-};
-static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
-inline constexpr unsigned kBlockCacheEntries = 4096;
-/// Direct-mapped slot of the block starting at physical address Pa.
-inline unsigned blockSlot(uint64_t Pa) {
-  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
-}
-
-
 class Cpu {
 public:
   Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id = 0);
@@ -154,18 +103,10 @@ public:
     bool FlipBtCarry = false; ///< BT/BTS/BTR/BTC store the complement of CF
   } TestBugs;
   unsigned Id;
-  /// All CPUs of the machine (including this one), for cross-CPU TLB shootdown of write
-  /// mappings when a page starts holding code. Defaults to just this CPU.
-  Cpu **Peers = &Self;
-  unsigned NumPeers = 1;
-  Cpu *Self = this;
 
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
   uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
-  /// Blocks decoded into the block cache (not reused from it): tests and benchmarks read
-  /// it to see how often the cache misses or is invalidated.
-  uint64_t BlocksDecoded = 0;
   /// The run loop leaves the current block when Cycles >= Deadline; anything that must
   /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
   uint64_t Deadline = 0;
@@ -185,31 +126,9 @@ public:
   uint8_t DeliveryDepth = 0;
   StopReason LastStop = StopReason::InsnLimit;
 
-  // --- TLB (per access type) ---
-  TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
-  /// Write mappings of pages holding decoded code, which TlbWrite never holds: only the
-  /// store slow path (writeLinearSlow, mapRmwSlow) consults them, and it checks the bytes
-  /// written against the page's code lines, so a store to data that shares a page with
-  /// code costs a second lookup, not a page walk. Tagged and flushed like TlbWrite.
-  TlbEntry TlbWriteCode[kTlbEntries];
-  EptCacheEntry EptCache[kEptCacheEntries];
-  void flushTlbPage(uint64_t La);
-  /// Drops fast write mappings (TlbWrite) of a physical page that now holds decoded code.
-  void dropWriteMappings(uint64_t Pfn);
-
-  /// kBlockCacheEntries blocks plus one uncached scratch block, in zero-filled memory
-  /// that the host commits only as blocks are used (a 64-CPU machine must not cost
-  /// 64 x 6 MiB up front).
-  struct FreeDeleter {
-    void operator()(Block *P) const { std::free(P); }
-  };
-  struct FreeDeleter64 {
-    void operator()(uint64_t *P) const { std::free(P); }
-  };
-  std::unique_ptr<Block, FreeDeleter> Blocks;
-  uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
-  uint32_t blockKey() const { return BlockKeyBase | DecodeMode; }
-  void flushDecodeCache();
+  /// The memory-management unit: TLBs, the guest-physical mapping cache, the
+  /// decoded-block cache and their contexts, with the rules that keep them coherent.
+  vmxsim::Mmu Mmu;
 
   /// Ends the current block after this instruction (mode change, self-modifying code,
   /// new interrupt, device stop request).
@@ -233,39 +152,6 @@ public:
   /// change to CR0, EFER, CS or RFLAGS.VM; ends the current block.
   void modeChanged();
   uint8_t DecodeMode = 0; ///< CodeMode of the current CS
-  /// 1 when CPL is 3: the low bit of TLB tags for explicit accesses. Cached because every
-  /// memory access needs it; modeChanged() recomputes it, so code that changes CS, SS,
-  /// CR0.PE or RFLAGS.VM must call modeChanged().
-  uint8_t UserTagBit = 0;
-  /// TLB generation in tag bits 11:1. Each VPID context (VPID 0 = VMX root operation and
-  /// non-root without VPID) owns one generation; flushing a context gives it a fresh one
-  /// and switching context (VM entry/exit with VPID) selects its generation, both O(1).
-  /// Entries of other contexts simply stop matching (SDM Vol. 3C, "Virtual-Processor
-  /// Identifiers (VPIDs)": cached translations are associated with a VPID).
-  /// TagLowUser/TagLowSupervisor are the low tag bits of an explicit (CPL-dependent)
-  /// and an implicit supervisor access in the current context.
-  uint16_t TlbGeneration = 1;
-  uint16_t TagLowUser = 1u << 1, TagLowSupervisor = 1u << 1;
-  uint16_t CurrentVpid = 0;
-  /// Invalidates the cached translations of the current VPID context.
-  void flushTlb();
-  /// Invalidates the cached translations of one VPID context (INVVPID).
-  void flushTlbVpid(uint16_t Vpid);
-  /// Invalidates the cached translations of every context (INVEPT, INVVPID all-context).
-  void flushTlbAllContexts();
-  /// Makes Vpid the current context (VM entry with "enable VPID", VM exit to VPID 0).
-  void switchTlbContext(uint16_t Vpid);
-  /// EPT contexts: with EPT, a guest's translations are combined mappings tagged by
-  /// (VPID, EP4TA) (SDM Vol. 3C, "Information That May Be Cached"), so each such pair
-  /// owns a generation of its own, distinct from the VPID's linear-mapping context.
-  /// TlbEptContext says the current context is one (CurrentEp4ta = EPTP bits 51:12).
-  bool TlbEptContext = false;
-  uint64_t CurrentEp4ta = 0;
-  /// Makes (Vpid, EP4TA of Eptp) the current context (VM entry with "enable EPT").
-  void switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp);
-  /// Invalidates every context derived from the EP4TA of Eptp (INVEPT single-context).
-  void flushTlbEptp(uint64_t Eptp);
-
   /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
   const char *UnimplementedWhat = nullptr;
   uint64_t UnimplementedRip = 0;
@@ -276,29 +162,6 @@ public:
   }
 
 private:
-  /// Empties every TLB entry and forgets every context's generation (construction,
-  /// RESET, generation wrap-around).
-  void clearTlb();
-  uint16_t allocTlbGeneration();
-  uint16_t contextGeneration(uint16_t Vpid);
-  void useGeneration(uint16_t Gen);
-  /// Per-VPID generation: (epoch << 16) | generation, valid only in the current epoch.
-  /// 64 K entries in zero-filled memory the host commits only for VPIDs in use.
-  std::unique_ptr<uint64_t, FreeDeleter64> VpidGeneration;
-  /// Generations of EPT contexts: a small direct-mapped table keyed by (VPID, EP4TA);
-  /// losing a context to a collision only flushes it. Epoch 0 is never current.
-  struct EptTlbContext {
-    uint64_t Epoch;
-    uint64_t Ep4ta;
-    uint16_t Vpid;
-    uint16_t Gen;
-  };
-  static constexpr unsigned kEptTlbContexts = 64;
-  EptTlbContext EptContexts[kEptTlbContexts] = {};
-  uint16_t eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta);
-  EptTlbContext &eptContextSlot(uint16_t Vpid, uint64_t Ep4ta);
-  uint64_t TlbEpoch = 1;
-  uint16_t NextTlbGeneration = 2;
   /// Executes blocks until the deadline, the instruction budget, or an event; true when
   /// the run must stop (Why says why).
   bool runBlocks(uint64_t InsnEnd, StopReason &Why);

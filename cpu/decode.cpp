@@ -278,8 +278,8 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   VMX_TRY(fetchCode(C, La, Buf, 16, Got, Pa));
   const uint64_t Pfn = Pa >> 12;
 
-  Block &B = C.Blocks.get()[blockSlot(Pa)];
-  if (B.Pa == Pa && B.Key == C.blockKey()) {
+  Block &B = C.Mmu.blockAt(Pa);
+  if (B.Pa == Pa && B.Key == C.Mmu.blockKey(C.DecodeMode)) {
     const uint64_t Gen = C.Mem.codeGeneration(Pfn);
     if (B.Gen == Gen) [[likely]] {
       Out = &B;
@@ -294,10 +294,10 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     }
   }
 
-  const uint8_t *Page = C.Mem.ramPointer(Gpa(Pa & kPageMask));
+  const uint8_t *Page = C.Mem.ramPointer(Hpa(Pa & kPageMask));
   if (!Page) {
     // Code in MMIO or unassigned space: decode one instruction, never cache it.
-    Block &Scratch = C.Blocks.get()[kBlockCacheEntries];
+    Block &Scratch = C.Mmu.scratchBlock();
     Scratch.Key = 0; // never valid: not cached
     Scratch.NumInsns = 1;
     if (decodeBytes(Buf, std::min<uint64_t>(Got, LimitLeft), Mode, Scratch.Insns[0]) ==
@@ -308,7 +308,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   }
 
   B.Pa = Pa;
-  B.Key = C.blockKey();
+  B.Key = C.Mmu.blockKey(C.DecodeMode);
   B.Gen = C.Mem.codeGeneration(Pfn);
   B.Lines = 0;
   B.NumInsns = 0;
@@ -336,7 +336,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       uint64_t Pa2;
       VMX_TRY(fetchCode(C, (La + Avail) & (Is64 ? ~uint64_t(0) : 0xffffffffull),
                         Buf + Avail, 15 - Avail, Got2, Pa2));
-      Block &Scratch = C.Blocks.get()[kBlockCacheEntries];
+      Block &Scratch = C.Mmu.scratchBlock();
       Scratch.Key = 0; // never valid: not cached
       Scratch.NumInsns = 1;
       unsigned Total = unsigned(std::min<uint64_t>(Avail + Got2, LimitLeft));
@@ -351,12 +351,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     if ((I.Flags & insnflag::EndsBlock) || Off >= kPageSize || LimitLeft == 0)
       break;
   }
-  if (C.Mem.markCodeLines(Pfn, B.Lines)) {
-    // No CPU may keep a fast write mapping of a page that now holds decoded code.
-    for (unsigned K = 0; K < C.NumPeers; ++K)
-      C.Peers[K]->dropWriteMappings(Pfn);
-  }
-  ++C.BlocksDecoded;
+  C.Mmu.blockDecoded(Pfn, B.Lines);
   Out = &B;
   return Status::Ok;
 }

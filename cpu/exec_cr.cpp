@@ -5,7 +5,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
 #include "cpu/vmx/nonroot.h"
-#include "mmu/paging.h"
+#include "cpu/translation.h"
 
 namespace vmxsim {
 
@@ -80,7 +80,7 @@ Status writeCr0(Cpu &C, uint64_t V) {
   if (!(V & cr0::PG))
     S.Efer &= ~efer::LMA;
   if (pagingStructuresChanged(Old, V, cr0::PG | cr0::WP | cr0::PE | cr0::CD))
-    C.flushTlb();
+    C.Mmu.flushTlb();
   C.modeChanged();
   return Status::Ok;
 }
@@ -112,7 +112,7 @@ Status writeCr3(Cpu &C, uint64_t V) {
   // The TLB here keeps no PCID or global tags: a flush is always exact, and skipping it
   // is only allowed (not required) when NoFlush is set.
   if (!NoFlush)
-    C.flushTlb();
+    C.Mmu.flushTlb();
   C.breakBlock();
   return Status::Ok;
 }
@@ -140,7 +140,7 @@ Status writeCr4(Cpu &C, uint64_t V) {
   }
   S.Cr4 = V;
   if (pagingStructuresChanged(Old, V, TlbBits))
-    C.flushTlb();
+    C.Mmu.flushTlb();
   C.modeChanged();
   return Status::Ok;
 }

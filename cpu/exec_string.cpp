@@ -59,20 +59,12 @@ inline Status stringStep(Cpu &C, const DecodedInsn &I, int64_t Delta) {
 
 /// Host pointer for [La, La+Bytes) when one TLB entry maps it (same page), else null. A
 /// destination in a page holding decoded code qualifies when its 64-byte lines hold none
-/// (Cpu::TlbWriteCode; nothing decodes during the chunk, so they stay free of code).
+/// (Mmu::writeHostBesideCode; nothing decodes during the chunk, so they stay free of code).
 inline uint8_t *hostRange(Cpu &C, uint64_t La, uint64_t Bytes, bool Write) {
   if ((La & 0xfff) + Bytes > kPageSize)
     return nullptr;
-  const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
-  const TlbEntry &E = Write ? C.TlbWrite[Slot] : C.TlbRead[Slot];
-  const uint64_t Tag = tlbTag(C, La, false);
-  if (E.Tag == Tag) [[likely]]
-    return reinterpret_cast<uint8_t *>(La + E.Addend);
-  if (const TlbEntry &K = C.TlbWriteCode[Slot];
-      Write && K.Tag == Tag &&
-      !(C.Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), unsigned(Bytes))))
-    return reinterpret_cast<uint8_t *>(La + K.Addend);
-  return nullptr;
+  return Write ? C.Mmu.writeHostBesideCode(La, unsigned(Bytes), false)
+               : C.Mmu.readHost(La, unsigned(Bytes), false);
 }
 
 /// Fast path for REP MOVS/STOS with DF=0: runs up to Count iterations that stay inside

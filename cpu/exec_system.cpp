@@ -177,7 +177,7 @@ Status execInvlpg(Cpu &C, const DecodedInsn &I) {
   }
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onInvlpg(C, I, La));
-  C.flushTlbPage(La);
+  C.Mmu.flushTlbPage(La);
   return next(C, I);
 }
 
@@ -204,7 +204,7 @@ template <typename T> Status execInvpcid(Cpu &C, const DecodedInsn &I) {
   if (Type == 0 && !isCanonical(C, Desc[1]))
     return C.raiseGp(0);
   // The TLB holds no PCID tags: every type is a full flush, which is always allowed.
-  C.flushTlb();
+  C.Mmu.flushTlb();
   return next(C, I);
 }
 

@@ -1,5 +1,5 @@
-// Guest memory access from instructions: segmentation, then the software TLB, then the
-// paging walker on a miss. The TLB hit is the hot path: one compare and a memcpy.
+// Guest memory access from instructions: segmentation, then the MMU's TLB (cpu/mmu.h),
+// then the walkers on a miss. The TLB hit is the hot path: one compare and a memcpy.
 #pragma once
 #include "cpu/cpu.h"
 #include "cpu/decoded_insn.h"
@@ -57,21 +57,11 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
 /// writing: used to make multi-part stores all-or-nothing.
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = false);
 
-/// The victim slot of a direct-mapped TLB slot: where a fill moves the entry it displaces
-/// (cpu/memory.cpp, placeEntry).
-constexpr unsigned tlbVictimSlot(unsigned Slot) { return Slot ^ (kTlbEntries / 2); }
-
-inline uint64_t tlbTag(const Cpu &C, uint64_t La, bool Supervisor) {
-  return (La & kPageMask) | (Supervisor ? C.TagLowSupervisor : C.TagLowUser);
-}
-
 template <typename T>
 inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  const TlbEntry &E = C.TlbRead[(La >> 12) & (kTlbEntries - 1)];
-  if (E.Tag == tlbTag(C, La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
-      [[likely]] {
-    std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
+  if (const uint8_t *H = C.Mmu.readHost(La, sizeof(T), Supervisor)) [[likely]] {
+    std::memcpy(&Out, H, sizeof(T));
     return Status::Ok;
   }
   return readLinearSlow(C, La, sizeof(T), &Out, Supervisor);
@@ -80,10 +70,8 @@ inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
 template <typename T>
 inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  const TlbEntry &E = C.TlbWrite[(La >> 12) & (kTlbEntries - 1)];
-  if (E.Tag == tlbTag(C, La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
-      [[likely]] {
-    std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
+  if (uint8_t *H = C.Mmu.writeHost(La, sizeof(T), Supervisor)) [[likely]] {
+    std::memcpy(H, &V, sizeof(T));
     return Status::Ok;
   }
   return writeLinearSlow(C, La, sizeof(T), &V, Supervisor);
@@ -128,18 +116,15 @@ struct RmwRef {
 };
 
 /// mapRmw's miss path: a direct pointer into a page holding decoded code when the operand's
-/// lines hold none (Cpu::TlbWriteCode), else Host = nullptr after probeWrite.
+/// lines hold none (Mmu::writeHostBesideCode), else Host = nullptr after probeWrite.
 Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes);
 
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
-  const TlbEntry &E = C.TlbWrite[(R.La >> 12) & (kTlbEntries - 1)];
-  if (E.Tag == tlbTag(C, R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
-      [[likely]] {
-    R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
+  R.Host = C.Mmu.writeHost(R.La, sizeof(T), false);
+  if (R.Host) [[likely]]
     return Status::Ok;
-  }
   return mapRmwSlow(C, R, sizeof(T));
 }
 template <typename T> inline Status rmwRead(Cpu &C, const RmwRef &R, T &Out) {

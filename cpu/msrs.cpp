@@ -161,7 +161,7 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
     uint64_t Old = C.S.Efer;
     C.S.Efer = (Value & ~efer::LMA) | (Old & efer::LMA);
     if ((Old ^ C.S.Efer) & efer::NXE)
-      C.flushTlb(); // XD bits change meaning
+      C.Mmu.flushTlb(); // XD bits change meaning
     C.modeChanged();
     return Status::Ok;
   }

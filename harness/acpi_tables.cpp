@@ -78,9 +78,9 @@ bool buildAcpiTables(PhysMem &Mem, unsigned NumCpus) {
   put(Madt, IsoOff + 8, 0, 2);
   checksum(Madt, 9, Madt.size());
 
-  return Mem.copyIn(Gpa(kAcpiRsdpAddr), Rsdp.data(), Rsdp.size()) &&
-         Mem.copyIn(Gpa(kAcpiRsdtAddr), Rsdt.data(), Rsdt.size()) &&
-         Mem.copyIn(Gpa(kAcpiMadtAddr), Madt.data(), Madt.size());
+  return Mem.copyIn(Hpa(kAcpiRsdpAddr), Rsdp.data(), Rsdp.size()) &&
+         Mem.copyIn(Hpa(kAcpiRsdtAddr), Rsdt.data(), Rsdt.size()) &&
+         Mem.copyIn(Hpa(kAcpiMadtAddr), Madt.data(), Madt.size());
 }
 
 } // namespace vmxsim

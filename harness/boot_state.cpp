@@ -33,7 +33,7 @@ bool rangeIsRam(const PhysMem &Mem, uint64_t Begin, uint64_t Size) {
   bool InLow = End <= Mem.lowRamBytes();
   bool InHigh = Begin >= PhysMem::kHighRamBase &&
                 End - PhysMem::kHighRamBase <= Mem.highRamBytes();
-  return (InLow || InHigh) && Mem.isRam(Gpa(Begin), Size);
+  return (InLow || InHigh) && Mem.isRam(Hpa(Begin), Size);
 }
 
 bool findFree(const PhysMem &Mem, const std::vector<AddrRange> &Used, uint64_t Size,
@@ -66,7 +66,7 @@ bool findFree(const PhysMem &Mem, const std::vector<AddrRange> &Used, uint64_t S
 }
 
 void zeroGuestRam(PhysMem &Mem, uint64_t Begin, uint64_t Size) {
-  (void)Mem.zeroRam(Gpa(Begin), Size); // callers have checked the range is RAM
+  (void)Mem.zeroRam(Hpa(Begin), Size); // callers have checked the range is RAM
 }
 
 void writeBootGdt(PhysMem &Mem, uint64_t Addr) {
@@ -81,7 +81,7 @@ void writeBootGdt(PhysMem &Mem, uint64_t Addr) {
       descriptor(0, 0xffff, 0x9b, 0x0),  // 0x28 16-bit code
       descriptor(0, 0xffff, 0x93, 0x0),  // 0x30 16-bit data
   };
-  Mem.copyIn(Gpa(Addr), Gdt, sizeof(Gdt));
+  Mem.copyIn(Hpa(Addr), Gdt, sizeof(Gdt));
 }
 
 void enterProtected32(Cpu &C, uint64_t GdtAddr, uint64_t Entry) {
@@ -98,7 +98,7 @@ void enterProtected32(Cpu &C, uint64_t GdtAddr, uint64_t Entry) {
   S.Rflags = rflags::Fixed1;
   S.Gpr[RSP] = kBootStackTop;
   S.Rip = Entry;
-  C.flushTlb();
+  C.Mmu.flushTlb();
   C.modeChanged();
 }
 
@@ -110,7 +110,7 @@ void enterLong(Cpu &C, uint64_t GdtAddr, uint64_t Pml4, uint64_t Entry) {
   S.Efer = efer::LME | efer::LMA;
   S.Cr0 = cr0::PE | cr0::ET | cr0::PG;
   loadFlat(S, SegReg::CS, bootsel::Code64, 0x9b | Segment::L | Segment::G);
-  C.flushTlb();
+  C.Mmu.flushTlb();
   C.modeChanged();
 }
 
@@ -131,14 +131,14 @@ void buildIdentityTables(PhysMem &Mem, uint64_t Base) {
   const uint64_t Pdpt = Base + 0x1000, Pd = Base + 0x2000;
   zeroGuestRam(Mem, Base, kIdentityTablesBytes);
   uint64_t E = Pdpt | 0x3;
-  Mem.copyIn(Gpa(Base), &E, 8);
+  Mem.copyIn(Hpa(Base), &E, 8);
   for (uint64_t I = 0; I < 4; ++I) {
     E = (Pd + I * 0x1000) | 0x3;
-    Mem.copyIn(Gpa(Pdpt + I * 8), &E, 8);
+    Mem.copyIn(Hpa(Pdpt + I * 8), &E, 8);
     uint64_t Dir[512];
     for (uint64_t J = 0; J < 512; ++J)
       Dir[J] = ((I * 512 + J) << 21) | 0x83; // P RW PS
-    Mem.copyIn(Gpa(Pd + I * 0x1000), Dir, sizeof(Dir));
+    Mem.copyIn(Hpa(Pd + I * 0x1000), Dir, sizeof(Dir));
   }
 }
 

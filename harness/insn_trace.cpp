@@ -10,7 +10,7 @@ namespace vmxsim {
 namespace {
 bool readPhys(const Cpu &C, uint64_t Pa, uint64_t &V, unsigned Size) {
   V = 0;
-  return C.Mem.copyOut(Gpa(Pa), &V, Size);
+  return C.Mem.copyOut(Hpa(Pa), &V, Size);
 }
 
 // Physical address of La, or false (SDM Vol. 3A, Paging: 32-bit, PAE, 4- and 5-level).
@@ -70,7 +70,7 @@ unsigned peekLinear(const Cpu &C, uint64_t La, uint8_t *Out, unsigned Len) {
     if (!translateNoSideEffects(C, La + Done, Pa))
       break;
     unsigned Chunk = unsigned(std::min<uint64_t>(Len - Done, kPageSize - ((La + Done) & 0xfff)));
-    if (!C.Mem.copyOut(Gpa(Pa), Out + Done, Chunk))
+    if (!C.Mem.copyOut(Hpa(Pa), Out + Done, Chunk))
       break;
     Done += Chunk;
   }

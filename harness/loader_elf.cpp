@@ -125,7 +125,7 @@ Error placeSegments(PhysMem &Mem, std::span<const uint8_t> Image, const LoadPlan
                                S.Dest + S.MemSize));
   }
   for (const LoadSegment &S : Plan.Segs) {
-    Mem.copyIn(Gpa(S.Dest), Image.data() + S.FileOff, S.FileSize);
+    Mem.copyIn(Hpa(S.Dest), Image.data() + S.FileOff, S.FileSize);
     zeroGuestRam(Mem, S.Dest + S.FileSize, S.MemSize - S.FileSize);
   }
   return Error::success();

@@ -42,7 +42,7 @@ Error loadFlat(Cpu &C, std::span<const uint8_t> Image, uint64_t Addr, EntryMode 
       return Error(ErrorCode::NoRoom, "no free guest memory for the page tables");
   }
 
-  Mem.copyIn(Gpa(Addr), Image.data(), Size);
+  Mem.copyIn(Hpa(Addr), Image.data(), Size);
   switch (Mode) {
   case EntryMode::Real:
     enterReal(C, Addr);

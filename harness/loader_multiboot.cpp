@@ -251,9 +251,9 @@ Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParam
   // Everything is checked: write guest memory.
   for (size_t I = 0; I < Mods.size(); ++I) {
     const std::span<const uint8_t> Bytes = P.Modules[I].Bytes;
-    Mem.copyIn(Gpa(Mods[I].Begin), Bytes.data(), Bytes.size());
+    Mem.copyIn(Hpa(Mods[I].Begin), Bytes.data(), Bytes.size());
   }
-  Mem.copyIn(Gpa(Base), B.Bytes.data(), B.Bytes.size());
+  Mem.copyIn(Hpa(Base), B.Bytes.data(), B.Bytes.size());
   writeBootGdt(Mem, Base + GdtOff);
 
   // 3.2 "Machine state".

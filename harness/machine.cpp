@@ -80,10 +80,10 @@ Error Machine::init() {
   Io.add(SystemControlA::kPort, 1, &SysA);
   Io.add(SystemControlB::kPort, 1, &SysB);
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
-  Mem.addMmio(Gpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
+  Mem.addMmio(Hpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
   // The PIT and the I/O APIC see the clock of the vCPU that is executing.
   Io.add(Pit8254::kBase, 4, &Pit);
-  Mem.addMmio(Gpa(IoApic::kBase), IoApic::kSize, &IoApicDev);
+  Mem.addMmio(Hpa(IoApic::kBase), IoApic::kSize, &IoApicDev);
   ApicRouter.LevelEoi = &IoApicDev;
   Pit.Now = IoApicDev.Now = [this] {
     return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
@@ -107,8 +107,7 @@ Error Machine::init() {
   }
   for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
     Cpu &C = *Cpus[I];
-    C.Peers = CpuPtrs.data();
-    C.NumPeers = Cfg.NumCpus;
+    C.Mmu.setPeers(CpuPtrs.data(), Cfg.NumCpus);
     Apics.push_back(std::make_unique<LocalApic>(C, ApicRouter, uint8_t(I)));
     ApicRouter.Apics.push_back(Apics.back().get());
     C.Intr = Apics.back().get();

@@ -24,7 +24,8 @@ struct HpaTag {};
 using Gla = Address<GlaTag>;
 /// Guest-physical address (after guest paging, before EPT).
 using Gpa = Address<GpaTag>;
-/// Machine-physical address (after EPT; equals Gpa when EPT is off).
+/// Machine-physical address: an address in the machine's memory (PhysMem), after EPT;
+/// equals the Gpa when EPT is off.
 using Hpa = Address<HpaTag>;
 
 inline constexpr uint64_t kPageSize = 4096;

@@ -11,8 +11,8 @@ namespace {
 // EPT paging structures live in host-physical memory. An entry outside RAM (or in an
 // MMIO region, which must not see side effects from a table walk) reads all-ones: bits
 // 2:0 = 111b with reserved bits set, i.e. a misconfiguration, never a host crash.
-uint64_t readEptEntry(const PhysMem &Mem, uint64_t Hpa) {
-  if (const uint8_t *P = Mem.ramPointer(Gpa(Hpa))) {
+uint64_t readEptEntry(const PhysMem &Mem, Hpa Entry) {
+  if (const uint8_t *P = Mem.ramPointer(Entry)) {
     uint64_t V;
     std::memcpy(&V, P, 8);
     return V;
@@ -20,13 +20,13 @@ uint64_t readEptEntry(const PhysMem &Mem, uint64_t Hpa) {
   return ~uint64_t(0);
 }
 
-void setEptBits(PhysMem &Mem, uint64_t Hpa, uint64_t Old, uint64_t Bits) {
+void setEptBits(PhysMem &Mem, Hpa Entry, uint64_t Old, uint64_t Bits) {
   if ((Old & Bits) == Bits)
     return;
-  if (uint8_t *P = Mem.ramPointer(Gpa(Hpa))) {
+  if (uint8_t *P = Mem.ramPointer(Entry)) {
     uint64_t V = Old | Bits;
     std::memcpy(P, &V, 8);
-    Mem.noteWrite(Gpa(Hpa), 8);
+    Mem.noteWrite(Entry, 8);
   }
 }
 
@@ -41,7 +41,7 @@ bool eptAllows(bool Mbec, uint8_t Rights, const EptAccess &A, bool IsWrite) {
 }
 
 
-EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_t Gpa,
+EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Address,
                 const EptAccess &A) {
   using namespace eptentry;
   EptWalk W;
@@ -67,8 +67,8 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_
   unsigned NumUsed = 0;
   for (;; --Level) {
     const unsigned Shift = 12 + 9 * (Level - 1);
-    const uint64_t EAddr = Table | (((Gpa >> Shift) & 0x1ff) << 3);
-    const uint64_t E = readEptEntry(Mem, EAddr);
+    const uint64_t EAddr = Table | (((Address.value() >> Shift) & 0x1ff) << 3);
+    const uint64_t E = readEptEntry(Mem, Hpa(EAddr));
     Used[NumUsed++] = EAddr;
     if (!(E & PresentBits)) {
       // SDM Vol. 3C, "EPT Violations": a not-present entry.
@@ -122,15 +122,15 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_
       return W;
     }
     const uint64_t OffMask = (uint64_t(1) << Shift) - 1;
-    W.Hpa = (E & PhysMask & ~OffMask) | (Gpa & OffMask);
+    W.Hpa = (E & PhysMask & ~OffMask) | (Address.value() & OffMask);
     if (Ad) {
       // The accessed flag of every entry used, the dirty flag of the entry that maps
       // the page for a write (SDM Vol. 3C, "Accessed and Dirty Flags for EPT"). Set
       // only by a walk that completes: a walk that ends in a VM exit leaves the EPT
       // unchanged (vmxsim's choice within "may set").
       for (unsigned K = 0; K + 1 < NumUsed; ++K)
-        setEptBits(Mem, Used[K], readEptEntry(Mem, Used[K]), Accessed);
-      setEptBits(Mem, EAddr, E, Accessed | (IsWrite ? Dirty : 0));
+        setEptBits(Mem, Hpa(Used[K]), readEptEntry(Mem, Hpa(Used[K])), Accessed);
+      setEptBits(Mem, Hpa(EAddr), E, Accessed | (IsWrite ? Dirty : 0));
     }
     return W;
   }

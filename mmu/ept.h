@@ -9,6 +9,7 @@
 // the VM exit (reason 48 or 49).
 #pragma once
 #include "mmu/access.h"
+#include "mmu/address.h"
 
 #include <cstdint>
 
@@ -72,9 +73,9 @@ struct EptWalkerConfig {
   unsigned MaxPhysAddrBits = 46; ///< MAXPHYADDR
 };
 
-/// Walks the EPT paging structures of Eptp, in Mem, for Gpa (no VM exit; sets EPT A/D
+/// Walks the EPT paging structures of Eptp, in Mem, for Address (no VM exit; sets EPT A/D
 /// flags when Eptp[6] = 1 and the translation succeeds).
-EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, uint64_t Gpa,
+EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Address,
                 const EptAccess &A);
 
 /// SDM Vol. 3C, "EPT Violations": whether Rights (the AND of the entries used) allow the

@@ -1,8 +1,6 @@
 #include "mmu/paging.h"
 
-#include "cpu/cpu.h"
-#include "cpu/cpu_model.h"
-#include "cpu/vmx/ept_translation.h"
+#include "mmu/phys_mem.h"
 
 #include <cstring>
 
@@ -15,69 +13,77 @@ constexpr uint64_t kP = 1u << 0, kRw = 1u << 1, kUs = 1u << 2, kA = 1u << 5, kD 
                    kPs = 1u << 7, kG = 1u << 8, kXd = 1ull << 63;
 
 struct Walker {
-  Cpu &C;
+  PhysMem &Mem;
+  const PagingContext &Ctx;
   uint64_t La;
   Access Kind;
   bool User;
-  uint64_t PhysMask; // bits [MAXPHYADDR-1:12]
-  uint64_t ReservedHigh; // bits [51:MAXPHYADDR] and XD when NXE=0
-  // VMX non-root operation with EPT: paging-structure entries are at guest-physical
-  // addresses, each access translated by EPT (SDM Vol. 3C, "EPT Translation
-  // Mechanism": "guest paging structures ... are accessed using guest-physical
-  // addresses"). EptStatus holds the VM exit of a failed access.
-  bool Ept = false;
-  Status EptStatus = Status::Ok;
+  PagingStructureTranslator *Ept;
+  PagingWalk &Out;
+  uint64_t PhysMask = 0;     // bits [MAXPHYADDR-1:12]
+  uint64_t ReservedHigh = 0; // bits [51:MAXPHYADDR] and XD when NXE=0
+  bool EptFailed = false;
 
-  // Reads one paging-structure entry. The walker accesses guest-physical memory
-  // directly; an entry outside RAM reads all-ones (which is reserved-bit garbage, as an
-  // unbacked PC bus would return).
+  // The machine-physical address of an entry access: the guest-physical one itself
+  // without EPT, else EPT's translation; false (the walk's result set) when EPT refuses.
+  bool entryAddress(uint64_t Pa, Access A, uint64_t &Hp) {
+    if (!Ept) [[likely]] {
+      Hp = Pa;
+      return true;
+    }
+    const EptAccess EA{A, true, true, La, false};
+    EptWalk T = Ept->translate(Gpa(Pa), EA);
+    if (T.Outcome != EptOutcome::Translated) [[unlikely]] {
+      Out.Outcome = PagingOutcome::EptFault;
+      Out.EptAddress = Gpa(Pa);
+      Out.EptAccessKind = EA;
+      Out.Ept = T;
+      EptFailed = true;
+      return false;
+    }
+    Hp = T.Hpa;
+    return true;
+  }
+
+  // Reads one paging-structure entry. An entry outside RAM reads all-ones (which is
+  // reserved-bit garbage, as an unbacked PC bus would return). An entry read that EPT
+  // refused reads as not present; the walker's next step is fault(0), which then
+  // returns the EPT fault instead of a #PF.
   uint64_t readEntry(uint64_t Pa, unsigned Size) {
-    if (Ept) [[unlikely]]
-      return readEntryEpt(Pa, Size);
-    if (uint8_t *P = C.Mem.ramPointer(Gpa(Pa))) {
+    uint64_t Hp;
+    if (!entryAddress(Pa, Access::Read, Hp))
+      return 0;
+    if (uint8_t *P = Mem.ramPointer(Hpa(Hp))) {
       uint64_t V = 0;
       std::memcpy(&V, P, Size);
       return V;
     }
-    return C.Mem.read(Gpa(Pa), Size);
-  }
-  // An entry read that EPT refused reads as not present; the walker's next step is
-  // fault(0), which then returns the VM exit instead of raising #PF.
-  uint64_t readEntryEpt(uint64_t Pa, unsigned Size) {
-    EptWalk T;
-    EptStatus = eptTranslate(C, Pa, EptAccess{Access::Read, true, true, La, false}, T);
-    if (EptStatus != Status::Ok)
-      return 0;
-    Ept = false; // the same read, at the host-physical address
-    uint64_t V = readEntry(T.Hpa, Size);
-    Ept = true;
-    return V;
+    return Mem.read(Hpa(Hp), Size);
   }
   // The A/D update of a guest paging-structure entry is a guest-physical write through
   // EPT (SDM Vol. 3C, "EPT Violations": "Writes by the logical processor to guest
   // paging structures to update accessed and dirty flags are considered to be data
-  // writes").
-  Status setBits(uint64_t Pa, unsigned Size, uint64_t Old, uint64_t Bits) {
+  // writes"). False when EPT refused it (the result is set).
+  bool setBits(uint64_t Pa, unsigned Size, uint64_t Old, uint64_t Bits) {
     if ((Old & Bits) == Bits)
-      return Status::Ok;
-    if (Ept) [[unlikely]] {
-      EptWalk T;
-      VMX_TRY(eptTranslate(C, Pa, EptAccess{Access::Write, true, true, La, false}, T));
-      Pa = T.Hpa;
-    }
+      return true;
+    uint64_t Hp;
+    if (!entryAddress(Pa, Access::Write, Hp))
+      return false;
     uint64_t V = Old | Bits;
-    if (uint8_t *P = C.Mem.ramPointer(Gpa(Pa))) {
+    if (uint8_t *P = Mem.ramPointer(Hpa(Hp))) {
       // A/D updates are locked read-modify-writes on hardware; one vCPU runs at a time
       // here, so a plain store is atomic with respect to the other vCPUs.
       std::memcpy(P, &V, Size);
-      C.Mem.noteWrite(Gpa(Pa), Size);
+      Mem.noteWrite(Hpa(Hp), Size);
     }
-    return Status::Ok;
+    return true;
   }
 
-  Status fault(uint32_t Err) {
-    if (EptStatus != Status::Ok) [[unlikely]]
-      return EptStatus;
+  // Ends the walk with a #PF (or with the EPT fault of the entry read that preceded).
+  PagingWalk &fault(uint32_t Err) {
+    if (EptFailed) [[unlikely]]
+      return Out;
     if (Kind == Access::Write)
       Err |= pferr::W;
     if (User)
@@ -85,99 +91,97 @@ struct Walker {
     // I/D is reported for fetches when CR4.SMEP=1, or when PAE/4-level paging is in
     // use with IA32_EFER.NXE=1 (SDM Vol. 3A, Page-Fault Exceptions: "I/D flag (bit 4)").
     if (Kind == Access::Fetch &&
-        ((C.S.Cr4 & cr4::SMEP) || ((C.S.Efer & efer::NXE) && (C.S.Cr4 & cr4::PAE))))
+        (Ctx.Smep || (Ctx.Nxe && Ctx.Pae)))
       Err |= pferr::I;
-    C.Pending = PendingEvent{vec::PF, true, Err, La};
-    return Status::Fault;
+    Out.Outcome = PagingOutcome::PageFault;
+    Out.ErrorCode = Err;
+    return Out;
   }
 
-  // Access rights of the final translation (SDM Vol. 3A, Access Rights).
-  Status checkRights(bool Rw, bool Us, bool Xd, Translation &Out) {
-    const uint64_t Cr0 = C.S.Cr0, Cr4 = C.S.Cr4;
-    const bool Nxe = (C.S.Efer & efer::NXE) && ((Cr4 & cr4::PAE) || (C.S.Efer & efer::LMA));
+  // Access rights of the final translation (SDM Vol. 3A, Access Rights); false when
+  // they refuse the access (the #PF is set).
+  bool checkRights(bool Rw, bool Us, bool Xd) {
+    const bool Nxe = Ctx.Nxe && (Ctx.Pae || Ctx.LongMode);
     Out.User = Us;
     Out.Executable = !(Nxe && Xd);
     if (User) {
-      if (!Us)
-        return fault(pferr::P);
-      if (Kind == Access::Write && !Rw)
-        return fault(pferr::P);
-      if (Kind == Access::Fetch && !Out.Executable)
-        return fault(pferr::P);
+      if (!Us || (Kind == Access::Write && !Rw) ||
+          (Kind == Access::Fetch && !Out.Executable)) {
+        fault(pferr::P);
+        return false;
+      }
       Out.Writable = Rw;
-      return Status::Ok;
+      return true;
     }
     // Supervisor-mode access.
     if (Kind == Access::Fetch) {
-      if (!Out.Executable)
-        return fault(pferr::P);
-      if (Us && (Cr4 & cr4::SMEP))
-        return fault(pferr::P);
-      Out.Writable = Rw || !(Cr0 & cr0::WP);
-      return Status::Ok;
+      if (!Out.Executable || (Us && Ctx.Smep)) {
+        fault(pferr::P);
+        return false;
+      }
+      Out.Writable = Rw || !Ctx.WriteProtect;
+      return true;
     }
     // SMAP: supervisor data accesses to user pages fault when CR4.SMAP=1, unless the
     // access is explicit (CPL < 3) and RFLAGS.AC=1. A supervisor access at CPL 3 is an
     // implicit one (descriptor tables, TSS), which SMAP always checks.
-    if (Us && (Cr4 & cr4::SMAP)) {
-      bool Implicit = C.S.cpl() == 3;
-      if (Implicit || !(C.S.Rflags & rflags::AC))
-        return fault(pferr::P);
+    if (Us && Ctx.Smap && (Ctx.Cpl3 || !Ctx.Ac)) {
+      fault(pferr::P);
+      return false;
     }
     // CR0.WP=0 lets supervisor writes ignore R/W (SDM Vol. 3A, Access Rights).
-    bool Writable = Rw || !(Cr0 & cr0::WP);
-    if (Kind == Access::Write && !Writable)
-      return fault(pferr::P);
+    bool Writable = Rw || !Ctx.WriteProtect;
+    if (Kind == Access::Write && !Writable) {
+      fault(pferr::P);
+      return false;
+    }
     Out.Writable = Writable;
-    return Status::Ok;
+    return true;
+  }
+
+  // The leaf: rights, then its A/D update, then the address.
+  PagingWalk &leaf(uint64_t EAddr, unsigned Size, uint64_t E, bool Rw, bool Us, bool Xd,
+                   uint64_t Pa, bool Global) {
+    if (!checkRights(Rw, Us, Xd))
+      return Out;
+    if (!setBits(EAddr, Size, E, kA | (Kind == Access::Write ? kD : 0)))
+      return Out;
+    Out.Outcome = PagingOutcome::Translated;
+    Out.Address = Gpa(Pa);
+    Out.Global = Global;
+    return Out;
   }
 };
 
 } // namespace
 
-Status loadPdptes(Cpu &C) {
-  uint64_t Base = C.S.Cr3 & 0xffffffe0u;
-  // In VMX non-root operation with EPT, CR3 is a guest-physical address: the PDPTE
-  // load is a guest paging-structure access through EPT, with no guest-linear address
-  // (SDM Vol. 3C, "EPT Violations"; Vol. 3A, PDPTE Registers).
-  if (eptActive(C)) {
-    EptWalk W;
-    VMX_TRY(eptTranslate(C, Base, EptAccess{Access::Read, true, false, 0, false}, W));
-    Base = W.Hpa;
-  }
-  uint64_t PhysMask = ((1ull << C.Model.MaxPhysAddrBits) - 1) & kPageMask;
-  uint64_t E[4];
+bool readPdptes(PhysMem &Mem, Hpa Table, unsigned MaxPhysAddrBits, uint64_t (&Out)[4]) {
+  const uint64_t PhysMask = ((1ull << MaxPhysAddrBits) - 1) & kPageMask;
   for (unsigned I = 0; I < 4; ++I) {
-    E[I] = C.Mem.read(Gpa(Base + 8 * I), 8);
+    Out[I] = Mem.read(Hpa(Table.value() + 8 * I), 8);
     // Reserved: bits 2:1, 8:5 and bits above MAXPHYADDR (SDM Vol. 3A, PAE Paging,
-    // Format of a PAE Page-Directory-Pointer-Table Entry): #GP(0), nothing loaded.
-    if ((E[I] & kP) && ((E[I] & 0x1e6) || (E[I] & ~PhysMask & ~uint64_t(0xfff))))
-      return C.raiseGp(0);
+    // Format of a PAE Page-Directory-Pointer-Table Entry).
+    if ((Out[I] & kP) && ((Out[I] & 0x1e6) || (Out[I] & ~PhysMask & ~uint64_t(0xfff))))
+      return false;
   }
-  for (unsigned I = 0; I < 4; ++I)
-    C.S.Pdpte[I] = E[I];
-  return Status::Ok;
+  return true;
 }
 
-namespace {
-
-Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
-                       Translation &Out) {
-  const CpuState &S = C.S;
-  Out = Translation{};
-  if (!(S.Cr0 & cr0::PG)) {
-    Out.Pa = La & 0xffffffffu;
+PagingWalk walkGuestPaging(PhysMem &Mem, const PagingContext &Ctx, Gla Linear, Access Kind,
+                           bool User, PagingStructureTranslator *Ept) {
+  PagingWalk Out;
+  const uint64_t La = Linear.value();
+  if (!Ctx.Paging) {
+    Out.Address = Gpa(La & 0xffffffffu);
     Out.Writable = Out.User = Out.Executable = true;
-    return Status::Ok;
+    return Out;
   }
-  Walker W{C, La, Kind, User, 0, 0};
-  W.Ept = Ept;
-  const uint64_t MaxPhys = C.Model.MaxPhysAddrBits;
+  Walker W{Mem, Ctx, La, Kind, User, Ept, Out};
+  const uint64_t MaxPhys = Ctx.MaxPhysAddrBits;
   W.PhysMask = ((1ull << MaxPhys) - 1) & kPageMask;
-  const bool Nxe = S.Efer & efer::NXE;
-  W.ReservedHigh = (~((1ull << MaxPhys) - 1) & ((1ull << 52) - 1) & ~uint64_t(0xfff)) |
-                   (Nxe ? 0 : kXd);
-  const bool Pge = S.Cr4 & cr4::PGE;
+    W.ReservedHigh = (~((1ull << MaxPhys) - 1) & ((1ull << 52) - 1) & ~uint64_t(0xfff)) |
+                   (Ctx.Nxe ? 0 : kXd);
+  const bool Pge = Ctx.Pge;
 
   bool Rw = true, Us = true, Xd = false;
   auto accumulate = [&](uint64_t E) {
@@ -186,14 +190,14 @@ Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
     Xd |= bool(E & kXd);
   };
 
-  if (!(S.Cr4 & cr4::PAE)) {
+  if (!Ctx.Pae) {
     // 32-bit paging (SDM Vol. 3A, 32-Bit Paging).
     uint32_t La32 = uint32_t(La);
-    uint64_t PdeAddr = (S.Cr3 & 0xfffff000u) | ((La32 >> 22) << 2);
+    uint64_t PdeAddr = (Ctx.Cr3 & 0xfffff000u) | ((La32 >> 22) << 2);
     uint64_t Pde = W.readEntry(PdeAddr, 4);
     if (!(Pde & kP))
       return W.fault(0);
-    if ((Pde & kPs) && (S.Cr4 & cr4::PSE)) {
+    if ((Pde & kPs) && Ctx.Pse) {
       // 4 MiB page: PSE-36 bits 20:13 give physical bits 39:32; bit 21 reserved, and
       // bits beyond MAXPHYADDR (up to 39) reserved.
       uint64_t Hi = (Pde >> 13) & 0xff;
@@ -201,31 +205,26 @@ Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
       if (Rsv)
         return W.fault(pferr::P | pferr::Rsvd);
       accumulate(Pde);
-      VMX_TRY(W.checkRights(Rw, Us, false, Out));
-      VMX_TRY(W.setBits(PdeAddr, 4, Pde, kA | (Kind == Access::Write ? kD : 0)));
-      Out.Pa = (Hi << 32) | (Pde & 0xffc00000u) | (La32 & 0x3fffff);
-      Out.Global = Pge && (Pde & kG);
-      return Status::Ok;
+      const uint64_t Pa = (Hi << 32) | (Pde & 0xffc00000u) | (La32 & 0x3fffff);
+      return W.leaf(PdeAddr, 4, Pde, Rw, Us, false, Pa, Pge && (Pde & kG));
     }
     accumulate(Pde);
     uint64_t PteAddr = (Pde & 0xfffff000u) | (((La32 >> 12) & 0x3ff) << 2);
-    VMX_TRY(W.setBits(PdeAddr, 4, Pde, kA));
+    if (!W.setBits(PdeAddr, 4, Pde, kA))
+      return Out;
     uint64_t Pte = W.readEntry(PteAddr, 4);
     if (!(Pte & kP))
       return W.fault(0);
     accumulate(Pte);
-    VMX_TRY(W.checkRights(Rw, Us, false, Out));
-    VMX_TRY(W.setBits(PteAddr, 4, Pte, kA | (Kind == Access::Write ? kD : 0)));
-    Out.Pa = (Pte & 0xfffff000u) | (La32 & 0xfff);
-    Out.Global = Pge && (Pte & kG);
-    return Status::Ok;
+    return W.leaf(PteAddr, 4, Pte, Rw, Us, false, (Pte & 0xfffff000u) | (La32 & 0xfff),
+                  Pge && (Pte & kG));
   }
 
   uint64_t Table; // physical address of the next table
   int Level;      // 4 = PDPT level index when walking from PML4, etc.
-  if (!(S.Efer & efer::LMA)) {
+  if (!Ctx.LongMode) {
     // PAE paging: the PDPTE registers stand in for the first level.
-    uint64_t Pdpte = S.Pdpte[(La >> 30) & 3];
+    uint64_t Pdpte = Ctx.Pdpte[(La >> 30) & 3];
     if (!(Pdpte & kP))
       return W.fault(0);
     // PDPTEs carry no R/W, U/S or XD in PAE mode.
@@ -235,9 +234,8 @@ Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
     // as 4-level paging does (SDM Vol. 3A, PAE Paging, formats of PAE PDEs and PTEs).
     W.ReservedHigh |= 0x7ff0000000000000ull;
   } else {
-    const bool La57 = S.Cr4 & cr4::LA57;
-    Table = S.Cr3 & W.PhysMask;
-    Level = La57 ? 5 : 4;
+    Table = Ctx.Cr3 & W.PhysMask;
+    Level = Ctx.La57 ? 5 : 4;
   }
 
   // Entry levels: 5 = PML5E, 4 = PML4E, 3 = PDPTE, 2 = PDE, 1 = PTE.
@@ -250,7 +248,7 @@ Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
     uint64_t Rsv = E & W.ReservedHigh;
     bool Leaf = Level == 1;
     if (E & kPs) {
-      if (Level >= 4 || (Level == 3 && !C.Model.Page1G))
+      if (Level >= 4 || (Level == 3 && !Ctx.Page1G))
         Rsv |= kPs; // PS is reserved in PML5E/PML4E, and in PDPTE without 1 GiB pages
       else if (Level > 1) {
         Leaf = true;
@@ -262,36 +260,14 @@ Status walkGuestPaging(Cpu &C, uint64_t La, Access Kind, bool User, bool Ept,
       return W.fault(pferr::P | pferr::Rsvd);
     accumulate(E);
     if (Leaf) {
-      VMX_TRY(W.checkRights(Rw, Us, Xd, Out));
-      VMX_TRY(W.setBits(EAddr, 8, E, kA | (Kind == Access::Write ? kD : 0)));
       uint64_t OffMask = (1ull << Shift) - 1;
-      Out.Pa = (E & W.PhysMask & ~OffMask) | (La & OffMask);
-      Out.Global = Pge && (E & kG);
-      return Status::Ok;
+      return W.leaf(EAddr, 8, E, Rw, Us, Xd, (E & W.PhysMask & ~OffMask) | (La & OffMask),
+                    Pge && (E & kG));
     }
-    VMX_TRY(W.setBits(EAddr, 8, E, kA));
+    if (!W.setBits(EAddr, 8, E, kA))
+      return Out;
     Table = E & W.PhysMask;
   }
-}
-
-} // namespace
-
-Status translateLinear(Cpu &C, uint64_t La, Access Kind, bool User, Translation &Out) {
-  if (!C.NonRoot || !eptActive(C)) [[likely]]
-    return walkGuestPaging(C, La, Kind, User, false, Out);
-  // SDM Vol. 3C, "EPT Translation Mechanism": the guest's paging structures give the
-  // guest-physical address (with CR0.PG = 0 the linear address is one), which EPT then
-  // translates; the access needs the permission of both.
-  VMX_TRY(walkGuestPaging(C, La, Kind, User, true, Out));
-  EptWalk T;
-  // With CR0.PG = 0 every linear address is a supervisor-mode address for mode-based
-  // execute control (SDM Vol. 3C, "Mode-Based Execute Control for EPT").
-  const bool UserAddress = (C.S.Cr0 & cr0::PG) && Out.User;
-  VMX_TRY(eptTranslate(C, Out.Pa, EptAccess{Kind, false, true, La, UserAddress}, T));
-  Out.Pa = T.Hpa;
-  // The combined permission: a later write through this mapping needs EPT's W too.
-  Out.Writable = Out.Writable && (T.Rights & eptright::W);
-  return Status::Ok;
 }
 
 } // namespace vmxsim

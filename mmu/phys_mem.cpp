@@ -53,7 +53,7 @@ PhysMem::~PhysMem() {
   unmap(LineGen, NumPfns * 64 * sizeof(uint64_t));
 }
 
-void PhysMem::addMmio(Gpa Base, uint64_t SizeBytes, MmioDevice *Dev) {
+void PhysMem::addMmio(Hpa Base, uint64_t SizeBytes, MmioDevice *Dev) {
   Mmio.push_back({Base.value(), SizeBytes, Dev});
   std::sort(Mmio.begin(), Mmio.end(),
             [](const Region &A, const Region &B) { return A.Base < B.Base; });
@@ -70,7 +70,7 @@ MmioDevice *PhysMem::mmioAt(uint64_t A, uint64_t *OffsetOut) const {
   return nullptr;
 }
 
-uint64_t PhysMem::read(Gpa Addr, unsigned SizeBytes) const {
+uint64_t PhysMem::read(Hpa Addr, unsigned SizeBytes) const {
   uint64_t Off;
   if (MmioDevice *D = mmioAt(Addr.value(), &Off))
     return D->mmioRead(Off, SizeBytes);
@@ -82,14 +82,14 @@ uint64_t PhysMem::read(Gpa Addr, unsigned SizeBytes) const {
   return V;
 }
 
-void PhysMem::write(Gpa Addr, unsigned SizeBytes, uint64_t Value) {
+void PhysMem::write(Hpa Addr, unsigned SizeBytes, uint64_t Value) {
   uint64_t Off;
   if (MmioDevice *D = mmioAt(Addr.value(), &Off)) {
     D->mmioWrite(Off, SizeBytes, Value);
     return;
   }
   for (unsigned I = 0; I < SizeBytes; ++I) {
-    Gpa A = Addr + I;
+    Hpa A = Addr + I;
     if (uint8_t *P = ramPointer(A)) {
       *P = uint8_t(Value >> (8 * I));
       noteWrite(A, 1);
@@ -119,18 +119,18 @@ bool PhysMem::linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) co
   return true;
 }
 
-bool PhysMem::noteWriteAcrossPages(Gpa Addr, uint64_t SizeBytes) {
+bool PhysMem::noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes) {
   bool Any = false;
   uint64_t A = Addr.value();
   while (SizeBytes) {
     const uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
-    Any |= noteWrite(Gpa(A), Chunk);
+    Any |= noteWrite(Hpa(A), Chunk);
     A += Chunk, SizeBytes -= Chunk;
   }
   return Any;
 }
 
-bool PhysMem::isRam(Gpa Addr, uint64_t SizeBytes) const {
+bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {
   if (SizeBytes == 0)
     return true;
   const uint64_t A = Addr.value(), End = A + SizeBytes;
@@ -148,21 +148,21 @@ bool PhysMem::isRam(Gpa Addr, uint64_t SizeBytes) const {
   return true;
 }
 
-bool PhysMem::copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes) {
+bool PhysMem::copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes) {
   if (!isRam(Addr, SizeBytes))
     return false;
   const uint8_t *S = static_cast<const uint8_t *>(Src);
   uint64_t A = Addr.value();
   while (SizeBytes) {
     uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
-    std::memcpy(ramPointer(Gpa(A)), S, Chunk);
-    noteWrite(Gpa(A), Chunk);
+    std::memcpy(ramPointer(Hpa(A)), S, Chunk);
+    noteWrite(Hpa(A), Chunk);
     A += Chunk, S += Chunk, SizeBytes -= Chunk;
   }
   return true;
 }
 
-bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
+bool PhysMem::zeroRam(Hpa Addr, uint64_t SizeBytes) {
   if (!isRam(Addr, SizeBytes))
     return false;
   uint64_t A = Addr.value();
@@ -170,11 +170,11 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
   // A partial page: cleared in place, and only if it is not zero already (reading an
   // untouched page commits nothing).
   auto Partial = [&](uint64_t From, uint64_t To) {
-    uint8_t *P = ramPointer(Gpa(From));
+    uint8_t *P = ramPointer(Hpa(From));
     for (uint64_t I = 0; I < To - From; ++I)
       if (P[I]) {
         std::memset(P, 0, To - From);
-        noteWrite(Gpa(From), To - From);
+        noteWrite(Hpa(From), To - From);
         return;
       }
   };
@@ -189,7 +189,7 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
     // zero-fill-on-demand pages; the kernel skips what was never touched. The range may
     // span the low and high RAM blocks but no hole (isRam above), so at most two calls.
     for (uint64_t P = A; P < WholeEnd;) {
-      uint8_t *Host = ramPointer(Gpa(P));
+      uint8_t *Host = ramPointer(Hpa(P));
       const uint64_t BlockEnd =
           P < LowSize ? std::min(WholeEnd, LowSize) : std::min(WholeEnd, kHighRamBase + HighSize);
       ::madvise(Host, BlockEnd - P, MADV_DONTNEED);
@@ -198,7 +198,7 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
     // Decoded code in the cleared pages is stale; with no code page anywhere (a loader
     // at load time) there is nothing to look at.
     for (uint64_t P = A; CodePages && P < WholeEnd; P += kPageSize)
-      noteWrite(Gpa(P), kPageSize);
+      noteWrite(Hpa(P), kPageSize);
     A = WholeEnd;
   }
   if (A < End)
@@ -206,14 +206,14 @@ bool PhysMem::zeroRam(Gpa Addr, uint64_t SizeBytes) {
   return true;
 }
 
-bool PhysMem::copyOut(Gpa Addr, void *Dst, uint64_t SizeBytes) const {
+bool PhysMem::copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const {
   if (!isRam(Addr, SizeBytes))
     return false;
   uint8_t *D = static_cast<uint8_t *>(Dst);
   uint64_t A = Addr.value();
   while (SizeBytes) {
     uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
-    std::memcpy(D, ramPointer(Gpa(A)), Chunk);
+    std::memcpy(D, ramPointer(Hpa(A)), Chunk);
     A += Chunk, D += Chunk, SizeBytes -= Chunk;
   }
   return true;

@@ -1,4 +1,6 @@
-// Guest-physical address space of a machine: sparse RAM, MMIO regions.
+// The machine's physical address space (machine-physical addresses, Hpa: where EPT
+// translations land; without EPT the guest-physical addresses are these): sparse RAM,
+// MMIO regions.
 //
 // RAM is one anonymous MAP_NORESERVE mapping per region, so a 64 GiB machine commits host
 // memory only for pages the guest touches, and a RAM hit is one add. Layout follows a PC
@@ -41,7 +43,7 @@ public:
 
   /// Host pointer for guest-physical RAM at Addr, valid for the rest of its 4 KiB page, or
   /// nullptr if Addr is not RAM or is covered by an MMIO region.
-  uint8_t *ramPointer(Gpa Addr) const {
+  uint8_t *ramPointer(Hpa Addr) const {
     uint64_t A = Addr.value();
     if (A < LowSize) {
       if (A >= MmioLowWater && mmioAt(A))
@@ -54,23 +56,23 @@ public:
   }
 
   /// Registers an MMIO region. Regions must not overlap each other.
-  void addMmio(Gpa Base, uint64_t SizeBytes, MmioDevice *Dev);
+  void addMmio(Hpa Base, uint64_t SizeBytes, MmioDevice *Dev);
   MmioDevice *mmioAt(uint64_t A, uint64_t *OffsetOut = nullptr) const;
 
   /// Slow-path accessors used for MMIO, page-crossing and loader access. Unassigned
   /// addresses read all-ones and ignore writes, as on a PC.
-  uint64_t read(Gpa Addr, unsigned SizeBytes) const;
-  void write(Gpa Addr, unsigned SizeBytes, uint64_t Value);
+  uint64_t read(Hpa Addr, unsigned SizeBytes) const;
+  void write(Hpa Addr, unsigned SizeBytes, uint64_t Value);
 
   /// Bulk copies for loaders and tests; return false if any byte is not RAM.
-  bool copyIn(Gpa Addr, const void *Src, uint64_t SizeBytes);
-  bool copyOut(Gpa Addr, void *Dst, uint64_t SizeBytes) const;
-  bool isRam(Gpa Addr, uint64_t SizeBytes) const;
+  bool copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes);
+  bool copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const;
+  bool isRam(Hpa Addr, uint64_t SizeBytes) const;
   /// Makes RAM in [Addr, Addr + SizeBytes) read as zero (false if any byte is not RAM).
   /// Whole pages are given back to the host (sparse RAM reads zero until written), so the
   /// cost follows the pages that were written, not the size: a loader can clear a BSS of
   /// many GiB for nothing. Decoded code of the cleared pages is invalidated.
-  bool zeroRam(Gpa Addr, uint64_t SizeBytes);
+  bool zeroRam(Hpa Addr, uint64_t SizeBytes);
 
   // --- Decoded code and the writes that invalidate it (STYLE 2.2) ---
   //
@@ -144,7 +146,7 @@ public:
   /// Called for every write into RAM that could touch a line holding code (see above):
   /// invalidates the decoded code in the lines of [Addr, Addr + SizeBytes). Returns true
   /// if it invalidated any.
-  bool noteWrite(Gpa Addr, uint64_t SizeBytes) {
+  bool noteWrite(Hpa Addr, uint64_t SizeBytes) {
     const uint64_t A = Addr.value(), Pfn = A >> 12;
     if ((A & 0xfff) + SizeBytes <= kPageSize && SizeBytes) [[likely]] {
       if (Pfn >= NumPfns)
@@ -179,7 +181,7 @@ private:
   uint64_t GlobalCodeWrites = 0;
   uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
   void invalidateLines(uint64_t Pfn, uint64_t Lines);
-  bool noteWriteAcrossPages(Gpa Addr, uint64_t SizeBytes);
+  bool noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes);
 };
 
 } // namespace vmxsim

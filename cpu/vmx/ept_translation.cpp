@@ -43,8 +43,8 @@ EptWalkerConfig eptWalkerConfig(const Cpu &C) {
   return Cfg;
 }
 
-EptWalk eptWalk(Cpu &C, uint64_t Eptp, uint64_t Gpa, const EptAccess &A) {
-  return eptWalk(C.Mem, eptWalkerConfig(C), Eptp, Gpa, A);
+EptWalk eptWalk(Cpu &C, uint64_t Eptp, Gpa Address, const EptAccess &A) {
+  return eptWalk(C.Mem, eptWalkerConfig(C), Eptp, Address, A);
 }
 
 uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp,
@@ -69,42 +69,43 @@ uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp
   return V;
 }
 
-Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out) {
+EptWalk eptTranslateNoExit(Cpu &C, Gpa Address, const EptAccess &A) {
   const uint64_t Eptp = C.Vmx->Vmcs.get(F::EptPointer);
+  const uint64_t G = Address.value();
   const bool Ad = Eptp & eptp::AccessedDirty;
   const bool IsWrite = A.Kind == Access::Write || (Ad && A.PagingStructure);
   // A cached guest-physical mapping of the current context serves any access it allows
   // and that needs no A/D update; anything else walks the EPT afresh, so violations,
   // misconfigurations and flag updates are always computed from the tables.
-  EptCacheEntry &Cached = C.EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
-  if (Cached.GpaPage == ((Gpa & kPageMask) | 1) && Cached.Generation == C.TlbGeneration &&
-      Cached.AccessedDirty == Ad && (!IsWrite || Cached.DirtyDone) &&
-      eptAllows(modeBasedExecute(C), Cached.Rights, A, IsWrite)) {
-    Out = EptWalk{};
-    Out.Hpa = Cached.HpaPage | (Gpa & 0xfff);
-    Out.Rights = Cached.Rights;
-    Out.MemType = Cached.MemType;
-    Out.IgnorePat = Cached.IgnorePat;
-    Out.PageLevel = Cached.PageLevel;
-    return Status::Ok;
+  const EptCacheEntry *Cached = C.Mmu.guestPhysical(G);
+  if (Cached && Cached->AccessedDirty == Ad && (!IsWrite || Cached->DirtyDone) &&
+      eptAllows(modeBasedExecute(C), Cached->Rights, A, IsWrite)) {
+    EptWalk Out;
+    Out.Hpa = Cached->HpaPage | (G & 0xfff);
+    Out.Rights = Cached->Rights;
+    Out.MemType = Cached->MemType;
+    Out.IgnorePat = Cached->IgnorePat;
+    Out.PageLevel = Cached->PageLevel;
+    return Out;
   }
-  Out = eptWalk(C, Eptp, Gpa, A);
-  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
-    Cached = EptCacheEntry{(Gpa & kPageMask) | 1, Out.Hpa & kPageMask, C.TlbGeneration,
-                           Out.Rights, Out.MemType, Out.PageLevel, Out.IgnorePat, Ad,
-                           !Ad || IsWrite};
-    return Status::Ok;
-  }
+  EptWalk Out = eptWalk(C, Eptp, Address, A);
+  if (Out.Outcome == EptOutcome::Translated) [[likely]]
+    C.Mmu.rememberGuestPhysical(G, Out, Ad, !Ad || IsWrite);
+  return Out;
+}
+
+Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
+  const uint64_t Eptp = C.Vmx->Vmcs.get(F::EptPointer);
   VmExitInfo Info;
-  Info.GuestPhysicalAddress = Gpa;
+  Info.GuestPhysicalAddress = Address.value();
   Info.GuestPhysicalValid = true;
-  if (Out.Outcome == EptOutcome::Misconfiguration) {
+  if (W.Outcome == EptOutcome::Misconfiguration) {
     // SDM Vol. 3C, "EPT Misconfigurations": exit reason 49; the qualification is
     // undefined (0) and only the guest-physical address is reported.
     Info.Reason = ExitReason::EptMisconfiguration;
   } else {
     Info.Reason = ExitReason::EptViolation;
-    Info.Qualification = eptViolationQualification(C, Out, Eptp, A);
+    Info.Qualification = eptViolationQualification(C, W, Eptp, A);
     if (A.LinearValid) {
       Info.GuestLinearAddress = A.Gla;
       Info.GuestLinearValid = true;
@@ -126,6 +127,13 @@ Status eptTranslate(Cpu &C, uint64_t Gpa, const EptAccess &A, EptWalk &Out) {
   E.InjectingEvent = E.MtfPending = false;
   E.IretNmiMark = 0;
   return vmExit(C, Info);
+}
+
+Status eptTranslate(Cpu &C, Gpa Address, const EptAccess &A, EptWalk &Out) {
+  Out = eptTranslateNoExit(C, Address, A);
+  if (Out.Outcome == EptOutcome::Translated) [[likely]]
+    return Status::Ok;
+  return eptFaultExit(C, Address, A, Out);
 }
 
 } // namespace vmxsim

@@ -75,7 +75,7 @@ uint64_t crAccessQualification(unsigned Cr, exitqual::CrAccessType Type, uint8_t
 constexpr uint64_t kVtprOffset = 0x80;
 
 uint32_t readVtpr(const Cpu &C) {
-  return uint32_t(C.Mem.read(Gpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4));
+  return uint32_t(C.Mem.read(Hpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4));
 }
 
 /// MOV to CR8 with "use TPR shadow" = 1: VTPR[7:4] = source[3:0], the rest of VTPR
@@ -86,7 +86,7 @@ Status writeVirtualTpr(Cpu &C, const DecodedInsn &I, uint64_t Value) {
   // CR8-load-exiting exit was checked before (it takes priority over that #GP).
   if (Value >> 4)
     return C.raiseGp(0);
-  C.Mem.write(Gpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4,
+  C.Mem.write(Hpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4,
               uint32_t(Value & 0xf) << 4);
   C.breakBlock();
   VMX_TRY(next(C, I));
@@ -102,7 +102,7 @@ Status writeVirtualTpr(Cpu &C, const DecodedInsn &I, uint64_t Value) {
 // --- Bitmaps ----------------------------------------------------------------------
 
 bool bitmapBit(const Cpu &C, uint64_t Base, uint32_t Bit) {
-  return (C.Mem.read(Gpa(Base + Bit / 8), 1) >> (Bit % 8)) & 1;
+  return (C.Mem.read(Hpa(Base + Bit / 8), 1) >> (Bit % 8)) & 1;
 }
 
 /// SDM Vol. 3C, "MSR-Bitmap Address": read bitmap for low MSRs (00000000H-00001FFFH) at

@@ -86,7 +86,7 @@ bool loadGuestPdptes(Cpu &C, const VmcsData &V) {
   const uint64_t Reserved = 0x1e6 | ~((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
   uint64_t E[4];
   for (unsigned K = 0; K < 4; ++K) {
-    E[K] = C.Mem.read(Gpa((S.Cr3 & 0xffffffe0) + 8 * K), 8);
+    E[K] = C.Mem.read(Hpa((S.Cr3 & 0xffffffe0) + 8 * K), 8);
     if ((E[K] & 1) && (E[K] & Reserved))
       return false;
   }
@@ -227,11 +227,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   const bool EnableVpid = controlSet(V, VmxControl::EnableVpid);
   const uint16_t Vpid = EnableVpid ? uint16_t(V.get(F::VirtualProcessorIdentifier)) : 0;
   if (!EnableVpid)
-    C.flushTlbVpid(0);
+    C.Mmu.flushTlbVpid(0);
   if (controlSet(V, VmxControl::EnableEpt))
-    C.switchTlbContextEpt(Vpid, V.get(F::EptPointer));
+    C.Mmu.switchTlbContextEpt(Vpid, V.get(F::EptPointer));
   else if (EnableVpid)
-    C.switchTlbContext(Vpid);
+    C.Mmu.switchTlbContext(Vpid);
   C.modeChanged();
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
                                  uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
@@ -241,7 +241,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   }
   if (IsLaunch) {
     X.CurrentLaunch = LaunchState::Launched;
-    C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
+    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
                 uint32_t(LaunchState::Launched));
   }
   C.modeChanged();

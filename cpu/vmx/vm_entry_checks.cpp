@@ -288,7 +288,7 @@ Id Checker::executionControls() const {
     if (!on(Ctl::VirtualizeApicAccesses) && !on(Ctl::VirtualInterruptDelivery)) {
       // VTPR is byte 80H of the virtual-APIC page (SDM Vol. 3C, "Virtualized APIC
       // Registers").
-      uint64_t Vtpr = C.Mem.read(Gpa(get(F::VirtualApicAddress) + 0x80), 1);
+      uint64_t Vtpr = C.Mem.read(Hpa(get(F::VirtualApicAddress) + 0x80), 1);
       VMX_REQUIRE((Threshold & 0xf) <= ((Vtpr >> 4) & 0xf), TprThresholdAboveVtpr);
     }
   }
@@ -750,7 +750,7 @@ Id Checker::guestNonRegisterState() const {
   if (Link != ~uint64_t(0)) {
     VMX_REQUIRE(!(Link & 0xfff), GuestLinkPointerAlignment);
     VMX_REQUIRE(!beyondPhys(Link), GuestLinkPointerWidth);
-    uint64_t Header = C.Mem.read(Gpa(Link + vmcs_layout::RevisionOffset), 4);
+    uint64_t Header = C.Mem.read(Hpa(Link + vmcs_layout::RevisionOffset), 4);
     VMX_REQUIRE((Header & 0x7fffffff) == kVmcsRevisionId, GuestLinkPointerRevision);
     VMX_REQUIRE(bool(Header & 0x80000000u) == on(Ctl::VmcsShadowing), GuestLinkPointerShadow);
     uint64_t Current = C.Vmx ? C.Vmx->CurrentVmcsPointer : kInvalidVmcsPointer;
@@ -778,7 +778,7 @@ Id Checker::guestPdptes() const {
   if (!on(Ctl::EnableEpt)) {
     uint64_t Table = get(F::GuestCr3) & 0xffffffe0u;
     for (unsigned I = 0; I < 4; ++I)
-      VMX_REQUIRE(pdpteOk(C.Mem.read(Gpa(Table + 8 * I), 8), PhysBits), GuestPdpteFromCr3);
+      VMX_REQUIRE(pdpteOk(C.Mem.read(Hpa(Table + 8 * I), 8), PhysBits), GuestPdpteFromCr3);
     return Id::None;
   }
   for (F Field : {F::GuestPdpte0, F::GuestPdpte1, F::GuestPdpte2, F::GuestPdpte3})

@@ -137,9 +137,9 @@ struct MsrEntry {
 MsrEntry readMsrEntry(const Cpu &C, uint64_t Area, uint32_t I) {
   MsrEntry E;
   uint64_t A = Area + 16ull * I;
-  E.Index = uint32_t(C.Mem.read(Gpa(A), 4));
-  E.Reserved = uint32_t(C.Mem.read(Gpa(A + 4), 4));
-  E.Data = C.Mem.read(Gpa(A + 8), 8);
+  E.Index = uint32_t(C.Mem.read(Hpa(A), 4));
+  E.Reserved = uint32_t(C.Mem.read(Hpa(A + 4), 4));
+  E.Data = C.Mem.read(Hpa(A + 8), 8);
   return E;
 }
 
@@ -157,7 +157,7 @@ bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
       C.Pending = PendingEvent{};
       return false;
     }
-    C.Mem.write(Gpa(Area + 16ull * I + 8), 8, Value);
+    C.Mem.write(Hpa(Area + 16ull * I + 8), 8, Value);
   }
   return true;
 }
@@ -186,7 +186,7 @@ uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count) {
 Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator) {
   VmxState &X = *C.Vmx;
   if (X.haveCurrentVmcs())
-    C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator));
+    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator));
   // "the logical processor experiences a VMX abort ... and enters the VMX-abort
   // shutdown state" (SDM Vol. 3C, "VMX Aborts").
   C.NonRoot = false;
@@ -270,7 +270,7 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   // "Loading Host Control Registers").
   if (!Host64 && (S.Cr0 & cr0::PG) && (S.Cr4 & cr4::PAE))
     for (unsigned K = 0; K < 4; ++K)
-      S.Pdpte[K] = C.Mem.read(Gpa((S.Cr3 & ~uint64_t(0x1f)) + 8 * K), 8);
+      S.Pdpte[K] = C.Mem.read(Hpa((S.Cr3 & ~uint64_t(0x1f)) + 8 * K), 8);
 
   // Non-register state (SDM Vol. 3C, "Updating Non-Register State"): no blocking by STI
   // or MOV SS; blocking by NMI is not changed by exits that are not caused by NMIs.
@@ -327,10 +327,10 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   // mappings, which the guest used (SDM Vol. 3C, "Operations that Invalidate Cached
   // Mappings"). A guest's EPT context is never the host's (VM entry already flushed
   // VPID 0000H when the guest ran without VPID).
-  if (C.CurrentVpid != 0 || C.TlbEptContext)
-    C.switchTlbContext(0);
+  if (C.Mmu.currentVpid() != 0 || C.Mmu.inEptContext())
+    C.Mmu.switchTlbContext(0);
   else
-    C.flushTlb();
+    C.Mmu.flushTlb();
   C.modeChanged();
   C.Cycles += costOf(CostClass::VmTransition);
 

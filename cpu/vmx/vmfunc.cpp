@@ -39,7 +39,7 @@ Status vmfuncEptpSwitching(Cpu &C, const DecodedInsn &I) {
     return vmfuncExit(C, I);
   // tent_EPTP <- 8 bytes from EPTP-list address + 8 * ECX (a physical address: the
   // list is set up by software in VMX root operation).
-  const uint64_t Tentative = C.Mem.read(Gpa(V.get(F::EptpListAddress) + 8 * Index), 8);
+  const uint64_t Tentative = C.Mem.read(Hpa(V.get(F::EptpListAddress) + 8 * Index), 8);
   const uint64_t Cap = readVmxCapabilityMsr(C, msr::IA32_VMX_EPT_VPID_CAP).value_or(0);
   if (checkEptp(Tentative, Cap, C.Model.MaxPhysAddrBits) != VmEntryCheckId::None)
     return vmfuncExit(C, I);
@@ -54,8 +54,8 @@ Status vmfuncEptpSwitching(Cpu &C, const DecodedInsn &I) {
   // Translations are cached per (VPID, EP4TA) context (cpu/cpu.h), so switching to the
   // new EP4TA's context under the current VPID is exact, and costs no flush with VPID.
   if (!controlSet(V, VmxControl::EnableVpid))
-    C.flushTlbVpid(0);
-  C.switchTlbContextEpt(C.CurrentVpid, Tentative);
+    C.Mmu.flushTlbVpid(0);
+  C.Mmu.switchTlbContextEpt(C.Mmu.currentVpid(), Tentative);
   // No register or flag is modified; control passes to the next instruction.
   return next(C, I);
 }

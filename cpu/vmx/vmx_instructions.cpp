@@ -68,9 +68,9 @@ void writeBackCurrentVmcs(Cpu &C) {
   if (!X.haveCurrentVmcs())
     return;
   for (unsigned K = 0; K < kNumVmcsFields; ++K)
-    C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::fieldOffset(VmcsField(K))), 8,
+    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::fieldOffset(VmcsField(K))), 8,
                 X.Vmcs.Values[K]);
-  C.Mem.write(Gpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
+  C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
               uint32_t(X.CurrentLaunch));
 }
 
@@ -165,7 +165,7 @@ Status execVmxon(Cpu &C, const DecodedInsn &I) {
     VMX_TRY(readPointerOperand(C, I, Addr));
     if (physicalAddressInvalid(C, Addr))
       return vmFailInvalid(C, I);
-    uint32_t Rev = uint32_t(C.Mem.read(Gpa(Addr + vmcs_layout::RevisionOffset), 4));
+    uint32_t Rev = uint32_t(C.Mem.read(Hpa(Addr + vmcs_layout::RevisionOffset), 4));
     if ((Rev & 0x7fffffff) != kVmcsRevisionId || (Rev >> 31))
       return vmFailInvalid(C, I);
     X.InVmxOperation = true;
@@ -225,7 +225,7 @@ Status execVmclear(Cpu &C, const DecodedInsn &I) {
     writeBackCurrentVmcs(C);
     X.CurrentVmcsPointer = kInvalidVmcsPointer;
   }
-  C.Mem.write(Gpa(Addr + vmcs_layout::LaunchStateOffset), 4, uint32_t(LaunchState::Clear));
+  C.Mem.write(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4, uint32_t(LaunchState::Clear));
   return vmSucceed(C, I);
 }
 
@@ -239,7 +239,7 @@ Status execVmptrld(Cpu &C, const DecodedInsn &I) {
     return vmFail(C, I, uint32_t(VmInstructionError::VmptrldInvalidPhysicalAddress));
   if (Addr == X.VmxonPointer)
     return vmFail(C, I, uint32_t(VmInstructionError::VmptrldVmxonPointer));
-  uint32_t Rev = uint32_t(C.Mem.read(Gpa(Addr + vmcs_layout::RevisionOffset), 4));
+  uint32_t Rev = uint32_t(C.Mem.read(Hpa(Addr + vmcs_layout::RevisionOffset), 4));
   // Bit 31 is the shadow-VMCS indicator, allowed only with VMCS shadowing.
   if ((Rev & 0x7fffffff) != kVmcsRevisionId ||
       ((Rev >> 31) && !C.Model.Vmx->has(VmxFeature::VmcsShadowing)))
@@ -248,9 +248,9 @@ Status execVmptrld(Cpu &C, const DecodedInsn &I) {
     writeBackCurrentVmcs(C);
     for (unsigned K = 0; K < kNumVmcsFields; ++K)
       X.Vmcs.Values[K] =
-          C.Mem.read(Gpa(Addr + vmcs_layout::fieldOffset(VmcsField(K))), 8);
+          C.Mem.read(Hpa(Addr + vmcs_layout::fieldOffset(VmcsField(K))), 8);
     X.CurrentLaunch =
-        C.Mem.read(Gpa(Addr + vmcs_layout::LaunchStateOffset), 4) == uint32_t(LaunchState::Launched)
+        C.Mem.read(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4) == uint32_t(LaunchState::Launched)
             ? LaunchState::Launched
             : LaunchState::Clear;
     X.CurrentVmcsPointer = Addr;
@@ -430,9 +430,9 @@ Status execInvept(Cpu &C, const DecodedInsn &I) {
   // Single-context: the mappings derived from the EP4TA in the descriptor, for every
   // VPID; all-context: every context (which also covers what INVEPT must invalidate).
   if (Type == 1)
-    C.flushTlbEptp(D.Lo);
+    C.Mmu.flushTlbEptp(D.Lo);
   else
-    C.flushTlbAllContexts();
+    C.Mmu.flushTlbAllContexts();
   return vmSucceed(C, I);
 }
 
@@ -465,9 +465,9 @@ Status execInvvpid(Cpu &C, const DecodedInsn &I) {
   // retaining globals (3) invalidate the given VPID's mappings (all of them: more than
   // required is allowed); all-context (2) invalidates every VPID but 0000H (all, here).
   if (Type == 2)
-    C.flushTlbAllContexts();
+    C.Mmu.flushTlbAllContexts();
   else
-    C.flushTlbVpid(Vpid);
+    C.Mmu.flushTlbVpid(Vpid);
   return vmSucceed(C, I);
 }
 

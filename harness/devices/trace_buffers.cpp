@@ -29,14 +29,14 @@ void TraceBufferDrain::giveUp(unsigned Cpu, uint64_t Addr, const std::string &Wh
 
 void TraceBufferDrain::registerRing(uint64_t Addr) {
   xt_tbuf H;
-  if (Addr == 0 || (Addr & 63) || !Mem.copyOut(Gpa(Addr), &H, sizeof(H)))
+  if (Addr == 0 || (Addr & 63) || !Mem.copyOut(Hpa(Addr), &H, sizeof(H)))
     return giveUp(~0u, Addr, "not 64-byte aligned RAM");
   if (H.magic != XT_TBUF_MAGIC)
     return giveUp(~0u, Addr, fmt::format("magic {:#x}, not {:#x}", H.magic, XT_TBUF_MAGIC));
   if (H.cpu >= Rings.size())
     return giveUp(~0u, Addr, fmt::format("cpu {} but the machine has {}", H.cpu, Rings.size()));
   if (H.size < 64 || H.size > XT_TBUF_MAX_SIZE || (H.size & 3) ||
-      !Mem.isRam(Gpa(Addr + XT_TBUF_DATA_OFFSET), H.size))
+      !Mem.isRam(Hpa(Addr + XT_TBUF_DATA_OFFSET), H.size))
     return giveUp(~0u, Addr, fmt::format("data area of {} bytes is not 64..{} bytes of RAM "
                                          "in whole words", H.size, XT_TBUF_MAX_SIZE));
   // A CPU that registers a new ring: what the old one still holds is kept.
@@ -52,7 +52,7 @@ void TraceBufferDrain::drain(unsigned Cpu) {
   if (!R.Addr)
     return;
   xt_tbuf H;
-  if (!Mem.copyOut(Gpa(R.Addr), &H, sizeof(H)))
+  if (!Mem.copyOut(Hpa(R.Addr), &H, sizeof(H)))
     return giveUp(Cpu, R.Addr, "header is no longer RAM");
   // The header is the guest's memory: check everything again before trusting it.
   if (H.magic != XT_TBUF_MAGIC || H.cpu != Cpu || H.size != R.Size)
@@ -68,12 +68,12 @@ void TraceBufferDrain::drain(unsigned Cpu) {
   const uint32_t Start = uint32_t(H.cons % R.Size);
   const uint32_t First = std::min(Bytes, R.Size - Start);
   const uint64_t Data = R.Addr + XT_TBUF_DATA_OFFSET;
-  if (!Mem.copyOut(Gpa(Data + Start), Scratch.data(), First) ||
-      !Mem.copyOut(Gpa(Data), Scratch.data() + First, Bytes - First))
+  if (!Mem.copyOut(Hpa(Data + Start), Scratch.data(), First) ||
+      !Mem.copyOut(Hpa(Data), Scratch.data() + First, Bytes - First))
     return giveUp(Cpu, R.Addr, "data area is no longer RAM");
   Writer.writeWindow(Cpu, Scratch.data(), Bytes);
   Drained += Bytes;
-  Mem.write(Gpa(R.Addr + XT_TBUF_OFF_CONS), 8, H.prod);
+  Mem.write(Hpa(R.Addr + XT_TBUF_OFF_CONS), 8, H.prod);
 }
 
 void TraceBufferDrain::drainAll() {

@@ -150,7 +150,7 @@ void loadStream(Sides &Sd, KvmSide *K, const FuzzStream &St) {
 /// Compares the final state; also returns the KVM-side byte changes when asked.
 std::string compareMemory(Sides &Sd, KvmSide &K) {
   for (uint64_t P : kComparedPages) {
-    Sd.Sim->mem().copyOut(Gpa(P), Sd.Page.data(), kPageSize);
+    Sd.Sim->mem().copyOut(Hpa(P), Sd.Page.data(), kPageSize);
     const uint8_t *Kp = K.ram() + P;
     if (std::memcmp(Sd.Page.data(), Kp, kPageSize) == 0)
       continue;
@@ -182,7 +182,7 @@ std::optional<uint64_t> frameRflagsAddr(const CpuState &Final) {
 /// Clears the flags that are undefined at the exception in a frame's RFLAGS image.
 void maskFrame(PhysMem &M, const CpuState &Final, uint64_t FlagMask) {
   if (auto A = frameRflagsAddr(Final))
-    M.write(Gpa(*A), 8, M.read(Gpa(*A), 8) & ~((rflags::Arith | rflags::AC) & ~FlagMask));
+    M.write(Hpa(*A), 8, M.read(Hpa(*A), 8) & ~((rflags::Arith | rflags::AC) & ~FlagMask));
 }
 void maskFrame(uint8_t *Ram, const CpuState &Final, uint64_t FlagMask) {
   if (auto A = frameRflagsAddr(Final)) {
@@ -631,7 +631,7 @@ std::string replayRegression(const std::string &Text, bool InjectBtCarryBug) {
       if (Addr >= kComparedPages[I] && Addr < kComparedPages[I] + kPageSize)
         Data[I * kPageSize + (Addr - kComparedPages[I])] = Byte;
   for (size_t I = 0; I < std::size(kComparedPages); ++I) {
-    Sd->Sim->mem().copyOut(Gpa(kComparedPages[I]), Sd->Page.data(), kPageSize);
+    Sd->Sim->mem().copyOut(Hpa(kComparedPages[I]), Sd->Page.data(), kPageSize);
     for (unsigned B = 0; B < kPageSize; ++B)
       if (Sd->Page[B] != Data[I * kPageSize + B]) {
         char Buf[96];

@@ -64,7 +64,7 @@ struct SimSide::Impl final : PortDevice, MmioDevice, CpuObserver {
       : Cfg(Cfg), Mem(Cfg.RamBytes), C(Mem, Io, CpuModel::defaultModel()) {
     Io.add(0, 0x10000, this);
     if (Cfg.RamBytes < kMmioEnd)
-      Mem.addMmio(Gpa(Cfg.RamBytes), kMmioEnd - Cfg.RamBytes, this);
+      Mem.addMmio(Hpa(Cfg.RamBytes), kMmioEnd - Cfg.RamBytes, this);
     C.Observer = this;
   }
   uint32_t ioRead(uint16_t Port, unsigned Size) override {
@@ -128,7 +128,7 @@ PhysMem &SimSide::mem() { return P->Mem; }
 Cpu &SimSide::cpu() { return P->C; }
 
 bool SimSide::load(uint64_t Addr, const void *Bytes, uint64_t Size) {
-  return P->Mem.copyIn(Gpa(Addr), Bytes, Size);
+  return P->Mem.copyIn(Hpa(Addr), Bytes, Size);
 }
 
 Outcome SimSide::run(const CpuState &Start, const RunLimits &L) {
@@ -144,7 +144,7 @@ Outcome SimSide::run(const CpuState &Start, const RunLimits &L) {
   C.ShadowUntil = 0;
   C.NmiBlocked = C.NmiPending = false;
   C.S = Start;
-  C.flushTlb();
+  C.Mmu.flushTlb();
   C.modeChanged();
   StopReason R = C.run(L.MaxInsns);
   O.State = C.S;
@@ -377,9 +377,9 @@ XcheckResult runXcheck(const XcheckConfig &Cfg) {
     // Accessed (and, in leaves, dirty) preset: the two sides may set them at different
     // times (KVM here shadows the guest tables), and they are not what is compared.
     for (uint64_t A = Tables; A < Tables + kIdentityTablesBytes; A += 8) {
-      uint64_t E = Sim.mem().read(Gpa(A), 8);
+      uint64_t E = Sim.mem().read(Hpa(A), 8);
       if (E & 1)
-        Sim.mem().write(Gpa(A), 8, E | 0x20 | ((E & 0x80) ? 0x40 : 0));
+        Sim.mem().write(Hpa(A), 8, E | 0x20 | ((E & 0x80) ? 0x40 : 0));
     }
     enterLong(C, GdtAddr, Tables, Addr);
     break;
@@ -390,7 +390,7 @@ XcheckResult runXcheck(const XcheckConfig &Cfg) {
   // KVM wants a usable TR in protected modes; vmxsim's reset TR is a 32-bit busy TSS
   // descriptor cache of limit 0xffff, which both accept.
   for (uint64_t A = 0; A < Ram; A += kPageSize)
-    Sim.mem().copyOut(Gpa(A), Kvm->ram() + A, kPageSize);
+    Sim.mem().copyOut(Hpa(A), Kvm->ram() + A, kPageSize);
 
   Outcome K = Kvm->run(Start, Cfg.Limits);
   if (K.End == ExitKind::Error && K.Events.empty()) {
@@ -403,7 +403,7 @@ XcheckResult runXcheck(const XcheckConfig &Cfg) {
   if (Diff.empty()) {
     std::vector<uint8_t> Page(kPageSize);
     for (uint64_t A = 0; A < Ram && Diff.empty(); A += kPageSize) {
-      Sim.mem().copyOut(Gpa(A), Page.data(), kPageSize);
+      Sim.mem().copyOut(Hpa(A), Page.data(), kPageSize);
       if (std::memcmp(Page.data(), Kvm->ram() + A, kPageSize) != 0)
         for (unsigned I = 0; I < kPageSize; ++I)
           if (Page[I] != Kvm->ram()[A + I]) {

@@ -93,7 +93,7 @@ TEST(SelfModifyingCode, WriteThroughSecondLinearAliasOfCodePageTakesEffect) {
 
 // --- Line-granular invalidation (mmu/phys_mem.h, "Decoded code and the writes that
 // invalidate it"): a write drops the blocks with an instruction byte in a 64-byte line it
-// touches, and no other. Block counts below are Cpu::BlocksDecoded: each block start the
+// touches, and no other. Block counts below are Mmu::blocksDecoded(): each block start the
 // run reaches is decoded once unless a write touched one of its lines.
 
 TEST(SelfModifyingCode, DataStoresIntoOwnCodePageDoNotInvalidateTheLoop) {
@@ -118,7 +118,7 @@ TEST(SelfModifyingCode, DataStoresIntoOwnCodePageDoNotInvalidateTheLoop) {
   // Three blocks: the start (to the first jnz), the loop, the final hlt; each decoded
   // once. With whole-page invalidation every store dropped the loop, which then ran as two
   // blocks (the one after the store, then the loop again) per iteration: 201.
-  EXPECT_EQ(M.Cpu_.BlocksDecoded, 3u);
+  EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), 3u);
   EXPECT_EQ(M.Mem.codeWriteCount(), 0u);
 }
 
@@ -140,7 +140,7 @@ TEST(SelfModifyingCode, RealModeDataStoresIntoTheCodeSegmentDoNotInvalidateTheLo
   EXPECT_EQ(runToHalt(M) & 0xffff, 0u);
   EXPECT_EQ(M.Cpu_.Retired, 2u + 100 * 4 + 1);
   EXPECT_EQ(M.read64(kCodeBase + 0x800), 0x0061'0062'0063'0064u); // 100, 99, 98, 97
-  EXPECT_EQ(M.Cpu_.BlocksDecoded, 3u);
+  EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), 3u);
   EXPECT_EQ(M.Mem.codeWriteCount(), 0u);
 }
 
@@ -171,7 +171,7 @@ TEST(SelfModifyingCode, PatchedBlockIsRedecodedAndTheOtherBlocksOfItsPageAreKept
   // Blocks at 0, S, 16 and 20 in the first iteration; at 14 and S in the second; S in
   // the third; 24. Dropping the page at each patch would decode 16 and 20 again in the
   // second and third iterations and 14 again in the third: 13.
-  EXPECT_EQ(M.Cpu_.BlocksDecoded, 8u);
+  EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), 8u);
   EXPECT_EQ(M.Mem.codeWriteCount(), 3u);
 }
 
@@ -312,7 +312,7 @@ TEST(SelfModifyingCode, RepStosIntoDataOfTheCodePageKeepsItsBlocksAndIntoCodeTak
   // Only the store into S invalidated code; S was decoded twice, the blocks at 0, 9,
   // 33 (where the invalidating store left its block) and 37 once.
   EXPECT_EQ(M.Mem.codeWriteCount(), 1u);
-  EXPECT_EQ(M.Cpu_.BlocksDecoded, 6u);
+  EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), 6u);
 }
 
 TEST(SelfModifyingCode, PageThatLostAllItsCodeGetsAFastWriteMappingAgain) {
@@ -335,8 +335,7 @@ TEST(SelfModifyingCode, PageThatLostAllItsCodeGetsAFastWriteMappingAgain) {
   M.write(kDataBase + 0x40, R, sizeof(R));
   EXPECT_EQ(runToHalt(M), 5u);
   EXPECT_FALSE(M.Mem.pageHoldsCode(kDataBase >> 12));
-  EXPECT_EQ(M.Cpu_.TlbWrite[0].Pfn, kDataBase >> 12);
-  EXPECT_NE(M.Cpu_.TlbWrite[0].Tag, kTlbEmpty);
+  EXPECT_EQ(M.Cpu_.Mmu.writeMappedFrame(kDataBase + 0x800), kDataBase >> 12);
   EXPECT_EQ(M.read64(kDataBase + 0x800), 1u);
 }
 
@@ -369,10 +368,10 @@ TEST(CrossModifyingCode, StoreByAnotherCpuIsSeenByTheCpuThatDecodedTheCode) {
   M.setupLongMode();
   Cpu Other(M.Mem, M.Io, M.Cpu_.Model, 1);
   Cpu *All[2] = {&M.Cpu_, &Other};
-  M.Cpu_.Peers = Other.Peers = All;
-  M.Cpu_.NumPeers = Other.NumPeers = 2;
+  M.Cpu_.Mmu.setPeers(All, 2);
+  Other.Mmu.setPeers(All, 2);
   Other.S = M.S;
-  Other.flushTlb();
+  Other.Mmu.flushTlb();
   Other.modeChanged();
   // CPU 0 runs R = mov eax, 5; hlt from line 1 of page kDataBase; CPU 1 runs
   // mov [rbx], dl; hlt.
@@ -399,9 +398,9 @@ TEST(CrossModifyingCode, StoreByAnotherCpuIsSeenByTheCpuThatDecodedTheCode) {
   runOther(kDataBase + 0x41, 9); // R's imm32
   EXPECT_EQ(runR(), 9u);
   // A store by CPU 1 to data in R's page (another line) leaves CPU 0's block alone.
-  const uint64_t Decoded = M.Cpu_.BlocksDecoded;
+  const uint64_t Decoded = M.Cpu_.Mmu.blocksDecoded();
   runOther(kDataBase + 0x800, 2);
   EXPECT_EQ(runR(), 9u);
-  EXPECT_EQ(M.Cpu_.BlocksDecoded, Decoded);
+  EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), Decoded);
   EXPECT_EQ(M.read64(kDataBase + 0x800) & 0xff, 2u);
 }

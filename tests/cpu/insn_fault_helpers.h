@@ -68,10 +68,10 @@ inline FaultInfo runToFault(TestMachine &M, uint64_t MaxInsns = 1000) {
     uint64_t Sp = M.S.Gpr[RSP];
     uint64_t Err = 0, Rip = 0;
     if (vectorHasErrorCode(F.Vector)) {
-      M.Mem.copyOut(Gpa(Sp), &Err, Slot);
+      M.Mem.copyOut(Hpa(Sp), &Err, Slot);
       Sp += Slot;
     }
-    M.Mem.copyOut(Gpa(Sp), &Rip, Slot);
+    M.Mem.copyOut(Hpa(Sp), &Rip, Slot);
     F.Rip = Rip;
     F.ErrorCode = uint32_t(Err);
     F.Cr2 = M.S.Cr2;

@@ -115,7 +115,7 @@ TEST(GeneralPurposeInstructions, LockedMemoryForms) {
   M.write(kDataBase, &V, 4);
   M.loadCode({0xf0, 0x01, 0x0b, 0xf0, 0x0f, 0xab, 0x0b, 0xf4}); // lock add; lock bts
   EXPECT_EQ(M.run(10), StopReason::Halted);
-  M.Mem.copyOut(Gpa(kDataBase), &V, 4);
+  M.Mem.copyOut(Hpa(kDataBase), &V, 4);
   EXPECT_EQ(V, 15u | (1u << 5));
 }
 
@@ -137,7 +137,7 @@ TEST(GeneralPurposeInstructions, Cmpxchg16bMisalignedRaisesGp) {
   M.S.Gpr[RDX] = 2;
   expectFault(M, {0x48, 0x0f, 0xc7, 0x0e}, vec::GP);
   uint64_t After[2];
-  M.Mem.copyOut(Gpa(kDataBase + 8), After, 16);
+  M.Mem.copyOut(Hpa(kDataBase + 8), After, 16);
   EXPECT_EQ(After[0], 1u);
   EXPECT_EQ(After[1], 2u);
 }
@@ -155,13 +155,13 @@ void splitDataPage(TestMachine &M, uint64_t NotPresent) {
   }
   uint64_t Pde = PtBase | 0x7;
   M.write(Pd + 8 * (kDataBase >> 21), &Pde, 8);
-  M.Cpu_.flushTlb();
+  M.Cpu_.Mmu.flushTlb();
 }
 
 void makePresent(TestMachine &M, uint64_t Page) {
   uint64_t E = Page | 0x7;
   M.write(0x30000 + 8 * ((Page - kDataBase) >> 12), &E, 8);
-  M.Cpu_.flushTlb();
+  M.Cpu_.Mmu.flushTlb();
 }
 
 } // namespace
@@ -184,7 +184,7 @@ TEST(GeneralPurposeInstructions, RepStosbPageFaultMidwayIsRestartable) {
   EXPECT_EQ(M.S.Gpr[RCX], 24u);
   EXPECT_EQ(M.S.Gpr[RDI], Hole);
   uint8_t Buf[16];
-  M.Mem.copyOut(Gpa(Hole - 16), Buf, 16);
+  M.Mem.copyOut(Hpa(Hole - 16), Buf, 16);
   for (uint8_t B : Buf)
     EXPECT_EQ(B, 0x5a);
   // Map the page and restart the instruction: it finishes the remaining 24 bytes.
@@ -196,7 +196,7 @@ TEST(GeneralPurposeInstructions, RepStosbPageFaultMidwayIsRestartable) {
   EXPECT_EQ(M.S.Gpr[RCX], 0u);
   EXPECT_EQ(M.S.Gpr[RDI], Hole + 24);
   uint8_t Rest[24];
-  M.Mem.copyOut(Gpa(Hole), Rest, 24);
+  M.Mem.copyOut(Hpa(Hole), Rest, 24);
   for (uint8_t B : Rest)
     EXPECT_EQ(B, 0x5a);
 }
@@ -220,7 +220,7 @@ TEST(GeneralPurposeInstructions, RepMovsqSourcePageFaultKeepsCompletedIterations
   EXPECT_EQ(M.S.Gpr[RSI], Hole);
   EXPECT_EQ(M.S.Gpr[RDI], kDataBase + 0x118);
   uint64_t Dst[3];
-  M.Mem.copyOut(Gpa(kDataBase + 0x100), Dst, 24);
+  M.Mem.copyOut(Hpa(kDataBase + 0x100), Dst, 24);
   EXPECT_EQ(Dst[2], 33u);
 }
 

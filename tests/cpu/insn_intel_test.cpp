@@ -187,14 +187,14 @@ TEST(GeneralPurposeInstructions, PushadPopadRoundTripSkipsEsp) {
   runCode(M, {0x60}); // pushad
   EXPECT_EQ(M.S.Gpr[RSP], Sp - 32);
   uint32_t Saved[8];
-  M.Mem.copyOut(Gpa(Sp - 32), Saved, 32);
+  M.Mem.copyOut(Hpa(Sp - 32), Saved, 32);
   EXPECT_EQ(Saved[7], 0x11111111u); // EAX pushed first
   EXPECT_EQ(Saved[3], uint32_t(Sp)); // original ESP
   EXPECT_EQ(Saved[0], 0x88888888u); // EDI last
   for (unsigned R = 0; R < 8; ++R)
     if (R != RSP)
       M.S.Gpr[R] = 0;
-  M.Mem.copyIn(Gpa(Sp - 20), "\x44\x33\x22\x11", 4); // a different saved ESP: ignored
+  M.Mem.copyIn(Hpa(Sp - 20), "\x44\x33\x22\x11", 4); // a different saved ESP: ignored
   runCode(M, {0x61}); // popad
   EXPECT_EQ(M.S.Gpr[RSP], Sp);
   for (unsigned R = 0; R < 8; ++R)
@@ -211,7 +211,7 @@ TEST(GeneralPurposeInstructions, Pusha16PushesWords) {
   runCode(M, {0x66, 0x60});
   EXPECT_EQ(M.S.Gpr[RSP], Sp - 16);
   uint16_t Ax = 0;
-  M.Mem.copyOut(Gpa(Sp - 2), &Ax, 2);
+  M.Mem.copyOut(Hpa(Sp - 2), &Ax, 2);
   EXPECT_EQ(Ax, 0x1234u);
 }
 
@@ -228,7 +228,7 @@ TEST(GeneralPurposeInstructions, StringSourceHonoursSegmentOverrideDestinationIs
   M.S.Gpr[RCX] = 8;
   runCode(M, {0x64, 0xf3, 0xa4});
   char Out[9] = {};
-  M.Mem.copyOut(Gpa(kDataBase + 0x20000), Out, 8);
+  M.Mem.copyOut(Hpa(kDataBase + 0x20000), Out, 8);
   EXPECT_STREQ(Out, "vmxsim!!");
   EXPECT_EQ(M.S.Gpr[RCX], 0u);
   EXPECT_EQ(M.S.Gpr[RSI], kDataBase + 8);
@@ -248,7 +248,7 @@ TEST(GeneralPurposeInstructions, RepMovsbOverlappingForwardReplicatesPattern) {
   M.S.Gpr[RCX] = 10;
   runCode(M, {0xf3, 0xa4});
   char Out[13] = {};
-  M.Mem.copyOut(Gpa(kDataBase), Out, 12);
+  M.Mem.copyOut(Hpa(kDataBase), Out, 12);
   EXPECT_STREQ(Out, "abababababab");
   // Again with the TLB warm, through the host-pointer fast path.
   M.write(kDataBase, "xyz", 3);
@@ -256,6 +256,6 @@ TEST(GeneralPurposeInstructions, RepMovsbOverlappingForwardReplicatesPattern) {
   M.S.Gpr[RDI] = kDataBase + 3;
   M.S.Gpr[RCX] = 9;
   runCode(M, {0xf3, 0xa4});
-  M.Mem.copyOut(Gpa(kDataBase), Out, 12);
+  M.Mem.copyOut(Hpa(kDataBase), Out, 12);
   EXPECT_STREQ(Out, "xyzxyzxyzxyz");
 }

@@ -237,7 +237,7 @@ public:
     for (unsigned R = 0; R < 16; ++R)
       S.Gpr[R] = M.S.Gpr[R] - ((Ptrs & (1u << R)) ? kGuestWindow : 0);
     S.Rflags = M.S.Rflags;
-    M.Mem.copyOut(Gpa(kGuestWindow), Mem, kWindow);
+    M.Mem.copyOut(Hpa(kGuestWindow), Mem, kWindow);
     return {};
   }
   bool Broken = false;

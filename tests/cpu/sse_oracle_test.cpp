@@ -294,7 +294,7 @@ TEST_P(SseOracle, MatchesHostOnRandomInputs) {
     }
     bool Ok = sameOracleRegs(M, Host, Where);
     uint8_t EmuMem[kMemBytes];
-    M.Mem.copyOut(Gpa(kDataBase), EmuMem, kMemBytes);
+    M.Mem.copyOut(Hpa(kDataBase), EmuMem, kMemBytes);
     if (std::memcmp(EmuMem, HostMem, kMemBytes) != 0) {
       ADD_FAILURE() << Where << ": memory differs";
       Ok = false;

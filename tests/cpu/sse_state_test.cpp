@@ -91,7 +91,7 @@ TEST(ProcessorExtendedStates, Fxsave64XmmAndMxcsrFieldsMatchHost) {
     M.S.Gpr[RSI] = kDataBase;
     ASSERT_EQ(runCode(M, Snippet), StopReason::Halted);
     uint8_t Emu[kImage];
-    M.Mem.copyOut(Gpa(kDataBase), Emu, kImage);
+    M.Mem.copyOut(Hpa(kDataBase), Emu, kImage);
 
     EXPECT_EQ(0, std::memcmp(Emu + 24, Host + 24, 4)) << "MXCSR, iteration " << It;
     EXPECT_EQ(0, std::memcmp(Emu + 160, Host + 160, 256)) << "XMM0-15, iteration " << It;
@@ -136,7 +136,7 @@ TEST(ProcessorExtendedStates, Fxrstor64ThenFxsave64IsIdentity) {
     randomImage(Rng, In, true);
     M.write(kDataBase, In, kImage);
     ASSERT_EQ(runCode(M, Fxrstor64Rsi + Fxsave64Rsi512), StopReason::Halted);
-    M.Mem.copyOut(Gpa(kDataBase + 512), Out, kImage);
+    M.Mem.copyOut(Hpa(kDataBase + 512), Out, kImage);
     EXPECT_EQ(0, std::memcmp(In, Out, 416)) << "iteration " << It;
   }
 }
@@ -149,7 +149,7 @@ TEST(ProcessorExtendedStates, LegacyFormatStoresThirtyTwoBitPointers) {
   randomImage(Rng, In, false);
   M.write(kDataBase, In, kImage);
   ASSERT_EQ(runCode(M, FxrstorRsi + FxsaveRsi512), StopReason::Halted);
-  M.Mem.copyOut(Gpa(kDataBase + 512), Out, kImage);
+  M.Mem.copyOut(Hpa(kDataBase + 512), Out, kImage);
   EXPECT_EQ(0, std::memcmp(In, Out, 416));
   uint32_t Fip;
   std::memcpy(&Fip, In + 8, 4);
@@ -166,7 +166,7 @@ TEST(ProcessorExtendedStates, ProtectedModeSavesOnlyXmm0To7) {
   M.S.Gpr[RSI] = kDataBase;
   ASSERT_EQ(runCode(M, FxsaveRsi), StopReason::Halted);
   uint8_t Out[kImage];
-  M.Mem.copyOut(Gpa(kDataBase), Out, kImage);
+  M.Mem.copyOut(Hpa(kDataBase), Out, kImage);
   EXPECT_EQ(0, std::memcmp(Out + 160, M.S.XmmReg, 128));
   for (unsigned K = 288; K < kImage; ++K)
     ASSERT_EQ(Out[K], 0xcc) << "byte " << K << " must stay untouched";
@@ -183,7 +183,7 @@ TEST(ProcessorExtendedStates, FxsaveMisalignedRaisesGp) {
   EXPECT_EQ(V, vec::GP);
   EXPECT_EQ(faultingRip(M, Why, V), kCodeBase);
   uint8_t Out[kImage + 16];
-  M.Mem.copyOut(Gpa(kDataBase), Out, sizeof(Out));
+  M.Mem.copyOut(Hpa(kDataBase), Out, sizeof(Out));
   EXPECT_EQ(0, std::memcmp(Out, Fill.data(), sizeof(Out)));
 }
 

@@ -37,7 +37,7 @@ struct LongFixture {
     M.S.seg(SegReg::CS) = Segment{kSelUserCode64, 0, 0xffffffff, 0xfb | Segment::L | Segment::G};
     M.S.seg(SegReg::SS) = Segment{kSelUserData, 0, 0xffffffff, 0xf3 | Segment::DB | Segment::G};
     M.S.Gpr[RSP] = 0x70000;
-    M.Cpu_.flushTlb();
+    M.Cpu_.Mmu.flushTlb();
     M.Cpu_.modeChanged();
   }
 };

@@ -74,7 +74,7 @@ struct XsaveMachine : TestMachine {
   }
   std::vector<uint8_t> area(uint64_t At = kDataBase, unsigned Size = kArea) {
     std::vector<uint8_t> B(Size);
-    Mem.copyOut(Gpa(At), B.data(), Size);
+    Mem.copyOut(Hpa(At), B.data(), Size);
     return B;
   }
   void fill(uint8_t Byte, unsigned Size = 2048) {

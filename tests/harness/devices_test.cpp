@@ -212,16 +212,16 @@ TEST(InterruptController, RequestAcknowledgeAndEoi) {
 TEST(LocalApicPage, ResetValuesAndStoredWrites) {
   auto M = bareMachine();
   PhysMem &Mem = M->mem();
-  EXPECT_EQ(Mem.read(Gpa(0xfee00020), 4), 0u);           // ID of CPU 0
-  EXPECT_EQ(Mem.read(Gpa(0xfee00030), 4), 0x50014u);     // version
-  EXPECT_EQ(Mem.read(Gpa(0xfee000f0), 4), 0xffu);        // SVR
-  EXPECT_EQ(Mem.read(Gpa(0xfee00320), 4), 0x10000u);     // LVT timer masked
-  EXPECT_EQ(Mem.read(Gpa(0xfee00370), 4), 0x10000u);     // LVT error masked
-  EXPECT_EQ(Mem.read(Gpa(0xfee00400), 4), 0u);           // unknown
-  Mem.write(Gpa(0xfee00080), 4, 0x20);
-  EXPECT_EQ(Mem.read(Gpa(0xfee00080), 4), 0x20u);        // TPR
-  Mem.write(Gpa(0xfee00030), 4, 0);
-  EXPECT_EQ(Mem.read(Gpa(0xfee00030), 4), 0x50014u);     // read-only
+  EXPECT_EQ(Mem.read(Hpa(0xfee00020), 4), 0u);           // ID of CPU 0
+  EXPECT_EQ(Mem.read(Hpa(0xfee00030), 4), 0x50014u);     // version
+  EXPECT_EQ(Mem.read(Hpa(0xfee000f0), 4), 0xffu);        // SVR
+  EXPECT_EQ(Mem.read(Hpa(0xfee00320), 4), 0x10000u);     // LVT timer masked
+  EXPECT_EQ(Mem.read(Hpa(0xfee00370), 4), 0x10000u);     // LVT error masked
+  EXPECT_EQ(Mem.read(Hpa(0xfee00400), 4), 0u);           // unknown
+  Mem.write(Hpa(0xfee00080), 4, 0x20);
+  EXPECT_EQ(Mem.read(Hpa(0xfee00080), 4), 0x20u);        // TPR
+  Mem.write(Hpa(0xfee00030), 4, 0);
+  EXPECT_EQ(Mem.read(Hpa(0xfee00030), 4), 0x50014u);     // read-only
 }
 
 TEST(PortIo, UnassignedPortsReadAllOnesAndIgnoreWrites) {

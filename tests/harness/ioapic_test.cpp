@@ -23,12 +23,12 @@ std::unique_ptr<Machine> machine(unsigned Cpus) {
 }
 
 uint32_t ioRead(Machine &M, uint32_t Index) {
-  M.mem().write(Gpa(IoApic::kBase + IoApic::RegSel), 4, Index);
-  return uint32_t(M.mem().read(Gpa(IoApic::kBase + IoApic::Window), 4));
+  M.mem().write(Hpa(IoApic::kBase + IoApic::RegSel), 4, Index);
+  return uint32_t(M.mem().read(Hpa(IoApic::kBase + IoApic::Window), 4));
 }
 void ioWrite(Machine &M, uint32_t Index, uint32_t V) {
-  M.mem().write(Gpa(IoApic::kBase + IoApic::RegSel), 4, Index);
-  M.mem().write(Gpa(IoApic::kBase + IoApic::Window), 4, V);
+  M.mem().write(Hpa(IoApic::kBase + IoApic::RegSel), 4, Index);
+  M.mem().write(Hpa(IoApic::kBase + IoApic::Window), 4, V);
 }
 void route(Machine &M, unsigned Pin, uint32_t Low, uint8_t Dest) {
   ioWrite(M, IoApic::RedirIdx + 2 * Pin + 1, uint32_t(Dest) << 24);
@@ -56,7 +56,7 @@ TEST(AdvancedProgrammableInterruptController, IoApicRegistersResetValues) {
   ioWrite(*M, IoApic::IdIdx, 0xffffffff);
   EXPECT_EQ(ioRead(*M, IoApic::IdIdx), 0x0f000000u);
   EXPECT_EQ(ioRead(*M, IoApic::ArbIdx), 0x0f000000u);
-  EXPECT_EQ(M->mem().read(Gpa(IoApic::kBase + IoApic::RegSel), 4), IoApic::ArbIdx);
+  EXPECT_EQ(M->mem().read(Hpa(IoApic::kBase + IoApic::RegSel), 4), IoApic::ArbIdx);
 }
 
 TEST(AdvancedProgrammableInterruptController, IoApicReadOnlyFieldsIgnoreWrites) {
@@ -78,10 +78,10 @@ TEST(AdvancedProgrammableInterruptController, IoApicReadOnlyFieldsIgnoreWrites) 
   ioWrite(*M, 0xff, 0x1234);
   EXPECT_EQ(ioRead(*M, 0xff), 0u);
   // Narrow writes to IOWIN are ignored; unknown offsets read 0.
-  M->mem().write(Gpa(IoApic::kBase + IoApic::RegSel), 4, IoApic::IdIdx);
-  M->mem().write(Gpa(IoApic::kBase + IoApic::Window), 1, 0xff);
+  M->mem().write(Hpa(IoApic::kBase + IoApic::RegSel), 4, IoApic::IdIdx);
+  M->mem().write(Hpa(IoApic::kBase + IoApic::Window), 1, 0xff);
   EXPECT_EQ(ioRead(*M, IoApic::IdIdx), 0u);
-  EXPECT_EQ(M->mem().read(Gpa(IoApic::kBase + 0x20), 4), 0u);
+  EXPECT_EQ(M->mem().read(Hpa(IoApic::kBase + 0x20), 4), 0u);
   M->ioApic().setPin(IoApic::kPins, true); // no such pin: nothing
   M->ioApic().setPin(99, true);
 }
@@ -143,7 +143,7 @@ TEST(AdvancedProgrammableInterruptController, IoApicLevelEntryWaitsForEoi) {
   // The EOI register (version 0x20) clears remote IRR too.
   M->ioApic().setPin(9, true);
   EXPECT_TRUE(ioRead(*M, IoApic::RedirIdx + 18) & IoApic::kRemoteIrr);
-  M->mem().write(Gpa(IoApic::kBase + IoApic::EoiReg), 4, 0x60);
+  M->mem().write(Hpa(IoApic::kBase + IoApic::EoiReg), 4, 0x60);
   EXPECT_TRUE(ioRead(*M, IoApic::RedirIdx + 18) & IoApic::kRemoteIrr); // re-sent
 }
 
@@ -178,11 +178,11 @@ TEST(AdvancedProgrammableInterruptController, MadtListsIoApicAndIrqZeroOverride)
   auto M = machine(2);
   ASSERT_TRUE(M);
   uint8_t Hdr[8];
-  ASSERT_TRUE(M->mem().copyOut(Gpa(kAcpiMadtAddr), Hdr, 8));
+  ASSERT_TRUE(M->mem().copyOut(Hpa(kAcpiMadtAddr), Hdr, 8));
   const uint32_t Len = Hdr[4] | Hdr[5] << 8 | Hdr[6] << 16 | uint32_t(Hdr[7]) << 24;
   ASSERT_EQ(Len, 44u + 2 * 8 + 12 + 10);
   std::vector<uint8_t> T(Len);
-  ASSERT_TRUE(M->mem().copyOut(Gpa(kAcpiMadtAddr), T.data(), Len));
+  ASSERT_TRUE(M->mem().copyOut(Hpa(kAcpiMadtAddr), T.data(), Len));
   uint8_t Sum = 0;
   for (uint8_t B : T)
     Sum = uint8_t(Sum + B);

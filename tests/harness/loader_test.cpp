@@ -25,17 +25,17 @@ MachineConfig imageConfig(std::vector<uint8_t> Image, const std::string &Name = 
 
 uint32_t rd32(Machine &M, uint64_t A) {
   uint32_t V = 0;
-  EXPECT_TRUE(M.mem().copyOut(Gpa(A), &V, 4));
+  EXPECT_TRUE(M.mem().copyOut(Hpa(A), &V, 4));
   return V;
 }
 uint64_t rd64(Machine &M, uint64_t A) {
   uint64_t V = 0;
-  EXPECT_TRUE(M.mem().copyOut(Gpa(A), &V, 8));
+  EXPECT_TRUE(M.mem().copyOut(Hpa(A), &V, 8));
   return V;
 }
 std::string rdStr(Machine &M, uint64_t A) {
   std::string S;
-  for (char C; M.mem().copyOut(Gpa(A), &C, 1) && C; ++A)
+  for (char C; M.mem().copyOut(Hpa(A), &C, 1) && C; ++A)
     S += C;
   return S;
 }

@@ -21,12 +21,12 @@ std::unique_ptr<Machine> machine(unsigned Cpus) {
 constexpr uint64_t kApic = 0xfee00000;
 void wr(Machine &M, unsigned Cpu, uint32_t Reg, uint32_t V) {
   M.apicBus().Current = Cpu;
-  M.mem().write(Gpa(kApic + Reg), 4, V);
+  M.mem().write(Hpa(kApic + Reg), 4, V);
   M.apicBus().Current = 0;
 }
 uint32_t rd(Machine &M, unsigned Cpu, uint32_t Reg) {
   M.apicBus().Current = Cpu;
-  uint32_t V = uint32_t(M.mem().read(Gpa(kApic + Reg), 4));
+  uint32_t V = uint32_t(M.mem().read(Hpa(kApic + Reg), 4));
   M.apicBus().Current = 0;
   return V;
 }

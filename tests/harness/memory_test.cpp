@@ -29,8 +29,8 @@ TEST(PhysicalMemory, SixtyFourGibMachineCommitsAlmostNothing) {
   EXPECT_EQ(M->mem().lowRamBytes(), 3ull << 30);
   EXPECT_EQ(M->mem().highRamBytes(), 61ull << 30);
   // Touch the last byte of RAM: one page, not the whole range.
-  M->mem().write(Gpa((4ull << 30) + (61ull << 30) - 1), 1, 0x5a);
-  EXPECT_EQ(M->mem().read(Gpa((4ull << 30) + (61ull << 30) - 1), 1), 0x5au);
+  M->mem().write(Hpa((4ull << 30) + (61ull << 30) - 1), 1, 0x5a);
+  EXPECT_EQ(M->mem().read(Hpa((4ull << 30) + (61ull << 30) - 1), 1), 0x5au);
   // The CPU's decoded-block cache is the only large allocation (a few MiB).
   EXPECT_LT(residentKiB() - Before, 32u * 1024u);
 }
@@ -41,12 +41,12 @@ TEST(PhysicalMemory, AddressesAboveRamAndInHoleReadAllOnes) {
   Error Err;
   auto M = Machine::create(Cfg, Err);
   ASSERT_TRUE(M) << Err.str();
-  EXPECT_EQ(M->mem().read(Gpa(256ull << 20), 4), 0xffffffffu);
-  EXPECT_EQ(M->mem().read(Gpa(0xe0000000), 8), ~0ull);
-  EXPECT_EQ(M->mem().read(Gpa(5ull << 30), 2), 0xffffu);
-  M->mem().write(Gpa(256ull << 20), 4, 0);
-  EXPECT_EQ(M->mem().read(Gpa(256ull << 20), 4), 0xffffffffu);
-  EXPECT_EQ(M->mem().read(Gpa((256ull << 20) - 4), 4), 0u);
+  EXPECT_EQ(M->mem().read(Hpa(256ull << 20), 4), 0xffffffffu);
+  EXPECT_EQ(M->mem().read(Hpa(0xe0000000), 8), ~0ull);
+  EXPECT_EQ(M->mem().read(Hpa(5ull << 30), 2), 0xffffu);
+  M->mem().write(Hpa(256ull << 20), 4, 0);
+  EXPECT_EQ(M->mem().read(Hpa(256ull << 20), 4), 0xffffffffu);
+  EXPECT_EQ(M->mem().read(Hpa((256ull << 20) - 4), 4), 0u);
 }
 
 TEST(PhysicalMemory, InvalidSizesAndCpuCountsAreConfigErrors) {

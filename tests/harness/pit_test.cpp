@@ -56,7 +56,7 @@ std::unique_ptr<Machine> guestMachine() {
                      uint8_t(C.S.seg(SegReg::CS).Selector),
                      uint8_t(C.S.seg(SegReg::CS).Selector >> 8), 0, 0x8e,
                      uint8_t(Handler >> 16), uint8_t(Handler >> 24)};
-  EXPECT_TRUE(M->mem().copyIn(Gpa(0x3000 + 8 * kIrq0Vector), Gate, 8));
+  EXPECT_TRUE(M->mem().copyIn(Hpa(0x3000 + 8 * kIrq0Vector), Gate, 8));
   C.S.Idtr.Base = 0x3000;
   C.S.Idtr.Limit = 0x7ff;
   C.S.Gpr[4] = 0x9000;
@@ -72,7 +72,7 @@ std::unique_ptr<Machine> guestMachine() {
 
 uint32_t rd32(Machine &M, uint64_t Addr) {
   uint32_t V = 0;
-  EXPECT_TRUE(M.mem().copyOut(Gpa(Addr), &V, 4));
+  EXPECT_TRUE(M.mem().copyOut(Hpa(Addr), &V, 4));
   return V;
 }
 

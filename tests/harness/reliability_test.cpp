@@ -233,7 +233,7 @@ TEST(Reliability, HugeBssCostsNothingAndClearsWhatAnEarlierSegmentWrote) {
   auto M = Machine::create(Cfg, Err);
   ASSERT_TRUE(M) << Err.str();
   const uint64_t Begin = 0x102000, End = 0x100000 + Cfg.KernelImage.size() + O.BssBytes;
-  uint8_t *Host = M->mem().ramPointer(Gpa(Begin));
+  uint8_t *Host = M->mem().ramPointer(Hpa(Begin));
   ASSERT_NE(Host, nullptr);
   const uint64_t Pages = (End - Begin) >> 12;
   std::vector<unsigned char> Resident(Pages);
@@ -250,9 +250,9 @@ TEST(Reliability, HugeBssCostsNothingAndClearsWhatAnEarlierSegmentWrote) {
   Cfg.KernelImage = Two;
   auto M2 = Machine::create(Cfg, Err);
   ASSERT_TRUE(M2) << Err.str();
-  EXPECT_EQ(M2->mem().read(Gpa(0x100800), 1), 0u);
-  EXPECT_EQ(M2->mem().read(Gpa(0x1008ff), 1), 0u);
-  EXPECT_EQ(M2->mem().read(Gpa(0x1000bc), 1), 0xf4u); // the code is still there
+  EXPECT_EQ(M2->mem().read(Hpa(0x100800), 1), 0u);
+  EXPECT_EQ(M2->mem().read(Hpa(0x1008ff), 1), 0u);
+  EXPECT_EQ(M2->mem().read(Hpa(0x1000bc), 1), 0xf4u); // the code is still there
 }
 
 TEST(Reliability, HeaderIsCheckedBeforeTheFileIsRead) {

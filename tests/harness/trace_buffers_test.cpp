@@ -33,16 +33,16 @@ struct DrainFixture {
     H.size = Size;
     H.prod = Prod;
     H.cons = Cons;
-    ASSERT_TRUE(Mem.copyIn(Gpa(At), &H, sizeof(H)));
+    ASSERT_TRUE(Mem.copyIn(Hpa(At), &H, sizeof(H)));
   }
   /// Writes Words at ring byte counter Pos (modulo the size).
   void data(uint64_t Pos, const std::vector<uint32_t> &Words, uint64_t At = kRing) {
     for (uint32_t W : Words) {
-      ASSERT_TRUE(Mem.copyIn(Gpa(At + XT_TBUF_DATA_OFFSET + Pos % kSize), &W, 4));
+      ASSERT_TRUE(Mem.copyIn(Hpa(At + XT_TBUF_DATA_OFFSET + Pos % kSize), &W, 4));
       Pos += 4;
     }
   }
-  uint64_t cons(uint64_t At = kRing) { return Mem.read(Gpa(At + XT_TBUF_OFF_CONS), 8); }
+  uint64_t cons(uint64_t At = kRing) { return Mem.read(Hpa(At + XT_TBUF_OFF_CONS), 8); }
   void reg(uint64_t At = kRing) { Drain.ioWrite(XT_TBUF_PORT_REGISTER, 4, uint32_t(At)); }
   void notify(uint32_t Cpu) { Drain.ioWrite(XT_TBUF_PORT_NOTIFY, 4, Cpu); }
 };

@@ -209,8 +209,8 @@ TEST(X2apic, TimerRegistersCountInVirtualCycles) {
 TEST(X2apic, MmioPageBehavesAsDisabledInX2apicMode) {
   auto M = machine(1);
   enterX2apic(*M, 0);
-  EXPECT_EQ(M->mem().read(Gpa(kApicMmio + 0x20), 4), 0xffffffffu);
-  M->mem().write(Gpa(kApicMmio + 0x80), 4, 0x30); // TPR: ignored
+  EXPECT_EQ(M->mem().read(Hpa(kApicMmio + 0x20), 4), 0xffffffffu);
+  M->mem().write(Hpa(kApicMmio + 0x80), 4, 0x30); // TPR: ignored
   EXPECT_EQ(rdmsr(M->cpu(0), msr::IA32_X2APIC_TPR), 0u);
 }
 
@@ -220,6 +220,6 @@ TEST(X2apic, DisablingThenReenablingReturnsToTheMmioInterface) {
   wrmsr(C, msr::IA32_APIC_BASE, kX2apic | kBsp);
   wrmsr(C, msr::IA32_APIC_BASE, kDisabled | kBsp);
   wrmsr(C, msr::IA32_APIC_BASE, kXapic | kBsp);
-  EXPECT_EQ(M->mem().read(Gpa(kApicMmio + 0x30), 4), 0x00050014u);
+  EXPECT_EQ(M->mem().read(Hpa(kApicMmio + 0x30), 4), 0x00050014u);
   EXPECT_TRUE(rdmsrGp(C, msr::IA32_X2APIC_VERSION));
 }

@@ -4,7 +4,7 @@
 #include "tests/support/test_machine.h"
 
 #include "cpu/cpu.h"
-#include "mmu/paging.h"
+#include "cpu/translation.h"
 
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ struct PagingFixture {
   }
   Status tr(uint64_t La, Access K, bool User, Translation &T) {
     C.Pending = PendingEvent{};
-    return translateLinear(C, La, K, User, T);
+    return translateLinear(C, Gla(La), K, User, T);
   }
   uint32_t fault(uint64_t La, Access K, bool User) {
     Translation T;
@@ -63,7 +63,7 @@ struct PagingFixture {
     Translation T;
     if (tr(La, K, User, T) != Status::Ok)
       return ~uint64_t(0);
-    return T.Pa;
+    return T.Pa.value();
   }
 };
 
@@ -154,7 +154,7 @@ TEST(Paging, FourLevelTranslates4K2MAnd1GPages) {
   F.level4();
   EXPECT_EQ(F.pa(kLa4), 0x55123u);
   F.put(0x12000 + 8 * 1, 0x00600000 | kPs | kP | kRw);
-  F.C.flushTlb();
+  F.C.Mmu.flushTlb();
   EXPECT_EQ(F.pa(kLa4), 0x601123u);
   F.put(0x11000 + 8 * 1, 0x80000000 | kPs | kP | kRw);
   EXPECT_EQ(F.pa(kLa4), 0x80201123u);
@@ -251,4 +251,128 @@ TEST(Paging, SmapBlocksSupervisorDataAccessUnlessAcAtCplBelow3) {
 TEST(Paging, PagingDisabledIsIdentity) {
   PagingFixture F;
   EXPECT_EQ(F.pa(0x12345678), 0x12345678u);
+}
+
+// The walker on its own (mmu/ only: a PhysMem and a PagingContext, no processor): the
+// fault comes back as a value, and under EPT every paging-structure access goes through
+// the translator, whose refusal ends the walk with everything the VM exit needs.
+namespace {
+
+struct BareWalker {
+  PhysMem Mem{1u << 20};
+  PagingContext Ctx;
+  BareWalker() {
+    Ctx.Cr3 = 0x10000;
+    Ctx.Paging = Ctx.WriteProtect = Ctx.Pae = Ctx.LongMode = Ctx.Nxe = true;
+    Ctx.MaxPhysAddrBits = 46;
+    put(0x10000, 0x11000 | kP | kRw | kUs);
+    put(0x11000 + 8 * 1, 0x12000 | kP | kRw | kUs);
+    put(0x12000 + 8 * 1, 0x13000 | kP | kRw | kUs);
+    put(0x13000 + 8 * 1, 0x55000 | kP | kUs); // read-only user page
+  }
+  void put(uint64_t Pa, uint64_t V) { ASSERT_TRUE(Mem.copyIn(Hpa(Pa), &V, 8)); }
+  uint64_t get(uint64_t Pa) {
+    uint64_t V = 0;
+    EXPECT_TRUE(Mem.copyOut(Hpa(Pa), &V, 8));
+    return V;
+  }
+};
+
+/// Guest-physical = machine-physical + 0x80000 for entries, except one refused page.
+struct ShiftingEpt final : PagingStructureTranslator {
+  uint64_t RefusedPage = ~uint64_t(0);
+  EptOutcome Refusal = EptOutcome::Violation;
+  unsigned Calls = 0;
+  EptAccess Last{Access::Read};
+  EptWalk translate(Gpa Entry, const EptAccess &A) override {
+    ++Calls;
+    Last = A;
+    EptWalk W;
+    if ((Entry.value() & kPageMask) == RefusedPage) {
+      W.Outcome = Refusal;
+      W.Rights = eptright::R;
+      return W;
+    }
+    W.Hpa = Entry.value() - 0x80000;
+    W.Rights = eptright::R | eptright::W | eptright::X;
+    return W;
+  }
+};
+
+} // namespace
+
+TEST(PagingWalker, ReturnsTheTranslationAndThePageFaultAsValues) {
+  BareWalker B;
+  PagingWalk W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4), Access::Read, true, nullptr);
+  ASSERT_EQ(W.Outcome, PagingOutcome::Translated);
+  EXPECT_EQ(W.Address, Gpa(0x55123));
+  EXPECT_FALSE(W.Writable);
+  EXPECT_TRUE(W.User);
+  EXPECT_EQ(B.get(0x13008), 0x55000u | kP | kUs | kA);
+  // A user write to the read-only page: #PF(P|W|U), nothing dirtied.
+  W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4), Access::Write, true, nullptr);
+  ASSERT_EQ(W.Outcome, PagingOutcome::PageFault);
+  EXPECT_EQ(W.ErrorCode, pferr::P | pferr::W | pferr::U);
+  EXPECT_EQ(B.get(0x13008), 0x55000u | kP | kUs | kA);
+  // Not present at the PML4 level, fetch with NXE: #PF(I).
+  W = walkGuestPaging(B.Mem, B.Ctx, Gla(0x8000000000ull), Access::Fetch, false, nullptr);
+  ASSERT_EQ(W.Outcome, PagingOutcome::PageFault);
+  EXPECT_EQ(W.ErrorCode, pferr::I);
+}
+
+TEST(PagingWalker, UnderEptReadsEntriesThroughTheTranslatorAndReturnsItsRefusal) {
+  BareWalker B;
+  // The guest sees its tables 0x80000 higher than they are in machine memory.
+  B.Ctx.Cr3 = 0x90000;
+  B.put(0x10000, 0x91000 | kP | kRw | kUs);
+  B.put(0x11000 + 8 * 1, 0x92000 | kP | kRw | kUs);
+  B.put(0x12000 + 8 * 1, 0x93000 | kP | kRw | kUs);
+  ShiftingEpt Ept;
+  PagingWalk W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4), Access::Read, false, &Ept);
+  ASSERT_EQ(W.Outcome, PagingOutcome::Translated);
+  EXPECT_EQ(W.Address, Gpa(0x55123)); // guest-physical: EPT of the data is the caller's
+  EXPECT_EQ(Ept.Calls, 8u); // four entry reads, four accessed-flag writes
+  EXPECT_EQ(Ept.Last.Kind, Access::Write);
+  EXPECT_EQ(B.get(0x12008), 0x93000u | kP | kRw | kUs | kA);
+  Ept.Calls = 0;
+  W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4), Access::Read, false, &Ept);
+  ASSERT_EQ(W.Outcome, PagingOutcome::Translated);
+  EXPECT_EQ(Ept.Calls, 4u); // the flags are set now: reads only
+
+  // The page directory's page refused: the PD entry read ends the walk as an EPT fault
+  // at the entry's guest-physical address, a paging-structure read with the linear
+  // address, and the walk EPT returned.
+  Ept.RefusedPage = 0x92000;
+  Ept.Refusal = EptOutcome::Misconfiguration;
+  W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4 + 0x200000), Access::Write, false, &Ept);
+  ASSERT_EQ(W.Outcome, PagingOutcome::EptFault);
+  EXPECT_EQ(W.EptAddress, Gpa(0x92000 + 8 * 2));
+  EXPECT_EQ(W.EptAccessKind.Kind, Access::Read);
+  EXPECT_TRUE(W.EptAccessKind.PagingStructure);
+  EXPECT_TRUE(W.EptAccessKind.LinearValid);
+  EXPECT_EQ(W.EptAccessKind.Gla, kLa4 + 0x200000);
+  EXPECT_EQ(W.Ept.Outcome, EptOutcome::Misconfiguration);
+
+  // The leaf's dirty-flag update refused: an EPT fault of the write, after the read.
+  B.put(0x13000 + 8 * 1, 0x55000 | kP | kRw | kUs | kA);
+  Ept.RefusedPage = ~uint64_t(0);
+  struct WriteRefusing final : PagingStructureTranslator {
+    ShiftingEpt &Inner;
+    explicit WriteRefusing(ShiftingEpt &I) : Inner(I) {}
+    EptWalk translate(Gpa Entry, const EptAccess &A) override {
+      EptWalk W = Inner.translate(Entry, A);
+      if (A.Kind == Access::Write) {
+        W.Outcome = EptOutcome::Violation;
+        W.Rights = eptright::R;
+      }
+      return W;
+    }
+  } Refusing(Ept);
+  W = walkGuestPaging(B.Mem, B.Ctx, Gla(kLa4), Access::Write, false, &Refusing);
+  ASSERT_EQ(W.Outcome, PagingOutcome::EptFault);
+  EXPECT_EQ(W.EptAddress, Gpa(0x93000 + 8 * 1));
+  EXPECT_EQ(W.EptAccessKind.Kind, Access::Write);
+  EXPECT_TRUE(W.EptAccessKind.PagingStructure);
+  EXPECT_EQ(W.Ept.Rights, eptright::R);
+  EXPECT_EQ(B.get(0x13008), 0x55000u | kP | kRw | kUs | kA); // not dirtied
 }

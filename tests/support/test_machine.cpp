@@ -29,7 +29,7 @@ void enterFlat(TestMachine &M, uint16_t CodeSel, uint32_t CodeAttr) {
   S.Tr = cached(0, 0, 0x67, 0x8b);
   S.Rflags = rflags::Fixed1;
   S.Gpr[RSP] = kStackTop;
-  M.Cpu_.flushTlb();
+  M.Cpu_.Mmu.flushTlb();
   M.Cpu_.modeChanged();
 }
 } // namespace
@@ -51,12 +51,12 @@ TestMachine::TestMachine(uint64_t RamBytes, const CpuModel &Model)
 }
 
 void TestMachine::write(uint64_t Gpa_, const void *Src, uint64_t Size) {
-  Mem.copyIn(Gpa(Gpa_), Src, Size);
+  Mem.copyIn(Hpa(Gpa_), Src, Size);
 }
 
 uint64_t TestMachine::read64(uint64_t Gpa_) {
   uint64_t V = 0;
-  Mem.copyOut(Gpa(Gpa_), &V, 8);
+  Mem.copyOut(Hpa(Gpa_), &V, 8);
   return V;
 }
 

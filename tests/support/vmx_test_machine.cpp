@@ -42,7 +42,7 @@ StepResult VmxTestMachine::exec(const std::vector<uint8_t> &Bytes, uint64_t MaxI
   loadCode(Bytes);
   if (!S.longMode() && (S.Cr0 & cr0::PE))
     S.Rip = kCodeBase;
-  Cpu_.flushDecodeCache();
+  Cpu_.Mmu.flushDecodeCache();
   ExceptionRecorder Obs;
   Cpu_.Observer = &Obs;
   StepResult R;

@@ -93,7 +93,7 @@ TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes)
       A.PagingStructure = A.Kind != Access::Fetch && R.nextBelow(4) == 0;
       A.LinearValid = R.nextBelow(2);
       A.Gla = R.next();
-      const EptWalk W = eptWalk(M.Cpu_, Eptp, Gpa, A);
+      const EptWalk W = eptWalk(M.Cpu_, Eptp, vmxsim::Gpa(Gpa), A);
       const bool Ad = Eptp & eptp::AccessedDirty;
       const bool IsWrite = A.Kind == Access::Write || (Ad && A.PagingStructure);
       switch (W.Outcome) {
@@ -125,7 +125,7 @@ TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes)
         ADD_FAILURE() << "outcome " << unsigned(W.Outcome);
       }
       // Walking again gives the same outcome (A/D updates change no outcome).
-      const EptWalk W2 = eptWalk(M.Cpu_, Eptp, Gpa, A);
+      const EptWalk W2 = eptWalk(M.Cpu_, Eptp, vmxsim::Gpa(Gpa), A);
       EXPECT_EQ(W2.Outcome, W.Outcome);
       EXPECT_EQ(W2.Hpa, W.Hpa);
     }

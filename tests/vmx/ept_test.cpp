@@ -242,7 +242,7 @@ TEST(VmxSupportForAddressTranslation, TranslationReportsMemoryTypeAndPageLevel) 
   EptBuilder B(M);
   setUp(M, B, kRead);
   B.map(kGpa2M, kHpa2M, 2, kRwx | (4u << 3) | eptentry::IgnorePat);
-  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, kGpa2M + 0x12345, EptAccess{Access::Read});
+  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa2M + 0x12345), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Translated);
   EXPECT_EQ(W.Hpa, kHpa2M + 0x12345);
   EXPECT_EQ(W.MemType, 4);
@@ -268,11 +268,11 @@ TEST(VmxSupportForAddressTranslation, ModeBasedExecuteSeparatesUserAndSupervisor
     B.set(A, M.read64(A) | eptentry::UserExecute);
   }
   EptAccess Fetch{Access::Fetch, false, true, kGpa4K, true};
-  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, kGpa4K, Fetch);
+  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa4K), Fetch);
   EXPECT_EQ(W.Outcome, EptOutcome::Translated);
   EXPECT_EQ(W.Rights, eptright::UserX);
   Fetch.UserAddress = false;
-  W = eptWalk(M.Cpu_, kEptp4Wb, kGpa4K, Fetch);
+  W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa4K), Fetch);
   ASSERT_EQ(W.Outcome, EptOutcome::Violation);
   // Bit 2 fetch, bit 5 (supervisor execute) 0, bit 6 user execute 1, bits 7 and 8.
   EXPECT_EQ(eptViolationQualification(M.Cpu_, W, kEptp4Wb, Fetch), 0x4 | 0x40 | 0x180);
@@ -283,7 +283,7 @@ TEST(VmxSupportForAddressTranslation, UserExecuteBitAloneIsNotPresentWithoutMode
   EptBuilder B(M);
   setUp(M, B, kRead);
   B.map(kGpa4K, kHpa4K, 1, eptentry::UserExecute | kWb);
-  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, kGpa4K, EptAccess{Access::Fetch, false, true, 0, true});
+  EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa4K), EptAccess{Access::Fetch, false, true, 0, true});
   EXPECT_EQ(W.Outcome, EptOutcome::Violation);
   EXPECT_EQ(W.Rights, 0);
 }
@@ -341,15 +341,15 @@ TEST(VmxSupportForAddressTranslation, FiveLevelWalkUsesPml5Entry) {
   M.write(kPml5, Zero, sizeof(Zero));
   B.set(kPml5, kEptRoot | kRwx);
   const uint64_t Eptp5 = kPml5 | (4u << 3) | 6;
-  EptWalk W = eptWalk(M.Cpu_, Eptp5, kGpa4K + kOff, EptAccess{Access::Read});
+  EptWalk W = eptWalk(M.Cpu_, Eptp5, Gpa(kGpa4K + kOff), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Translated);
   EXPECT_EQ(W.Hpa, kHpa4K + kOff);
   // Guest-physical bit 48 selects PML5 entry 1: not present.
-  W = eptWalk(M.Cpu_, Eptp5, (uint64_t(1) << 48) | kGpa4K, EptAccess{Access::Read});
+  W = eptWalk(M.Cpu_, Eptp5, Gpa((uint64_t(1) << 48) | kGpa4K), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Violation);
   // Bits 7:3 of a PML5 entry are reserved.
   B.set(kPml5, kEptRoot | kRwx | (1u << 5));
-  W = eptWalk(M.Cpu_, Eptp5, kGpa4K, EptAccess{Access::Read});
+  W = eptWalk(M.Cpu_, Eptp5, Gpa(kGpa4K), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Misconfiguration);
 }
 

@@ -144,7 +144,7 @@ TEST(VirtualMachineControlStructures, VmclearWritesRegionAndVmptrldOfCopyReadsIt
   EXPECT_EQ(M.read64(kVmcsRegion + vmcs_layout::LaunchStateOffset) & 0xffffffff, 0u);
   // Copy the whole region to a second region and make that one current.
   std::vector<uint8_t> Page(4096);
-  M.Mem.copyOut(Gpa(kVmcsRegion), Page.data(), Page.size());
+  M.Mem.copyOut(Hpa(kVmcsRegion), Page.data(), Page.size());
   M.write(kVmcsRegion2, Page.data(), Page.size());
   M.execWithPointer(enc::VmptrldRax, kVmcsRegion2);
   EXPECT_EQ(M.arith(), 0u);

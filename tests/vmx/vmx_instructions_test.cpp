@@ -392,7 +392,7 @@ TEST(VmxInstructions, VmreadIn32BitModeUsesThirtyTwoBitOperands) {
   M.S.Efer = 0;
   M.S.Cr0 &= ~cr0::PG;
   M.S.seg(SegReg::CS) = Segment{kSelCode32, 0, 0xffffffff, 0x9b | Segment::DB | Segment::G};
-  M.Cpu_.flushTlb();
+  M.Cpu_.Mmu.flushTlb();
   M.Cpu_.modeChanged();
   M.S.Gpr[RAX] = 0xffffffff0000681eull; // only the low 32 bits name the field
   M.S.Gpr[RBX] = 0xaaaaaaaaaaaaaaaaull;

@@ -68,7 +68,7 @@ public:
   /// stopping at every timer deadline as the machine's scheduler does.
   StopReason go(const std::vector<uint8_t> &Code) {
     loadCode(Code);
-    Cpu_.flushDecodeCache();
+    Cpu_.Mmu.flushDecodeCache();
     Cpu_.Halted = false;
     for (unsigned K = 0; K < 1000; ++K) {
       const uint64_t T = Apic.nextTimerEvent();
@@ -81,7 +81,7 @@ public:
   uint64_t get(F Field) { return vmcs().get(Field); }
   uint32_t reason() { return uint32_t(get(F::ExitReason)); }
   bool exitedToHost() { return !Cpu_.NonRoot && S.Rip == kHostCode + 1; }
-  uint32_t counter() { return uint32_t(Mem.read(Gpa(kCounter), 4)); }
+  uint32_t counter() { return uint32_t(Mem.read(Hpa(kCounter), 4)); }
   /// The host's end-of-interrupt for the acknowledged vector.
   void eoi() { Apic.writeReg(LocalApic::Eoi, 0); }
   /// VM-entry interruption information: valid, external interrupt (type 0), vector.

@@ -90,7 +90,7 @@ void expectGuestHalted(VmxTestMachine &M, const StepResult &R, uint64_t HltOffse
 }
 
 void setBit(VmxTestMachine &M, uint64_t Base, uint32_t Bit) {
-  uint8_t B = uint8_t(M.Mem.read(Gpa(Base + Bit / 8), 1)) | uint8_t(1u << (Bit % 8));
+  uint8_t B = uint8_t(M.Mem.read(Hpa(Base + Bit / 8), 1)) | uint8_t(1u << (Bit % 8));
   M.write(Base + Bit / 8, &B, 1);
 }
 
@@ -722,7 +722,7 @@ TEST(VmxNonRootOperation, TprShadowVirtualizesMovFromAndToCr8) {
   StepResult R = launch(M, {0x44, 0x0f, 0x20, 0xc0, 0x44, 0x0f, 0x22, 0xc1, 0xf4});
   expectGuestHalted(M, R, 8);
   EXPECT_EQ(M.S.Gpr[RAX], 0x5u);
-  EXPECT_EQ(M.Mem.read(Gpa(kVirtualApic + 0x80), 4), 0x90u);
+  EXPECT_EQ(M.Mem.read(Hpa(kVirtualApic + 0x80), 4), 0x90u);
   EXPECT_EQ(M.S.Cr8, 0xfu); // the real TPR is untouched
 }
 
@@ -733,7 +733,7 @@ TEST(VmxNonRootOperation, MovToCr8BelowTprThresholdCausesTrapLikeExit) {
   StepResult R = launch(M, {0x44, 0x0f, 0x22, 0xc1, 0xf4}); // mov cr8, rcx
   // Trap-like: guest RIP is past the instruction; no qualification or length.
   expectExit(M, R, ExitReason::TprBelowThreshold, 0, 0, 0, kGuestCode + 4);
-  EXPECT_EQ(M.Mem.read(Gpa(kVirtualApic + 0x80), 4), 0x30u);
+  EXPECT_EQ(M.Mem.read(Hpa(kVirtualApic + 0x80), 4), 0x30u);
 }
 
 TEST(VmxNonRootOperation, MovToCr8AtTprThresholdDoesNotExit) {
@@ -742,7 +742,7 @@ TEST(VmxNonRootOperation, MovToCr8AtTprThresholdDoesNotExit) {
   M.S.Gpr[RCX] = 4;
   StepResult R = launch(M, {0x44, 0x0f, 0x22, 0xc1, 0xf4});
   expectGuestHalted(M, R, 4);
-  EXPECT_EQ(M.Mem.read(Gpa(kVirtualApic + 0x80), 4), 0x40u);
+  EXPECT_EQ(M.Mem.read(Hpa(kVirtualApic + 0x80), 4), 0x40u);
 }
 
 TEST(VmxNonRootOperation, CltsExitsWhenTsIsHostOwnedAndShadowTsIsSet) {

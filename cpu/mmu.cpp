@@ -1,0 +1,251 @@
+// The processor's MMU: TLB fills and context generations, the decoded-block cache and
+// the cross-CPU rule for pages that start holding code (the contract is in cpu/mmu.h).
+#include "cpu/mmu.h"
+
+#include "cpu/cpu.h"
+#include "cpu/translation.h"
+
+#include <cstring>
+#include <utility>
+
+namespace vmxsim {
+
+Mmu::Mmu(Cpu &Owner, PhysMem &Mem)
+    : Owner(Owner), Mem(Mem),
+      VpidGeneration(static_cast<uint64_t *>(std::calloc(65536, sizeof(uint64_t)))),
+      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))),
+      Peers(&Self), Self(&Owner) {
+  if (!Blocks || !VpidGeneration) {
+    // Host out of memory at construction: nothing sensible can run. This is a host
+    // failure, not a guest-triggerable condition.
+    std::abort();
+  }
+}
+
+void Mmu::reset() {
+  clearTlb();
+  CurrentVpid = 0;
+  TlbEptContext = false;
+  flushTlb();
+  flushDecodeCache();
+}
+
+// Each TLB array is direct-mapped (the fast paths look at one slot) with a victim slot,
+// tlbVictimSlot(Slot), that only the miss paths consult (translate, and cachedBlock):
+// the entry a fill displaces moves there and comes back on its next miss without a page
+// walk. Two pages that share a slot then stop evicting each other — typically a guest's
+// code page and its hypervisor's, the same page in two VPID contexts, at every VM entry
+// and exit. Victim entries are ordinary entries: flushes, generations and
+// dropWriteMappings cover them.
+void Mmu::placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
+  TlbEntry &Primary = Array[Slot];
+  if (Primary.Tag != kTlbEmpty && Primary.Tag != E.Tag)
+    Array[tlbVictimSlot(Slot)] = Primary;
+  Primary = E;
+}
+
+// Translates one page's worth of an access and installs the TLB entry when the page is
+// plain RAM (never for MMIO). A write mapping of a page holding decoded code goes to
+// TlbWriteCode, never to TlbWrite, whose hits store without telling PhysMem.
+Status Mmu::translate(uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
+  const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+  TlbEntry *Array = Kind == Access::Read    ? TlbRead
+                    : Kind == Access::Write ? TlbWrite
+                                            : TlbFetch;
+  if (TlbEntry &V = Array[tlbVictimSlot(Slot)]; V.Tag == tag(La, Supervisor)) {
+    std::swap(Array[Slot], V);
+    Pa = (Array[Slot].Pfn << 12) | (La & 0xfff);
+    return Status::Ok;
+  }
+  const bool User = !Supervisor && UserTagBit;
+  Translation T;
+  VMX_TRY(translateLinear(Owner, Gla(La), Kind, User, T));
+  Pa = T.Pa.value();
+  uint8_t *Host = Mem.ramPointer(Hpa(Pa & kPageMask));
+  if (!Host)
+    return Status::Ok;
+  const uint64_t Pfn = Pa >> 12;
+  // With SMAP on, supervisor entries for user pages are not cached: RFLAGS.AC can change
+  // without a TLB flush.
+  if (!User && T.User && (Owner.S.Cr4 & cr4::SMAP))
+    return Status::Ok;
+  const TlbEntry E{tag(La, Supervisor), reinterpret_cast<uintptr_t>(Host) - (La & kPageMask),
+                   Pfn};
+  switch (Kind) {
+  case Access::Read:
+    placeEntry(TlbRead, Slot, E);
+    break;
+  case Access::Write:
+    if (!Mem.pageHoldsCode(Pfn))
+      placeEntry(TlbWrite, Slot, E);
+    else
+      TlbWriteCode[Slot] = E;
+    // A page writable now is readable too; saves the read walk of a RMW.
+    placeEntry(TlbRead, Slot, E);
+    break;
+  case Access::Fetch:
+    placeEntry(TlbFetch, Slot, E);
+    break;
+  }
+  return Status::Ok;
+}
+
+uint8_t *Mmu::writeHostBesideCode(uint64_t La, unsigned Size, bool Supervisor) const {
+  if (uint8_t *H = writeHost(La, Size, Supervisor))
+    return H;
+  const TlbEntry &K = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
+  if (K.Tag == tag(La, Supervisor) && (La & 0xfff) + Size <= kPageSize &&
+      !(Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), Size)))
+    return reinterpret_cast<uint8_t *>(La + K.Addend);
+  return nullptr;
+}
+
+// A store to data that shares the page with code invalidates nothing; one into code
+// lines invalidates their blocks, and the CPU leaves its current block so that the next
+// instruction is fetched anew (SDM Vol. 3A, Self-Modifying Code).
+bool Mmu::writeCodePage(uint64_t La, unsigned Size, const void *In, bool Supervisor) {
+  TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
+  if (E.Tag != tag(La, Supervisor) || (La & 0xfff) + Size > kPageSize)
+    return false;
+  if (!Mem.pageHoldsCode(E.Pfn)) [[unlikely]] {
+    E.Tag = kTlbEmpty;
+    return false;
+  }
+  std::memcpy(reinterpret_cast<void *>(La + E.Addend), In, Size);
+  if (Mem.noteWrite(Hpa((E.Pfn << 12) | (La & 0xfff)), Size)) [[unlikely]]
+    Owner.breakBlock();
+  return true;
+}
+
+void Mmu::blockDecoded(uint64_t Pfn, uint64_t Lines) {
+  if (Mem.markCodeLines(Pfn, Lines)) {
+    // No CPU may keep a fast write mapping of a page that now holds decoded code.
+    for (unsigned K = 0; K < NumPeers; ++K)
+      Peers[K]->Mmu.dropWriteMappings(Pfn);
+  }
+  ++BlocksDecoded;
+}
+
+void Mmu::flushDecodeCache() {
+  BlockKeyBase += 1u << 8;
+  if (BlockKeyBase == 0) {
+    // The 24-bit epoch wrapped: stale blocks could look current again, so clear them.
+    std::memset(static_cast<void *>(Blocks.get()), 0,
+                (kBlockCacheEntries + 1) * sizeof(Block));
+    BlockKeyBase = 1u << 8;
+  }
+}
+
+void Mmu::clearTlb() {
+  for (unsigned I = 0; I < kTlbEntries; ++I)
+    TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = TlbWriteCode[I].Tag = kTlbEmpty;
+  // Generations restart below: cached guest-physical mappings must not match again.
+  for (EptCacheEntry &E : EptCache)
+    E.GpaPage = 0;
+  ++TlbEpoch; // every context's generation is forgotten
+  NextTlbGeneration = 1;
+}
+
+uint16_t Mmu::allocTlbGeneration() {
+  // Generation 0x7ff is never handed out: a tag with it could equal kTlbEmpty.
+  if (NextTlbGeneration >= 0x7ff)
+    clearTlb();
+  return NextTlbGeneration++;
+}
+
+uint16_t Mmu::contextGeneration(uint16_t Vpid) {
+  uint64_t E = VpidGeneration.get()[Vpid];
+  if ((E >> 16) == TlbEpoch)
+    return uint16_t(E);
+  uint16_t Gen = allocTlbGeneration();
+  VpidGeneration.get()[Vpid] = (TlbEpoch << 16) | Gen;
+  return Gen;
+}
+
+void Mmu::useGeneration(uint16_t Gen) {
+  TlbGeneration = Gen;
+  TagLowSupervisor = uint16_t(Gen << 1);
+  TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
+  Owner.breakBlock();
+}
+
+Mmu::EptTlbContext &Mmu::eptContextSlot(uint16_t Vpid, uint64_t Ep4ta) {
+  uint64_t H = (Ep4ta ^ (uint64_t(Vpid) << 52)) * 0x9E3779B97F4A7C15ull;
+  static_assert(kEptTlbContexts == 64, "the slot takes 6 hash bits");
+  return EptContexts[H >> (64 - 6)];
+}
+
+uint16_t Mmu::eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta) {
+  EptTlbContext &X = eptContextSlot(Vpid, Ep4ta);
+  if (X.Epoch == TlbEpoch && X.Vpid == Vpid && X.Ep4ta == Ep4ta)
+    return X.Gen;
+  uint16_t Gen = allocTlbGeneration();
+  X = EptTlbContext{TlbEpoch, Ep4ta, Vpid, Gen};
+  return Gen;
+}
+
+void Mmu::flushTlb() {
+  uint16_t Gen = allocTlbGeneration();
+  if (TlbEptContext)
+    eptContextSlot(CurrentVpid, CurrentEp4ta) =
+        EptTlbContext{TlbEpoch, CurrentEp4ta, CurrentVpid, Gen};
+  else
+    VpidGeneration.get()[CurrentVpid] = (TlbEpoch << 16) | Gen;
+  useGeneration(Gen);
+}
+
+void Mmu::flushTlbVpid(uint16_t Vpid) {
+  // A VPID's linear mappings and its combined mappings of every EP4TA (SDM Vol. 3C,
+  // INVVPID).
+  for (EptTlbContext &X : EptContexts)
+    if (X.Vpid == Vpid)
+      X.Epoch = 0;
+  VpidGeneration.get()[Vpid] = 0; // epoch 0 is never current
+  if (Vpid == CurrentVpid)
+    flushTlb();
+}
+
+void Mmu::flushTlbEptp(uint64_t Eptp) {
+  // Mappings derived from the EPT paging structures of one EP4TA, for every VPID (SDM
+  // Vol. 3C, INVEPT single-context).
+  const uint64_t Ep4ta = Eptp & 0x000ffffffffff000ull;
+  for (EptTlbContext &X : EptContexts)
+    if (X.Ep4ta == Ep4ta)
+      X.Epoch = 0;
+  if (TlbEptContext && CurrentEp4ta == Ep4ta)
+    flushTlb();
+}
+
+void Mmu::flushTlbAllContexts() {
+  clearTlb();
+  useGeneration(TlbEptContext ? eptContextGeneration(CurrentVpid, CurrentEp4ta)
+                              : contextGeneration(CurrentVpid));
+}
+
+void Mmu::switchTlbContext(uint16_t Vpid) {
+  CurrentVpid = Vpid;
+  TlbEptContext = false;
+  useGeneration(contextGeneration(Vpid));
+}
+
+void Mmu::switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp) {
+  CurrentVpid = Vpid;
+  TlbEptContext = true;
+  CurrentEp4ta = Eptp & 0x000ffffffffff000ull;
+  useGeneration(eptContextGeneration(Vpid, CurrentEp4ta));
+}
+
+void Mmu::flushTlbPage(uint64_t La) {
+  // Large pages may cover many TLB slots; one slot per 4 KiB page is cached here, so a
+  // full flush is the simple exact answer for INVLPG on any page size.
+  (void)La;
+  flushTlb();
+}
+
+void Mmu::dropWriteMappings(uint64_t Pfn) {
+  for (TlbEntry &E : TlbWrite)
+    if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
+      E.Tag = kTlbEmpty;
+}
+
+} // namespace vmxsim

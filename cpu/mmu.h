@@ -1,0 +1,350 @@
+// The processor's memory-management unit: one object that owns every per-CPU cache of
+// translations and of decoded code, and the rules that keep them coherent. Everything
+// else in the processor reaches guest memory through it (cpu/memory.h builds the
+// instruction-level accesses on its lookups); the walkers it calls on a miss are
+// processor-free (mmu/paging.h, mmu/ept.h) and the machine's physical memory, shared by
+// all CPUs, is PhysMem (mmu/phys_mem.h).
+//
+// # The coherence contract
+//
+// ## What each cache maps
+// - TLBs, one direct-mapped array per access kind (read, write, fetch) of kTlbEntries
+//   slots: a linear page to a host pointer and its machine frame. The tag is the page
+//   address | the context generation << 1 | 1 for a CPL-3 access, so an entry serves only
+//   the context (VPID, or VPID and EP4TA under EPT) and privilege it was filled for, as
+//   the SDM lets a TLB (SDM Vol. 3A, "Caching Translation Information"; Vol. 3C,
+//   "Information That May Be Cached"). Only plain RAM is mapped, never MMIO; a write
+//   entry exists only when a write with the same privilege is allowed and the A/D bits
+//   were set by the walk that filled it. Under SMAP, supervisor entries of user pages are
+//   not filled (RFLAGS.AC changes without a flush).
+// - Victim slots: slot ^ kTlbEntries/2 of the same array holds the entry a fill
+//   displaced; only miss paths look there. They are ordinary entries for every rule below.
+// - TlbWriteCode: write entries of pages holding decoded code, which TlbWrite never holds;
+//   only store slow paths use them, and they tell PhysMem which bytes were written.
+// - The guest-physical mapping cache (EPT): a guest-physical page to a machine page with
+//   its EPT rights and memory type, valid in the generation it was filled in; it never
+//   serves an access that needs an EPT A/D update or that its rights refuse (those walk).
+// - The decoded-block cache: straight-line code keyed by the machine-physical address
+//   of its first byte and the decode mode, valid in the cache epoch it was decoded in and
+//   while PhysMem's code generation of its page (or of its own 64-byte lines) is unchanged.
+// - Context generations: each VPID context and each (VPID, EP4TA) context owns a TLB
+//   generation; an epoch forgets all of them at once.
+//
+// ## What invalidates them, and why that is enough
+// - A guest write to decoded code (this CPU or another, any path: TLB store, slow path,
+//   string fast path, A/D update, a loader's copy): PhysMem bumps the code generation
+//   of the lines written, so every CPU's blocks of those lines stop matching at their
+//   next lookup. Fast TLB stores cannot tell PhysMem, hence: when a page first holds
+//   decoded code, every CPU drops its TlbWrite entries of that frame (blockDecoded, the
+//   peers of setPeers); later write fills of the page go to TlbWriteCode. A store that
+//   changes code also ends the current block (the next instruction is fetched anew: SDM
+//   Vol. 3A, "Self-Modifying Code", "Cross-Modifying Code").
+// - INVLPG: the whole current context is flushed (flushTlbPage): one slot per 4 KiB
+//   page is cached, a large page may cover many, and a full flush is always allowed.
+//   INVPCID of any type: the same (the TLB keeps no PCID tags).
+// - MOV to CR0 (PG, WP, PE, CD), CR3 (unless CR4.PCIDE and bit 63), CR4 (paging bits),
+//   IA32_EFER.NXE: flushTlb() gives the current context a fresh generation (O(1)).
+// - INVVPID: the VPID's context and every (VPID, EP4TA) context of it (flushTlbVpid;
+//   all-context: flushTlbAllContexts). INVEPT: every context of the EP4TA
+//   (flushTlbEptp; global: flushTlbAllContexts). The guest-physical cache is tagged with
+//   the TLB generation, so it goes with its context.
+// - VM entry and VM exit: switchTlbContext/switchTlbContextEpt select the generation of
+//   the new context (VPID 0 for root operation); without VPID, VM entry and exit flush
+//   VPID 0's context, as the SDM requires.
+// - A mode change (CPL, CS, CR0.PE, RFLAGS.VM): setUserMode() recomputes the CPL bit of
+//   the tags; the decode mode is part of each block's key.
+// - RESET and INIT (reset()), generation wrap-around and the block-key epoch wrap: every
+//   entry is emptied.
+// Why it is enough: a TLB entry is used only when its tag matches the current context
+// and privilege, every architectural event that may change a translation of that
+// context gives it a fresh generation, and code changes are seen through PhysMem's
+// generations, which every write path bumps.
+#pragma once
+#include "cpu/decoded_insn.h"
+#include "cpu/status.h"
+#include "mmu/access.h"
+#include "mmu/ept.h"
+#include "mmu/phys_mem.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <type_traits>
+
+namespace vmxsim {
+
+class Cpu;
+
+/// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
+/// page address | the TLB generation << 1 | 1 for a user-mode (CPL 3) access; an empty
+/// entry holds kTlbEmpty (never a valid tag: generations stop below 0x7ff).
+struct TlbEntry {
+  uint64_t Tag;
+  uintptr_t Addend; ///< host pointer = linear address + Addend
+  uint64_t Pfn;     ///< physical page frame number (host-physical under EPT)
+};
+inline constexpr unsigned kTlbEntries = 256;
+inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
+
+/// The victim slot of a direct-mapped TLB slot: where a fill moves the entry it displaces.
+constexpr unsigned tlbVictimSlot(unsigned Slot) { return Slot ^ (kTlbEntries / 2); }
+
+/// Cached guest-physical -> host-physical translation of one 4 KiB page under EPT
+/// ("guest-physical mappings", SDM Vol. 3C, "Information That May Be Cached"), valid in
+/// the TLB context generation it was filled in. A TLB miss under EPT walks the guest
+/// page tables, and each of their entries needs a guest-physical translation: this
+/// cache makes those hits instead of full EPT walks.
+struct EptCacheEntry {
+  uint64_t GpaPage; ///< guest-physical page address | 1 (0 = empty)
+  uint64_t HpaPage;
+  uint16_t Generation;
+  uint8_t Rights;
+  uint8_t MemType;
+  uint8_t PageLevel;
+  bool IgnorePat;
+  bool AccessedDirty; ///< EPTP[6] when filled
+  bool DirtyDone;     ///< the leaf's dirty flag is set (or A/D is off)
+};
+inline constexpr unsigned kEptCacheEntries = 512;
+
+/// Decoded-instruction cache, organised as blocks of straight-line code keyed by the
+/// physical address of their first byte and the decode mode (STYLE 2.2).
+inline constexpr unsigned kMaxBlockInsns = 32;
+struct Block {
+  uint64_t Pa;
+  /// PhysMem code generation of the page when decoded or last revalidated; the block is
+  /// current while it equals the page's, else while none of its Lines was written since
+  /// (mmu/phys_mem.h, "Decoded code and the writes that invalidate it").
+  uint64_t Gen;
+  uint64_t Lines; ///< the page's 64-byte lines holding the block's instruction bytes
+  /// (cache epoch << 8) | CodeMode: a block is valid only in the epoch it was decoded in,
+  /// so flushing the cache is one increment, and a zero-filled block is never valid.
+  uint32_t Key;
+  uint8_t NumInsns;
+  DecodedInsn Insns[kMaxBlockInsns];
+};
+static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
+inline constexpr unsigned kBlockCacheEntries = 4096;
+/// Direct-mapped slot of the block starting at physical address Pa.
+inline unsigned blockSlot(uint64_t Pa) {
+  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
+}
+
+class Mmu {
+public:
+  Mmu(Cpu &Owner, PhysMem &Mem);
+  Mmu(const Mmu &) = delete;
+  Mmu &operator=(const Mmu &) = delete;
+
+  /// RESET/INIT: every cache empty, VPID 0's context current.
+  void reset();
+
+  // --- hits: the hot paths (no allocation, no call) ---
+
+  /// The TLB tag of La in the current context: explicit accesses carry the CPL bit,
+  /// implicit supervisor accesses (descriptor tables, TSS, IDT) do not.
+  uint64_t tag(uint64_t La, bool Supervisor) const {
+    return (La & kPageMask) | (Supervisor ? TagLowSupervisor : TagLowUser);
+  }
+  /// Host pointer of [La, La+Size) for a read when one TLB entry maps it, else null.
+  uint8_t *readHost(uint64_t La, unsigned Size, bool Supervisor) const {
+    return hostIn(TlbRead, La, Size, Supervisor);
+  }
+  /// Host pointer of [La, La+Size) for a write when one TlbWrite entry maps it, else null
+  /// (never for a page holding decoded code).
+  uint8_t *writeHost(uint64_t La, unsigned Size, bool Supervisor) const {
+    return hostIn(TlbWrite, La, Size, Supervisor);
+  }
+  /// writeHost, or else a pointer into a page holding decoded code when its TlbWriteCode
+  /// entry maps La and the 64-byte lines of [La, La+Size) hold none: a store there needs
+  /// no invalidation as long as nothing decodes before it (one instruction, one chunk).
+  uint8_t *writeHostBesideCode(uint64_t La, unsigned Size, bool Supervisor) const;
+  /// The cached decoded block at linear La (64-bit code: CS base 0, no limit), through
+  /// the fetch TLB and its victim slot; null when the caller must fetch and decode.
+  Block *cachedBlock(uint64_t La, uint8_t Mode) {
+    const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
+    TlbEntry &E = TlbFetch[Slot];
+    const uint64_t Tag = tag(La, false);
+    // The displaced entry comes back without a walk or a decode: a guest and its
+    // hypervisor sharing a code page alternate at every exit.
+    if (E.Tag != Tag) [[unlikely]] {
+      TlbEntry &V = TlbFetch[tlbVictimSlot(Slot)];
+      if (V.Tag != Tag)
+        return nullptr;
+      std::swap(E, V);
+    }
+    const uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
+    Block &Cand = Blocks.get()[blockSlot(Pa)];
+    if (Cand.Pa == Pa && Cand.Key == blockKey(Mode) && Cand.Gen == Mem.codeGeneration(E.Pfn))
+      return &Cand;
+    return nullptr;
+  }
+
+  // --- misses ---
+
+  /// Translates the page of La for an access (paging, then EPT in VMX non-root
+  /// operation; a fault is raised in the owner: #PF pending, or the VM exit done) and
+  /// fills the TLB when the page is plain RAM. Pa receives the machine-physical address.
+  Status translate(uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa);
+  /// Fetch through the fetch TLB: the host pointer and machine-physical address of La
+  /// when it hits, else null.
+  const uint8_t *fetchHost(uint64_t La, uint64_t &Pa) const {
+    const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
+    if (E.Tag != tag(La, false))
+      return nullptr;
+    Pa = (E.Pfn << 12) | (La & 0xfff);
+    return reinterpret_cast<const uint8_t *>(La + E.Addend);
+  }
+  /// A store into a page holding decoded code through its TlbWriteCode entry: copies
+  /// [In, In+Size) to La and tells PhysMem which bytes changed (ending the owner's block
+  /// when they were code). False when there is no such entry, the store leaves the page,
+  /// or the page holds no code any more (the caller then translates and fills).
+  bool writeCodePage(uint64_t La, unsigned Size, const void *In, bool Supervisor);
+
+  // --- the decoded-block cache ---
+
+  uint32_t blockKey(uint8_t Mode) const { return BlockKeyBase | Mode; }
+  Block &blockAt(uint64_t Pa) { return Blocks.get()[blockSlot(Pa)]; }
+  /// An uncached block for code outside RAM and page-crossing instructions.
+  Block &scratchBlock() { return Blocks.get()[kBlockCacheEntries]; }
+  /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
+  /// them, and when the page first holds code every CPU drops its fast write mappings.
+  void blockDecoded(uint64_t Pfn, uint64_t Lines);
+  /// Blocks decoded (not reused from the cache): tests and benchmarks read it to see how
+  /// often the cache misses or is invalidated.
+  uint64_t blocksDecoded() const { return BlocksDecoded; }
+  /// Forgets every decoded block of this CPU (one increment).
+  void flushDecodeCache();
+
+  // --- the guest-physical mapping cache (EPT) ---
+
+  /// The cached mapping of the guest-physical page of Gpa in the current context, if any.
+  const EptCacheEntry *guestPhysical(uint64_t Gpa) const {
+    const EptCacheEntry &E = EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
+    if (E.GpaPage == ((Gpa & kPageMask) | 1) && E.Generation == TlbGeneration)
+      return &E;
+    return nullptr;
+  }
+  /// Remembers a successful walk W of Gpa in the current context.
+  void rememberGuestPhysical(uint64_t Gpa, const EptWalk &W, bool AccessedDirty,
+                             bool DirtyDone) {
+    EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)] =
+        EptCacheEntry{(Gpa & kPageMask) | 1, W.Hpa & kPageMask, TlbGeneration, W.Rights,
+                      W.MemType,           W.PageLevel,        W.IgnorePat,  AccessedDirty,
+                      DirtyDone};
+  }
+
+  // --- contexts and invalidation (the contract above) ---
+
+  /// The CPL bit of explicit accesses' tags (CPL 3); the owner's modeChanged() sets it.
+  void setUserMode(bool Cpl3) {
+    UserTagBit = Cpl3;
+    TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
+  }
+  bool userMode() const { return UserTagBit; }
+  /// Invalidates the cached translations of the current context.
+  void flushTlb();
+  /// INVLPG: invalidates the translations of La's page (the whole current context).
+  void flushTlbPage(uint64_t La);
+  /// Invalidates the cached translations of one VPID context (INVVPID).
+  void flushTlbVpid(uint16_t Vpid);
+  /// Invalidates the cached translations of every context (INVEPT, INVVPID all-context).
+  void flushTlbAllContexts();
+  /// Invalidates every context derived from the EP4TA of Eptp (INVEPT single-context).
+  void flushTlbEptp(uint64_t Eptp);
+  /// Makes Vpid the current context (VM entry with "enable VPID", VM exit to VPID 0).
+  void switchTlbContext(uint16_t Vpid);
+  /// Makes (Vpid, EP4TA of Eptp) the current context (VM entry with "enable EPT"). With
+  /// EPT, a guest's translations are combined mappings tagged by (VPID, EP4TA) (SDM Vol.
+  /// 3C, "Information That May Be Cached"), so each such pair owns a generation of its
+  /// own, distinct from the VPID's linear-mapping context.
+  void switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp);
+  uint16_t currentVpid() const { return CurrentVpid; }
+  /// The current context is an EPT (VPID, EP4TA) one.
+  bool inEptContext() const { return TlbEptContext; }
+  /// Drops fast write mappings (TlbWrite) of a physical page that now holds decoded code.
+  void dropWriteMappings(uint64_t Pfn);
+  /// All CPUs of the machine (including the owner), for blockDecoded's cross-CPU drop of
+  /// write mappings. Defaults to the owner alone.
+  void setPeers(Cpu *const *All, unsigned N) {
+    Peers = All;
+    NumPeers = N;
+  }
+
+  /// The machine frame a TlbWrite entry maps La's page to for an explicit access in the
+  /// current context, or kTlbEmpty when there is none (tests).
+  uint64_t writeMappedFrame(uint64_t La) const {
+    const TlbEntry &E = TlbWrite[(La >> 12) & (kTlbEntries - 1)];
+    return E.Tag == tag(La, false) ? E.Pfn : kTlbEmpty;
+  }
+
+private:
+  uint8_t *hostIn(const TlbEntry *Array, uint64_t La, unsigned Size, bool Supervisor) const {
+    const TlbEntry &E = Array[(La >> 12) & (kTlbEntries - 1)];
+    if (E.Tag == tag(La, Supervisor) && (La & 0xfff) <= kPageSize - Size) [[likely]]
+      return reinterpret_cast<uint8_t *>(La + E.Addend);
+    return nullptr;
+  }
+  void placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E);
+  /// Empties every TLB entry and forgets every context's generation (construction,
+  /// RESET, generation wrap-around).
+  void clearTlb();
+  uint16_t allocTlbGeneration();
+  uint16_t contextGeneration(uint16_t Vpid);
+  void useGeneration(uint16_t Gen);
+
+  Cpu &Owner;
+  PhysMem &Mem;
+
+  TlbEntry TlbRead[kTlbEntries], TlbWrite[kTlbEntries], TlbFetch[kTlbEntries];
+  TlbEntry TlbWriteCode[kTlbEntries];
+  EptCacheEntry EptCache[kEptCacheEntries];
+
+  /// TLB generation in tag bits 11:1. Each VPID context (VPID 0 = VMX root operation and
+  /// non-root without VPID) owns one generation; flushing a context gives it a fresh one
+  /// and switching context (VM entry/exit with VPID) selects its generation, both O(1).
+  /// Entries of other contexts simply stop matching (SDM Vol. 3C, "Virtual-Processor
+  /// Identifiers (VPIDs)": cached translations are associated with a VPID).
+  /// TagLowUser/TagLowSupervisor are the low tag bits of an explicit (CPL-dependent)
+  /// and an implicit supervisor access in the current context.
+  uint16_t TlbGeneration = 1;
+  uint16_t TagLowUser = 1u << 1, TagLowSupervisor = 1u << 1;
+  uint8_t UserTagBit = 0;
+  uint16_t CurrentVpid = 0;
+  bool TlbEptContext = false;
+  uint64_t CurrentEp4ta = 0; ///< EPTP bits 51:12 of the current EPT context
+
+  struct FreeDeleter {
+    void operator()(void *P) const { std::free(P); }
+  };
+  /// Per-VPID generation: (epoch << 16) | generation, valid only in the current epoch.
+  /// 64 K entries in zero-filled memory the host commits only for VPIDs in use.
+  std::unique_ptr<uint64_t, FreeDeleter> VpidGeneration;
+  /// Generations of EPT contexts: a small direct-mapped table keyed by (VPID, EP4TA);
+  /// losing a context to a collision only flushes it. Epoch 0 is never current.
+  struct EptTlbContext {
+    uint64_t Epoch;
+    uint64_t Ep4ta;
+    uint16_t Vpid;
+    uint16_t Gen;
+  };
+  static constexpr unsigned kEptTlbContexts = 64;
+  EptTlbContext EptContexts[kEptTlbContexts] = {};
+  uint16_t eptContextGeneration(uint16_t Vpid, uint64_t Ep4ta);
+  EptTlbContext &eptContextSlot(uint16_t Vpid, uint64_t Ep4ta);
+  uint64_t TlbEpoch = 1;
+  uint16_t NextTlbGeneration = 2;
+
+  /// kBlockCacheEntries blocks plus one uncached scratch block, in zero-filled memory
+  /// that the host commits only as blocks are used (a 64-CPU machine must not cost
+  /// 64 x 6 MiB up front).
+  std::unique_ptr<Block, FreeDeleter> Blocks;
+  uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
+  uint64_t BlocksDecoded = 0;
+
+  Cpu *const *Peers;
+  unsigned NumPeers = 1;
+  Cpu *Self;
+};
+
+} // namespace vmxsim

@@ -1,0 +1,98 @@
+#include "cpu/translation.h"
+
+#include "cpu/cpu.h"
+#include "cpu/cpu_model.h"
+#include "cpu/vmx/ept_translation.h"
+
+namespace vmxsim {
+
+namespace {
+
+/// Guest paging-structure accesses under EPT, through C's guest-physical mapping cache.
+class EptPagingStructures final : public PagingStructureTranslator {
+public:
+  explicit EptPagingStructures(Cpu &C) : C(C) {}
+  EptWalk translate(Gpa Entry, const EptAccess &A) override {
+    return eptTranslateNoExit(C, Entry, A);
+  }
+
+private:
+  Cpu &C;
+};
+
+} // namespace
+
+PagingContext pagingContext(const Cpu &C) {
+  const CpuState &S = C.S;
+  PagingContext Ctx;
+  Ctx.Cr3 = S.Cr3;
+  Ctx.Paging = S.Cr0 & cr0::PG;
+  Ctx.WriteProtect = S.Cr0 & cr0::WP;
+  Ctx.Pse = S.Cr4 & cr4::PSE;
+  Ctx.Pae = S.Cr4 & cr4::PAE;
+  Ctx.Pge = S.Cr4 & cr4::PGE;
+  Ctx.La57 = S.Cr4 & cr4::LA57;
+  Ctx.Smep = S.Cr4 & cr4::SMEP;
+  Ctx.Smap = S.Cr4 & cr4::SMAP;
+  Ctx.LongMode = S.Efer & efer::LMA;
+  Ctx.Nxe = S.Efer & efer::NXE;
+  for (unsigned I = 0; I < 4; ++I)
+    Ctx.Pdpte[I] = S.Pdpte[I];
+  Ctx.Cpl3 = S.cpl() == 3;
+  Ctx.Ac = S.Rflags & rflags::AC;
+  Ctx.MaxPhysAddrBits = C.Model.MaxPhysAddrBits;
+  Ctx.Page1G = C.Model.Page1G;
+  return Ctx;
+}
+
+Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out) {
+  const bool Ept = C.NonRoot && eptActive(C);
+  EptPagingStructures Structures(C);
+  const PagingWalk W =
+      walkGuestPaging(C.Mem, pagingContext(C), La, Kind, User, Ept ? &Structures : nullptr);
+  switch (W.Outcome) {
+  case PagingOutcome::Translated:
+    break;
+  case PagingOutcome::PageFault:
+    C.Pending = PendingEvent{vec::PF, true, W.ErrorCode, La.value()};
+    return Status::Fault;
+  case PagingOutcome::EptFault:
+    return eptFaultExit(C, W.EptAddress, W.EptAccessKind, W.Ept);
+  }
+  Out = Translation{Hpa(W.Address.value()), W.Writable, W.User, W.Executable, W.Global};
+  if (!Ept) [[likely]]
+    return Status::Ok;
+  // SDM Vol. 3C, "EPT Translation Mechanism": the guest's paging structures give the
+  // guest-physical address (with CR0.PG = 0 the linear address is one), which EPT then
+  // translates; the access needs the permission of both.
+  EptWalk T;
+  // With CR0.PG = 0 every linear address is a supervisor-mode address for mode-based
+  // execute control (SDM Vol. 3C, "Mode-Based Execute Control for EPT").
+  const bool UserAddress = (C.S.Cr0 & cr0::PG) && Out.User;
+  VMX_TRY(eptTranslate(C, W.Address,
+                       EptAccess{Kind, false, true, La.value(), UserAddress}, T));
+  Out.Pa = Hpa(T.Hpa);
+  // The combined permission: a later write through this mapping needs EPT's W too.
+  Out.Writable = Out.Writable && (T.Rights & eptright::W);
+  return Status::Ok;
+}
+
+Status loadPdptes(Cpu &C) {
+  uint64_t Base = C.S.Cr3 & 0xffffffe0u;
+  // In VMX non-root operation with EPT, CR3 is a guest-physical address: the PDPTE
+  // load is a guest paging-structure access through EPT, with no guest-linear address
+  // (SDM Vol. 3C, "EPT Violations"; Vol. 3A, PDPTE Registers).
+  if (eptActive(C)) {
+    EptWalk W;
+    VMX_TRY(eptTranslate(C, Gpa(Base), EptAccess{Access::Read, true, false, 0, false}, W));
+    Base = W.Hpa;
+  }
+  uint64_t E[4];
+  if (!readPdptes(C.Mem, Hpa(Base), C.Model.MaxPhysAddrBits, E))
+    return C.raiseGp(0);
+  for (unsigned I = 0; I < 4; ++I)
+    C.S.Pdpte[I] = E[I];
+  return Status::Ok;
+}
+
+} // namespace vmxsim
