@@ -23,7 +23,7 @@ void runLoop(benchmark::State &St, TestMachine &M, uint64_t Iters, uint64_t Rsi,
     M.S.Rip = Rip;
     M.S.Gpr[RCX] = Iters;
     M.S.Gpr[RSI] = Rsi;
-    M.Cpu_.Halted = false;
+    M.Cpu_.Activity = ActivityState::Active;
     uint64_t Before = M.Cpu_.Retired;
     StopReason R = M.run(~uint64_t(0) >> 1);
     if (R != StopReason::Halted)

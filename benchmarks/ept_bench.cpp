@@ -68,7 +68,7 @@ struct BenchMachine {
   /// to the totals; false when the guest did not end in its VMCALL exit.
   bool run(uint64_t Entry) {
     M.vmcs().set(F::GuestRip, kGuestCode + Entry);
-    M.Cpu_.Halted = false;
+    M.Cpu_.Activity = ActivityState::Active;
     uint64_t Retired0 = M.Cpu_.Retired;
     auto T0 = std::chrono::steady_clock::now();
     M.exec(Launched ? enc::Vmresume : enc::Vmlaunch, ~uint64_t(0) >> 1);

@@ -43,7 +43,8 @@ void Cpu::reset() {
   *Vmx = VmxState{};
   NonRoot = false;
   Pending = PendingEvent{};
-  Halted = InShutdown = NmiBlocked = NmiPending = false;
+  Activity = ActivityState::Active;
+  NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
   DeliveryDepth = 0;
   Mmu.reset();
@@ -91,61 +92,108 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
   for (;;) {
     if (Io.stopRequested())
       return LastStop = StopReason::StopRequested;
-    if (InShutdown)
+    if (shutDown())
       return LastStop = StopReason::Shutdown;
     if (Retired >= InsnEnd)
       return LastStop = StopReason::InsnLimit;
     if (Cycles >= UntilCycle)
       return LastStop = StopReason::Deadline;
 
-    if (NonRoot) [[unlikely]] {
-      // VMX non-root operation has its own event window (VM exits for events, MTF, the
-      // preemption timer, guest activity states: cpu/vmx/vmx_events.cpp) and deadline.
-      StopReason R = StopReason::InsnLimit;
-      switch (vmxEventWindow(*this, UntilCycle, R)) {
-      case EventWindow::Stop:
-        return LastStop = R;
-      case EventWindow::Again:
-        continue;
-      case EventWindow::Run:
-        break;
-      }
-      Deadline = vmxGuestDeadline(*this, UntilCycle);
-      if (runBlocks(InsnEnd, R))
-        return LastStop = R;
-      continue;
-    }
-
-    // Event window between instructions (SDM Vol. 3A, Priority Among Concurrent Events):
-    // NMI, then maskable interrupts when IF=1 and no STI/MOV SS shadow.
-    Status St = Status::Ok;
-    if (NmiPending && !NmiBlocked) {
-      NmiPending = false;
-      Halted = false;
-      St = deliverEvent(*this, EventKind::Nmi, vec::NMI, false, 0, S.Rip);
-    } else if (Intr && (S.Rflags & rflags::IF) && Retired >= ShadowUntil &&
-               Intr->intrPending()) {
-      Halted = false;
-      St = deliverEvent(*this, EventKind::External, Intr->acknowledge(), false, 0, S.Rip);
-    }
-    if (St == Status::Fault)
-      St = deliverPendingException(*this);
-    if (St == Status::Shutdown) {
-      InShutdown = true;
-      continue;
-    }
-    if (St == Status::Unimplemented)
-      return LastStop = StopReason::Unimplemented; // e.g. delivery through a task gate
-    if (Halted)
-      return LastStop = StopReason::Halted;
-
-    // An STI/MOV SS shadow covers exactly the next instruction: run it alone (a deadline
-    // of "now" ends the block after one instruction) so the event window after it is
-    // not skipped.
-    Deadline = Retired < ShadowUntil ? Cycles : UntilCycle;
     StopReason R = StopReason::InsnLimit;
+    switch (eventWindow(UntilCycle, R)) {
+    case EventWindow::Stop:
+      return LastStop = R;
+    case EventWindow::Again:
+      continue;
+    case EventWindow::Run:
+      break;
+    }
+    // An STI/MOV SS shadow covers exactly the next instruction: run it alone (a window
+    // due "now" ends the block after one instruction) so the window after it is not
+    // skipped. Non-root operation adds MTF, pending debug traps and the timer.
+    if (NonRoot) [[unlikely]]
+      WindowDue = vmxWindowDue(*this, UntilCycle);
+    else
+      WindowDue = Retired < ShadowUntil ? Cycles : UntilCycle;
     if (runBlocks(InsnEnd, R))
       return LastStop = R;
+  }
+}
+
+EventWindow Cpu::afterEvent(Status St, StopReason &Why) {
+  if (St == Status::Fault) // a fault while delivering: deliver it (#DF, triple fault)
+    St = deliverPendingException(*this);
+  switch (St) {
+  case Status::Shutdown:
+    // A triple fault, or a VMX abort: the loop reports the shutdown.
+    Activity = ActivityState::Shutdown;
+    return EventWindow::Again;
+  case Status::Unimplemented:
+    Why = StopReason::Unimplemented; // e.g. delivery through a task gate
+    return EventWindow::Stop;
+  default:
+    // Root operation runs the handler now; in non-root operation a VM exit or delivery
+    // opens the window again (an MTF VM exit may be pending on the new boundary).
+    return NonRoot ? EventWindow::Again : EventWindow::Run;
+  }
+}
+
+EventWindow Cpu::eventWindow(uint64_t UntilCycle, StopReason &Why) {
+  if (NonRoot) [[unlikely]]
+    vmxWindowOpens(*this);
+  for (;;) {
+    Status St = Status::Ok;
+    // Above NMIs, in VMX non-root operation only: MTF VM exit, pending debug traps, the
+    // preemption timer, the NMI window.
+    if (NonRoot && vmxBeforeNmi(*this, St)) [[unlikely]]
+      return afterEvent(St, Why);
+
+    // NMI (SDM Vol. 3A, NMI Handling): blocked while a previous NMI's handler runs.
+    // Non-root operation also holds it off in wait-for-SIPI and after MOV SS (SDM Vol.
+    // 3C, "Interruptibility State"), and may turn it into a VM exit.
+    if (NmiPending && !NmiBlocked &&
+        (!NonRoot || (!(Retired < ShadowUntil && ShadowIsMovSs) &&
+                      Activity != ActivityState::WaitForSipi))) {
+      NmiPending = false;
+      if (NonRoot && vmxNmiExit(*this, St)) [[unlikely]]
+        return afterEvent(St, Why);
+      if (!NonRoot)
+        Activity = ActivityState::Active;
+      return afterEvent(deliverEvent(*this, EventKind::Nmi, vec::NMI, false, 0, S.Rip), Why);
+    }
+
+    if (NonRoot && vmxInterruptWindowExit(*this, St)) [[unlikely]]
+      return afterEvent(St, Why);
+
+    // Maskable interrupts (SDM Vol. 3A, Masking Maskable Hardware Interrupts): RFLAGS.IF
+    // and no STI/MOV SS shadow. In non-root operation "external-interrupt exiting" makes
+    // them VM exits, which IF does not block, and only the active and HLT states take
+    // them.
+    if (Intr && Retired >= ShadowUntil) {
+      const bool Exits = NonRoot && vmxExternalInterruptExiting(*this);
+      const bool Awake =
+          Activity == ActivityState::Active || Activity == ActivityState::Hlt;
+      if ((Exits || (S.Rflags & rflags::IF)) && (Awake || !NonRoot) &&
+          Intr->intrPending()) {
+        if (Exits) [[unlikely]]
+          return afterEvent(vmxExternalInterruptExit(*this), Why);
+        if (!NonRoot)
+          Activity = ActivityState::Active;
+        const uint8_t Vector = Intr->acknowledge();
+        return afterEvent(deliverEvent(*this, EventKind::External, Vector, false, 0, S.Rip),
+                          Why);
+      }
+    }
+
+    if (!waiting())
+      return EventWindow::Run;
+    if (!NonRoot) {
+      Why = StopReason::Halted;
+      return EventWindow::Stop;
+    }
+    // An inactive guest: the preemption timer may still wake it.
+    if (EventWindow W = vmxWaitForTimer(*this, UntilCycle, Why); W != EventWindow::Again)
+      return W;
   }
 }
 
@@ -173,10 +221,10 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
         return handleStatus(St, Why);
       Cycles += I->Cost;
       ++Retired;
-      if (++I == End || Cycles >= Deadline)
+      if (++I == End || Cycles >= WindowDue)
         break;
     }
-    if (Cycles >= Deadline || Retired >= InsnEnd)
+    if (Cycles >= WindowDue || Retired >= InsnEnd)
       return false;
   }
 }
@@ -205,7 +253,7 @@ bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason 
       Pending = PendingEvent{vec::DB, false, 0, 0};
       return handleStatus(Status::Fault, Why);
     }
-    if (Cycles >= Deadline)
+    if (Cycles >= WindowDue)
       return false;
   }
   return false;
@@ -219,10 +267,10 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
     if (Observer)
       Observer->onException(*this, Pending);
     if (deliverPendingException(*this) == Status::Shutdown)
-      InShutdown = true;
+      Activity = ActivityState::Shutdown;
     return false;
   case Status::Shutdown:
-    InShutdown = true;
+    Activity = ActivityState::Shutdown;
     return false;
   case Status::VmExit:
     // vmExit (cpu/vmx/vm_exit.cpp) has already performed the whole exit: the processor

@@ -36,10 +36,17 @@ struct PendingEvent {
 enum class StopReason : uint8_t {
   InsnLimit,     ///< the retired-instruction budget ran out
   Deadline,      ///< the cycle deadline of this run call passed
-  Halted,        ///< HLT (or shutdown state) with no event that can wake it
+  Halted,        ///< waiting (HLT, shutdown, wait-for-SIPI) with no event that can wake it
   Shutdown,      ///< triple fault: the processor entered shutdown
   StopRequested, ///< a device (isa-debug-exit, shutdown port) asked the machine to stop
   Unimplemented, ///< the guest executed something vmxsim does not implement
+};
+
+/// What the event window decided at an instruction boundary (Cpu::eventWindow).
+enum class EventWindow : uint8_t {
+  Run,   ///< execute instructions until the window is due again
+  Again, ///< a VM exit happened or a guest event was delivered: open the window again
+  Stop,  ///< Cpu::run must return (the StopReason says why)
 };
 
 /// An interrupt controller as the processor sees it: the INTR line and the INTA cycle.
@@ -107,12 +114,22 @@ public:
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
   uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
-  /// The run loop leaves the current block when Cycles >= Deadline; anything that must
-  /// be noticed at the next instruction boundary sets it to 0 (see breakBlock()).
-  uint64_t Deadline = 0;
+  /// The cycle at which the run loop must next open the event window: the end of the
+  /// run call, or earlier (an STI/MOV SS shadow, MTF, the preemption timer). Anything
+  /// that must be noticed at the next instruction boundary makes it due now (0) through
+  /// breakBlock(), which is why the loop checks one compare per instruction.
+  uint64_t WindowDue = 0;
   PendingEvent Pending;
-  bool Halted = false;
-  bool InShutdown = false;
+  /// The activity state, the one place for it in root and non-root operation (the
+  /// guest's in non-root operation: VM entry loads it, VM exit saves it and makes the
+  /// processor active). Anything that leaves the active state ends the current block.
+  ActivityState Activity = ActivityState::Active;
+  /// Waiting for an event (HLT, shutdown, wait-for-SIPI): the run loop executes nothing.
+  bool waiting() const { return Activity != ActivityState::Active; }
+  /// Shut down in root operation (a triple fault, a VMX abort): the run ends there.
+  /// (In non-root operation the shutdown state is the guest's, which the VMX event
+  /// window handles.)
+  bool shutDown() const { return Activity == ActivityState::Shutdown && !NonRoot; }
   /// STI / MOV SS blocking for one instruction (SDM Vol. 3A, Masking Maskable Hardware
   /// Interrupts): the Retired count at which the shadow ends.
   uint64_t ShadowUntil = 0;
@@ -130,9 +147,9 @@ public:
   /// decoded-block cache and their contexts, with the rules that keep them coherent.
   vmxsim::Mmu Mmu;
 
-  /// Ends the current block after this instruction (mode change, self-modifying code,
-  /// new interrupt, device stop request).
-  void breakBlock() { Deadline = 0; }
+  /// Makes the event window due after this instruction, which ends the current block
+  /// (mode change, self-modifying code, new interrupt, device stop request).
+  void breakBlock() { WindowDue = 0; }
 
   /// Raises an exception: records it and returns Status::Fault.
   Status raise(uint8_t Vector) {
@@ -162,6 +179,12 @@ public:
   }
 
 private:
+  /// The event window at an instruction boundary: NMIs and external interrupts in the
+  /// priority order of SDM Vol. 3A, "Priority Among Concurrent Events", and in VMX
+  /// non-root operation the VMX layer's VM exits among them (cpu/vmx/vmx_events.h).
+  EventWindow eventWindow(uint64_t UntilCycle, StopReason &Why);
+  /// The status of an event the window delivered or a VM exit it performed.
+  EventWindow afterEvent(Status St, StopReason &Why);
   /// Executes blocks until the deadline, the instruction budget, or an event; true when
   /// the run must stop (Why says why).
   bool runBlocks(uint64_t InsnEnd, StopReason &Why);

@@ -291,7 +291,7 @@ Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
   // Delivery ends any STI/MOV SS shadow; an NMI blocks further NMIs until IRET (SDM
   // Vol. 3A, NMI Handling).
   C.ShadowUntil = 0;
-  C.Halted = false;
+  C.Activity = ActivityState::Active;
   if (C.NonRoot) [[unlikely]]
     vmxAfterDelivery(C, Kind); // NMI blocking was set by vmxBeforeDelivery
   else if (Kind == EventKind::Nmi)

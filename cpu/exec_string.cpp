@@ -135,14 +135,14 @@ Status execString(Cpu &C, const DecodedInsn &I) {
       if constexpr (Op == StrOp::Movs || Op == StrOp::Stos) {
         if (Delta > 0 && Count > 1) {
           // Never run past the deadline: stop where the slow loop would have stopped.
-          uint64_t Budget = C.Deadline > C.Cycles ? (C.Deadline - C.Cycles - 1) / Cost + 1 : 1;
+          uint64_t Budget = C.WindowDue > C.Cycles ? (C.WindowDue - C.Cycles - 1) / Cost + 1 : 1;
           if (uint64_t N = fastChunk<T, A, Op>(C, I, std::min(Count, Budget))) {
             Count -= N;
             setReg<A>(C, RCX, A(Count));
             C.Cycles += N * Cost;
             if (Count == 0)
               break;
-            if (C.Cycles >= C.Deadline)
+            if (C.Cycles >= C.WindowDue)
               return Status::Ok; // interrupt window: resume at this instruction
             continue;
           }
@@ -159,7 +159,7 @@ Status execString(Cpu &C, const DecodedInsn &I) {
       if constexpr (Rep == RepKind::Repne)
         if (C.S.Rflags & rflags::ZF)
           break;
-      if (C.Cycles >= C.Deadline)
+      if (C.Cycles >= C.WindowDue)
         return Status::Ok; // interrupt window: resume at this instruction
     }
     return next(C, I);

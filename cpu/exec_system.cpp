@@ -95,7 +95,7 @@ Status execHlt(Cpu &C, const DecodedInsn &I) {
     return C.raiseGp(0);
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onHlt(C, I));
-  C.Halted = true;
+  C.Activity = ActivityState::Hlt;
   C.breakBlock();
   return next(C, I);
 }

@@ -5,6 +5,13 @@
 
 namespace vmxsim {
 
+/// Activity state (SDM Vol. 3C, "Guest Non-Register State", Table "Format of the
+/// Activity State"). The processor is in one of these states in root operation too: HLT,
+/// shutdown (a triple fault, SDM Vol. 3A, "Interrupt 8—Double Fault Exception"; a VMX
+/// abort) and wait-for-SIPI (an application processor after INIT, Vol. 3A, "MP
+/// Initialization Protocol Algorithm").
+enum class ActivityState : uint32_t { Active = 0, Hlt = 1, Shutdown = 2, WaitForSipi = 3 };
+
 /// General-purpose register numbers, in ModRM/REX encoding order.
 enum Gpr : uint8_t {
   RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15,

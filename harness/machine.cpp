@@ -116,8 +116,7 @@ Error Machine::init() {
       Apics.back()->Pic = &Pic; // the PIC's INTR line goes to the BSP's LINT0
     } else {
       // wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol)
-      C.Halted = true;
-      Apics.back()->WaitForSipi = true;
+      C.Activity = ActivityState::WaitForSipi;
     }
   }
   if (!buildAcpiTables(Mem, Cfg.NumCpus))
@@ -268,8 +267,8 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
     R.Reason = RunReason::Halted;
     R.ExitStatus = kExitHalted;
     unsigned Waiting = 0;
-    for (auto &A : Apics)
-      Waiting += A->WaitForSipi;
+    for (auto &C : Cpus)
+      Waiting += C->Activity == ActivityState::WaitForSipi && !C->NonRoot;
     if (Waiting)
       R.What = fmt::format("{} of {} CPUs never received a start-up IPI", Waiting,
                            numCpus());

@@ -23,8 +23,7 @@
 // Unassigned ports read all-ones; unassigned physical addresses read all-ones.
 //
 // Processors: NumCpus are created; the bootstrap processor (CPU 0) starts at the image's
-// entry, the application processors in wait-for-SIPI (Cpu::Halted and
-// LocalApic::WaitForSipi) until the guest starts them with INIT-SIPI-SIPI. They run
+// entry, the application processors in wait-for-SIPI (Cpu::Activity) until the guest starts them with INIT-SIPI-SIPI. They run
 // under the deterministic scheduler (harness/scheduler.h). fw_cfg reports NumCpus.
 #pragma once
 #include "cpu/cpu.h"

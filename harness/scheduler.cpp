@@ -53,11 +53,11 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       LocalApic &A = *Apics[I];
       A.applySignals(); // INIT/SIPI latched by other CPUs, at this CPU's boundary
       uint64_t T = kNever;
-      if (C.InShutdown)
+      if (C.shutDown())
         T = C.Cycles; // runs once more to report the shutdown
-      else if (!C.Halted || (!Stuck[I] && A.hasWakeEvent()))
+      else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
         T = C.Cycles;
-      else if (!A.WaitForSipi) {
+      else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
         uint64_t Ev = nextEvent(I, true);
         if (Ev != kNever)
           T = Ev > C.Cycles ? Ev : C.Cycles;
@@ -71,7 +71,7 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       return {StopReason::Halted, 0};
 
     Cpu &C = *Cpus[Pick];
-    if (C.Halted && PickTime > C.Cycles)
+    if (C.waiting() && PickTime > C.Cycles)
       C.Cycles = PickTime; // HLT: time jumps to the timer's expiry
     for (TimerEventSource *S : Shared)
       S->advanceTo(C.Cycles); // machine-wide interrupts due by now are raised now
@@ -79,7 +79,7 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     const uint64_t Timer = nextEvent(Pick);
     if (Timer > C.Cycles && Timer < Until)
       Until = Timer; // stop exactly when the timer is due, so it fires on time
-    const bool WasHalted = C.Halted;
+    const bool WasHalted = C.waiting();
     const uint64_t RetiredBefore = C.Retired;
     Bus.Current = Pick;
     uint64_t Budget = MaxTotalInsns - Total;
@@ -90,7 +90,7 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     Last = Pick;
     StopReason Why = C.run(Budget, Until);
     Bus.Current = 0;
-    if (C.Retired != RetiredBefore || !C.Halted)
+    if (C.Retired != RetiredBefore || !C.waiting())
       std::fill(Stuck.begin(), Stuck.end(), 0);
     else if (WasHalted)
       Stuck[Pick] = 1;

@@ -100,9 +100,8 @@ bool loadGuestPdptes(Cpu &C, const VmcsData &V) {
 void loadGuestNonRegisterState(Cpu &C, const VmcsData &V) {
   VmxState &X = *C.Vmx;
   const VmxProfile &P = *C.Model.Vmx;
-  X.Activity = ActivityState(V.get(F::GuestActivityState));
-  // HLT, shutdown and wait-for-SIPI wait for an event; VMX-C's event logic wakes them.
-  C.Halted = X.Activity != ActivityState::Active;
+  // HLT, shutdown and wait-for-SIPI wait for an event; the event window wakes them.
+  C.Activity = ActivityState(V.get(F::GuestActivityState));
   uint32_t Intr = uint32_t(V.get(F::GuestInterruptibilityState));
   if (Intr & (interruptibility::BlockingBySti | interruptibility::BlockingByMovSs)) {
     // The blocking covers the first guest instruction; Retired counts VMLAUNCH after
@@ -147,8 +146,7 @@ Status injectEvent(Cpu &C, VmcsData &V) {
   uint32_t Error = uint32_t(V.get(F::VmEntryExceptionErrorCode));
   uint64_t Rip = C.S.Rip;
   uint64_t NextRip = Rip + V.get(F::VmEntryInstructionLength);
-  C.Halted = false;
-  C.Vmx->Activity = ActivityState::Active;
+  C.Activity = ActivityState::Active;
   switch (Type) {
   case intinfo::ExternalInterrupt:
     return deliverEvent(C, EventKind::External, Vector, false, 0, Rip);

@@ -94,7 +94,7 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   V.set(F::GuestRflags, S.Rflags);
 
   // Non-register state (SDM Vol. 3C, "Saving Non-Register State").
-  V.set(F::GuestActivityState, uint32_t(X.Activity));
+  V.set(F::GuestActivityState, uint32_t(C.Activity));
   uint32_t Intr = 0;
   if (C.Retired < C.ShadowUntil)
     Intr |= C.ShadowIsMovSs ? interruptibility::BlockingByMovSs
@@ -190,7 +190,7 @@ Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator) {
   // "the logical processor experiences a VMX abort ... and enters the VMX-abort
   // shutdown state" (SDM Vol. 3C, "VMX Aborts").
   C.NonRoot = false;
-  C.InShutdown = true;
+  C.Activity = ActivityState::Shutdown;
   C.breakBlock();
   return Status::Shutdown;
 }
@@ -276,8 +276,7 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   // or MOV SS; blocking by NMI is not changed by exits that are not caused by NMIs.
   C.ShadowUntil = 0;
   C.ShadowIsMovSs = false;
-  C.Halted = false;
-  C.Vmx->Activity = ActivityState::Active;
+  C.Activity = ActivityState::Active;
   C.Vmx->PreemptionTimerActive = false;
 }
 

@@ -57,8 +57,8 @@ bool blockedByMovSs(const Cpu &C) { return inShadow(C) && C.ShadowIsMovSs; }
 // HLT and the active state take interrupts, windows, MTF and the timer; shutdown and
 // wait-for-SIPI block them (SDM Vol. 3C, "Activity State" in "Special Features of VM
 // Entry", and "Monitor Trap Flag").
-bool activeOrHlt(const VmxState &X) {
-  return X.Activity == ActivityState::Active || X.Activity == ActivityState::Hlt;
+bool activeOrHlt(const Cpu &C) {
+  return C.Activity == ActivityState::Active || C.Activity == ActivityState::Hlt;
 }
 
 // Every VM exit the event machinery performs goes through here: the exit ends any
@@ -76,27 +76,6 @@ Status simpleExit(Cpu &C, ExitReason Reason, uint64_t Qualification = 0) {
   Info.Reason = Reason;
   Info.Qualification = Qualification;
   return eventExit(C, Info);
-}
-
-EventWindow afterWindowStatus(Cpu &C, Status St, StopReason &Why) {
-  switch (St) {
-  case Status::Unimplemented:
-    Why = StopReason::Unimplemented;
-    return EventWindow::Stop;
-  case Status::Shutdown:
-    C.InShutdown = true; // a VMX abort
-    return EventWindow::Again;
-  default:
-    return EventWindow::Again;
-  }
-}
-
-// Delivers an NMI or external interrupt through the guest IDT, with nested faults.
-Status deliverThroughIdt(Cpu &C, EventKind Kind, uint8_t Vector) {
-  Status St = deliverEvent(C, Kind, Vector, false, 0, C.S.Rip);
-  if (St == Status::Fault)
-    St = deliverPendingException(C);
-  return St;
 }
 
 } // namespace
@@ -127,119 +106,118 @@ void vmxEventsOnEntry(Cpu &C) {
     X.PendingDebugExceptions = 0;
 }
 
-EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
-  VmxState &X = *C.Vmx;
-  VmxEventState &E = X.Events;
-  // A guest HLT (without "HLT exiting") puts the guest in the HLT activity state (SDM
-  // Vol. 3C, "Guest Non-Register State"), saved as such by a VM exit that wakes it.
-  if (C.Halted && X.Activity == ActivityState::Active)
-    X.Activity = ActivityState::Hlt;
+void vmxWindowOpens(Cpu &C) {
+  VmxEventState &E = C.Vmx->Events;
   // An instruction retired since the last window: with MTF on, an MTF VM exit is pending
   // (SDM Vol. 3C, "Monitor Trap Flag").
   if (C.Retired != E.MtfRetiredMark && controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag))
     E.MtfPending = true;
   E.MtfRetiredMark = C.Retired;
+}
 
-  for (;;) {
-    const bool Awake = activeOrHlt(X);
-    // 1. MTF VM exits: below SMI/INIT, above debug traps. Not in shutdown or wait-for-
-    // SIPI; in HLT the exit saves the HLT activity state.
-    if (E.MtfPending) {
-      if (Awake)
-        return afterWindowStatus(C, simpleExit(C, ExitReason::MonitorTrapFlag), Why);
-      E.MtfPending = false;
+bool vmxBeforeNmi(Cpu &C, Status &St) {
+  VmxState &X = *C.Vmx;
+  VmxEventState &E = X.Events;
+  const bool Awake = activeOrHlt(C);
+  // 1. MTF VM exits: below SMI/INIT, above debug traps. Not in shutdown or wait-for-
+  // SIPI; in HLT the exit saves the HLT activity state.
+  if (E.MtfPending) {
+    if (Awake) {
+      St = simpleExit(C, ExitReason::MonitorTrapFlag);
+      return true;
     }
-    // 2. Debug traps on the previous instruction (single step, or pending debug
-    // exceptions loaded by VM entry): #DB, which the exception bitmap may turn into a VM
-    // exit with the DR6-style bits as qualification (SDM Vol. 3C, "Delivery of Pending
-    // Debug Exceptions after VM Entry"). Blocked by MOV SS.
-    if (uint64_t Traps = X.PendingDebugExceptions & kPendingDebugTraps;
-        Traps && Awake && !blockedByMovSs(C)) {
-      X.PendingDebugExceptions = 0;
-      C.Pending = PendingEvent{vec::DB, false, 0, Traps};
-      return afterWindowStatus(C, deliverPendingException(C), Why);
-    }
-    // 3. VMX-preemption timer (SDM Vol. 3C, "VMX-Preemption Timer"): below debug traps,
-    // above the NMI window. It exits from the active and HLT states; shutdown and
-    // wait-for-SIPI are treated as blocking it (vmxsim's reading of "if it is not
-    // blocked by activity state").
-    if (X.PreemptionTimerActive && C.Cycles >= X.PreemptionTimerDeadline && Awake)
-      return afterWindowStatus(C, simpleExit(C, ExitReason::VmxPreemptionTimerExpired), Why);
+    E.MtfPending = false;
+  }
+  // 2. Debug traps on the previous instruction (single step, or pending debug
+  // exceptions loaded by VM entry): #DB, which the exception bitmap may turn into a VM
+  // exit with the DR6-style bits as qualification (SDM Vol. 3C, "Delivery of Pending
+  // Debug Exceptions after VM Entry"). Blocked by MOV SS.
+  if (uint64_t Traps = X.PendingDebugExceptions & kPendingDebugTraps;
+      Traps && Awake && !blockedByMovSs(C)) {
+    X.PendingDebugExceptions = 0;
+    C.Pending = PendingEvent{vec::DB, false, 0, Traps};
+    St = Status::Fault;
+    return true;
+  }
+  // 3. VMX-preemption timer (SDM Vol. 3C, "VMX-Preemption Timer"): below debug traps,
+  // above the NMI window. It exits from the active and HLT states; shutdown and
+  // wait-for-SIPI are treated as blocking it (vmxsim's reading of "if it is not
+  // blocked by activity state").
+  if (X.PreemptionTimerActive && C.Cycles >= X.PreemptionTimerDeadline && Awake) {
+    St = simpleExit(C, ExitReason::VmxPreemptionTimerExpired);
+    return true;
+  }
+  // 4. NMI window (SDM Vol. 3C, "NMI-Window Exiting"): no (virtual-)NMI blocking and
+  // no blocking by MOV SS; blocking by STI does not hold it off here. Wakes HLT and
+  // shutdown, not wait-for-SIPI.
+  const bool VirtualNmis = controlSet(X.Vmcs, VmxControl::VirtualNmis);
+  if (controlSet(X.Vmcs, VmxControl::NmiWindowExiting) &&
+      !(VirtualNmis ? X.VirtualNmiBlocked : C.NmiBlocked) && !blockedByMovSs(C) &&
+      C.Activity != ActivityState::WaitForSipi) {
+    St = simpleExit(C, ExitReason::NmiWindow);
+    return true;
+  }
+  return false;
+}
 
-    const bool VirtualNmis = controlSet(C.Vmx->Vmcs, VmxControl::VirtualNmis);
-    // 4. NMI window (SDM Vol. 3C, "NMI-Window Exiting"): no (virtual-)NMI blocking and
-    // no blocking by MOV SS; blocking by STI does not hold it off here. Wakes HLT and
-    // shutdown, not wait-for-SIPI.
-    if (controlSet(C.Vmx->Vmcs, VmxControl::NmiWindowExiting) &&
-        !(VirtualNmis ? X.VirtualNmiBlocked : C.NmiBlocked) && !blockedByMovSs(C) &&
-        X.Activity != ActivityState::WaitForSipi)
-      return afterWindowStatus(C, simpleExit(C, ExitReason::NmiWindow), Why);
+bool vmxNmiExit(Cpu &C, Status &St) {
+  if (!controlSet(C.Vmx->Vmcs, VmxControl::NmiExiting))
+    return false;
+  VmExitInfo Info;
+  Info.Reason = ExitReason::ExceptionOrNmi;
+  Info.InterruptionInfo = makeIntInfo(vec::NMI, intinfo::Nmi, false);
+  St = eventExit(C, Info);
+  // "VM exits caused directly by non-maskable interrupts (NMIs) cause blocking by NMI"
+  // (SDM Vol. 3C, "Updating Non-Register State").
+  if (St == Status::VmExit)
+    C.NmiBlocked = true;
+  return true;
+}
 
-    // 5. NMI: a VM exit with "NMI exiting" (exit reason 0, type NMI), else delivery
-    // through the guest IDT. Blocked by NMI blocking, by MOV SS and in wait-for-SIPI.
-    if (C.NmiPending && !C.NmiBlocked && !blockedByMovSs(C) &&
-        X.Activity != ActivityState::WaitForSipi) {
-      C.NmiPending = false;
-      if (controlSet(C.Vmx->Vmcs, VmxControl::NmiExiting)) {
-        VmExitInfo Info;
-        Info.Reason = ExitReason::ExceptionOrNmi;
-        Info.InterruptionInfo = makeIntInfo(vec::NMI, intinfo::Nmi, false);
-        Status St = eventExit(C, Info);
-        // "VM exits caused directly by non-maskable interrupts (NMIs) cause blocking by
-        // NMI" (SDM Vol. 3C, "Updating Non-Register State").
-        if (St == Status::VmExit)
-          C.NmiBlocked = true;
-        return afterWindowStatus(C, St, Why);
-      }
-      return afterWindowStatus(C, deliverThroughIdt(C, EventKind::Nmi, vec::NMI), Why);
-    }
+bool vmxInterruptWindowExit(Cpu &C, Status &St) {
+  // 6. Interrupt window (SDM Vol. 3C, "Interrupt-Window Exiting"): RFLAGS.IF = 1 and no
+  // blocking by STI or MOV SS. Wakes HLT, not shutdown or wait-for-SIPI.
+  if (controlSet(C.Vmx->Vmcs, VmxControl::InterruptWindowExiting) &&
+      (C.S.Rflags & rflags::IF) && !inShadow(C) && activeOrHlt(C)) {
+    St = simpleExit(C, ExitReason::InterruptWindow);
+    return true;
+  }
+  return false;
+}
 
-    // 6. Interrupt window (SDM Vol. 3C, "Interrupt-Window Exiting"): RFLAGS.IF = 1 and no
-    // blocking by STI or MOV SS. Wakes HLT, not shutdown or wait-for-SIPI.
-    if (controlSet(C.Vmx->Vmcs, VmxControl::InterruptWindowExiting) && (C.S.Rflags & rflags::IF) &&
-        !inShadow(C) && Awake)
-      return afterWindowStatus(C, simpleExit(C, ExitReason::InterruptWindow), Why);
+bool vmxExternalInterruptExiting(const Cpu &C) {
+  return controlSet(C.Vmx->Vmcs, VmxControl::ExternalInterruptExiting);
+}
 
-    // 7. External interrupts. With "external-interrupt exiting" RFLAGS.IF does not block
-    // them (SDM Vol. 3C, "Changes to Event Blocking"); STI/MOV SS blocking and the
-    // shutdown and wait-for-SIPI states still do.
-    const bool ExtExiting = controlSet(C.Vmx->Vmcs, VmxControl::ExternalInterruptExiting);
-    if (C.Intr && Awake && !inShadow(C) && (ExtExiting || (C.S.Rflags & rflags::IF)) &&
-        C.Intr->intrPending()) {
-      if (ExtExiting) {
-        VmExitInfo Info;
-        Info.Reason = ExitReason::ExternalInterrupt;
-        // "Acknowledge interrupt on exit": the processor acknowledges the controller and
-        // records the vector; otherwise the interrupt stays pending and the field is
-        // invalid (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events").
-        if (controlSet(C.Vmx->Vmcs, VmxControl::AcknowledgeInterruptOnExit))
-          Info.InterruptionInfo =
-              makeIntInfo(C.Intr->acknowledge(), intinfo::ExternalInterrupt, false);
-        return afterWindowStatus(C, eventExit(C, Info), Why);
-      }
-      uint8_t Vector = C.Intr->acknowledge();
-      return afterWindowStatus(C, deliverThroughIdt(C, EventKind::External, Vector), Why);
-    }
+Status vmxExternalInterruptExit(Cpu &C) {
+  VmExitInfo Info;
+  Info.Reason = ExitReason::ExternalInterrupt;
+  // "Acknowledge interrupt on exit": the processor acknowledges the controller and
+  // records the vector; otherwise the interrupt stays pending and the field is invalid
+  // (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events").
+  if (controlSet(C.Vmx->Vmcs, VmxControl::AcknowledgeInterruptOnExit))
+    Info.InterruptionInfo = makeIntInfo(C.Intr->acknowledge(), intinfo::ExternalInterrupt, false);
+  return eventExit(C, Info);
+}
 
-    if (!C.Halted)
-      return EventWindow::Run;
-    // Inactive with nothing to wake it: the preemption timer keeps counting in HLT, so
-    // time advances to its expiry (or to the end of this run call).
-    if (X.PreemptionTimerActive && Awake) {
-      if (X.PreemptionTimerDeadline > UntilCycle) {
-        C.Cycles = std::max(C.Cycles, UntilCycle);
-        Why = StopReason::Deadline;
-        return EventWindow::Stop;
-      }
-      C.Cycles = std::max(C.Cycles, X.PreemptionTimerDeadline);
-      continue;
-    }
+EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
+  const VmxState &X = *C.Vmx;
+  if (!X.PreemptionTimerActive || !activeOrHlt(C)) {
     Why = StopReason::Halted;
     return EventWindow::Stop;
   }
+  // The preemption timer keeps counting in HLT, so time advances to its expiry (or to
+  // the end of this run call).
+  if (X.PreemptionTimerDeadline > UntilCycle) {
+    C.Cycles = std::max(C.Cycles, UntilCycle);
+    Why = StopReason::Deadline;
+    return EventWindow::Stop;
+  }
+  C.Cycles = std::max(C.Cycles, X.PreemptionTimerDeadline);
+  return EventWindow::Again;
 }
 
-uint64_t vmxGuestDeadline(const Cpu &C, uint64_t UntilCycle) {
+uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle) {
   const VmxState &X = *C.Vmx;
   // MTF needs the window after every instruction; a shadow or a pending debug trap
   // after the next one.
@@ -298,8 +276,8 @@ void vmxAfterDelivery(Cpu &C, EventKind Kind) {
   VmxEventState &E = X.Events;
   E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
   E.IretNmiMark = 0;
-  // A delivered event wakes an inactive guest (SDM Vol. 3C, "Activity State").
-  X.Activity = ActivityState::Active;
+  // A delivered event wakes an inactive guest (SDM Vol. 3C, "Activity State"): the
+  // delivery made the processor active (cpu/exceptions.cpp).
   // "an MTF VM exit is pending on the instruction boundary following delivery of the
   // event (or any nested exception)" (SDM Vol. 3C, "Monitor Trap Flag").
   if (controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag))
@@ -449,7 +427,7 @@ Status vmxIdtTaskSwitch(Cpu &C, uint16_t TssSel) {
 Status vmxInitSignal(Cpu &C) {
   // INIT signals cause VM exits, except in wait-for-SIPI, which blocks them (SDM Vol. 3C,
   // "Other Causes of VM Exits" and "Activity State").
-  if (C.Vmx->Activity == ActivityState::WaitForSipi)
+  if (C.Activity == ActivityState::WaitForSipi)
     return Status::Ok;
   return simpleExit(C, ExitReason::InitSignal);
 }
@@ -457,7 +435,7 @@ Status vmxInitSignal(Cpu &C) {
 Status vmxStartupIpi(Cpu &C, uint8_t Vector) {
   // A SIPI causes a VM exit only in wait-for-SIPI; its vector is the exit qualification
   // (SDM Vol. 3C, Table "Exit Qualification for SIPIs"). Elsewhere it is discarded.
-  if (C.Vmx->Activity != ActivityState::WaitForSipi)
+  if (C.Activity != ActivityState::WaitForSipi)
     return Status::Ok;
   return simpleExit(C, ExitReason::StartUpIpi, Vector);
 }

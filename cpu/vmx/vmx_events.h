@@ -6,7 +6,9 @@
 // windows, MTF, the VMX-preemption timer, guest activity states and task-switch exits.
 //
 // Hooks, each called only when Cpu::NonRoot is set, so root operation pays nothing:
-//   run loop (cpu/cpu.cpp)       vmxEventWindow, vmxGuestDeadline, vmxSingleStepTrap
+//   event window (cpu/cpu.cpp)   vmxWindowOpens, vmxBeforeNmi, vmxNmiExit,
+//                                vmxInterruptWindowExit, vmxExternalInterruptExiting/Exit,
+//                                vmxWaitForTimer, vmxWindowDue, vmxSingleStepTrap
 //   delivery (cpu/exceptions.cpp) vmxBeforeDelivery, vmxAfterDelivery,
 //                                 vmxExceptionCausesExit/vmxExceptionExit, vmxTripleFaultExit
 //   instructions (exec_far.cpp)  vmxIretUnblocksNmis, vmxFarTaskSwitch, vmxIretTaskSwitch
@@ -22,30 +24,45 @@ namespace vmxsim {
 
 struct VmExitInfo;
 
-/// What the non-root event window decided.
-enum class EventWindow : uint8_t {
-  Run,   ///< execute guest instructions until vmxGuestDeadline
-  Again, ///< an event was delivered or a VM exit happened: look at the window again
-  Stop,  ///< Cpu::run must return (the StopReason says why)
-};
-
 /// Called by VM entry after loading guest state and before event injection (SDM Vol. 3C,
 /// "Event Injection", "Special Features of VM Entry"): arms a pending MTF VM exit for an
 /// injected "other event" 0, marks the injection so it skips the exception bitmap, and
 /// applies the NMI blocking rules of the "virtual NMIs" control.
 void vmxEventsOnEntry(Cpu &C);
 
-/// The event window at an instruction boundary in non-root operation, in the priority
-/// order of SDM Vol. 3C ("Priorities of VM exits" as given beside each control and Vol.
-/// 3A, "Priority Among Concurrent Events"): MTF VM exit, pending debug-trap exceptions,
-/// VMX-preemption timer, NMI window, NMI, interrupt window, external interrupt. An
-/// inactive guest (HLT, shutdown, wait-for-SIPI) only wakes for what its state allows;
-/// HLT with an active preemption timer advances Cycles to the timer's expiry.
-EventWindow vmxEventWindow(Cpu &C, uint64_t UntilCycle, StopReason &Why);
-/// The cycle at which the run loop must next look at the window: now when MTF is on or a
+/// The VMX layer of the processor's event window (Cpu::eventWindow, cpu/cpu.cpp), which
+/// takes events in the priority order of SDM Vol. 3A, "Priority Among Concurrent
+/// Events", with the VM exits of SDM Vol. 3C placed as given beside each control: MTF VM
+/// exit, pending debug traps, VMX-preemption timer, NMI window, NMI, interrupt window,
+/// external interrupt. An inactive guest (HLT, shutdown, wait-for-SIPI) only wakes for
+/// what its state allows.
+///
+/// Opens the window: an instruction retired since the last one makes an MTF VM exit
+/// pending when MTF is on.
+void vmxWindowOpens(Cpu &C);
+/// The events above NMIs, in order: MTF VM exit, pending debug traps (#DB pending in C,
+/// St = Fault, for the caller to deliver), preemption-timer exit, NMI-window exit. True
+/// when one was taken; St holds its status.
+bool vmxBeforeNmi(Cpu &C, Status &St);
+/// A deliverable NMI with "NMI exiting": the VM exit (exit reason 0, type NMI), which
+/// blocks NMIs. False when the NMI goes through the guest IDT.
+bool vmxNmiExit(Cpu &C, Status &St);
+/// The interrupt-window exit, between NMIs and external interrupts. True when taken.
+bool vmxInterruptWindowExit(Cpu &C, Status &St);
+/// "External-interrupt exiting": a pending interrupt causes a VM exit instead of being
+/// delivered, and RFLAGS.IF does not block it (SDM Vol. 3C, "Changes to Event Blocking").
+bool vmxExternalInterruptExiting(const Cpu &C);
+/// That VM exit (exit reason 1), acknowledging the controller with "acknowledge
+/// interrupt on exit".
+Status vmxExternalInterruptExit(Cpu &C);
+/// An inactive guest with nothing to wake it: with the preemption timer counting (HLT,
+/// active), time advances to its expiry (Again: look at the window again) or to
+/// UntilCycle (Stop, Deadline); otherwise Stop, Halted.
+EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why);
+/// The cycle at which the run loop must next open the window: now when MTF is on or a
 /// shadow/pending debug trap covers the next instruction, else the earlier of UntilCycle
 /// and the preemption timer's expiry.
-uint64_t vmxGuestDeadline(const Cpu &C, uint64_t UntilCycle);
+uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle);
 /// A single-step (RFLAGS.TF) trap after a guest instruction: becomes a pending debug
 /// exception (BS) so that a pending MTF VM exit takes priority over it.
 void vmxSingleStepTrap(Cpu &C);

@@ -4,6 +4,7 @@
 // and VM exit carry across the transition. Cpu owns one (Cpu::Vmx); Cpu::NonRoot is the
 // hot-path copy of "in VMX non-root operation".
 #pragma once
+#include "cpu/registers.h"
 #include "cpu/vmx/vmcs.h"
 #include "cpu/vmx/vmx_event_state.h"
 
@@ -18,9 +19,6 @@ inline constexpr uint64_t kInvalidVmcsPointer = ~uint64_t(0);
 /// Launch state of a VMCS (SDM Vol. 3C, "VMCS Data ... launch state": clear or
 /// launched), as stored at vmcs_layout::LaunchStateOffset of its region.
 enum class LaunchState : uint32_t { Clear = 0, Launched = 1 };
-
-/// Guest activity states (SDM Vol. 3C, "Guest Non-Register State").
-enum class ActivityState : uint32_t { Active = 0, Hlt = 1, Shutdown = 2, WaitForSipi = 3 };
 
 /// Bits of the guest interruptibility-state field (SDM Vol. 3C, Table "Format of
 /// Interruptibility State").
@@ -41,8 +39,8 @@ struct VmxState {
 
   /// Guest state VM entry loads that has no other home in the core yet; VM exit saves
   /// it back (SDM Vol. 3C, "Loading Guest Non-Register State", "Saving Non-Register
-  /// State"). The interrupt and timer machinery (VMX-C) consumes it.
-  ActivityState Activity = ActivityState::Active;
+  /// State"). The interrupt and timer machinery (VMX-C) consumes it. (The activity
+  /// state lives in the processor: Cpu::Activity.)
   uint64_t PendingDebugExceptions = 0;
   bool BlockingBySmi = false;
   /// Virtual-NMI blocking when the "virtual NMIs" control is 1.

@@ -170,23 +170,21 @@ void LocalApic::applySignals() {
       const bool Sipi = SipiPending;
       reset();
       SipiPending = Sipi;
-      WaitForSipi = true;
-      C.Halted = true;
+      C.Activity = ActivityState::WaitForSipi;
     }
   }
   if (SipiPending) {
     SipiPending = false;
     if (C.NonRoot) {
       (void)vmxStartupIpi(C, SipiVector);
-    } else if (WaitForSipi) {
+    } else if (C.Activity == ActivityState::WaitForSipi) {
       // SDM Vol. 3A, MP Initialization Protocol Algorithm: the AP starts in real mode at
       // vector:0000, i.e. CS.selector = vector << 8, CS.base = vector << 12, IP = 0.
       Segment &Cs = C.S.seg(SegReg::CS);
       Cs.Selector = uint16_t(SipiVector) << 8;
       Cs.Base = uint64_t(SipiVector) << 12;
       C.S.Rip = 0;
-      WaitForSipi = false;
-      C.Halted = false;
+      C.Activity = ActivityState::Active;
       C.modeChanged();
     }
     // Otherwise the SIPI is discarded (a running processor ignores it).
@@ -227,7 +225,7 @@ bool LocalApic::hasWakeEvent() {
     return true;
   if (SipiPending || (C.NmiPending && !C.NmiBlocked))
     return true;
-  if (WaitForSipi)
+  if (C.Activity == ActivityState::WaitForSipi && !C.NonRoot)
     return false;
   return (C.NonRoot || (C.S.Rflags & rflags::IF)) && intrPending();
 }
@@ -437,12 +435,12 @@ void LocalApic::sendIpi() {
     }
     A->accept(Mode, Vector, Level);
     // A waiting processor's clock catches up with the sender's: the message arrives now.
-    if (A != this && A->C.Halted && A->C.Cycles < C.Cycles)
+    if (A != this && A->C.waiting() && A->C.Cycles < C.Cycles)
       A->C.Cycles = C.Cycles;
   }
   if (Lowest) {
     Lowest->accept(Mode, Vector, Level);
-    if (Lowest != this && Lowest->C.Halted && Lowest->C.Cycles < C.Cycles)
+    if (Lowest != this && Lowest->C.waiting() && Lowest->C.Cycles < C.Cycles)
       Lowest->C.Cycles = C.Cycles;
   }
 }

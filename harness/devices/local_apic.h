@@ -124,8 +124,6 @@ public:
   bool x2apicMode() const;
   /// The x2APIC logical ID (SDM Vol. 3A, Logical Destination Mode in x2APIC Mode).
   uint32_t x2apicLdr() const { return (uint32_t(ApicId >> 4) << 16) | (1u << (ApicId & 0xf)); }
-  /// Wait-for-SIPI (SDM Vol. 3A, MP Initialization Protocol): APs start here.
-  bool WaitForSipi = false;
   bool InitPending = false, SipiPending = false;
   uint8_t SipiVector = 0;
 

@@ -138,7 +138,7 @@ Outcome SimSide::run(const CpuState &Start, const RunLimits &L) {
   P->MaxEvents = L.MaxEvents;
   P->StopPortHit = P->ExceptionStop = false;
   P->Io.clearStop();
-  C.Halted = C.InShutdown = false;
+  C.Activity = ActivityState::Active;
   C.Pending = PendingEvent{};
   C.DeliveryDepth = 0;
   C.ShadowUntil = 0;

@@ -45,7 +45,7 @@ TEST(ExecutionEnvironment, SteadyStateGuestLoopAllocatesNothing) {
 
   M.S.Rip = kCodeBase;
   M.S.Gpr[RCX] = 100000;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   uint64_t Before = Allocations.load();
   ASSERT_EQ(M.run(), StopReason::Halted);
   EXPECT_EQ(Allocations.load() - Before, 0u);

@@ -67,7 +67,7 @@ TEST(SelfModifyingCode, HostSideWriteThroughPhysMemInvalidatesDecodedCode) {
   uint8_t Patch = 0x09;
   M.write(kCodeBase + 1, &Patch, 1); // a loader or DMA-style write
   M.S.Rip = kCodeBase;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   EXPECT_EQ(runToHalt(M), 9u);
 }
 
@@ -383,12 +383,12 @@ TEST(CrossModifyingCode, StoreByAnotherCpuIsSeenByTheCpuThatDecodedTheCode) {
     Other.S.Rip = kCodeBase + 0x100;
     Other.S.Gpr[RBX] = Rbx;
     Other.S.Gpr[RDX] = Dl;
-    Other.Halted = false;
+    Other.Activity = ActivityState::Active;
     EXPECT_EQ(Other.run(100), StopReason::Halted);
   };
   auto runR = [&] {
     M.S.Rip = kDataBase + 0x40;
-    M.Cpu_.Halted = false;
+    M.Cpu_.Activity = ActivityState::Active;
     return runToHalt(M);
   };
   // CPU 1 stores into page kDataBase before it holds code: a fast write mapping, which

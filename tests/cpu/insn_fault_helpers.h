@@ -58,7 +58,7 @@ inline FaultInfo runToFault(TestMachine &M, uint64_t MaxInsns = 1000) {
     F.Rip = M.S.Rip;
     F.Cr2 = M.Cpu_.Pending.FaultAddr;
     F.ErrorCode = M.Cpu_.Pending.ErrorCode;
-    M.Cpu_.InShutdown = false;
+    M.Cpu_.Activity = ActivityState::Active;
     return F;
   }
   if (Why == StopReason::Halted && M.S.Rip > kHandlerBase && M.S.Rip <= kHandlerBase + 32) {
@@ -75,7 +75,7 @@ inline FaultInfo runToFault(TestMachine &M, uint64_t MaxInsns = 1000) {
     F.Rip = Rip;
     F.ErrorCode = uint32_t(Err);
     F.Cr2 = M.S.Cr2;
-    M.Cpu_.Halted = false;
+    M.Cpu_.Activity = ActivityState::Active;
   }
   return F;
 }

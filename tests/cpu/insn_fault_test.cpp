@@ -191,7 +191,7 @@ TEST(GeneralPurposeInstructions, RepStosbPageFaultMidwayIsRestartable) {
   makePresent(M, Hole);
   M.S.Rip = kCodeBase;
   M.S.Gpr[RSP] = Sp;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   EXPECT_EQ(M.run(100), StopReason::Halted);
   EXPECT_EQ(M.S.Gpr[RCX], 0u);
   EXPECT_EQ(M.S.Gpr[RDI], Hole + 24);

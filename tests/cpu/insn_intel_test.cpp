@@ -21,7 +21,7 @@ uint64_t runCode(TestMachine &M, std::vector<uint8_t> Code, uint64_t FlagsIn = 0
   Code.push_back(0xf4);
   M.loadCode(Code);
   M.S.Rflags = rflags::Fixed1 | FlagsIn;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   EXPECT_EQ(M.run(100), StopReason::Halted);
   return M.S.Rflags & rflags::Arith;
 }

@@ -223,13 +223,13 @@ public:
     }
     M.S.Rflags = (S.Rflags | rflags::Fixed1) & ~rflags::IF;
     M.S.Rip = kCodeBase;
-    M.Cpu_.Halted = false;
+    M.Cpu_.Activity = ActivityState::Active;
     StopReason Why = M.run(256);
     if (Why != StopReason::Halted || M.S.Rip != CodeEnd) {
       char Buf[160];
       std::snprintf(Buf, sizeof(Buf), "emulator stopped with reason %d at RIP %#" PRIx64
                     " (pending vector %u)", int(Why), M.S.Rip, M.Cpu_.Pending.Vector);
-      if (M.Cpu_.InShutdown) { // start over with a fresh machine for the next rows
+      if (M.Cpu_.shutDown()) { // start over with a fresh machine for the next rows
         Broken = true;
       }
       return Buf;

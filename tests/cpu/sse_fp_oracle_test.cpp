@@ -366,7 +366,7 @@ StopReason runFixed(TestMachine &M, std::vector<uint8_t> Code, uint32_t Mxcsr) {
   M.S.Mxcsr = Mxcsr;
   Code.push_back(0xf4);
   M.loadCode(Code);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   return M.run(10);
 }
 const std::vector<uint8_t> DivssXmm0Xmm1 = {0xf3, 0x0f, 0x5e, 0xc1};

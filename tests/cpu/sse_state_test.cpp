@@ -33,7 +33,7 @@ const std::vector<uint8_t> Hlt = {0xf4};
 /// Runs Code followed by HLT from kCodeBase.
 StopReason runCode(TestMachine &M, const std::vector<uint8_t> &Code) {
   M.loadCode(Code + Hlt);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   return M.run(100);
 }
 

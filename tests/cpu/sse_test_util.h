@@ -258,8 +258,8 @@ inline std::vector<uint8_t> encodeLegacySse(uint8_t Prefix, std::span<const uint
 }
 
 /// Gives the emulator an oracle input: XMM0-15 and RAX, RCX, RDX, RBX from In, the memory
-/// window Mem at kDataBase with RSI pointing Off bytes into it, and Halted cleared so that
-/// the next run starts at RIP (set by TestMachine::loadCode).
+/// window Mem at kDataBase with RSI pointing Off bytes into it, and the activity state
+/// active so that the next run starts at RIP (set by TestMachine::loadCode).
 inline void loadOracleInput(TestMachine &M, const NativeRegs &In, unsigned Off,
                             const uint8_t *Mem, unsigned MemBytes) {
   for (unsigned R = 0; R < 16; ++R)
@@ -270,7 +270,7 @@ inline void loadOracleInput(TestMachine &M, const NativeRegs &In, unsigned Off,
   M.S.Gpr[RBX] = In.Rbx;
   M.S.Gpr[RSI] = kDataBase + Off;
   M.write(kDataBase, Mem, MemBytes);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
 }
 
 /// Reports (ADD_FAILURE, prefixed by Where) every XMM register and each of RAX, RCX, RDX

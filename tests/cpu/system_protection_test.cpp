@@ -205,7 +205,7 @@ TEST(Protection, FarReturnToOuterLevelRestoresStackAndNullsDataSegments) {
   if (!decodeOne(Retf, 3, CodeMode::Prot32, I) || I.Cost != costOf(CostClass::FarBranch))
     GTEST_SKIP() << "RET far is not routed to bindFarRet by the control family yet";
   EXPECT_EQ(F.M.run(), StopReason::Halted);
-  F.M.Cpu_.Halted = false;
+  F.M.Cpu_.Activity = ActivityState::Active;
   EXPECT_EQ(F.M.run(3), StopReason::InsnLimit);
   EXPECT_EQ(F.M.S.cpl(), 3u);
   EXPECT_EQ(F.M.S.cs().Selector, kSelUserCode32);

@@ -69,7 +69,7 @@ struct XsaveMachine : TestMachine {
   }
   StopReason runCode(const std::vector<uint8_t> &Code) {
     loadCode(Code + Hlt);
-    Cpu_.Halted = false;
+    Cpu_.Activity = ActivityState::Active;
     return run(100);
   }
   std::vector<uint8_t> area(uint64_t At = kDataBase, unsigned Size = kArea) {

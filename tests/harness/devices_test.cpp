@@ -135,7 +135,7 @@ TEST(FirmwareConfig, CpuCountAndRamSizeAreLittleEndian) {
   EXPECT_EQ(fwCfgItem(*M, 0x000f, 2), 4u);
   EXPECT_EQ(fwCfgItem(*M, 0x0003, 8), 3ull << 30);
   EXPECT_EQ(M->numCpus(), 4u);
-  EXPECT_TRUE(M->cpu(1).Halted); // APs wait for SIPI
+  EXPECT_EQ(M->cpu(1).Activity, ActivityState::WaitForSipi);
 }
 
 TEST(FirmwareConfig, ReadsPastItemEndReturnZeroAndSelectorResetsOffset) {

@@ -122,16 +122,14 @@ TEST(Apic, InitSipiStartsWaitingApInRealModeAtVectorPage) {
   auto M = machine(2);
   Cpu &Ap = M->cpu(1);
   LocalApic &B = M->localApic(1);
-  EXPECT_TRUE(Ap.Halted);
-  EXPECT_TRUE(B.WaitForSipi);
+  EXPECT_EQ(Ap.Activity, ActivityState::WaitForSipi);
   M->cpu(0).Cycles = 5000;
   wr(*M, 0, 0x310, 1u << 24);
   wr(*M, 0, 0x300, 0x04500); // INIT
   wr(*M, 0, 0x300, 0x04612); // start-up, vector 0x12
   EXPECT_EQ(Ap.Cycles, 5000u); // the waiting AP's clock caught up with the sender
   B.applySignals();
-  EXPECT_FALSE(Ap.Halted);
-  EXPECT_FALSE(B.WaitForSipi);
+  EXPECT_EQ(Ap.Activity, ActivityState::Active);
   EXPECT_EQ(Ap.S.seg(SegReg::CS).Selector, 0x1200u);
   EXPECT_EQ(Ap.S.seg(SegReg::CS).Base, 0x12000u);
   EXPECT_EQ(Ap.S.Rip, 0u);

@@ -52,7 +52,7 @@ StepResult VmxTestMachine::exec(const std::vector<uint8_t> &Bytes, uint64_t MaxI
     R.Faulted = true;
     R.Vector = Obs.Event.Vector;
     R.ErrorCode = Obs.Event.ErrorCode;
-    Cpu_.InShutdown = false;
+    Cpu_.Activity = ActivityState::Active;
   }
   return R;
 }

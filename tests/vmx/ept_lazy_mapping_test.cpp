@@ -91,7 +91,7 @@ struct LazyMachine : VmxTestMachine {
   void run(Policy Pol) {
     bool Launch = true;
     for (unsigned Guard = 0; Guard < 1000; ++Guard) {
-      Cpu_.Halted = false;
+      Cpu_.Activity = ActivityState::Active;
       StepResult R = exec(Launch ? enc::Vmlaunch : enc::Vmresume, 100000);
       Launch = false;
       ASSERT_FALSE(R.Faulted);
@@ -203,11 +203,11 @@ TEST(EptLazyMapping, ReadOnlyFirstMappingGivesASecondViolationOnWrite) {
 
 TEST(EptLazyMapping, ResumingWithoutMappingRepeatsTheSameViolation) {
   LazyMachine M;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec(enc::Vmlaunch, 1000);
   ASSERT_EQ(M.vmcs().get(F::ExitReason), 48u);
   const uint64_t Q = M.vmcs().get(F::ExitQualification), Rip = M.vmcs().get(F::GuestRip);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec(enc::Vmresume, 1000);
   EXPECT_EQ(M.vmcs().get(F::ExitReason), 48u);
   EXPECT_EQ(M.vmcs().get(F::ExitQualification), Q);

@@ -517,7 +517,7 @@ const Bytes kReadVmcall = {0x48, 0x8b, 0x03, 0x0f, 0x01, 0xc1};
 
 void reenter(VmxTestMachine &M) {
   M.vmcs().set(F::GuestRip, kGuestCode);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.S.Gpr[RAX] = 0;
   M.exec(enc::Vmresume, 10);
 }
@@ -543,7 +543,7 @@ TEST(VmxSupportForAddressTranslation, TlbHitGivesSameDataUntilInveptSingleContex
   M.write(kPointerSlot, Desc, 16);
   M.S.Gpr[RBX] = 1;
   M.S.Gpr[RAX] = kPointerSlot;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec(enc::InveptRbxRax);
   EXPECT_EQ(M.S.Rflags & rflags::Arith, 0u);
   M.S.Gpr[RBX] = kGpa4K + kOff;
@@ -565,7 +565,7 @@ TEST(VmxSupportForAddressTranslation, InveptOfAnotherEptpKeepsMappings) {
   M.write(kPointerSlot, Desc, 16);
   M.S.Gpr[RBX] = 1;
   M.S.Gpr[RAX] = kPointerSlot;
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec(enc::InveptRbxRax);
   M.S.Gpr[RBX] = kGpa4K + kOff;
   reenter(M);

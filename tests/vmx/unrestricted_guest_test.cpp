@@ -106,7 +106,7 @@ struct RealModeMachine : VmxTestMachine {
 
   /// VMLAUNCH or VMRESUME; the guest runs until its next VM exit and the host halts.
   void enter(bool Launch) {
-    Cpu_.Halted = false;
+    Cpu_.Activity = ActivityState::Active;
     // (A guest exception caught by the exception bitmap also shows up in R.Faulted.)
     StepResult R = exec(Launch ? enc::Vmlaunch : enc::Vmresume, 200);
     ASSERT_EQ(R.Why, StopReason::Halted);

@@ -66,7 +66,7 @@ public:
   StopReason launch() { return exec(enc::Vmlaunch, 10000).Why; }
   /// The host halted after the previous exit: wake it to execute VMRESUME.
   StopReason resume() {
-    Cpu_.Halted = false;
+    Cpu_.Activity = ActivityState::Active;
     return exec(enc::Vmresume, 10000).Why;
   }
   /// An NMI arriving while the host blocks NMIs, so that it reaches the guest: VM entry
@@ -368,7 +368,7 @@ TEST(VmExits, PageFaultWithBrokenIdtEscalatesToTripleFaultExit) {
   EXPECT_EQ(M.get(F::IdtVectoringInformation), 0u);
   EXPECT_EQ(M.get(F::GuestRip), kGuestCode + 10);
   EXPECT_EQ(M.S.Cr2, kUnmapped); // the #PF was being delivered: CR2 was loaded
-  EXPECT_FALSE(M.Cpu_.InShutdown);
+  EXPECT_FALSE(M.Cpu_.shutDown());
 }
 
 TEST(VmExits, GpDuringDoubleFaultDeliveryRecordsDoubleFaultAsIdtVectoring) {
@@ -396,7 +396,7 @@ TEST(VmExits, TripleFaultCausesExitReasonTwoNotShutdown) {
   ASSERT_TRUE(M.exitedToHost());
   EXPECT_EQ(M.reason(), 2u);
   EXPECT_EQ(M.get(F::GuestRip), kGuestCode + 4);
-  EXPECT_FALSE(M.Cpu_.InShutdown);
+  EXPECT_FALSE(M.Cpu_.shutDown());
 }
 
 TEST(VmExits, FaultingIretThatEndedVirtualNmiBlockingSetsNmiUnblockingBit) {
@@ -733,7 +733,7 @@ TEST(VmxNonRootOperation, HltActivityWakesOnInterruptThroughGuestIdt) {
   M.vmcs().set(F::ExceptionBitmap, 1u << vec::UD);
   EXPECT_EQ(M.launch(), StopReason::Halted);
   EXPECT_TRUE(M.Cpu_.NonRoot);
-  EXPECT_EQ(M.vmx().Activity, ActivityState::Hlt);
+  EXPECT_EQ(M.Cpu_.Activity, ActivityState::Hlt);
   M.Intr.Pending = true;
   EXPECT_EQ(M.Cpu_.run(100), StopReason::Halted);
   ASSERT_TRUE(M.exitedToHost());

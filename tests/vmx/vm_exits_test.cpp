@@ -84,7 +84,7 @@ TEST(VmExits, VmresumeContinuesAfterHostAdvancesGuestRip) {
                     0x83, 0xc3, 0x03, 0x0f, 0x79, 0xc3, 0x0f, 0x01, 0xc3});
   M.exec(enc::Vmlaunch, 10);
   ASSERT_EQ(M.vmcs().get(F::GuestRip), kGuestCode);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   StopReason Why = M.run(20);
   EXPECT_EQ(Why, StopReason::Halted);
   EXPECT_EQ(M.vmcs().get(F::ExitReason), 18u);

@@ -69,7 +69,7 @@ public:
   StopReason go(const std::vector<uint8_t> &Code) {
     loadCode(Code);
     Cpu_.Mmu.flushDecodeCache();
-    Cpu_.Halted = false;
+    Cpu_.Activity = ActivityState::Active;
     for (unsigned K = 0; K < 1000; ++K) {
       const uint64_t T = Apic.nextTimerEvent();
       StopReason R = Cpu_.run(100000, T > Cpu_.Cycles ? T : ~uint64_t(0));

@@ -57,7 +57,7 @@ void redirectProbe(VmxTestMachine &M) {
 void resumeAfterVmcall(VmxTestMachine &M) {
   ASSERT_EQ(M.vmcs().get(F::ExitReason), 18u);
   M.vmcs().set(F::GuestRip, M.vmcs().get(F::GuestRip) + 3);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec(enc::Vmresume, 10);
 }
 
@@ -84,7 +84,7 @@ TEST(VirtualProcessorIdentifiers, InvvpidSingleContextMakesTheNewTranslationVisi
   M.write(kPointerSlot, Desc, 16);
   M.S.Gpr[RBX] = 1;
   M.S.Gpr[RAX] = kPointerSlot;
-  M.Cpu_.Halted = false; // the host stopped at its HLT after the exit
+  M.Cpu_.Activity = ActivityState::Active; // the host stopped at its HLT after the exit
   uint64_t RetiredBefore = M.Cpu_.Retired;
   StepResult R = M.exec({0x66, 0x0f, 0x38, 0x81, 0x18});
   ASSERT_EQ(M.Cpu_.Retired, RetiredBefore + 1) << "INVVPID did not execute";
@@ -111,7 +111,7 @@ TEST(VirtualProcessorIdentifiers, GuestTranslationsDoNotLeakIntoTheHost) {
   setUp(M, /*Vpid=*/true);
   M.exec(enc::Vmlaunch, 10);
   redirectProbe(M);
-  M.Cpu_.Halted = false;
+  M.Cpu_.Activity = ActivityState::Active;
   M.exec({0x48, 0x8b, 0x34, 0x25, 0x00, 0x00, 0x00, 0x02}); // mov rsi, [kProbe]
   EXPECT_EQ(M.S.Gpr[RSI], kValueB);
 }
@@ -128,7 +128,7 @@ TEST(VirtualProcessorIdentifiers, HostUseOfTheSamePageKeepsTheGuestTranslation) 
   redirectProbe(M);
   // Root operation: mov rax, [kProbe] — a fresh walk in VPID 0's context sees the edit.
   const std::vector<uint8_t> HostRead = {0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x00, 0x02};
-  M.Cpu_.Halted = false; // the host stub's HLT after the exit
+  M.Cpu_.Activity = ActivityState::Active; // the host stub's HLT after the exit
   M.exec(HostRead);
   EXPECT_EQ(M.S.Gpr[RAX], kValueB);
   resumeAfterVmcall(M);
