@@ -204,7 +204,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
   for (;;) {
     Block *B = nullptr;
     if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]]
-      B = Mmu.cachedBlock(S.Rip, DecodeMode);
+      B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode); // 64-bit: CS base 0
     if (!B) {
       Status St = decodeBlock(*this, B);
       if (St != Status::Ok)

@@ -274,8 +274,9 @@ Status decodeBlock(Cpu &C, Block *&Out) {
 
   uint8_t Buf[32];
   unsigned Got;
-  uint64_t Pa;
-  VMX_TRY(fetchCode(C, La, Buf, 16, Got, Pa));
+  Hpa Fetched;
+  VMX_TRY(fetchCode(C, La, Buf, 16, Got, Fetched));
+  const uint64_t Pa = Fetched.value();
   const uint64_t Pfn = Pa >> 12;
 
   Block &B = C.Mmu.blockAt(Pa);
@@ -333,7 +334,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       // and run it from the uncached scratch block.
       std::memcpy(Buf, Page + Off, Avail);
       unsigned Got2;
-      uint64_t Pa2;
+      Hpa Pa2;
       VMX_TRY(fetchCode(C, (La + Avail) & (Is64 ? ~uint64_t(0) : 0xffffffffull),
                         Buf + Avail, 15 - Avail, Got2, Pa2));
       Block &Scratch = C.Mmu.scratchBlock();

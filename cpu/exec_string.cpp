@@ -63,8 +63,8 @@ inline Status stringStep(Cpu &C, const DecodedInsn &I, int64_t Delta) {
 inline uint8_t *hostRange(Cpu &C, uint64_t La, uint64_t Bytes, bool Write) {
   if ((La & 0xfff) + Bytes > kPageSize)
     return nullptr;
-  return Write ? C.Mmu.writeHostBesideCode(La, unsigned(Bytes), false)
-               : C.Mmu.readHost(La, unsigned(Bytes), false);
+  return Write ? C.Mmu.writeHostBesideCode(Gla(La), unsigned(Bytes), false)
+               : C.Mmu.readHost(Gla(La), unsigned(Bytes), false);
 }
 
 /// Fast path for REP MOVS/STOS with DF=0: runs up to Count iterations that stay inside

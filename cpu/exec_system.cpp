@@ -177,7 +177,7 @@ Status execInvlpg(Cpu &C, const DecodedInsn &I) {
   }
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onInvlpg(C, I, La));
-  C.Mmu.flushTlbPage(La);
+  C.Mmu.flushTlbPage(Gla(La));
   return next(C, I);
 }
 

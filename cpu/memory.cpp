@@ -55,13 +55,13 @@ Status alignmentCheckSlow(Cpu &C, uint64_t La, unsigned SizeBytes) {
 Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool Supervisor) {
   uint8_t *Dst = static_cast<uint8_t *>(Out);
   // Translate every page the access touches before reading any of it.
-  uint64_t Pa0, Pa1 = 0;
+  Hpa Pa0, Pa1;
   unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
-  VMX_TRY(C.Mmu.translate(La, Access::Read, Supervisor, Pa0));
+  VMX_TRY(C.Mmu.translate(Gla(La), Access::Read, Supervisor, Pa0));
   if (First < SizeBytes)
-    VMX_TRY(C.Mmu.translate(La + First, Access::Read, Supervisor, Pa1));
-  auto copy = [&](uint64_t Pa, uint8_t *D, unsigned N) {
-    if (uint8_t *H = C.Mem.ramPointer(Hpa(Pa)); H && (Pa & 0xfff) + N <= kPageSize) {
+    VMX_TRY(C.Mmu.translate(Gla(La + First), Access::Read, Supervisor, Pa1));
+  auto copy = [&](Hpa Pa, uint8_t *D, unsigned N) {
+    if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
       std::memcpy(D, H, N);
       return;
     }
@@ -69,12 +69,12 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
     // seen at the next instruction boundary.
     C.breakBlock();
     if (N == 1 || N == 2 || N == 4 || N == 8) {
-      uint64_t V = C.Mem.read(Hpa(Pa), N);
+      uint64_t V = C.Mem.read(Pa, N);
       std::memcpy(D, &V, N);
       return;
     }
     for (unsigned I = 0; I < N; ++I)
-      D[I] = uint8_t(C.Mem.read(Hpa(Pa + I), 1));
+      D[I] = uint8_t(C.Mem.read(Pa + I, 1));
   };
   copy(Pa0, Dst, First);
   if (First < SizeBytes)
@@ -86,30 +86,30 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                        bool Supervisor) {
   // A store that TlbWrite cannot take because its page holds decoded code goes through
   // the page's TlbWriteCode entry when there is one and the store stays in the page.
-  if (C.Mmu.writeCodePage(La, SizeBytes, In, Supervisor))
+  if (C.Mmu.writeCodePage(Gla(La), SizeBytes, In, Supervisor))
     return Status::Ok;
   const uint8_t *Src = static_cast<const uint8_t *>(In);
-  uint64_t Pa0, Pa1 = 0;
+  Hpa Pa0, Pa1;
   unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
-  VMX_TRY(C.Mmu.translate(La, Access::Write, Supervisor, Pa0));
+  VMX_TRY(C.Mmu.translate(Gla(La), Access::Write, Supervisor, Pa0));
   if (First < SizeBytes)
-    VMX_TRY(C.Mmu.translate(La + First, Access::Write, Supervisor, Pa1));
+    VMX_TRY(C.Mmu.translate(Gla(La + First), Access::Write, Supervisor, Pa1));
   uint64_t Before = C.Mem.codeWriteCount();
-  auto copy = [&](uint64_t Pa, const uint8_t *S, unsigned N) {
-    if (uint8_t *H = C.Mem.ramPointer(Hpa(Pa)); H && (Pa & 0xfff) + N <= kPageSize) {
+  auto copy = [&](Hpa Pa, const uint8_t *S, unsigned N) {
+    if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
       std::memcpy(H, S, N);
-      C.Mem.noteWrite(Hpa(Pa), N);
+      C.Mem.noteWrite(Pa, N);
       return;
     }
     C.breakBlock(); // device access, as in readLinearSlow
     if (N == 1 || N == 2 || N == 4 || N == 8) {
       uint64_t V = 0;
       std::memcpy(&V, S, N);
-      C.Mem.write(Hpa(Pa), N, V);
+      C.Mem.write(Pa, N, V);
       return;
     }
     for (unsigned I = 0; I < N; ++I)
-      C.Mem.write(Hpa(Pa + I), 1, S[I]);
+      C.Mem.write(Pa + I, 1, S[I]);
   };
   copy(Pa0, Src, First);
   if (First < SizeBytes)
@@ -124,35 +124,35 @@ Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes) {
   // An operand in a page holding decoded code, in lines without code: a direct pointer,
   // as through TlbWrite. Nothing decodes between the map and the write of one
   // instruction, so the lines stay free of code until the write.
-  R.Host = C.Mmu.writeHostBesideCode(R.La, SizeBytes, false);
+  R.Host = C.Mmu.writeHostBesideCode(Gla(R.La), SizeBytes, false);
   if (R.Host)
     return Status::Ok;
   return probeWrite(C, R.La, SizeBytes);
 }
 
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor) {
-  uint64_t Pa;
+  Hpa Pa;
   unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
-  VMX_TRY(C.Mmu.translate(La, Access::Write, Supervisor, Pa));
+  VMX_TRY(C.Mmu.translate(Gla(La), Access::Write, Supervisor, Pa));
   if (First < SizeBytes)
-    VMX_TRY(C.Mmu.translate(La + First, Access::Write, Supervisor, Pa));
+    VMX_TRY(C.Mmu.translate(Gla(La + First), Access::Write, Supervisor, Pa));
   return Status::Ok;
 }
 
 Status fetchCode(Cpu &C, uint64_t La, uint8_t *Buf, unsigned Max, unsigned &Got,
-                 uint64_t &Pa) {
+                 Hpa &Pa) {
   unsigned N = unsigned(std::min<uint64_t>(Max, kPageSize - (La & 0xfff)));
-  if (const uint8_t *H = C.Mmu.fetchHost(La, Pa)) {
+  if (const uint8_t *H = C.Mmu.fetchHost(Gla(La), Pa)) {
     std::memcpy(Buf, H, N);
     Got = N;
     return Status::Ok;
   }
-  VMX_TRY(C.Mmu.translate(La, Access::Fetch, false, Pa));
-  if (uint8_t *H = C.Mem.ramPointer(Hpa(Pa)))
+  VMX_TRY(C.Mmu.translate(Gla(La), Access::Fetch, false, Pa));
+  if (uint8_t *H = C.Mem.ramPointer(Pa))
     std::memcpy(Buf, H, N);
   else
     for (unsigned I = 0; I < N; ++I)
-      Buf[I] = uint8_t(C.Mem.read(Hpa(Pa + I), 1));
+      Buf[I] = uint8_t(C.Mem.read(Pa + I, 1));
   Got = N;
   return Status::Ok;
 }

@@ -60,7 +60,7 @@ Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = fal
 template <typename T>
 inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (const uint8_t *H = C.Mmu.readHost(La, sizeof(T), Supervisor)) [[likely]] {
+  if (const uint8_t *H = C.Mmu.readHost(Gla(La), sizeof(T), Supervisor)) [[likely]] {
     std::memcpy(&Out, H, sizeof(T));
     return Status::Ok;
   }
@@ -70,7 +70,7 @@ inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
 template <typename T>
 inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (uint8_t *H = C.Mmu.writeHost(La, sizeof(T), Supervisor)) [[likely]] {
+  if (uint8_t *H = C.Mmu.writeHost(Gla(La), sizeof(T), Supervisor)) [[likely]] {
     std::memcpy(H, &V, sizeof(T));
     return Status::Ok;
   }
@@ -122,7 +122,7 @@ Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes);
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
-  R.Host = C.Mmu.writeHost(R.La, sizeof(T), false);
+  R.Host = C.Mmu.writeHost(Gla(R.La), sizeof(T), false);
   if (R.Host) [[likely]]
     return Status::Ok;
   return mapRmwSlow(C, R, sizeof(T));
@@ -145,6 +145,6 @@ template <typename T> inline Status rmwWrite(Cpu &C, const RmwRef &R, T V) {
 /// Instruction fetch for the decoder: copies up to Max bytes at La that are in the same
 /// page as La (the decoder calls again for the next page). Got receives the count.
 Status fetchCode(Cpu &C, uint64_t La, uint8_t *Buf, unsigned Max, unsigned &Got,
-                 uint64_t &Pa);
+                 Hpa &Pa);
 
 } // namespace vmxsim

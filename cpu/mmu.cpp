@@ -47,24 +47,25 @@ void Mmu::placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
 // Translates one page's worth of an access and installs the TLB entry when the page is
 // plain RAM (never for MMIO). A write mapping of a page holding decoded code goes to
 // TlbWriteCode, never to TlbWrite, whose hits store without telling PhysMem.
-Status Mmu::translate(uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
+Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
+  const uint64_t La = Linear.value();
   const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
   TlbEntry *Array = Kind == Access::Read    ? TlbRead
                     : Kind == Access::Write ? TlbWrite
                                             : TlbFetch;
   if (TlbEntry &V = Array[tlbVictimSlot(Slot)]; V.Tag == tag(La, Supervisor)) {
     std::swap(Array[Slot], V);
-    Pa = (Array[Slot].Pfn << 12) | (La & 0xfff);
+    Out = Hpa((Array[Slot].Pfn << 12) | (La & 0xfff));
     return Status::Ok;
   }
   const bool User = !Supervisor && UserTagBit;
   Translation T;
-  VMX_TRY(translateLinear(Owner, Gla(La), Kind, User, T));
-  Pa = T.Pa.value();
-  uint8_t *Host = Mem.ramPointer(Hpa(Pa & kPageMask));
+  VMX_TRY(translateLinear(Owner, Linear, Kind, User, T));
+  Out = T.Pa;
+  uint8_t *Host = Mem.ramPointer(Hpa(Out.value() & kPageMask));
   if (!Host)
     return Status::Ok;
-  const uint64_t Pfn = Pa >> 12;
+  const uint64_t Pfn = Out.pageNumber();
   // With SMAP on, supervisor entries for user pages are not cached: RFLAGS.AC can change
   // without a TLB flush.
   if (!User && T.User && (Owner.S.Cr4 & cr4::SMAP))
@@ -90,9 +91,10 @@ Status Mmu::translate(uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa) {
   return Status::Ok;
 }
 
-uint8_t *Mmu::writeHostBesideCode(uint64_t La, unsigned Size, bool Supervisor) const {
-  if (uint8_t *H = writeHost(La, Size, Supervisor))
+uint8_t *Mmu::writeHostBesideCode(Gla Linear, unsigned Size, bool Supervisor) const {
+  if (uint8_t *H = writeHost(Linear, Size, Supervisor))
     return H;
+  const uint64_t La = Linear.value();
   const TlbEntry &K = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (K.Tag == tag(La, Supervisor) && (La & 0xfff) + Size <= kPageSize &&
       !(Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), Size)))
@@ -103,7 +105,8 @@ uint8_t *Mmu::writeHostBesideCode(uint64_t La, unsigned Size, bool Supervisor) c
 // A store to data that shares the page with code invalidates nothing; one into code
 // lines invalidates their blocks, and the CPU leaves its current block so that the next
 // instruction is fetched anew (SDM Vol. 3A, Self-Modifying Code).
-bool Mmu::writeCodePage(uint64_t La, unsigned Size, const void *In, bool Supervisor) {
+bool Mmu::writeCodePage(Gla Linear, unsigned Size, const void *In, bool Supervisor) {
+  const uint64_t La = Linear.value();
   TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (E.Tag != tag(La, Supervisor) || (La & 0xfff) + Size > kPageSize)
     return false;
@@ -235,7 +238,7 @@ void Mmu::switchTlbContextEpt(uint16_t Vpid, uint64_t Eptp) {
   useGeneration(eptContextGeneration(Vpid, CurrentEp4ta));
 }
 
-void Mmu::flushTlbPage(uint64_t La) {
+void Mmu::flushTlbPage(Gla La) {
   // Large pages may cover many TLB slots; one slot per 4 KiB page is cached here, so a
   // full flush is the simple exact answer for INVLPG on any page size.
   (void)La;

@@ -147,21 +147,22 @@ public:
     return (La & kPageMask) | (Supervisor ? TagLowSupervisor : TagLowUser);
   }
   /// Host pointer of [La, La+Size) for a read when one TLB entry maps it, else null.
-  uint8_t *readHost(uint64_t La, unsigned Size, bool Supervisor) const {
-    return hostIn(TlbRead, La, Size, Supervisor);
+  uint8_t *readHost(Gla La, unsigned Size, bool Supervisor) const {
+    return hostIn(TlbRead, La.value(), Size, Supervisor);
   }
   /// Host pointer of [La, La+Size) for a write when one TlbWrite entry maps it, else null
   /// (never for a page holding decoded code).
-  uint8_t *writeHost(uint64_t La, unsigned Size, bool Supervisor) const {
-    return hostIn(TlbWrite, La, Size, Supervisor);
+  uint8_t *writeHost(Gla La, unsigned Size, bool Supervisor) const {
+    return hostIn(TlbWrite, La.value(), Size, Supervisor);
   }
   /// writeHost, or else a pointer into a page holding decoded code when its TlbWriteCode
   /// entry maps La and the 64-byte lines of [La, La+Size) hold none: a store there needs
   /// no invalidation as long as nothing decodes before it (one instruction, one chunk).
-  uint8_t *writeHostBesideCode(uint64_t La, unsigned Size, bool Supervisor) const;
+  uint8_t *writeHostBesideCode(Gla La, unsigned Size, bool Supervisor) const;
   /// The cached decoded block at linear La (64-bit code: CS base 0, no limit), through
   /// the fetch TLB and its victim slot; null when the caller must fetch and decode.
-  Block *cachedBlock(uint64_t La, uint8_t Mode) {
+  Block *cachedBlock(Gla Linear, uint8_t Mode) {
+    const uint64_t La = Linear.value();
     const unsigned Slot = (La >> 12) & (kTlbEntries - 1);
     TlbEntry &E = TlbFetch[Slot];
     const uint64_t Tag = tag(La, false);
@@ -185,21 +186,21 @@ public:
   /// Translates the page of La for an access (paging, then EPT in VMX non-root
   /// operation; a fault is raised in the owner: #PF pending, or the VM exit done) and
   /// fills the TLB when the page is plain RAM. Pa receives the machine-physical address.
-  Status translate(uint64_t La, Access Kind, bool Supervisor, uint64_t &Pa);
+  Status translate(Gla La, Access Kind, bool Supervisor, Hpa &Pa);
   /// Fetch through the fetch TLB: the host pointer and machine-physical address of La
   /// when it hits, else null.
-  const uint8_t *fetchHost(uint64_t La, uint64_t &Pa) const {
-    const TlbEntry &E = TlbFetch[(La >> 12) & (kTlbEntries - 1)];
-    if (E.Tag != tag(La, false))
+  const uint8_t *fetchHost(Gla La, Hpa &Pa) const {
+    const TlbEntry &E = TlbFetch[La.pageNumber() & (kTlbEntries - 1)];
+    if (E.Tag != tag(La.value(), false))
       return nullptr;
-    Pa = (E.Pfn << 12) | (La & 0xfff);
-    return reinterpret_cast<const uint8_t *>(La + E.Addend);
+    Pa = Hpa((E.Pfn << 12) | La.pageOffset());
+    return reinterpret_cast<const uint8_t *>(La.value() + E.Addend);
   }
   /// A store into a page holding decoded code through its TlbWriteCode entry: copies
   /// [In, In+Size) to La and tells PhysMem which bytes changed (ending the owner's block
   /// when they were code). False when there is no such entry, the store leaves the page,
   /// or the page holds no code any more (the caller then translates and fills).
-  bool writeCodePage(uint64_t La, unsigned Size, const void *In, bool Supervisor);
+  bool writeCodePage(Gla La, unsigned Size, const void *In, bool Supervisor);
 
   // --- the decoded-block cache ---
 
@@ -219,19 +220,18 @@ public:
   // --- the guest-physical mapping cache (EPT) ---
 
   /// The cached mapping of the guest-physical page of Gpa in the current context, if any.
-  const EptCacheEntry *guestPhysical(uint64_t Gpa) const {
-    const EptCacheEntry &E = EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)];
-    if (E.GpaPage == ((Gpa & kPageMask) | 1) && E.Generation == TlbGeneration)
+  const EptCacheEntry *guestPhysical(Gpa Address) const {
+    const EptCacheEntry &E = EptCache[Address.pageNumber() & (kEptCacheEntries - 1)];
+    if (E.GpaPage == ((Address.value() & kPageMask) | 1) && E.Generation == TlbGeneration)
       return &E;
     return nullptr;
   }
   /// Remembers a successful walk W of Gpa in the current context.
-  void rememberGuestPhysical(uint64_t Gpa, const EptWalk &W, bool AccessedDirty,
+  void rememberGuestPhysical(Gpa Address, const EptWalk &W, bool AccessedDirty,
                              bool DirtyDone) {
-    EptCache[(Gpa >> 12) & (kEptCacheEntries - 1)] =
-        EptCacheEntry{(Gpa & kPageMask) | 1, W.Hpa & kPageMask, TlbGeneration, W.Rights,
-                      W.MemType,           W.PageLevel,        W.IgnorePat,  AccessedDirty,
-                      DirtyDone};
+    EptCache[Address.pageNumber() & (kEptCacheEntries - 1)] = EptCacheEntry{
+        (Address.value() & kPageMask) | 1, W.Address.value() & kPageMask, TlbGeneration,
+        W.Rights, W.MemType, W.PageLevel, W.IgnorePat, AccessedDirty, DirtyDone};
   }
 
   // --- contexts and invalidation (the contract above) ---
@@ -245,7 +245,7 @@ public:
   /// Invalidates the cached translations of the current context.
   void flushTlb();
   /// INVLPG: invalidates the translations of La's page (the whole current context).
-  void flushTlbPage(uint64_t La);
+  void flushTlbPage(Gla La);
   /// Invalidates the cached translations of one VPID context (INVVPID).
   void flushTlbVpid(uint16_t Vpid);
   /// Invalidates the cached translations of every context (INVEPT, INVVPID all-context).
@@ -273,9 +273,9 @@ public:
 
   /// The machine frame a TlbWrite entry maps La's page to for an explicit access in the
   /// current context, or kTlbEmpty when there is none (tests).
-  uint64_t writeMappedFrame(uint64_t La) const {
-    const TlbEntry &E = TlbWrite[(La >> 12) & (kTlbEntries - 1)];
-    return E.Tag == tag(La, false) ? E.Pfn : kTlbEmpty;
+  uint64_t writeMappedFrame(Gla La) const {
+    const TlbEntry &E = TlbWrite[La.pageNumber() & (kTlbEntries - 1)];
+    return E.Tag == tag(La.value(), false) ? E.Pfn : kTlbEmpty;
   }
 
 private:

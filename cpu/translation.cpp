@@ -71,7 +71,7 @@ Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out)
   const bool UserAddress = (C.S.Cr0 & cr0::PG) && Out.User;
   VMX_TRY(eptTranslate(C, W.Address,
                        EptAccess{Kind, false, true, La.value(), UserAddress}, T));
-  Out.Pa = Hpa(T.Hpa);
+  Out.Pa = T.Address;
   // The combined permission: a later write through this mapping needs EPT's W too.
   Out.Writable = Out.Writable && (T.Rights & eptright::W);
   return Status::Ok;
@@ -85,7 +85,7 @@ Status loadPdptes(Cpu &C) {
   if (eptActive(C)) {
     EptWalk W;
     VMX_TRY(eptTranslate(C, Gpa(Base), EptAccess{Access::Read, true, false, 0, false}, W));
-    Base = W.Hpa;
+    Base = W.Address.value();
   }
   uint64_t E[4];
   if (!readPdptes(C.Mem, Hpa(Base), C.Model.MaxPhysAddrBits, E))

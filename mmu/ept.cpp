@@ -122,7 +122,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
       return W;
     }
     const uint64_t OffMask = (uint64_t(1) << Shift) - 1;
-    W.Hpa = (E & PhysMask & ~OffMask) | (Address.value() & OffMask);
+    W.Address = Hpa((E & PhysMask & ~OffMask) | (Address.value() & OffMask));
     if (Ad) {
       // The accessed flag of every entry used, the dirty flag of the entry that maps
       // the page for a write (SDM Vol. 3C, "Accessed and Dirty Flags for EPT"). Set

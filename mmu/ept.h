@@ -57,7 +57,7 @@ enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration };
 /// 3-6 report it.
 struct EptWalk {
   EptOutcome Outcome = EptOutcome::Translated;
-  uint64_t Hpa = 0;        ///< host-physical address (Translated)
+  Hpa Address;            ///< machine-physical address (Translated)
   uint8_t Rights = 0;      ///< eptright bits
   uint8_t MemType = 0;     ///< EPT memory type of the page (leaf bits 5:3)
   bool IgnorePat = false;  ///< leaf bit 6

@@ -41,7 +41,7 @@ struct Walker {
       EptFailed = true;
       return false;
     }
-    Hp = T.Hpa;
+    Hp = T.Address.value();
     return true;
   }
 

@@ -77,11 +77,11 @@ EptWalk eptTranslateNoExit(Cpu &C, Gpa Address, const EptAccess &A) {
   // A cached guest-physical mapping of the current context serves any access it allows
   // and that needs no A/D update; anything else walks the EPT afresh, so violations,
   // misconfigurations and flag updates are always computed from the tables.
-  const EptCacheEntry *Cached = C.Mmu.guestPhysical(G);
+  const EptCacheEntry *Cached = C.Mmu.guestPhysical(Address);
   if (Cached && Cached->AccessedDirty == Ad && (!IsWrite || Cached->DirtyDone) &&
       eptAllows(modeBasedExecute(C), Cached->Rights, A, IsWrite)) {
     EptWalk Out;
-    Out.Hpa = Cached->HpaPage | (G & 0xfff);
+    Out.Address = Hpa(Cached->HpaPage | (G & 0xfff));
     Out.Rights = Cached->Rights;
     Out.MemType = Cached->MemType;
     Out.IgnorePat = Cached->IgnorePat;
@@ -90,7 +90,7 @@ EptWalk eptTranslateNoExit(Cpu &C, Gpa Address, const EptAccess &A) {
   }
   EptWalk Out = eptWalk(C, Eptp, Address, A);
   if (Out.Outcome == EptOutcome::Translated) [[likely]]
-    C.Mmu.rememberGuestPhysical(G, Out, Ad, !Ad || IsWrite);
+    C.Mmu.rememberGuestPhysical(Address, Out, Ad, !Ad || IsWrite);
   return Out;
 }
 

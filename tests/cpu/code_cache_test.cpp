@@ -335,7 +335,7 @@ TEST(SelfModifyingCode, PageThatLostAllItsCodeGetsAFastWriteMappingAgain) {
   M.write(kDataBase + 0x40, R, sizeof(R));
   EXPECT_EQ(runToHalt(M), 5u);
   EXPECT_FALSE(M.Mem.pageHoldsCode(kDataBase >> 12));
-  EXPECT_EQ(M.Cpu_.Mmu.writeMappedFrame(kDataBase + 0x800), kDataBase >> 12);
+  EXPECT_EQ(M.Cpu_.Mmu.writeMappedFrame(Gla(kDataBase + 0x800)), kDataBase >> 12);
   EXPECT_EQ(M.read64(kDataBase + 0x800), 1u);
 }
 

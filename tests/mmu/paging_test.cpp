@@ -293,7 +293,7 @@ struct ShiftingEpt final : PagingStructureTranslator {
       W.Rights = eptright::R;
       return W;
     }
-    W.Hpa = Entry.value() - 0x80000;
+    W.Address = Hpa(Entry.value() - 0x80000);
     W.Rights = eptright::R | eptright::W | eptright::X;
     return W;
   }

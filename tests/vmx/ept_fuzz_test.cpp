@@ -102,8 +102,8 @@ TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes)
         EXPECT_GE(W.PageLevel, 1);
         EXPECT_LE(W.PageLevel, Pages1G ? 3 : 2);
         EXPECT_FALSE(reservedType(W.MemType));
-        EXPECT_LT(W.Hpa, uint64_t(1) << 46);
-        EXPECT_EQ(W.Hpa & 0xfff, Gpa & 0xfff);
+        EXPECT_LT(W.Address.value(), uint64_t(1) << 46);
+        EXPECT_EQ(W.Address.pageOffset(), Gpa & 0xfff);
         if (A.Kind == Access::Fetch)
           EXPECT_TRUE(W.Rights & eptright::X);
         else
@@ -127,7 +127,7 @@ TEST(VmxSupportForAddressTranslation, FuzzRandomEptTablesGiveOneOfThreeOutcomes)
       // Walking again gives the same outcome (A/D updates change no outcome).
       const EptWalk W2 = eptWalk(M.Cpu_, Eptp, vmxsim::Gpa(Gpa), A);
       EXPECT_EQ(W2.Outcome, W.Outcome);
-      EXPECT_EQ(W2.Hpa, W.Hpa);
+      EXPECT_EQ(W2.Address, W.Address);
     }
   }
   // The generator reaches all three outcomes.

@@ -244,7 +244,7 @@ TEST(VmxSupportForAddressTranslation, TranslationReportsMemoryTypeAndPageLevel) 
   B.map(kGpa2M, kHpa2M, 2, kRwx | (4u << 3) | eptentry::IgnorePat);
   EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa2M + 0x12345), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Translated);
-  EXPECT_EQ(W.Hpa, kHpa2M + 0x12345);
+  EXPECT_EQ(W.Address.value(), kHpa2M + 0x12345);
   EXPECT_EQ(W.MemType, 4);
   EXPECT_TRUE(W.IgnorePat);
   EXPECT_EQ(W.PageLevel, 2);
@@ -343,7 +343,7 @@ TEST(VmxSupportForAddressTranslation, FiveLevelWalkUsesPml5Entry) {
   const uint64_t Eptp5 = kPml5 | (4u << 3) | 6;
   EptWalk W = eptWalk(M.Cpu_, Eptp5, Gpa(kGpa4K + kOff), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Translated);
-  EXPECT_EQ(W.Hpa, kHpa4K + kOff);
+  EXPECT_EQ(W.Address.value(), kHpa4K + kOff);
   // Guest-physical bit 48 selects PML5 entry 1: not present.
   W = eptWalk(M.Cpu_, Eptp5, Gpa((uint64_t(1) << 48) | kGpa4K), EptAccess{Access::Read});
   EXPECT_EQ(W.Outcome, EptOutcome::Violation);
