@@ -129,6 +129,8 @@ void TraceReader::start(std::unique_ptr<ByteSource> S) {
   FlavourKnown = false;
   Xen30BufOff = 0;
   Xen30BufLen = 0;
+  Xen30RunCpu = -1;
+  Xen30RunLength = 0;
 }
 
 void TraceReader::fail(uint64_t Offset, std::string Message) {
@@ -311,7 +313,14 @@ bool TraceReader::scanXen30Record() {
     return false;
   }
   Last = Tsc;
-  FrontierTsc = Tsc;
+  // The merge scans on until a window starts after its candidate: a run of one CPU's
+  // records is the window here, so the frontier is the first TSC of the run.
+  if (int(Cpu) != Xen30RunCpu || Xen30RunLength == kXen30RunRecords) {
+    Xen30RunCpu = int(Cpu);
+    Xen30RunLength = 0;
+    FrontierTsc = Tsc;
+  }
+  ++Xen30RunLength;
   ScanPos = H + XT30_FILE_RECORD_BYTES;
   queue(Window{H, H + 4, XT30_RECORD_BYTES, XT30_RECORD_BYTES, uint16_t(Cpu)});
   if (ScanPos >= Size)

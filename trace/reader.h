@@ -15,7 +15,10 @@
 // pcpu number (below XT_MAX_CPUS) of its first fixed-size record; any other first word is
 // an error at offset 0. A xen-3.0 record is returned with Flavour Xen30, its five items
 // in Items and no payload words; its Offset is that of its pcpu number. The empty file
-// is an empty modern trace.
+// is an empty modern trace. A xen-3.0 file has no windows; for the merge, a run of one
+// CPU's consecutive records stands for one (Xen 3.0.3's xentrace, too, copied a CPU's
+// new records in one go), cut every kXen30RunRecords records so that memory stays
+// bounded on a long run of one CPU.
 #pragma once
 #include "trace/xentrace.h"
 
@@ -71,6 +74,9 @@ enum class ReadOrder : uint8_t {
 
 class TraceReader {
 public:
+  /// Records of one CPU's run that the merge treats as one window (xen-3.0 files).
+  static constexpr uint32_t kXen30RunRecords = 4096;
+
   explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 64 << 10);
   ~TraceReader();
   TraceReader(const TraceReader &) = delete;
@@ -139,6 +145,8 @@ private:
   bool FlavourKnown = false;
   uint64_t Xen30BufOff = 0; ///< the scanner's cached bytes of a xen-3.0 file
   size_t Xen30BufLen = 0;
+  int Xen30RunCpu = -1;     ///< CPU of the run of records the scanner is in
+  uint32_t Xen30RunLength = 0;
   std::unique_ptr<ByteSource> Src;
   uint64_t Size = 0;
   // Scanner.

@@ -166,7 +166,7 @@ TEST(TraceBuffers, CorruptIndicesAfterRegistrationGiveTheRingUp) {
   K.header(1, kSize, 8, 0); // cpu changed
   K.Drain.drainAll();
   EXPECT_EQ(K.Drain.problems().at(0),
-            "trace buffer at 0x10000: magic, cpu or size changed after registration");
+            "trace buffer at 0x10000: magic, cpu, size or format changed after registration");
 }
 
 TEST(TraceBuffers, ReRegisteringACpuDrainsTheOldRingFirst) {

@@ -162,8 +162,9 @@ namespace {
 /// The hypervisor's records of a xen-3.0 file, in file order.
 std::vector<TraceRecord> xen30Records(const std::string &Path) {
   std::vector<TraceRecord> V = vmxsim::trace::testing::readAllFile(Path);
-  for (const TraceRecord &R : V)
+  for (const TraceRecord &R : V) {
     EXPECT_EQ(R.Flavour, TraceFlavour::Xen30);
+  }
   return V;
 }
 
@@ -221,14 +222,17 @@ TEST(HypervisorTrace, VmxE2eXen30TraceAgreesWithGroundTruthExitByExit) {
   for (size_t I = 0; I < Recs.size(); ++I) {
     const TraceRecord &Rec = Recs[I];
     EXPECT_EQ(Rec.Event, I % 2 ? uint32_t(XT30_EV_VmxVmexit) : uint32_t(XT30_EV_VmxVmentry)) << I;
-    if (Rec.Event == XT30_EV_VmxVmexit)
-      for (uint64_t Item : Rec.Items)
+    if (Rec.Event == XT30_EV_VmxVmexit) {
+      for (uint64_t Item : Rec.Items) {
         EXPECT_EQ(Item, 0u);
+      }
+    }
     if (Rec.Event == XT30_EV_VmxVmentry && I > 0)
       Reasons.push_back(uint32_t(Rec.Items[0]));
   }
-  for (uint64_t Item : Recs[0].Items)
+  for (uint64_t Item : Recs[0].Items) {
     EXPECT_EQ(Item, 0u);
+  }
   std::vector<uint32_t> Bochs = bochsExitReasons();
   Bochs.pop_back();
   EXPECT_EQ(Reasons, Bochs);
@@ -290,8 +294,9 @@ TEST(HypervisorTrace, Xen30RingsThatWrapLoseNothingAndMatchGroundTruth) {
   EXPECT_EQ(R.Cpus[0].Entries, 6001u);
   EXPECT_EQ(R.Cpus[0].HandlerRecords, 2000u); // the OUTs
   EXPECT_EQ(readFile(T.Hv).size(), (1u + 2u * 6000u + 1u) * XT30_FILE_RECORD_BYTES);
-  for (const TraceRecord &Rec : xen30Records(T.Hv))
+  for (const TraceRecord &Rec : xen30Records(T.Hv)) {
     EXPECT_NE(Rec.Event, uint32_t(XT30_EV_LostRecords));
+  }
   removeFiles(T);
 }
 

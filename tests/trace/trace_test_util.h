@@ -126,7 +126,8 @@ inline void appendXen30(std::vector<uint8_t> &Out, uint32_t Cpu, uint64_t Tsc,
 }
 
 /// A xen-3.0 trace: every row of the xen-3.0 table and an unknown id, on CPUs 0, 1 and
-/// 3, written in per-CPU batches so that file order is not TSC order. CPU 0: the launch,
+/// 3, written in per-CPU batches as two drain rounds (CPUs 0, 1, 3, then 0, 1) would,
+/// so that file order is not TSC order. CPU 0: the launch,
 /// an OUT (30) of 250 cycles, a CPUID (10) of 100; CPU 1: the launch, a MOV to CR3 (28) of
 /// 280, LOST_RECORDS {2}, an entry failure (0x80000021) of 250; CPU 3: an exit whose entry
 /// record never comes (a second exit follows), then RDMSR (31) of 10. Deterministic.
@@ -141,13 +142,13 @@ inline std::vector<uint8_t> xen30Trace() {
   appendXen30(B, 1, 1400, Entry, {28, 0, 3, 0, 0x3});
   appendXen30(B, 1, 1410, XT30_EV_LostRecords, {2, 0, 0, 0, 0});
   appendXen30(B, 1, 1450, Exit, {0, 0, 0, 0, 0});
-  appendXen30(B, 1, 1700, Entry, {0x80000021, 9, 9, 9, 9});
-  appendXen30(B, 0, 1500, Exit, {0, 0, 0, 0, 0});
-  appendXen30(B, 0, 1600, Entry, {10, 1, 0, 9, 9});
   appendXen30(B, 3, 1200, Exit, {0, 0, 0, 0, 0});
   appendXen30(B, 3, 1250, 0x00084567, {1, 2, 3, 4, 0xffffffffffffffffull});
   appendXen30(B, 3, 1250, Exit, {0, 0, 0, 0, 0});
   appendXen30(B, 3, 1260, Entry, {31, 0xc0000103, 5, 0, 9});
+  appendXen30(B, 0, 1500, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 0, 1600, Entry, {10, 1, 0, 9, 9});
+  appendXen30(B, 1, 1700, Entry, {0x80000021, 9, 9, 9, 9});
   return B;
 }
 

@@ -88,14 +88,14 @@ TEST(TraceFlavours, Xen30FileIsRecognisedAndEveryItemDecoded) {
   const uint64_t Items[XT30_ITEMS] = {30, 0x3f8, 0, 1, 0x41};
   for (unsigned I = 0; I < XT30_ITEMS; ++I)
     EXPECT_EQ(Out.Items[I], Items[I]) << I;
-  EXPECT_EQ(Recs[14].Items[4], 9u);
-  EXPECT_EQ(Recs[12].Items[4], 0xffffffffffffffffull);
+  EXPECT_EQ(Recs[11].Items[4], 9u);
+  EXPECT_EQ(Recs[9].Items[4], 0xffffffffffffffffull);
   EXPECT_EQ(R.lostRecords(), 2u);
   // File order is the order of the records in the file.
   EXPECT_EQ(cpuTscs(Recs), (std::vector<std::pair<unsigned, uint64_t>>{
                                {0, 1000}, {0, 1100}, {0, 1350}, {1, 1050}, {1, 1120},
-                               {1, 1400}, {1, 1410}, {1, 1450}, {1, 1700}, {0, 1500},
-                               {0, 1600}, {3, 1200}, {3, 1250}, {3, 1250}, {3, 1260}}));
+                               {1, 1400}, {1, 1410}, {1, 1450}, {3, 1200}, {3, 1250},
+                               {3, 1250}, {3, 1260}, {0, 1500}, {0, 1600}, {1, 1700}}));
 }
 
 TEST(TraceFlavours, Xen30CpusAreMergedByTsc) {
@@ -262,7 +262,7 @@ TEST(TraceFlavours, DiffOfTwoFlavoursDivergesAtTheFirstRecord) {
   EXPECT_EQ(D.First.Index, 0u);
   // Itself: identical; one item changed: diverges there.
   std::vector<uint8_t> Y = X;
-  Y[10 * XT30_FILE_RECORD_BYTES + 4 + 16 + 8] ^= 1; // CPU 0's CPUID entry, slot 1
+  Y[13 * XT30_FILE_RECORD_BYTES + 4 + 16 + 8] ^= 1; // CPU 0's CPUID entry, slot 1
   TraceReader C, E, F, G;
   C.openMemory(X.data(), X.size());
   E.openMemory(X.data(), X.size());
