@@ -275,3 +275,13 @@ TEST(TraceFlavours, DiffOfTwoFlavoursDivergesAtTheFirstRecord) {
   EXPECT_EQ(D2.First.Index, 4u);
   EXPECT_EQ(D2.First.B.Rec.Items[1], 0u);
 }
+
+TEST(TraceFlavours, CheckRefusesAXen30FileAsGroundTruth) {
+  const std::string Path = writeTemp("trace_xen30_as_gt.xt", xen30Trace());
+  const CommandResult R = runVmxsim("trace check " + Path + " " + Path);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: the ground-truth file holds a hypervisor record "
+                   "(CPU0 1000 +0 VMX_VMENTRY reason=0(ExceptionOrNmi) v1=0x0 v2=0x0 v3=0x0 "
+                   "v4=0x0 at offset 0x0): it is a hypervisor's trace, not vmxsim's ground "
+                   "truth (the order is: trace check HV GT)\n");
+}
