@@ -43,7 +43,9 @@ struct CommandResult {
 };
 
 CommandResult runVmxsim(const std::string &Args) {
-  const std::string Base = std::string(VMXSIM_BINARY_DIR) + "/tests/trace_xen30_cmd";
+  // One pair of output files per test: CTest runs the tests of this file in parallel.
+  const std::string Base = std::string(VMXSIM_BINARY_DIR) + "/tests/trace_xen30_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name();
   const std::string Cmd = std::string(VMXSIM_BINARY_DIR) + "/vmxsim " + Args + " >" + Base +
                           ".out 2>" + Base + ".err";
   CommandResult R;
