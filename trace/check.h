@@ -16,6 +16,17 @@
 //   "Exit Qualification for I/O Instructions" / "... for Control-Register Accesses"):
 //   IOPORT_READ/WRITE's port and direction, CR_READ/CR_WRITE's CR number, LMSW/CLTS's
 //   access type.
+// A xen-3.0 trace (docs/trace-flavours.md) is paired the same way: the k-th VMX_VMEXIT
+// with the k-th GT_VMEXIT (its five items must be 0; its TSC not before the exit), the
+// k-th VMX_VMENTRY with the k-th entry attempt (TSC not after it). The exit's data
+// arrives with the entry record after it: slot 0 must be the ground truth's full
+// exit-reason field, and the slots this core derives from the exit qualification must
+// equal it (hvm/vmx/README.md): for I/O (30) slot 1 the port, 2 the direction (1 = IN),
+// 3 the size in bytes; for CR accesses (28) slot 1 the access type, 2 the CR number, 3
+// the general register, 4 the qualification; for exceptions (0) slot 4 the
+// qualification. Such entry records count as handler records checked. The slots of the
+// first entry (no exit before it) are not compared; an exit whose entry record never
+// comes (the guest ended there) is paired by its TSC only: its reason is unknown.
 // Both TSCs are the same clock on vmxsim (RDTSC in VMX root operation reads the virtual
 // TSC that stamps the ground truth), so lags and leads are exact, and equal run after
 // run. LOST_RECORDS in the hypervisor's trace ends the check (nothing after it can be

@@ -29,6 +29,8 @@ constexpr uint64_t kAbsentInA = uint64_t(1) << 63;
 
 /// Payload words that are times (bit i = word i), left out by --ignore-tsc.
 uint32_t timeWords(const TraceRecord &R) {
+  if (R.Flavour == TraceFlavour::Xen30)
+    return 0; // its ids are not the modern ones; no xen-3.0 item is a time
   if (R.Event == XT_EV_Rdtsc)
     return 0x3; // the 64-bit value returned to the guest
   if ((R.Event & ~kRunstateStateBits) == kRunstateBase)
@@ -37,8 +39,15 @@ uint32_t timeWords(const TraceRecord &R) {
 }
 
 bool sameRecord(const TraceRecord &A, const TraceRecord &B, bool IgnoreTsc) {
-  if (A.Event != B.Event || A.HasTsc != B.HasTsc || A.NumWords != B.NumWords)
+  // The flavours' ids collide (0x00081001 is VMENTRY in one, VMX_VMEXIT in the other):
+  // records of different flavours never agree.
+  if (A.Flavour != B.Flavour || A.Event != B.Event || A.HasTsc != B.HasTsc ||
+      A.NumWords != B.NumWords)
     return false;
+  if (A.Flavour == TraceFlavour::Xen30)
+    for (unsigned I = 0; I < XT30_ITEMS; ++I)
+      if (A.Items[I] != B.Items[I])
+        return false;
   // An untimed record's TSC is inherited from a record already compared.
   if (!IgnoreTsc && A.HasTsc && A.Tsc != B.Tsc)
     return false;

@@ -16,6 +16,9 @@
 //     counters of 5-word runstate records,
 //   - LOST_RECORDS records (skipped: how many records a ring drops depends on its size and
 //     on when the daemon drains it; they are not counted in the per-CPU index either).
+// A xen-3.0 record (docs/trace-flavours.md) is its id, TSC and five items; records of
+// different flavours never agree, so two files of different flavours diverge at their
+// first record.
 // Never compared in either mode: the framing — TRACE_CPU_CHANGE windows and WRAP_BUFFER
 // padding (the merged reader does not return them) — which depends on buffer sizes and
 // drain timing, not on what the hypervisor did.

@@ -32,9 +32,34 @@ std::string formatCheck(uint32_t V) {
   return std::to_string(V);
 }
 
+/// A xen-3.0 record's five items by its row's layout (every item one field), or raw.
+std::string formatXen30Fields(const TraceRecord &R) {
+  std::string Out;
+  const Xen30EventInfo *E = findXen30Event(R.Event);
+  size_t Pos = 0;
+  for (unsigned I = 0; I < XT30_ITEMS; ++I) {
+    Field F;
+    const bool Named = E && nextField(E->Layout, Pos, F);
+    if (!Out.empty())
+      Out += ' ';
+    Out += Named ? std::string(F.Name) : fmt::format("d{}", I);
+    Out += '=';
+    const uint64_t V = R.Items[I];
+    if (Named && F.Kind == FieldKind::Dec)
+      Out += std::to_string(V);
+    else if (Named && F.Kind == FieldKind::Reason && V <= UINT32_MAX)
+      Out += formatReason(uint32_t(V));
+    else
+      Out += fmt::format("{:#x}", V);
+  }
+  return Out;
+}
+
 } // namespace
 
 std::string formatFields(const TraceRecord &R) {
+  if (R.Flavour == TraceFlavour::Xen30)
+    return formatXen30Fields(R);
   std::string Out;
   auto Add = [&](std::string_view Name, const std::string &Value) {
     if (!Out.empty())
@@ -93,8 +118,14 @@ std::string formatFields(const TraceRecord &R) {
 }
 
 std::string formatRecord(const TraceRecord &R, uint64_t Delta) {
-  const EventInfo *E = findEvent(R.Event);
-  std::string Name = E ? E->Name : fmt::format("UNKNOWN({:#010x})", R.Event);
+  const char *Known = nullptr;
+  if (R.Flavour == TraceFlavour::Xen30) {
+    if (const Xen30EventInfo *E = findXen30Event(R.Event))
+      Known = E->Name;
+  } else if (const EventInfo *E = findEvent(R.Event)) {
+    Known = E->Name;
+  }
+  std::string Name = Known ? Known : fmt::format("UNKNOWN({:#010x})", R.Event);
   std::string Line = fmt::format("CPU{} {} {} {}", R.Cpu, R.Tsc,
                                  R.HasTsc ? fmt::format("+{}", Delta) : std::string("-"), Name);
   std::string Fields = formatFields(R);

@@ -9,6 +9,10 @@ enum EventRow : unsigned {
   Row##Name,
 #include "trace/events.def"
 };
+enum Xen30Row : unsigned {
+#define TRACE_XEN30_EVENT(Name, Class, Subclass, Number, Str, Layout) Xen30Row##Name,
+#include "trace/events.def"
+};
 } // namespace
 
 const EventInfo *findEvent(uint32_t Id) {
@@ -17,6 +21,16 @@ const EventInfo *findEvent(uint32_t Id) {
 #define TRACE_EVENT(Name, Class, Subclass, Number, Tsc, MinWords, MaxWords, Str, Layout) \
   case XT_EV_##Name:                                                                    \
     return &kEvents[Row##Name];
+#include "trace/events.def"
+  }
+  return nullptr;
+}
+
+const Xen30EventInfo *findXen30Event(uint32_t Id) {
+  switch (Id & XT_EVENT_MASK) {
+#define TRACE_XEN30_EVENT(Name, Class, Subclass, Number, Str, Layout)                     \
+  case XT30_EV_##Name:                                                                  \
+    return &kXen30Events[Xen30Row##Name];
 #include "trace/events.def"
   }
   return nullptr;

@@ -114,6 +114,53 @@ static_assert(XT_EV_TraceCpuChange == 0x0001f003 && XT_EV_VmxExit64 == 0x0008110
                   XT_EV_RunstateRunnableToRunning == 0x00021101,
               "ids of the format doc's worked example");
 
+/// A row of the xen-3.0 table of events.def (TRACE_XEN30_EVENT).
+struct Xen30EventInfo {
+  uint32_t Id;
+  const char *Name;   ///< as printed, e.g. "VMX_VMENTRY"
+  const char *Layout; ///< five one-item fields
+};
+
+inline constexpr Xen30EventInfo kXen30Events[] = {
+#define TRACE_XEN30_EVENT(Name, Class, Subclass, Number, Str, Layout) {XT30_EV_##Name, Str, Layout},
+#include "trace/events.def"
+};
+inline constexpr unsigned kNumXen30Events = sizeof(kXen30Events) / sizeof(kXen30Events[0]);
+
+/// The xen-3.0 row of an id, or nullptr.
+const Xen30EventInfo *findXen30Event(uint32_t Id);
+
+/// The xen-3.0 table: one field per 64-bit item (no two-word kinds), five in all; ids
+/// within 28 bits and listed once.
+constexpr bool xen30TableValid() {
+  for (unsigned I = 0; I < kNumXen30Events; ++I) {
+    const Xen30EventInfo &E = kXen30Events[I];
+    if (E.Id & ~XT_EVENT_MASK)
+      return false;
+    std::string_view L = E.Layout;
+    size_t Pos = 0;
+    unsigned N = 0;
+    Field F;
+    while (nextField(L, Pos, F)) {
+      if (F.Words != 1 || F.Kind == FieldKind::DomVcpu || F.Kind == FieldKind::VcpuDom)
+        return false;
+      ++N;
+    }
+    if (N != XT30_ITEMS || layoutWords(L) != int(XT30_ITEMS))
+      return false;
+    for (unsigned J = 0; J < I; ++J)
+      if (kXen30Events[J].Id == E.Id)
+        return false;
+  }
+  return true;
+}
+static_assert(xen30TableValid(), "trace/events.def: bad xen-3.0 row");
+static_assert(XT30_EV_VmxVmexit == 0x00081001 && XT30_EV_VmxVmentry == 0x00081002 &&
+                  XT30_EV_LostRecords == 0x0001f001,
+              "Xen 3.0.3's TRC_VMX_VMEXIT, TRC_VMX_VMENTRY, TRC_LOST_RECORDS");
+static_assert(XT30_RECORD_BYTES == 8 + 4 + 4 + 8 * XT30_ITEMS,
+              "struct t_rec of a 64-bit hypervisor");
+
 /// The class field (id bits 16-27) of an event id.
 constexpr uint32_t eventClass(uint32_t Id) { return (Id >> XT_CLASS_SHIFT) & 0xfff; }
 

@@ -10,10 +10,18 @@
 
 namespace vmxsim::trace {
 
+const char *flavourName(TraceFlavour F) {
+  return F == TraceFlavour::Xen30 ? "xen-3.0" : "modern";
+}
+
 bool TraceRecord::operator==(const TraceRecord &O) const {
   if (Offset != O.Offset || Tsc != O.Tsc || Event != O.Event || Cpu != O.Cpu ||
-      NumWords != O.NumWords || HasTsc != O.HasTsc)
+      NumWords != O.NumWords || HasTsc != O.HasTsc || Flavour != O.Flavour)
     return false;
+  if (Flavour == TraceFlavour::Xen30)
+    for (unsigned I = 0; I < XT30_ITEMS; ++I)
+      if (Items[I] != O.Items[I])
+        return false;
   for (unsigned I = 0; I < NumWords; ++I)
     if (Words[I] != O.Words[I])
       return false;
@@ -71,6 +79,8 @@ uint32_t loadWord(const uint8_t *P) {
   return uint32_t(P[0]) | uint32_t(P[1]) << 8 | uint32_t(P[2]) << 16 | uint32_t(P[3]) << 24;
 }
 
+uint64_t loadQuad(const uint8_t *P) { return uint64_t(loadWord(P)) | uint64_t(loadWord(P + 4)) << 32; }
+
 } // namespace
 
 TraceReader::TraceReader(ReadOrder Order, size_t ChunkBytes)
@@ -115,6 +125,12 @@ void TraceReader::start(std::unique_ptr<ByteSource> S) {
   Err = TraceError{};
   Lost = 0;
   ProgressMark = 0;
+  Flavour = TraceFlavour::Modern;
+  FlavourKnown = false;
+  Xen30BufOff = 0;
+  Xen30BufLen = 0;
+  Xen30RunCpu = -1;
+  Xen30RunLength = 0;
 }
 
 void TraceReader::fail(uint64_t Offset, std::string Message) {
@@ -212,9 +228,113 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
   return !HasError;
 }
 
+bool TraceReader::detectFlavour() {
+  FlavourKnown = true;
+  if (Size < 4)
+    return true; // empty, or shorter than a word: the modern scan reports it
+  uint8_t Raw[4];
+  if (!readAt(0, Raw, 4))
+    return false;
+  const uint32_t First = loadWord(Raw);
+  if (xt_header_event(First) == XT_EV_TraceCpuChange)
+    return true; // modern; scanWindow checks the header in full
+  if (First < XT_MAX_CPUS) {
+    Flavour = TraceFlavour::Xen30;
+    return true;
+  }
+  fail(0, fmt::format("neither trace flavour: the first word {:#010x} is not a "
+                      "TRACE_CPU_CHANGE header ({:#010x}, modern) nor a pcpu number below {} "
+                      "(xen-3.0)",
+                      First, xt_header(XT_EV_TraceCpuChange, 2, 0), XT_MAX_CPUS));
+  return false;
+}
+
+void TraceReader::queue(const Window &W) {
+  if (Order == ReadOrder::File) {
+    Cursors[0].Pending.push_back(W);
+    return;
+  }
+  if (!W.Bytes)
+    return;
+  Cursor &C = Cursors[W.Cpu];
+  if (!C.Known) {
+    C.Known = true;
+    // Kept sorted: ties in TSC go to the lower CPU number.
+    auto It = KnownCpus.begin();
+    while (It != KnownCpus.end() && *It < W.Cpu)
+      ++It;
+    KnownCpus.insert(It, W.Cpu);
+  }
+  C.Pending.push_back(W);
+}
+
+// One xen-3.0 record: 32-bit pcpu, then TSC, event id, padding, five items (format doc,
+// section 11). Checked: it lies whole in the file, the pcpu is below XT_MAX_CPUS, the id
+// fits 28 bits, the pcpu's TSCs do not decrease. The padding is not looked at (Xen 3.0.3
+// left it unwritten).
+bool TraceReader::scanXen30Record() {
+  const uint64_t H = ScanPos;
+  if (H >= Size) {
+    ScanDone = true;
+    return false;
+  }
+  const uint64_t Rem = Size - H;
+  if (Rem < XT30_FILE_RECORD_BYTES) {
+    fail(H, fmt::format("file ends inside a xen-3.0 record ({} of {} bytes present)", Rem,
+                        XT30_FILE_RECORD_BYTES));
+    return false;
+  }
+  if (H < Xen30BufOff || H + XT30_FILE_RECORD_BYTES > Xen30BufOff + Xen30BufLen) {
+    const size_t N = size_t(Rem < ChunkBytes ? Rem : ChunkBytes);
+    if (!readAt(H, ScanBuf.data(), N))
+      return false;
+    Xen30BufOff = H;
+    Xen30BufLen = N;
+  }
+  const uint8_t *P = &ScanBuf[H - Xen30BufOff];
+  const uint32_t Cpu = loadWord(P);
+  const uint64_t Tsc = loadQuad(P + 4);
+  const uint32_t Event = loadWord(P + 12);
+  if (Cpu >= XT_MAX_CPUS) {
+    fail(H, fmt::format("pcpu number {:#x} of a xen-3.0 record is outside 0..{}", Cpu,
+                        XT_MAX_CPUS - 1));
+    return false;
+  }
+  if (Event & ~XT_EVENT_MASK) {
+    fail(H + 12, fmt::format("event id {:#010x} of a xen-3.0 record of CPU {} has bits above "
+                             "27 set",
+                             Event, Cpu));
+    return false;
+  }
+  uint64_t &Last = ScanLastTsc[Cpu];
+  if (Tsc < Last) {
+    fail(H + 4, fmt::format("TSC {:#x} of CPU {} is lower than its previous TSC {:#x}", Tsc,
+                            Cpu, Last));
+    return false;
+  }
+  Last = Tsc;
+  // The merge scans on until a window starts after its candidate: a run of one CPU's
+  // records is the window here, so the frontier is the first TSC of the run.
+  if (int(Cpu) != Xen30RunCpu || Xen30RunLength == kXen30RunRecords) {
+    Xen30RunCpu = int(Cpu);
+    Xen30RunLength = 0;
+    FrontierTsc = Tsc;
+  }
+  ++Xen30RunLength;
+  ScanPos = H + XT30_FILE_RECORD_BYTES;
+  queue(Window{H, H + 4, XT30_RECORD_BYTES, XT30_RECORD_BYTES, uint16_t(Cpu)});
+  if (ScanPos >= Size)
+    ScanDone = true;
+  return true;
+}
+
 bool TraceReader::scanWindow() {
   if (ScanDone)
     return false;
+  if (!FlavourKnown && !detectFlavour())
+    return false;
+  if (Flavour == TraceFlavour::Xen30)
+    return scanXen30Record();
   const uint64_t H = ScanPos;
   if (H >= Size) {
     ScanDone = true;
@@ -266,20 +386,7 @@ bool TraceReader::scanWindow() {
   scanRecords(W, ScanLastTsc[unsigned(Cpu)], FirstTsc);
   FrontierTsc = FirstTsc;
   // The checked part of the window is readable even when the scan stopped inside it.
-  if (Order == ReadOrder::File) {
-    Cursors[0].Pending.push_back(W);
-  } else if (W.Bytes) {
-    Cursor &C = Cursors[unsigned(Cpu)];
-    if (!C.Known) {
-      C.Known = true;
-      // Kept sorted: ties in TSC go to the lower CPU number.
-      auto It = KnownCpus.begin();
-      while (It != KnownCpus.end() && *It < uint16_t(Cpu))
-        ++It;
-      KnownCpus.insert(It, uint16_t(Cpu));
-    }
-    C.Pending.push_back(W);
-  }
+  queue(W);
   if (!HasError && ScanPos >= Size)
     ScanDone = true;
   return !HasError;
@@ -296,7 +403,7 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
       C.Pending.pop_front();
       C.Pos = C.Cur.Data;
       C.End = C.Cur.Data + C.Cur.Bytes;
-      if (Order == ReadOrder::File) {
+      if (Order == ReadOrder::File && Flavour == TraceFlavour::Modern) {
         // The window header itself, as xentrace_format showed it.
         R = TraceRecord{};
         R.Offset = C.Cur.Header;
@@ -310,9 +417,12 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
       }
       continue;
     }
-    // Every record of a queued window was checked by the scan: it is complete.
-    const uint64_t Avail = C.End - C.Pos;
-    const size_t Want = size_t(Avail < XT_MAX_RECORD_WORDS * 4 ? Avail : XT_MAX_RECORD_WORDS * 4);
+    // Every record of a queued window was checked by the scan: it is complete. A xen-3.0
+    // window is one record; its chunk may run on past it (the next records of the file).
+    const uint64_t Avail =
+        Flavour == TraceFlavour::Xen30 ? Size - C.Pos : C.End - C.Pos;
+    const size_t Want = Flavour == TraceFlavour::Xen30 ? XT30_RECORD_BYTES
+                        : size_t(Avail < XT_MAX_RECORD_WORDS * 4 ? Avail : XT_MAX_RECORD_WORDS * 4);
     if (C.Pos < C.BufOff || C.Pos + Want > C.BufOff + C.BufLen) {
       if (C.Buf.empty())
         C.Buf.resize(ChunkBytes);
@@ -326,6 +436,21 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
       C.BufLen = N;
     }
     const uint8_t *P = &C.Buf[C.Pos - C.BufOff];
+    if (Flavour == TraceFlavour::Xen30) {
+      R = TraceRecord{};
+      R.Offset = C.Cur.Header;
+      R.Flavour = TraceFlavour::Xen30;
+      R.Cpu = C.Cur.Cpu;
+      R.HasTsc = true;
+      R.Tsc = ReadLastTsc[C.Cur.Cpu] = loadQuad(P);
+      R.Event = loadWord(P + 8);
+      for (unsigned I = 0; I < XT30_ITEMS; ++I)
+        R.Items[I] = loadQuad(P + 16 + 8 * I);
+      C.Pos += XT30_RECORD_BYTES;
+      if (R.Event == XT30_EV_LostRecords)
+        Lost += R.Items[0];
+      return true;
+    }
     const uint32_t Header = loadWord(P);
     R.Offset = C.Pos;
     R.Event = xt_header_event(Header);

@@ -9,6 +9,16 @@
 // record lies inside its window, the file does not end inside a window) and the order of
 // each CPU's TSCs. The first problem ends the trace: next() returns every record that
 // lies before it in the file and then false, and error() says where and what.
+//
+// Two flavours (docs/trace-flavours.md), told apart by the file's first 32-bit word: a
+// modern file starts with a TRACE_CPU_CHANGE header (0x2001f003), a xen-3.0 file with the
+// pcpu number (below XT_MAX_CPUS) of its first fixed-size record; any other first word is
+// an error at offset 0. A xen-3.0 record is returned with Flavour Xen30, its five items
+// in Items and no payload words; its Offset is that of its pcpu number. The empty file
+// is an empty modern trace. A xen-3.0 file has no windows; for the merge, a run of one
+// CPU's consecutive records stands for one (Xen 3.0.3's xentrace, too, copied a CPU's
+// new records in one go), cut every kXen30RunRecords records so that memory stays
+// bounded on a long run of one CPU.
 #pragma once
 #include "trace/xentrace.h"
 
@@ -21,14 +31,23 @@
 
 namespace vmxsim::trace {
 
+enum class TraceFlavour : uint8_t {
+  Modern, ///< Xen 3.2+ variable-size records in TRACE_CPU_CHANGE windows
+  Xen30,  ///< Xen 3.0.3's fixed-size records, each behind its pcpu number
+};
+/// "modern" or "xen-3.0", as on the image command line (trace=).
+const char *flavourName(TraceFlavour F);
+
 struct TraceRecord {
-  uint64_t Offset = 0; ///< file offset of the header word
+  uint64_t Offset = 0; ///< file offset of the header word (xen-3.0: of the pcpu number)
   uint64_t Tsc = 0;    ///< the record's TSC, or (HasTsc false) its CPU's previous one
   uint32_t Event = 0;  ///< id, bits 0-27 of the header
   uint16_t Cpu = 0;    ///< the window's CPU
   uint8_t NumWords = 0;
   bool HasTsc = false;
+  TraceFlavour Flavour = TraceFlavour::Modern;
   uint32_t Words[XT_MAX_WORDS] = {};
+  uint64_t Items[XT30_ITEMS] = {}; ///< xen-3.0 only: data[0..4]
   bool operator==(const TraceRecord &O) const;
 };
 
@@ -55,6 +74,9 @@ enum class ReadOrder : uint8_t {
 
 class TraceReader {
 public:
+  /// Records of one CPU's run that the merge treats as one window (xen-3.0 files).
+  static constexpr uint32_t kXen30RunRecords = 4096;
+
   explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 64 << 10);
   ~TraceReader();
   TraceReader(const TraceReader &) = delete;
@@ -72,6 +94,9 @@ public:
   const TraceError &error() const { return Err; }
   /// Sum of the counts of the LOST_RECORDS records returned so far.
   uint64_t lostRecords() const { return Lost; }
+  /// The file's flavour, known once next() has been called (Modern before, and for an
+  /// empty file or one whose first word is neither flavour's).
+  TraceFlavour flavour() const { return Flavour; }
 
   /// Called with (bytes read so far, file size) about every 16 MiB this reader reads (the
   /// vmxsim command's progress display, harness/progress.h); empty = none. Host-side
@@ -102,6 +127,11 @@ private:
   /// Checks and queues the next window; false when the scan has ended (EOF or error).
   bool scanWindow();
   bool scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc);
+  /// Recognises the flavour from the first word; false (an error) when it is neither.
+  bool detectFlavour();
+  /// Checks and queues the next xen-3.0 record as a window of its own.
+  bool scanXen30Record();
+  void queue(const Window &W);
   void fail(uint64_t Offset, std::string Message);
   bool readAt(uint64_t Offset, void *Buf, size_t Len);
   /// Decodes the next record of cursor C into R; false when C has no more records.
@@ -111,6 +141,12 @@ private:
 
   ReadOrder Order;
   size_t ChunkBytes;
+  TraceFlavour Flavour = TraceFlavour::Modern;
+  bool FlavourKnown = false;
+  uint64_t Xen30BufOff = 0; ///< the scanner's cached bytes of a xen-3.0 file
+  size_t Xen30BufLen = 0;
+  int Xen30RunCpu = -1;     ///< CPU of the run of records the scanner is in
+  uint32_t Xen30RunLength = 0;
   std::unique_ptr<ByteSource> Src;
   uint64_t Size = 0;
   // Scanner.

@@ -18,6 +18,8 @@ namespace vmxsim::trace {
 namespace {
 
 std::string reasonLabel(uint32_t Reason) {
+  if (Reason == kUnknownExitReason)
+    return "unknown (exit record without entry record)";
   const char *N = exitReasonName(Reason);
   return N ? N : fmt::format("reason {}", Reason);
 }

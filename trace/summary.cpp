@@ -144,6 +144,7 @@ struct Transitions {
   uint32_t Reason = 0;
   Pair *ExitPair = nullptr;
   Access *Port = nullptr, *Msr = nullptr; ///< first of the exit (unordered_map nodes stay put)
+  bool ReasonPending = false; ///< xen-3.0: the reason comes with the entry record
   bool InGuest = false;
   uint64_t EntryTsc = 0;
   Pair *GuestPair = nullptr;
@@ -172,6 +173,8 @@ public:
     }
     CpuState &C = Cpus[R.Cpu];
     C.Seen = true;
+    if (R.Flavour == TraceFlavour::Xen30)
+      return addXen30(C, R);
     switch (R.Event) {
     case XT_EV_VmxExit:
     case XT_EV_VmxExit64:
@@ -236,7 +239,39 @@ public:
     }
   }
 
+  /// A xen-3.0 record (trace/summary.h: the reason and the ports come with the entry).
+  void addXen30(CpuState &C, const TraceRecord &R) {
+    constexpr uint32_t kRdmsr = 31, kWrmsr = 32;
+    switch (R.Event) {
+    case XT30_EV_VmxVmexit:
+      SawHv = true;
+      openExit(C.Hv, hvPair(C, R.Cpu), kUnknownExitReason, R.Tsc, /*ReasonPending=*/true);
+      return;
+    case XT30_EV_VmxVmentry: {
+      SawHv = true;
+      Transitions &T = C.Hv;
+      if (T.Open && T.ReasonPending) {
+        T.ReasonPending = false;
+        T.Reason = uint32_t(R.Items[0]) & kBasicReasonMask;
+        ++T.ExitPair->cell(T.Reason).Exits;
+        const uint32_t What = uint32_t(R.Items[1]);
+        if (T.Reason == kReasonIoInstruction)
+          access(T.ExitPair->Ports, T.Port, What & 0xffff, R.Items[2] == 0);
+        else if (T.Reason == kRdmsr || T.Reason == kWrmsr)
+          access(T.ExitPair->Msrs, T.Msr, What, T.Reason == kWrmsr);
+      }
+      closeExit(T, R.Tsc);
+      enterGuest(T, hvPair(C, R.Cpu), R.Tsc);
+      return;
+    }
+    default:
+      return;
+    }
+  }
+
   TraceSummary finish(TraceReader &Reader) {
+    for (CpuState &C : Cpus)
+      settleReason(C.Hv);
     S.Kind = SawHv && SawGt ? TraceKind::Mixed
              : SawHv        ? TraceKind::Hypervisor
              : SawGt        ? TraceKind::GroundTruth
@@ -247,6 +282,7 @@ public:
           if (T->Open)
             Opts.OnExit({uint16_t(Cpu), T->Reason, T->ExitTsc, false, 0});
     S.LostRecords = Reader.lostRecords();
+    S.Flavour = Reader.flavour();
     S.Failed = Reader.failed();
     if (S.Failed)
       S.Error = Reader.error();
@@ -306,8 +342,17 @@ private:
     C.HvPair = nullptr;
   }
 
-  void openExit(Transitions &T, Pair *P, uint32_t Reason, uint64_t Tsc) {
+  /// An exit that stays unclosed with its reason still unknown goes to the unknown row.
+  void settleReason(Transitions &T) {
+    if (T.Open && T.ReasonPending) {
+      T.ReasonPending = false;
+      ++T.ExitPair->cell(kUnknownExitReason).Exits;
+    }
+  }
+  void openExit(Transitions &T, Pair *P, uint32_t Reason, uint64_t Tsc,
+                bool ReasonPending = false) {
     // An exit still open stays unclosed: it is counted, without cycles.
+    settleReason(T);
     if (T.Open && Opts.OnExit)
       Opts.OnExit({T.ExitPair->Cpu, T.Reason, T.ExitTsc, false, 0});
     if (T.InGuest) {
@@ -319,8 +364,10 @@ private:
     T.Reason = Reason;
     T.ExitPair = P;
     T.Port = T.Msr = nullptr;
+    T.ReasonPending = ReasonPending;
     ++P->Exits;
-    ++P->cell(Reason).Exits;
+    if (!ReasonPending)
+      ++P->cell(Reason).Exits;
   }
   void closeExit(Transitions &T, uint64_t Tsc) {
     T.InGuest = false;

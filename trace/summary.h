@@ -10,6 +10,12 @@
 // - vmxsim's ground truth (class 0x400): an exit is GT_VMEXIT and the next GT_VMENTRY or
 //   GT_VMENTRY_FAIL of the same CPU; the vCPU is the CPU (one guest per logical
 //   processor).
+// - a xen-3.0 trace (docs/trace-flavours.md): an exit is VMX_VMEXIT (0x00081001) and the
+//   next VMX_VMENTRY (0x00081002) on the same CPU; the reason is slot 0 of that entry
+//   record, ports (reason 30: slot 1, slot 2 = 1 for IN) and MSRs (31/32: slot 1) come
+//   from its slots too; cycles = TSC(entry record) - TSC(exit record). An exit whose entry
+//   record never comes has no known reason: it is counted under kUnknownExitReason. The
+//   vCPU is "d?v<cpu>" (the flavour has no runstate records).
 // Time in guest: from a VM entry to the next exit of that CPU; time in the hypervisor:
 // from an exit to the next entry (the exit's cycles). An exit with no closing entry
 // before the end of the trace is counted as an exit but has no cycles.
@@ -32,9 +38,14 @@ struct CycleStats {
   double Avg = 0;     ///< Total / Count, 0 when Count is 0
 };
 
+/// The row of exits whose reason the trace does not say (a xen-3.0 exit record with no
+/// entry record after it); printed as reason "?" ("unknown"). No basic reason (16 bits)
+/// is this value.
+inline constexpr uint32_t kUnknownExitReason = 0xffffffff;
+
 /// One basic exit reason (SDM Vol. 3C, Appendix C) within a scope.
 struct ReasonRow {
-  uint32_t Reason = 0;     ///< basic exit reason (bits 0-15)
+  uint32_t Reason = 0;     ///< basic exit reason (bits 0-15), or kUnknownExitReason
   uint64_t Exits = 0;      ///< exits with this reason, closed or not
   double Share = 0;        ///< Exits / scope's total exits, 0..1
   CycleStats Cycles;       ///< exit-to-entry cycles of the closed ones
@@ -67,6 +78,7 @@ enum class TraceKind : uint8_t { Empty, Hypervisor, GroundTruth, Mixed };
 
 struct TraceSummary {
   TraceKind Kind = TraceKind::Empty;
+  TraceFlavour Flavour = TraceFlavour::Modern; ///< the file's (trace/reader.h)
   uint64_t Records = 0;
   uint64_t LostRecords = 0;
   uint64_t FirstTsc = 0, LastTsc = 0;

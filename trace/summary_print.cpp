@@ -30,8 +30,15 @@ const char *kindName(TraceKind K, bool Json) {
 }
 
 std::string reasonLabel(uint32_t Reason) {
+  if (Reason == kUnknownExitReason)
+    return "unknown";
   const char *N = exitReasonEnumName(Reason);
   return N ? N : "";
+}
+
+/// The reason's number as text and CSV show it ("?" for the unknown row).
+std::string reasonNumber(uint32_t Reason) {
+  return Reason == kUnknownExitReason ? "?" : std::to_string(Reason);
 }
 
 void put(std::FILE *Out, const std::string &S) { std::fwrite(S.data(), 1, S.size(), Out); }
@@ -71,7 +78,7 @@ void printScopeText(std::string &T, const char *What, const ScopeSummary &S) {
                    "p99", "max");
   for (const ReasonRow &R : S.Reasons)
     T += fmt::format("  {:<32} {:>8} {:>7.2f}% {}\n",
-                     fmt::format("{:>2} {}", R.Reason, reasonLabel(R.Reason)), R.Exits,
+                     fmt::format("{:>2} {}", reasonNumber(R.Reason), reasonLabel(R.Reason)), R.Exits,
                      100.0 * R.Share, statsColumns(R.Cycles));
   T += fmt::format("  {:<32} {:>8} {:>7.2f}% {}\n", "all", S.Exits, 100.0,
                    statsColumns(S.AllExits));
@@ -80,8 +87,11 @@ void printScopeText(std::string &T, const char *What, const ScopeSummary &S) {
 }
 
 void printText(const TraceSummary &S, std::FILE *Out) {
-  std::string T = fmt::format("Trace summary: {} trace, {} records, {} lost", kindName(S.Kind, false),
-                              S.Records, S.LostRecords);
+  // The flavour is named when it is not the default one (docs/trace-flavours.md).
+  std::string T = fmt::format("Trace summary: {} trace{}, {} records, {} lost",
+                              kindName(S.Kind, false),
+                              S.Flavour == TraceFlavour::Xen30 ? " (xen-3.0)" : "", S.Records,
+                              S.LostRecords);
   if (S.LastTsc >= S.FirstTsc && S.Records)
     T += fmt::format(", TSC {}..{} ({} cycles)", S.FirstTsc, S.LastTsc, S.LastTsc - S.FirstTsc);
   T += '\n';
@@ -137,7 +147,10 @@ std::string jsonScopes(const std::vector<ScopeSummary> &Scopes) {
     for (size_t K = 0; K < S.Reasons.size(); ++K) {
       const ReasonRow &R = S.Reasons[K];
       J += fmt::format(R"({}{{"reason":{},"name":{},"exits":{},"share":{},"cycles":{}}})",
-                       K ? "," : "", R.Reason, jsonString(reasonLabel(R.Reason)), R.Exits,
+                       K ? "," : "",
+                       R.Reason == kUnknownExitReason ? std::string("null")
+                                                      : std::to_string(R.Reason),
+                       jsonString(reasonLabel(R.Reason)), R.Exits,
                        R.Share, jsonStats(R.Cycles));
     }
     J += fmt::format(R"(],"ports":{},"msrs":{}}})", jsonAccesses("port", S.Ports),
@@ -181,7 +194,7 @@ void csvScopes(std::string &T, const char *Kind, const std::vector<ScopeSummary>
     T += fmt::format("{},{},all,,,{},1,{},,,{},{}\n", Kind, Name, S.Exits, csvStats(S.AllExits),
                      S.GuestCycles, S.HypervisorCycles);
     for (const ReasonRow &R : S.Reasons)
-      T += fmt::format("{},{},reason,{},{},{},{},{},,,,\n", Kind, Name, R.Reason,
+      T += fmt::format("{},{},reason,{},{},{},{},{},,,,\n", Kind, Name, reasonNumber(R.Reason),
                        reasonLabel(R.Reason), R.Exits, R.Share, csvStats(R.Cycles));
     for (const AccessRow &A : S.Ports)
       T += fmt::format("{},{},port,{},,,,,{},,,,,,{},{},,\n", Kind, Name, A.Key, A.Cycles,

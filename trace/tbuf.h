@@ -8,7 +8,8 @@
  *   offset 0   magic  XT_TBUF_MAGIC
  *          4   cpu    the pcpu number its records are written under (< XT_MAX_CPUS)
  *          8   size   bytes of the data area (a multiple of 4, 64 .. XT_TBUF_MAX_SIZE)
- *         12   reserved, 0
+ *         12   format XT_TBUF_FORMAT_MODERN (0) or XT_TBUF_FORMAT_XEN30 (1): the records
+ *                the ring holds (docs/trace-flavours.md)
  *         16   prod   bytes ever produced (free-running; the producer writes it)
  *         24   cons   bytes ever consumed (free-running; the consumer writes it)
  *         32   reserved, 0 (32 bytes)
@@ -19,6 +20,11 @@
  * ring. prod is advanced after the record is complete. A record that does not fit in
  * the free space (size - (prod - cons)) is dropped and counted; the next record that
  * fits is preceded by LOST_RECORDS with the count. 0 <= prod - cons <= size always.
+ * With XT_TBUF_FORMAT_XEN30 every record is a fixed-size xen-3.0 record
+ * (XT30_RECORD_BYTES, trace/xentrace.h) and size is a multiple of it, so no record ever
+ * straddles the end and there is no padding; a lost record is counted and reported in
+ * Xen 3.0.3's TRC_LOST_RECORDS {count, 0, 0, 0, 0}. The machine writes each record into
+ * the trace file behind the ring's cpu number instead of as a window.
  *
  * Ports (32-bit OUT; unassigned on other machines, so the same image runs anywhere):
  *   XT_TBUF_PORT_REGISTER  the physical address of a buffer: the machine drains it from
@@ -37,12 +43,14 @@
 #define XT_TBUF_MAX_SIZE (64u << 20)
 #define XT_TBUF_PORT_REGISTER 0x0f10u
 #define XT_TBUF_PORT_NOTIFY 0x0f14u
+#define XT_TBUF_FORMAT_MODERN 0u
+#define XT_TBUF_FORMAT_XEN30 1u
 
 struct xt_tbuf {
   uint32_t magic;
   uint32_t cpu;
   uint32_t size;
-  uint32_t reserved0;
+  uint32_t format;
   uint64_t prod;
   uint64_t cons;
   uint64_t reserved1[4];
@@ -51,6 +59,7 @@ struct xt_tbuf {
 #define XT_TBUF_OFF_MAGIC 0u
 #define XT_TBUF_OFF_CPU 4u
 #define XT_TBUF_OFF_SIZE 8u
+#define XT_TBUF_OFF_FORMAT 12u
 #define XT_TBUF_OFF_PROD 16u
 #define XT_TBUF_OFF_CONS 24u
 

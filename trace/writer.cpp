@@ -113,6 +113,17 @@ void TraceWriter::writeWindow(unsigned Cpu, const void *Data, uint32_t Bytes) {
   emit(Data, Bytes);
 }
 
+void TraceWriter::writeXen30Records(unsigned Cpu, const void *Data, uint32_t Bytes) {
+  if (Cpu >= NumCpus)
+    return;
+  const uint8_t *P = static_cast<const uint8_t *>(Data);
+  const uint32_t CpuWord = Cpu;
+  for (uint32_t Off = 0; Off + XT30_RECORD_BYTES <= Bytes; Off += XT30_RECORD_BYTES) {
+    emit(&CpuWord, sizeof(CpuWord));
+    emit(P + Off, XT30_RECORD_BYTES);
+  }
+}
+
 bool TraceWriter::makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc) {
   CpuBuffer &B = Cpus[Cpu];
   const unsigned LostWords = 1 + 2 + 4;

@@ -96,6 +96,11 @@ public:
   /// Writes Bytes bytes of already-encoded records of Cpu as one window (e.g. a
   /// hypervisor's own trace ring). Cpu's buffered records are drained first.
   void writeWindow(unsigned Cpu, const void *Data, uint32_t Bytes);
+  /// Writes Bytes bytes of xen-3.0 records of Cpu (a whole number of
+  /// XT30_RECORD_BYTES; trace/xentrace.h), each behind the 32-bit Cpu as Xen 3.0.3's
+  /// xentrace wrote them (docs/trace-flavours.md). A file holds one flavour: the caller
+  /// never mixes these with windows or records().
+  void writeXen30Records(unsigned Cpu, const void *Data, uint32_t Bytes);
 
   unsigned numCpus() const { return NumCpus; }
   /// Records dropped on Cpu so far (FullPolicy::Drop).

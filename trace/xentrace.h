@@ -85,4 +85,40 @@ static inline uint32_t *xt_put(uint32_t *p, uint32_t event, int has_tsc, uint64_
   return p;
 }
 
+/* The xen-3.0 flavour (format doc, section 11; docs/trace-flavours.md): Xen 3.0.3's
+ * struct t_rec as a 64-bit hypervisor lays it out, 56 bytes, all little-endian:
+ *   offset 0  TSC (64 bits)   8  event id (32 bits)   12  padding, 0
+ *          16 five items of 64 bits (data[0] .. data[4])
+ * In the hypervisor's ring the records follow each other; in a file each one is preceded
+ * by the 32-bit pcpu number whose ring it came from (60 bytes a record), as Xen 3.0.3's
+ * xentrace wrote them. No windows, no variable sizes, every record timed. */
+#define XT30_ITEMS 5u
+#define XT30_RECORD_BYTES 56u
+#define XT30_FILE_RECORD_BYTES (4u + XT30_RECORD_BYTES)
+#define XT30_RECORD_WORDS (XT30_RECORD_BYTES / 4u)
+/* What Xen 3.0.3's vmx_trace_vmentry reset the trace_values slots to after each entry. */
+#define XT30_SLOT_MARKER 9u
+
+/* Event ids, e.g. XT30_EV_VmxVmentry = 0x00081002. */
+enum xt30_event {
+#define TRACE_XEN30_EVENT(Name, Class, Subclass, Number, Str, Layout) \
+  XT30_EV_##Name = ((Class) << XT_CLASS_SHIFT) | ((Subclass) << XT_SUBCLASS_SHIFT) | (Number),
+#include "trace/events.def"
+};
+
+/* Encodes one xen-3.0 record at p (XT30_RECORD_WORDS words) and returns the word after it. */
+static inline uint32_t *xt30_put(uint32_t *p, uint32_t event, uint64_t tsc,
+                                 const uint64_t *items) {
+  unsigned i;
+  *p++ = (uint32_t)tsc;
+  *p++ = (uint32_t)(tsc >> 32);
+  *p++ = event & XT_EVENT_MASK;
+  *p++ = 0;
+  for (i = 0; i < XT30_ITEMS; ++i) {
+    *p++ = (uint32_t)items[i];
+    *p++ = (uint32_t)(items[i] >> 32);
+  }
+  return p;
+}
+
 #endif /* VMXSIM_TRACE_XENTRACE_H */

@@ -35,6 +35,12 @@ void TraceBufferDrain::registerRing(uint64_t Addr) {
     return giveUp(~0u, Addr, fmt::format("magic {:#x}, not {:#x}", H.magic, XT_TBUF_MAGIC));
   if (H.cpu >= Rings.size())
     return giveUp(~0u, Addr, fmt::format("cpu {} but the machine has {}", H.cpu, Rings.size()));
+  if (H.format != XT_TBUF_FORMAT_MODERN && H.format != XT_TBUF_FORMAT_XEN30)
+    return giveUp(~0u, Addr, fmt::format("format {} is neither {} (modern) nor {} (xen-3.0)",
+                                         H.format, XT_TBUF_FORMAT_MODERN, XT_TBUF_FORMAT_XEN30));
+  if (H.format == XT_TBUF_FORMAT_XEN30 && H.size % XT30_RECORD_BYTES)
+    return giveUp(~0u, Addr, fmt::format("xen-3.0 data area of {} bytes is not a whole number "
+                                         "of {}-byte records", H.size, XT30_RECORD_BYTES));
   if (H.size < 64 || H.size > XT_TBUF_MAX_SIZE || (H.size & 3) ||
       !Mem.isRam(Hpa(Addr + XT_TBUF_DATA_OFFSET), H.size))
     return giveUp(~0u, Addr, fmt::format("data area of {} bytes is not 64..{} bytes of RAM "
@@ -42,7 +48,7 @@ void TraceBufferDrain::registerRing(uint64_t Addr) {
   // A CPU that registers a new ring: what the old one still holds is kept.
   if (Rings[H.cpu].Addr && Rings[H.cpu].Addr != Addr)
     drain(H.cpu);
-  Rings[H.cpu] = Ring{Addr, H.size};
+  Rings[H.cpu] = Ring{Addr, H.size, H.format};
   if (Scratch.size() < H.size)
     Scratch.resize(H.size);
 }
@@ -55,8 +61,8 @@ void TraceBufferDrain::drain(unsigned Cpu) {
   if (!Mem.copyOut(Hpa(R.Addr), &H, sizeof(H)))
     return giveUp(Cpu, R.Addr, "header is no longer RAM");
   // The header is the guest's memory: check everything again before trusting it.
-  if (H.magic != XT_TBUF_MAGIC || H.cpu != Cpu || H.size != R.Size)
-    return giveUp(Cpu, R.Addr, "magic, cpu or size changed after registration");
+  if (H.magic != XT_TBUF_MAGIC || H.cpu != Cpu || H.size != R.Size || H.format != R.Format)
+    return giveUp(Cpu, R.Addr, "magic, cpu, size or format changed after registration");
   if (H.prod < H.cons || H.prod - H.cons > R.Size)
     return giveUp(Cpu, R.Addr, fmt::format("prod {:#x} and cons {:#x} are more than the "
                                            "size {:#x} apart", H.prod, H.cons, R.Size));
@@ -65,13 +71,24 @@ void TraceBufferDrain::drain(unsigned Cpu) {
     return;
   if (Bytes & 3)
     return giveUp(Cpu, R.Addr, fmt::format("{} bytes pending, not whole words", Bytes));
+  if (R.Format == XT_TBUF_FORMAT_XEN30 && Bytes % XT30_RECORD_BYTES)
+    return giveUp(Cpu, R.Addr, fmt::format("{} bytes pending, not whole xen-3.0 records", Bytes));
+  if (WroteAny && R.Format != FileFormat)
+    return giveUp(Cpu, R.Addr, fmt::format("ring of format {} in a trace file of format {}: "
+                                           "one file holds one flavour",
+                                           R.Format, FileFormat));
   const uint32_t Start = uint32_t(H.cons % R.Size);
   const uint32_t First = std::min(Bytes, R.Size - Start);
   const uint64_t Data = R.Addr + XT_TBUF_DATA_OFFSET;
   if (!Mem.copyOut(Hpa(Data + Start), Scratch.data(), First) ||
       !Mem.copyOut(Hpa(Data), Scratch.data() + First, Bytes - First))
     return giveUp(Cpu, R.Addr, "data area is no longer RAM");
-  Writer.writeWindow(Cpu, Scratch.data(), Bytes);
+  if (R.Format == XT_TBUF_FORMAT_XEN30)
+    Writer.writeXen30Records(Cpu, Scratch.data(), Bytes);
+  else
+    Writer.writeWindow(Cpu, Scratch.data(), Bytes);
+  WroteAny = true;
+  FileFormat = R.Format;
   Drained += Bytes;
   Mem.write(Hpa(R.Addr + XT_TBUF_OFF_CONS), 8, H.prod);
 }

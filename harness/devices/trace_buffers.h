@@ -7,14 +7,20 @@
 // happens at an instruction boundary of the guest, so the file's contents and the
 // guest-visible consumer index depend only on the guest: runs are byte-identical.
 //
-// Guest nonsense (a buffer that is not RAM, a wrong magic, a size that is not a multiple
-// of 4 or is out of range, a producer index behind the consumer index or more than the
+// A ring's format (trace/tbuf.h) says which flavour its records are
+// (docs/trace-flavours.md): modern rings become windows, xen-3.0 rings become records each
+// behind its CPU number. The first ring drained decides the file's flavour; a ring of
+// the other flavour is given up, so a file never mixes them.
+//
+// Guest nonsense (a buffer that is not RAM, a wrong magic, an unknown format, a size that
+// is not a multiple of 4 (of a xen-3.0 record for that format) or is out of range, a producer index behind the consumer index or more than the
 // size ahead of it, a CPU number the machine does not have) is not an architectural
 // event: that ring is left alone from then on and problems() says why, so the command
 // can warn; the machine keeps running.
 #pragma once
 #include "mmu/io_bus.h"
 #include "mmu/phys_mem.h"
+#include "trace/tbuf.h"
 
 #include <cstdint>
 #include <string>
@@ -46,6 +52,7 @@ private:
   struct Ring {
     uint64_t Addr = 0; ///< guest-physical address of the header; 0 = none
     uint32_t Size = 0;
+    uint32_t Format = XT_TBUF_FORMAT_MODERN;
   };
   void registerRing(uint64_t Addr);
   void drain(unsigned Cpu);
@@ -57,6 +64,8 @@ private:
   std::vector<uint8_t> Scratch;
   std::vector<std::string> Problems;
   uint64_t Drained = 0;
+  bool WroteAny = false;
+  uint32_t FileFormat = XT_TBUF_FORMAT_MODERN; ///< once WroteAny
 };
 
 } // namespace vmxsim

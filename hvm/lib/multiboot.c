@@ -65,6 +65,25 @@ static bool parseU64(const char *S, size_t Len, uint64_t *Value) {
   return true;
 }
 
+bool cmdlineGetWord(const char *Cmdline, const char *Key, const char **Value, size_t *Len) {
+  size_t KeyLen = strlen(Key);
+  const char *P = Cmdline;
+  while (*P) {
+    while (isSpace(*P))
+      ++P;
+    const char *Word = P;
+    while (*P && !isSpace(*P))
+      ++P;
+    size_t WordLen = (size_t)(P - Word);
+    if (WordLen > KeyLen && Word[KeyLen] == '=' && !strncmp(Word, Key, KeyLen)) {
+      *Value = Word + KeyLen + 1;
+      *Len = WordLen - KeyLen - 1;
+      return true;
+    }
+  }
+  return false;
+}
+
 int cmdlineGetU64(const char *Cmdline, const char *Key, uint64_t *Value) {
   size_t KeyLen = strlen(Key);
   const char *P = Cmdline;

@@ -4,6 +4,7 @@
 #define HVM_LIB_MULTIBOOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Bits of MultibootInfo.flags saying which fields are valid. */
@@ -61,6 +62,10 @@ void multibootPrintInfo(const struct MultibootInfo *Mbi);
 /// unsigned number (decimal, or hex with 0x). Returns 1 when found and valid, 0 when
 /// absent (Value untouched), -1 when present but malformed or out of range.
 int cmdlineGetU64(const char *Cmdline, const char *Key, uint64_t *Value);
+
+/// Finds a whitespace-separated "Key=Value" word in Cmdline: returns true with *Value
+/// pointing at Value and *Len its length (not NUL-terminated), false when absent.
+bool cmdlineGetWord(const char *Cmdline, const char *Key, const char **Value, size_t *Len);
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 #include "vmx/trace.h"
 
+#include "lib/multiboot.h"
 #include "lib/printf.h"
+#include "lib/string.h"
 #include "vmx/arch.h"
 #include "vmx/exit.h"
 #include "vmx/insn.h"
@@ -9,11 +11,22 @@
    (format doc, section 5). The guest is domain 1, one vCPU per pcpu. */
 static uint32_t whoRunning(const struct PerCpu *Cpu) { return (1u << 16) | Cpu->CpuNumber; }
 
-void vmxTraceLaunch(struct PerCpu *Cpu) {
+static void xen30Entry(struct PerCpu *Cpu);
+
+/* A function of its own, so the instructions from its VMENTRY to the VM entry are the
+   same as before the xen-3.0 flavour existed (the modern trace's launch interval). */
+static __attribute__((noinline)) void launchModern(struct PerCpu *Cpu) {
   /* Xen writes VMENTRY before every VM entry, the first one included. */
   uint32_t W[1] = {whoRunning(Cpu)};
   tbufPut(&Cpu->Trace, XT_EV_RunstateRunnableToRunning, 1, W, 1);
   tbufPut(&Cpu->Trace, XT_EV_VmEntry, 1, 0, 0);
+}
+
+void vmxTraceLaunch(struct PerCpu *Cpu) {
+  if (Cpu->Trace.Format == XT_TBUF_FORMAT_XEN30)
+    xen30Entry(Cpu);
+  else
+    launchModern(Cpu);
 }
 
 void vmxTraceVmexit(struct PerCpu *Cpu) {
@@ -158,4 +171,51 @@ void vmxTraceGuestEnd(struct PerCpu *Cpu) {
   uint32_t W[1] = {whoRunning(Cpu)};
   tbufPut(&Cpu->Trace, XT_EV_RunstateRunningToOffline, 1, W, 1);
   resetSlots(Cpu);
+}
+
+/* The xen-3.0 flavour: Xen 3.0.3's vmx_trace_vmexit / vmx_trace_vmentry. */
+
+static void xen30Entry(struct PerCpu *Cpu) {
+  tbufPut30(&Cpu->Trace, XT30_EV_VmxVmentry, Cpu->TraceValues);
+  for (unsigned I = 0; I < HVM_TRACE_VALUES; ++I)
+    Cpu->TraceValues[I] = XT30_SLOT_MARKER;
+}
+
+void vmxTrace30Vmexit(struct PerCpu *Cpu) {
+  /* TRACE_3D(TRC_VMX_VMEXIT, 0, 0, 0): the record's only content is its TSC. */
+  static const uint64_t Zero[XT30_ITEMS];
+  tbufPut30(&Cpu->Trace, XT30_EV_VmxVmexit, Zero);
+}
+
+void vmxTrace30Vmentry(struct PerCpu *Cpu) {
+  logExit(Cpu);
+  xen30Entry(Cpu);
+}
+
+void vmxTrace30GuestEnd(struct PerCpu *Cpu) {
+  logExit(Cpu);
+  for (unsigned I = 0; I < HVM_TRACE_VALUES; ++I)
+    Cpu->TraceValues[I] = XT30_SLOT_MARKER;
+}
+
+bool vmxTraceFlavourOption(const char *Cmdline, enum VmxTraceFlavour *Flavour) {
+  static const struct {
+    const char *Name;
+    enum VmxTraceFlavour Flavour;
+  } Names[] = {{"modern", VmxTrace_Modern}, {"xen-3.0", VmxTrace_Xen30}};
+  const char *V;
+  size_t Len;
+  if (!cmdlineGetWord(Cmdline, "trace", &V, &Len))
+    return true;
+  for (unsigned I = 0; I < sizeof(Names) / sizeof(Names[0]); ++I)
+    if (strlen(Names[I].Name) == Len && !strncmp(V, Names[I].Name, Len)) {
+      *Flavour = Names[I].Flavour;
+      return true;
+    }
+  return false;
+}
+
+void vmxTraceSetFlavour(struct PerCpu *Cpu, enum VmxTraceFlavour Flavour) {
+  if ((uint32_t)Flavour != Cpu->Trace.Format)
+    tbufSetFormat(&Cpu->Trace, (uint32_t)Flavour);
 }

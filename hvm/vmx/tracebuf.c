@@ -11,7 +11,7 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu) {
   T->magic = XT_TBUF_MAGIC;
   T->cpu = Cpu;
   T->size = HVM_TBUF_DATA_BYTES;
-  T->reserved0 = 0;
+  T->format = XT_TBUF_FORMAT_MODERN;
   T->prod = 0;
   T->cons = 0;
   for (unsigned I = 0; I < 4; ++I)
@@ -26,6 +26,7 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu) {
   B->Lost = 0;
   B->FirstLostTsc = 0;
   B->Who = 1; /* d1v0 until the scheduler records say otherwise */
+  B->Format = XT_TBUF_FORMAT_MODERN;
   outl(XT_TBUF_PORT_REGISTER, (uint32_t)(uintptr_t)Mem);
 }
 
@@ -97,4 +98,53 @@ drop:
     B->FirstLostTsc = Tsc;
   __asm__ volatile("" ::: "memory");
   T->prod = B->Prod; /* a LOST_RECORDS or padding written before the failure is valid */
+}
+
+void tbufSetFormat(struct TraceBuffer *B, uint32_t Format) {
+  volatile struct xt_tbuf *T = B->Shared;
+  if (!T)
+    return;
+  /* Fixed-size records never straddle the end of a ring that holds a whole number of
+     them, so the xen-3.0 ring needs no padding records. */
+  uint32_t Size = HVM_TBUF_DATA_BYTES;
+  if (Format == XT_TBUF_FORMAT_XEN30)
+    Size -= HVM_TBUF_DATA_BYTES % XT30_RECORD_BYTES;
+  T->format = Format;
+  T->size = Size;
+  B->Format = Format;
+  B->Size = Size;
+  outl(XT_TBUF_PORT_REGISTER, (uint32_t)(uintptr_t)T);
+}
+
+static void emit30(struct TraceBuffer *B, uint32_t Event, const uint64_t *Items) {
+  uint64_t Tsc = rdtsc();
+  xt30_put(B->Data + B->Off / 4u, Event, Tsc, Items);
+  B->Prod += XT30_RECORD_BYTES;
+  B->Off += XT30_RECORD_BYTES;
+  if (B->Off == B->Size)
+    B->Off = 0;
+}
+
+void tbufPut30(struct TraceBuffer *B, uint32_t Event, const uint64_t *Items) {
+  volatile struct xt_tbuf *T = B->Shared;
+  if (!T)
+    return;
+  uint64_t Cons = T->cons;
+  uint64_t Need = XT30_RECORD_BYTES * (B->Lost ? 2u : 1u);
+  if (B->Prod - Cons + Need > B->Size) {
+    ++B->Lost;
+    return;
+  }
+  if (B->Lost) {
+    const uint64_t L[XT30_ITEMS] = {B->Lost, 0, 0, 0, 0};
+    emit30(B, XT30_EV_LostRecords, L);
+    B->Lost = 0;
+  }
+  emit30(B, Event, Items);
+  __asm__ volatile("" ::: "memory");
+  T->prod = B->Prod;
+  if (B->Prod - Cons >= B->Size / 2 && B->NotifiedCons != Cons) {
+    B->NotifiedCons = Cons;
+    outl(XT_TBUF_PORT_NOTIFY, T->cpu);
+  }
 }

@@ -31,6 +31,7 @@ struct TraceBuffer {
   uint64_t Lost;         /* records dropped since the last LOST_RECORDS */
   uint64_t FirstLostTsc;
   uint32_t Who;          /* LOST_RECORDS "who": domain in bits 0-15, vcpu in 16-31 */
+  uint32_t Format;       /* XT_TBUF_FORMAT_MODERN or XT_TBUF_FORMAT_XEN30 */
 };
 
 #ifdef __cplusplus
@@ -44,6 +45,17 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu);
 /// Appends one record; Timed records carry the current TSC (RDTSC).
 void tbufPut(struct TraceBuffer *B, uint32_t Event, int Timed, const uint32_t *Words,
              unsigned NumWords);
+
+/// Switches the ring to Format (XT_TBUF_FORMAT_XEN30: fixed-size xen-3.0 records, and a
+/// data area cut down to a whole number of them) and announces it again. Only before the
+/// first record.
+void tbufSetFormat(struct TraceBuffer *B, uint32_t Format);
+
+/// Appends one xen-3.0 record {TSC, Event, Items[0..4]} (a ring set to
+/// XT_TBUF_FORMAT_XEN30), always timed. A record that does not fit is dropped and
+/// counted, as Xen 3.0.3's __trace_var did; the next one that fits together with a
+/// TRC_LOST_RECORDS {count, 0, 0, 0, 0} is preceded by it.
+void tbufPut30(struct TraceBuffer *B, uint32_t Event, const uint64_t *Items);
 
 #ifdef HVM_HOST_TEST
 /* tests/hvm/tracebuf_test.cpp runs this code on the host with its own clock and port

@@ -52,6 +52,9 @@ __attribute__((noreturn)) void vmxGuestDone(struct PerCpu *Cpu);
 
 /// The core's exit handler: one function per exit family, TRACE_VMEXIT, logging.
 void vmxExitHandler(struct GuestRegs *Regs);
+/// The same with the xen-3.0 flavour's trace hooks (vmx/trace.h), for a CPU whose ring
+/// vmxTraceSetFlavour set to VmxTrace_Xen30.
+void vmxExitHandlerXen30(struct GuestRegs *Regs);
 
 /// Prints "vmx: WHAT failed: VMfailInvalid" or "... VMfailValid, error N (name)".
 void vmxPrintVmFail(const char *What, int Status);

@@ -1,7 +1,8 @@
 // The trace-buffer drain (harness/devices/trace_buffers.h): a hypervisor's per-CPU ring
 // in guest memory (trace/tbuf.h) copied into a XenTrace file as TRACE_CPU_CHANGE
 // windows, the consumer index written back, rings that wrap copied in two pieces, and
-// guest nonsense refused with a reason instead of a crash or a bad copy.
+// guest nonsense refused with a reason instead of a crash or a bad copy; xen-3.0 rings
+// (docs/trace-flavours.md) copied as records behind their CPU number, one flavour a file.
 #include "harness/devices/trace_buffers.h"
 #include "trace/tbuf.h"
 #include "trace/writer.h"
@@ -26,8 +27,10 @@ struct DrainFixture {
   TraceBufferDrain Drain{Mem, Writer};
 
   void header(uint32_t Cpu, uint32_t Size, uint64_t Prod, uint64_t Cons,
-              uint32_t Magic = XT_TBUF_MAGIC, uint64_t At = kRing) {
+              uint32_t Magic = XT_TBUF_MAGIC, uint64_t At = kRing,
+              uint32_t Format = XT_TBUF_FORMAT_MODERN) {
     xt_tbuf H{};
+    H.format = Format;
     H.magic = Magic;
     H.cpu = Cpu;
     H.size = Size;
@@ -163,7 +166,7 @@ TEST(TraceBuffers, CorruptIndicesAfterRegistrationGiveTheRingUp) {
   K.header(1, kSize, 8, 0); // cpu changed
   K.Drain.drainAll();
   EXPECT_EQ(K.Drain.problems().at(0),
-            "trace buffer at 0x10000: magic, cpu or size changed after registration");
+            "trace buffer at 0x10000: magic, cpu, size or format changed after registration");
 }
 
 TEST(TraceBuffers, ReRegisteringACpuDrainsTheOldRingFirst) {
@@ -177,4 +180,66 @@ TEST(TraceBuffers, ReRegisteringACpuDrainsTheOldRingFirst) {
   EXPECT_EQ(words(F.Out.Bytes), (std::vector<uint32_t>{xt_header(XT_EV_TraceCpuChange, 2, 0),
                                                        0, 4, xt_header(XT_EV_Nmi, 0, 0)}));
   EXPECT_EQ(F.cons(), 4u);
+}
+
+TEST(TraceBuffers, Xen30RingIsCopiedAsRecordsEachBehindItsCpu) {
+  DrainFixture F;
+  constexpr uint32_t kSize30 = 4 * XT30_RECORD_BYTES;
+  uint32_t Recs[2][XT30_RECORD_WORDS];
+  const uint64_t Zero[XT30_ITEMS] = {}, Slots[XT30_ITEMS] = {10, 1, 0, 9, 9};
+  xt30_put(Recs[0], XT30_EV_VmxVmexit, 0x1000, Zero);
+  xt30_put(Recs[1], XT30_EV_VmxVmentry, 0x1400, Slots);
+  F.header(1, kSize30, 2 * XT30_RECORD_BYTES, 0, XT_TBUF_MAGIC, kRing, XT_TBUF_FORMAT_XEN30);
+  ASSERT_TRUE(F.Mem.copyIn(Gpa(kRing + XT_TBUF_DATA_OFFSET), Recs, sizeof(Recs)));
+  F.reg();
+  F.notify(1);
+  std::vector<uint32_t> Expect;
+  for (const auto &R : Recs) {
+    Expect.push_back(1);
+    Expect.insert(Expect.end(), std::begin(R), std::end(R));
+  }
+  EXPECT_EQ(words(F.Out.Bytes), Expect);
+  EXPECT_EQ(F.cons(), 2u * XT30_RECORD_BYTES);
+  EXPECT_TRUE(F.Drain.problems().empty());
+}
+
+TEST(TraceBuffers, Xen30RingOfBadSizeOrFormatOrSecondFlavourIsGivenUp) {
+  {
+    DrainFixture F;
+    F.header(0, 256, 0, 0, XT_TBUF_MAGIC, kRing, XT_TBUF_FORMAT_XEN30);
+    F.reg();
+    ASSERT_EQ(F.Drain.problems().size(), 1u);
+    EXPECT_EQ(F.Drain.problems()[0], "trace buffer at 0x10000: xen-3.0 data area of 256 "
+                                     "bytes is not a whole number of 56-byte records");
+  }
+  {
+    DrainFixture F;
+    F.header(0, 256, 0, 0, XT_TBUF_MAGIC, kRing, 7);
+    F.reg();
+    ASSERT_EQ(F.Drain.problems().size(), 1u);
+    EXPECT_EQ(F.Drain.problems()[0],
+              "trace buffer at 0x10000: format 7 is neither 0 (modern) nor 1 (xen-3.0)");
+  }
+  {
+    // CPU 0 modern, then CPU 1 xen-3.0: the second is refused, the file stays modern.
+    DrainFixture F;
+    F.header(0, kSize, 12, 0);
+    F.data(0, {xt_header(XT_EV_VmEntry, 0, 1), 5, 0});
+    F.reg();
+    F.notify(0);
+    const uint64_t Other = kRing + 0x1000;
+    const uint64_t Zero[XT30_ITEMS] = {};
+    uint32_t Rec[XT30_RECORD_WORDS];
+    xt30_put(Rec, XT30_EV_VmxVmexit, 9, Zero);
+    F.header(1, XT30_RECORD_BYTES * 2, XT30_RECORD_BYTES, 0, XT_TBUF_MAGIC, Other,
+             XT_TBUF_FORMAT_XEN30);
+    ASSERT_TRUE(F.Mem.copyIn(Gpa(Other + XT_TBUF_DATA_OFFSET), Rec, sizeof(Rec)));
+    F.reg(Other);
+    const size_t Before = F.Out.Bytes.size();
+    F.notify(1);
+    EXPECT_EQ(F.Out.Bytes.size(), Before);
+    ASSERT_EQ(F.Drain.problems().size(), 1u);
+    EXPECT_EQ(F.Drain.problems()[0], "trace buffer at 0x11000: ring of format 1 in a trace "
+                                     "file of format 0: one file holds one flavour");
+  }
 }

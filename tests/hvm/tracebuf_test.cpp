@@ -3,7 +3,8 @@
 // record arrives in order through many wraps; a consumer that drains late gets a
 // LOST_RECORDS record with the exact count, who and first lost TSC (Xen's rule, format
 // doc section 4); the padding before the ring's end is a valid WRAP_BUFFER record of
-// every possible size (4 to 36 bytes) and the reader accepts the stream.
+// every possible size (4 to 36 bytes) and the reader accepts the stream. The same for a
+// ring switched to the xen-3.0 flavour's fixed-size records (docs/trace-flavours.md).
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "vmx/tracebuf.h"
@@ -35,7 +36,10 @@ void drain() {
   const uint8_t *Data = RingMem + XT_TBUF_DATA_OFFSET;
   for (uint32_t I = 0; I < Bytes; ++I)
     Copy[I] = Data[(H.cons + I) % H.size];
-  Writer->writeWindow(0, Copy.data(), Bytes);
+  if (H.format == XT_TBUF_FORMAT_XEN30)
+    Writer->writeXen30Records(0, Copy.data(), Bytes);
+  else
+    Writer->writeWindow(0, Copy.data(), Bytes);
   H.cons = H.prod;
 }
 
@@ -189,4 +193,59 @@ TEST(HypervisorTraceRing, PaddingOfEverySizeIsAValidWrapRecord) {
     EXPECT_EQ(R.back().Event, uint32_t(XT_EV_VmxExit64));
     EXPECT_EQ(R.back().NumWords, 7u);
   }
+}
+
+TEST(HypervisorTraceRing, Xen30RingHoldsWholeRecordsThroughManyWraps) {
+  Fixture F;
+  tbufSetFormat(&F.B, XT_TBUF_FORMAT_XEN30);
+  EXPECT_EQ(RegisteredAt, uint32_t(uintptr_t(RingMem)));
+  EXPECT_EQ(header().format, XT_TBUF_FORMAT_XEN30);
+  EXPECT_EQ(header().size, 65520u); // 1,170 records of 56 bytes
+  // 3,000 exits: 6,000 records, 336,000 bytes, five times round the ring.
+  for (uint64_t I = 0; I < 3000; ++I) {
+    const uint64_t Zero[XT30_ITEMS] = {}, Slots[XT30_ITEMS] = {30, I, 1, 2, ~I};
+    tbufPut30(&F.B, XT30_EV_VmxVmexit, Zero);
+    tbufPut30(&F.B, XT30_EV_VmxVmentry, Slots);
+  }
+  EXPECT_GE(Notifies, 10u);
+  const std::vector<TraceRecord> R = F.records(ReadOrder::Merged);
+  ASSERT_EQ(R.size(), 6000u);
+  EXPECT_EQ(F.O.Bytes.size(), 6000u * XT30_FILE_RECORD_BYTES);
+  uint64_t Tsc = 1000;
+  for (uint64_t I = 0; I < 3000; ++I) {
+    const TraceRecord &X = R[2 * I], &E = R[2 * I + 1];
+    ASSERT_EQ(X.Flavour, TraceFlavour::Xen30);
+    ASSERT_EQ(X.Event, uint32_t(XT30_EV_VmxVmexit));
+    EXPECT_EQ(X.Tsc, Tsc += 10);
+    EXPECT_EQ(X.Items[1], 0u);
+    ASSERT_EQ(E.Event, uint32_t(XT30_EV_VmxVmentry));
+    EXPECT_EQ(E.Tsc, Tsc += 10);
+    EXPECT_EQ(E.Items[1], I);
+    EXPECT_EQ(E.Items[4], ~I);
+  }
+  EXPECT_EQ(header().prod, 6000u * XT30_RECORD_BYTES);
+}
+
+TEST(HypervisorTraceRing, Xen30LateConsumerGetsLostRecordsWithExactCount) {
+  Fixture F;
+  tbufSetFormat(&F.B, XT_TBUF_FORMAT_XEN30);
+  Draining = false;
+  const uint64_t Zero[XT30_ITEMS] = {};
+  for (unsigned I = 0; I < 1200; ++I)
+    tbufPut30(&F.B, XT30_EV_VmxVmexit, Zero);
+  EXPECT_EQ(Notifies, 1u);
+  EXPECT_EQ(header().prod, 1170u * XT30_RECORD_BYTES);
+  drain();
+  Draining = true;
+  const uint64_t Slots[XT30_ITEMS] = {12, 9, 9, 9, 9};
+  tbufPut30(&F.B, XT30_EV_VmxVmentry, Slots);
+  const std::vector<TraceRecord> R = F.records(ReadOrder::File);
+  ASSERT_EQ(R.size(), 1170u + 2u);
+  const TraceRecord &Lost = R[1170], &Entry = R[1171];
+  ASSERT_EQ(Lost.Event, uint32_t(XT30_EV_LostRecords));
+  EXPECT_EQ(Lost.Items[0], 30u); // 1,200 - 1,170
+  EXPECT_EQ(Lost.Items[1], 0u);
+  EXPECT_EQ(Entry.Event, uint32_t(XT30_EV_VmxVmentry));
+  EXPECT_EQ(Entry.Items[0], 12u);
+  EXPECT_GT(Entry.Tsc, Lost.Tsc);
 }

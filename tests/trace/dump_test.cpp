@@ -1,6 +1,6 @@
 // `vmxsim trace dump`: the exact text for a hand-built trace covering every record
-// shape (tests/trace/golden/every_shape.txt; regenerate with VMXSIM_UPDATE_GOLDEN=1 and
-// review the diff), and the command itself.
+// shape (tests/trace/golden/every_shape.txt) and for a xen-3.0 trace (xen30_*.txt;
+// regenerate with VMXSIM_UPDATE_GOLDEN=1 and review the diff), and the command itself.
 #include "trace_test_util.h"
 
 #include "trace/dump.h"
@@ -53,6 +53,18 @@ TEST(TraceDump, EveryRecordShapeInFileOrderEqualsGolden) {
 TEST(TraceDump, EveryRecordShapeMergedEqualsGolden) {
   bool Clean = false;
   checkGolden("every_shape_merged.txt", dumpToString(everyShapeTrace(), ReadOrder::Merged, Clean));
+  EXPECT_TRUE(Clean);
+}
+
+TEST(TraceDump, Xen30TraceInFileOrderEqualsGolden) {
+  bool Clean = false;
+  checkGolden("xen30_file_order.txt", dumpToString(xen30Trace(), ReadOrder::File, Clean));
+  EXPECT_TRUE(Clean);
+}
+
+TEST(TraceDump, Xen30TraceMergedEqualsGolden) {
+  bool Clean = false;
+  checkGolden("xen30_merged.txt", dumpToString(xen30Trace(), ReadOrder::Merged, Clean));
   EXPECT_TRUE(Clean);
 }
 

@@ -1,5 +1,6 @@
 // The reader on damaged files: deterministic truncations, bit flips, huge lengths and
-// random byte changes of a valid trace (a few seconds; CI runs it under ASan+UBSan). It
+// random byte changes of a valid trace of each flavour, modern and xen-3.0 (a few
+// seconds; CI runs it under ASan+UBSan). It
 // never crashes, every record it returns lies before the error it reports, and a
 // truncated file yields exactly the records that are complete in it.
 #include "trace_test_util.h"
@@ -65,8 +66,7 @@ TEST(TraceReaderFuzz, EveryTruncationKeepsExactlyTheCompleteRecords) {
   }
 }
 
-TEST(TraceReaderFuzz, EveryBitFlipNeverCrashes) {
-  const std::vector<uint8_t> File = everyShapeTrace();
+static void everyBitFlip(const std::vector<uint8_t> &File) {
   const auto Start = std::chrono::steady_clock::now();
   for (size_t Bit = 0; Bit < File.size() * 8; Bit += 3) {
     std::vector<uint8_t> M = File;
@@ -77,8 +77,7 @@ TEST(TraceReaderFuzz, EveryBitFlipNeverCrashes) {
   }
 }
 
-TEST(TraceReaderFuzz, HugeLengthsAndWordCountsNeverCrash) {
-  const std::vector<uint8_t> File = everyShapeTrace();
+static void hugeValues(const std::vector<uint8_t> &File) {
   const uint32_t Values[] = {0xffffffff, 0xfffffffc, 0x7ffffffc, 0x80000000, 0x10000, 4, 0};
   // Overwrite each of the first 64 words (window lengths, CPU numbers, headers).
   for (size_t W = 0; W < 64 && 4 * W + 4 <= File.size(); ++W)
@@ -90,8 +89,7 @@ TEST(TraceReaderFuzz, HugeLengthsAndWordCountsNeverCrash) {
     }
 }
 
-TEST(TraceReaderFuzz, RandomByteChangesNeverCrash) {
-  const std::vector<uint8_t> File = everyShapeTrace();
+static void randomByteChanges(const std::vector<uint8_t> &File) {
   uint64_t State = 0x9e3779b97f4a7c15ull; // fixed seed: deterministic
   auto Next = [&] {
     State ^= State << 13;
@@ -112,3 +110,34 @@ TEST(TraceReaderFuzz, RandomByteChangesNeverCrash) {
       break;
   }
 }
+
+TEST(TraceReaderFuzz, EveryBitFlipNeverCrashes) { everyBitFlip(everyShapeTrace()); }
+TEST(TraceReaderFuzz, HugeLengthsAndWordCountsNeverCrash) { hugeValues(everyShapeTrace()); }
+TEST(TraceReaderFuzz, RandomByteChangesNeverCrash) { randomByteChanges(everyShapeTrace()); }
+
+// The xen-3.0 framing: fixed 60-byte records, each behind its pcpu number.
+TEST(TraceReaderFuzz, Xen30EveryTruncationKeepsExactlyTheCompleteRecords) {
+  const std::vector<uint8_t> File = xen30Trace();
+  const auto All = readAll(File, ReadOrder::File);
+  ASSERT_EQ(All.size(), File.size() / XT30_FILE_RECORD_BYTES);
+  for (size_t Len = 0; Len <= File.size(); ++Len) {
+    std::vector<uint8_t> Cut(File.begin(), File.begin() + long(Len));
+    bool Failed = false;
+    TraceError E;
+    auto Recs = readAll(Cut, ReadOrder::File, &E, &Failed);
+    std::vector<TraceRecord> Expected;
+    for (const TraceRecord &R : All)
+      if (R.Offset + XT30_FILE_RECORD_BYTES <= Len)
+        Expected.push_back(R);
+    ASSERT_EQ(Recs, Expected) << "length " << Len;
+    ASSERT_EQ(Failed, Len % XT30_FILE_RECORD_BYTES != 0) << "length " << Len << ": " << E.str();
+    if (Failed) {
+      ASSERT_EQ(E.Offset, Len - Len % XT30_FILE_RECORD_BYTES);
+    }
+    checkAnyInput(Cut);
+  }
+}
+
+TEST(TraceReaderFuzz, Xen30EveryBitFlipNeverCrashes) { everyBitFlip(xen30Trace()); }
+TEST(TraceReaderFuzz, Xen30HugeValuesNeverCrash) { hugeValues(xen30Trace()); }
+TEST(TraceReaderFuzz, Xen30RandomByteChangesNeverCrash) { randomByteChanges(xen30Trace()); }

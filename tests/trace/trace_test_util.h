@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,45 @@ inline std::vector<uint8_t> everyShapeTrace() {
     Out.Bytes.insert(Out.Bytes.end(), Lossy.Bytes.begin(), Lossy.Bytes.end());
   }
   return Out.Bytes;
+}
+
+/// One xen-3.0 record as a file holds it (docs/trace-flavours.md): the 32-bit pcpu, then
+/// Xen 3.0.3's 56-byte t_rec {TSC, id, padding 0, five items}.
+inline void appendXen30(std::vector<uint8_t> &Out, uint32_t Cpu, uint64_t Tsc,
+                        uint32_t Event, std::array<uint64_t, XT30_ITEMS> Items) {
+  uint32_t W[1 + XT30_RECORD_WORDS];
+  W[0] = Cpu;
+  xt30_put(W + 1, Event, Tsc, Items.data());
+  for (uint32_t V : W)
+    for (unsigned I = 0; I < 4; ++I)
+      Out.push_back(uint8_t(V >> (8 * I)));
+}
+
+/// A xen-3.0 trace: every row of the xen-3.0 table and an unknown id, on CPUs 0, 1 and
+/// 3, written in per-CPU batches as two drain rounds (CPUs 0, 1, 3, then 0, 1) would,
+/// so that file order is not TSC order. CPU 0: the launch,
+/// an OUT (30) of 250 cycles, a CPUID (10) of 100; CPU 1: the launch, a MOV to CR3 (28) of
+/// 280, LOST_RECORDS {2}, an entry failure (0x80000021) of 250; CPU 3: an exit whose entry
+/// record never comes (a second exit follows), then RDMSR (31) of 10. Deterministic.
+inline std::vector<uint8_t> xen30Trace() {
+  std::vector<uint8_t> B;
+  const uint32_t Exit = XT30_EV_VmxVmexit, Entry = XT30_EV_VmxVmentry;
+  appendXen30(B, 0, 1000, Entry, {0, 0, 0, 0, 0});
+  appendXen30(B, 0, 1100, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 0, 1350, Entry, {30, 0x3f8, 0, 1, 0x41});
+  appendXen30(B, 1, 1050, Entry, {0, 0, 0, 0, 0});
+  appendXen30(B, 1, 1120, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 1, 1400, Entry, {28, 0, 3, 0, 0x3});
+  appendXen30(B, 1, 1410, XT30_EV_LostRecords, {2, 0, 0, 0, 0});
+  appendXen30(B, 1, 1450, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 3, 1200, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 3, 1250, 0x00084567, {1, 2, 3, 4, 0xffffffffffffffffull});
+  appendXen30(B, 3, 1250, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 3, 1260, Entry, {31, 0xc0000103, 5, 0, 9});
+  appendXen30(B, 0, 1500, Exit, {0, 0, 0, 0, 0});
+  appendXen30(B, 0, 1600, Entry, {10, 1, 0, 9, 9});
+  appendXen30(B, 1, 1700, Entry, {0x80000021, 9, 9, 9, 9});
+  return B;
 }
 
 } // namespace vmxsim::trace::testing

@@ -194,8 +194,10 @@ TEST(XenTraceFormat, FileNotStartingWithCpuChangeIsAnErrorAtOffsetZero) {
   auto Recs = readAll(bytesOfWords({0x80081001, 1, 0}), ReadOrder::Merged, &E, &Failed);
   EXPECT_TRUE(Recs.empty());
   EXPECT_TRUE(Failed);
-  EXPECT_EQ(E.str(), "offset 0x0: expected a TRACE_CPU_CHANGE window header (0x2001f003), "
-                     "found record header 0x80081001");
+  // Nor a xen-3.0 file (docs/trace-flavours.md): its first word would be a pcpu number.
+  EXPECT_EQ(E.str(), "offset 0x0: neither trace flavour: the first word 0x80081001 is not a "
+                     "TRACE_CPU_CHANGE header (0x2001f003, modern) nor a pcpu number below 256 "
+                     "(xen-3.0)");
 }
 
 TEST(XenTraceFormat, TruncatedRecordKeepsTheRecordsBeforeIt) {

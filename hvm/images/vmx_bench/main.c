@@ -6,7 +6,8 @@
  *
  * "trace=1": the handler also traces every exit as the core's handler does (VMX_EXIT64,
  * the handler record from TRACE_VMEXIT slots, VMENTRY into the per-CPU trace buffer;
- * vmx/trace.h), for the tracing-cost benchmark and the trace-buffer tests.
+ * vmx/trace.h), for the tracing-cost benchmark and the trace-buffer tests. "trace=modern"
+ * is the same; "trace=xen-3.0" traces in Xen 3.0.3's records instead (vmx/trace.h).
  */
 #include <stdint.h>
 
@@ -40,15 +41,20 @@ static void benchExitHandler(struct GuestRegs *Regs) {
   vmwrite(Vmcs_GuestRip, Rip + Len);
 }
 
-/* The same work, traced: Exit holds what the trace hooks read. */
-static void tracedExitHandler(struct GuestRegs *Regs) {
+/* The same work, traced: Exit holds what the trace hooks read. Xen30 is a constant in
+   each caller (as in vmx/exit.c). */
+static inline __attribute__((always_inline)) void tracedExit(struct GuestRegs *Regs,
+                                                             bool Xen30) {
   struct PerCpu *Cpu = perCpuFromRegs(Regs);
   struct ExitInfo *E = &Cpu->Exit;
   E->Reason = (uint32_t)vmread(Vmcs_ExitReason);
   E->GuestRip = vmread(Vmcs_GuestRip);
   E->InstructionLength = (uint32_t)vmread(Vmcs_VmExitInstructionLength);
   ++BenchExits;
-  vmxTraceVmexit(Cpu);
+  if (Xen30)
+    vmxTrace30Vmexit(Cpu);
+  else
+    vmxTraceVmexit(Cpu);
   TRACE_VMEXIT(0, E->Reason);
   if (E->Reason == Reason_IoInstruction) {
     E->Qualification = vmread(Vmcs_ExitQualification);
@@ -59,7 +65,10 @@ static void tracedExitHandler(struct GuestRegs *Regs) {
   } else if (E->Reason == Reason_Vmcall) {
     TRACE_VMEXIT(1, Regs->Rax);
     if (Regs->Rax == 1) {
-      vmxTraceGuestEnd(Cpu);
+      if (Xen30)
+        vmxTrace30GuestEnd(Cpu);
+      else
+        vmxTraceGuestEnd(Cpu);
       vmxGuestDone(Cpu);
     }
   } else if (E->Reason == Reason_Cpuid) {
@@ -71,20 +80,40 @@ static void tracedExitHandler(struct GuestRegs *Regs) {
     hvmExit(HVM_EXIT_FAILURE);
   }
   vmwrite(Vmcs_GuestRip, E->GuestRip + E->InstructionLength);
-  vmxTraceVmentry(Cpu);
+  if (Xen30)
+    vmxTrace30Vmentry(Cpu);
+  else
+    vmxTraceVmentry(Cpu);
 }
+
+static void tracedExitHandler(struct GuestRegs *Regs) { tracedExit(Regs, false); }
+static void tracedExitHandlerXen30(struct GuestRegs *Regs) { tracedExit(Regs, true); }
 
 void kmain(uint32_t Magic, uint32_t MbiAddr) {
   (void)Magic;
   const char *Cmdline = multibootCmdline(multibootInfo(MbiAddr));
   uint64_t Iters = BENCH_DEFAULT_ITERS, Trace = 0;
-  if (cmdlineGetU64(Cmdline, "iters", &Iters) < 0 ||
-      cmdlineGetU64(Cmdline, "trace", &Trace) < 0 || Trace > 1) {
-    printf("vmx_bench: bad iters= or trace= in command line \"%s\"\n", Cmdline);
+  enum VmxTraceFlavour Flavour = VmxTrace_Modern;
+  int TraceNumber = cmdlineGetU64(Cmdline, "trace", &Trace);
+  if (TraceNumber < 0) {
+    /* Not 0 or 1: a flavour name. */
+    Trace = 1;
+    if (!vmxTraceFlavourOption(Cmdline, &Flavour))
+      TraceNumber = 2;
+  }
+  if (cmdlineGetU64(Cmdline, "iters", &Iters) < 0 || TraceNumber > 1 || Trace > 1) {
+    printf("vmx_bench: bad iters= or trace= in command line \"%s\" (trace=0, 1, modern "
+           "or xen-3.0)\n",
+           Cmdline);
     hvmExit(HVM_EXIT_FAILURE);
   }
   printf("vmx_bench: start iters=%lu trace=%lu\n", Iters, Trace);
   struct PerCpu *Cpu = perCpuInit();
+  vmxTraceSetFlavour(Cpu, Flavour);
+  /* Chosen before vmxSetupVmcs writes the launch records (vmx_e2e/main.c says why). */
+  ExitHandlerFn Handler = !Trace                      ? benchExitHandler
+                          : Flavour == VmxTrace_Xen30 ? tracedExitHandlerXen30
+                                                      : tracedExitHandler;
   if (!vmxEnable(Cpu))
     hvmExit(HVM_EXIT_FAILURE);
   descriptorTablesInit(&GuestTables);
@@ -97,7 +126,7 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   };
   if (!vmxSetupVmcs(Cpu, &Guest))
     hvmExit(HVM_EXIT_FAILURE);
-  Cpu->ExitHandler = Trace ? tracedExitHandler : benchExitHandler;
+  Cpu->ExitHandler = Handler;
   int Status = vmxRunGuest(Cpu);
   if (Status < 0) {
     vmxPrintVmFail("VMLAUNCH", Status);
