@@ -3,6 +3,7 @@
 // (cpu/insns_*.def).
 #include "cpu/decode.h"
 
+#include "cpu/cpuid.h"
 #include "cpu/memory.h"
 
 #include <Zydis/Zydis.h>
@@ -31,6 +32,15 @@ struct Decoders {
                      ZYDIS_STACK_WIDTH_32);
     ZydisDecoderInit(&ByMode[unsigned(CodeMode::Long64)], ZYDIS_MACHINE_MODE_LONG_64,
                      ZYDIS_STACK_WIDTH_64);
+    // vmxsim's processors do not report CET (CPUID.(EAX=7,ECX=0):ECX.CET_SS[7] and
+    // EDX.CET_IBT[20] are 0), so the CET hint space decodes as on a processor without
+    // it: ENDBR32/ENDBR64 and RDSSPD/RDSSPQ (F3 0F 1E) are the NOPs of 0F 1E (SDM Vol.
+    // 2A, ENDBR64: "treated as NOP"; Vol. 2B, RDSSPD/RDSSPQ: "a NOP when CET shadow
+    // stacks are not enabled and on processors that do not support CET"). The other CET
+    // instructions (INCSSP, SETSSBSY, CLRSSBSY, SAVEPREVSSP, RSTORSSP, WRSS, WRUSS) still
+    // decode as themselves and raise #UD with CR4.CET = 0 (execUnbound).
+    for (ZydisDecoder &D : ByMode)
+      ZydisDecoderEnableMode(&D, ZYDIS_DECODER_MODE_CET, ZYAN_FALSE);
   }
 };
 const Decoders &decoders() {
@@ -226,7 +236,18 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
   Out.Imm2 = uint16_t(D.Imm2);
 
   Binder B = binders()[Z.mnemonic];
-  if (!B || !B(D, Out)) {
+  if (!B) {
+    // An instruction vmxsim has no handler for: whether it exists on the modelled
+    // processor is decided when it executes, by the CPUID feature of its extension.
+    Out.Fn = &execUnbound;
+    Out.Imm = (uint64_t(Z.meta.isa_set) << 16) | uint64_t(Z.meta.isa_ext);
+    Out.Flags |= insnflag::EndsBlock;
+    return DecodeResult::Ok;
+  }
+  // A binder refuses only an encoding the SDM makes #UD (a LOCK prefix where it is not
+  // allowed, MOV to CS, a register operand where only memory is valid, ...); a form
+  // vmxsim lacks is bound to a handler that stops the run as unimplemented.
+  if (!B(D, Out)) {
     Out.Fn = &execInvalid;
     Out.Flags |= insnflag::EndsBlock;
     return DecodeResult::Invalid;
@@ -234,9 +255,119 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
   return DecodeResult::Ok;
 }
 
+/// The CPUID feature flag that makes the instructions of an ISA extension exist (SDM Vol.
+/// 2A, CPUID, "Feature Information"; the "CPUID Feature Flag" column of each opcode
+/// table). Reg 0..3 is EAX..EDX of CPUID.(EAX=Leaf, ECX=Subleaf).
+struct IsaFeature {
+  enum Kind : uint8_t { Cpuid, Never } K = Never;
+  uint32_t Leaf = 0;
+  uint8_t Subleaf = 0, Reg = 0, Bit = 0;
+};
+
+constexpr IsaFeature flag(uint32_t Leaf, uint8_t Reg, uint8_t Bit, uint8_t Subleaf = 0) {
+  return IsaFeature{IsaFeature::Cpuid, Leaf, Subleaf, Reg, Bit};
+}
+constexpr uint8_t kEax = 0, kEbx = 1, kEcx = 2, kEdx = 3;
+
+IsaFeature isaFeature(ZydisISAExt Ext, ZydisISASet Set) {
+  switch (Ext) {
+  // Present on every Intel 64 processor: CPUID.1:EDX.FPU is always 1 in vmxsim's models.
+  case ZYDIS_ISA_EXT_BASE:
+  case ZYDIS_ISA_EXT_LONGMODE:
+  case ZYDIS_ISA_EXT_PAUSE:
+  case ZYDIS_ISA_EXT_X87: return flag(1, kEdx, 0);
+  case ZYDIS_ISA_EXT_MMX: return flag(1, kEdx, 23);
+  case ZYDIS_ISA_EXT_SSE: return flag(1, kEdx, 25);
+  case ZYDIS_ISA_EXT_SSE2: return flag(1, kEdx, 26);
+  case ZYDIS_ISA_EXT_CLFSH: return flag(1, kEdx, 19);
+  case ZYDIS_ISA_EXT_SSE3: return flag(1, kEcx, 0);
+  case ZYDIS_ISA_EXT_PCLMULQDQ: return flag(1, kEcx, 1);
+  case ZYDIS_ISA_EXT_MONITOR: return flag(1, kEcx, 3);
+  case ZYDIS_ISA_EXT_VTX:
+  case ZYDIS_ISA_EXT_VMFUNC: return flag(1, kEcx, 5);
+  case ZYDIS_ISA_EXT_SMX: return flag(1, kEcx, 6);
+  case ZYDIS_ISA_EXT_SSSE3: return flag(1, kEcx, 9);
+  case ZYDIS_ISA_EXT_FMA: return flag(1, kEcx, 12);
+  case ZYDIS_ISA_EXT_SSE4: return Set == ZYDIS_ISA_SET_SSE42 ? flag(1, kEcx, 20) : flag(1, kEcx, 19);
+  case ZYDIS_ISA_EXT_MOVBE: return flag(1, kEcx, 22);
+  case ZYDIS_ISA_EXT_AES: return flag(1, kEcx, 25);
+  case ZYDIS_ISA_EXT_XSAVE: return flag(1, kEcx, 26);
+  case ZYDIS_ISA_EXT_AVX:
+  case ZYDIS_ISA_EXT_AVXAES: return flag(1, kEcx, 28);
+  case ZYDIS_ISA_EXT_F16C: return flag(1, kEcx, 29);
+  case ZYDIS_ISA_EXT_RDRAND: return flag(1, kEcx, 30);
+  case ZYDIS_ISA_EXT_RDWRFSGS: return flag(7, kEbx, 0);
+  case ZYDIS_ISA_EXT_SGX:
+  case ZYDIS_ISA_EXT_SGX_ENCLV: return flag(7, kEbx, 2);
+  case ZYDIS_ISA_EXT_BMI1: return flag(7, kEbx, 3);
+  case ZYDIS_ISA_EXT_AVX2:
+  case ZYDIS_ISA_EXT_AVX2GATHER: return flag(7, kEbx, 5);
+  case ZYDIS_ISA_EXT_BMI2: return flag(7, kEbx, 8);
+  case ZYDIS_ISA_EXT_INVPCID: return flag(7, kEbx, 10);
+  case ZYDIS_ISA_EXT_RTM: return flag(7, kEbx, 11);
+  case ZYDIS_ISA_EXT_MPX: return flag(7, kEbx, 14);
+  case ZYDIS_ISA_EXT_AVX512EVEX:
+  case ZYDIS_ISA_EXT_AVX512VEX: return flag(7, kEbx, 16);
+  case ZYDIS_ISA_EXT_RDSEED: return flag(7, kEbx, 18);
+  case ZYDIS_ISA_EXT_ADOX_ADCX: return flag(7, kEbx, 19);
+  case ZYDIS_ISA_EXT_SMAP: return flag(7, kEbx, 20);
+  case ZYDIS_ISA_EXT_CLFLUSHOPT: return flag(7, kEbx, 23);
+  case ZYDIS_ISA_EXT_CLWB: return flag(7, kEbx, 24);
+  case ZYDIS_ISA_EXT_PT: return flag(7, kEbx, 25);
+  case ZYDIS_ISA_EXT_SHA: return flag(7, kEbx, 29);
+  case ZYDIS_ISA_EXT_PREFETCHWT1: return flag(7, kEcx, 0);
+  case ZYDIS_ISA_EXT_PKU: return flag(7, kEcx, 3);
+  case ZYDIS_ISA_EXT_WAITPKG: return flag(7, kEcx, 5);
+  case ZYDIS_ISA_EXT_CET: return flag(7, kEcx, 7);
+  case ZYDIS_ISA_EXT_GFNI: return flag(7, kEcx, 8);
+  case ZYDIS_ISA_EXT_VAES: return flag(7, kEcx, 9);
+  case ZYDIS_ISA_EXT_VPCLMULQDQ: return flag(7, kEcx, 10);
+  case ZYDIS_ISA_EXT_RDPID: return flag(7, kEcx, 22);
+  case ZYDIS_ISA_EXT_KEYLOCKER:
+  case ZYDIS_ISA_EXT_KEYLOCKER_WIDE: return flag(7, kEcx, 23);
+  case ZYDIS_ISA_EXT_CLDEMOTE: return flag(7, kEcx, 25);
+  case ZYDIS_ISA_EXT_MOVDIR: return flag(7, kEcx, 27);
+  case ZYDIS_ISA_EXT_ENQCMD: return flag(7, kEcx, 29);
+  case ZYDIS_ISA_EXT_UINTR: return flag(7, kEdx, 5);
+  case ZYDIS_ISA_EXT_SERIALIZE: return flag(7, kEdx, 14);
+  case ZYDIS_ISA_EXT_TSX_LDTRK: return flag(7, kEdx, 16);
+  case ZYDIS_ISA_EXT_PCONFIG: return flag(7, kEdx, 18);
+  case ZYDIS_ISA_EXT_AMX_BF16: return flag(7, kEdx, 22);
+  case ZYDIS_ISA_EXT_AMX_TILE: return flag(7, kEdx, 24);
+  case ZYDIS_ISA_EXT_AMX_INT8: return flag(7, kEdx, 25);
+  case ZYDIS_ISA_EXT_AVX_VNNI: return flag(7, kEax, 4, 1);
+  case ZYDIS_ISA_EXT_HRESET: return flag(7, kEax, 22, 1);
+  case ZYDIS_ISA_EXT_XSAVEOPT: return flag(0xd, kEax, 0, 1);
+  case ZYDIS_ISA_EXT_XSAVEC: return flag(0xd, kEax, 1, 1);
+  case ZYDIS_ISA_EXT_XSAVES: return flag(0xd, kEax, 3, 1);
+  case ZYDIS_ISA_EXT_LZCNT: return flag(0x80000001, kEcx, 5);
+  case ZYDIS_ISA_EXT_RDTSCP: return flag(0x80000001, kEdx, 27);
+  default:
+    // AMD's extensions (3DNow!, SSE4a, XOP, FMA4, TBM, SVM, CLZERO, MONITORX, RDPRU,
+    // MCOMMIT, SNP, INVLPGB), Knights Corner, VIA PadLock and TDX exist on no Intel
+    // processor vmxsim models.
+    return IsaFeature{};
+  }
+}
+
 } // namespace
 
 Status execInvalid(Cpu &C, const DecodedInsn &) { return C.raiseUd(); }
+
+Status execUnbound(Cpu &C, const DecodedInsn &I) {
+  const IsaFeature F = isaFeature(ZydisISAExt(I.Imm & 0xffff), ZydisISASet(I.Imm >> 16));
+  bool Exists = false;
+  if (F.K == IsaFeature::Cpuid) {
+    const CpuidResult R = cpuidQuery(C, F.Leaf, F.Subleaf);
+    const uint32_t Regs[4] = {R.Eax, R.Ebx, R.Ecx, R.Edx};
+    Exists = (Regs[F.Reg] >> F.Bit) & 1;
+  }
+  // An instruction of an extension the processor does not report is #UD, as on such a
+  // processor; one that exists there and that vmxsim lacks stops the run, naming it.
+  if (!Exists)
+    return C.raiseUd();
+  return C.unimplemented(mnemonicName(I.Mnemonic));
+}
 
 bool decodeOne(const uint8_t *Bytes, unsigned Size, CodeMode Mode, DecodedInsn &Out) {
   return decodeBytes(Bytes, Size, Mode, Out) == DecodeResult::Ok;

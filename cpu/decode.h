@@ -23,7 +23,11 @@ bool decodeLength(const uint8_t *Bytes, unsigned Size, CodeMode Mode, unsigned &
 /// Mnemonic text for traces and messages.
 const char *mnemonicName(uint16_t Mnemonic);
 
-/// The handler bound to invalid or unsupported encodings: raises #UD.
+/// The handler bound to encodings the SDM makes #UD: raises #UD.
 Status execInvalid(Cpu &C, const DecodedInsn &I);
+/// An instruction the decoder knows and no binder handles: #UD when the processor does
+/// not report its extension in CPUID (as on such a processor), else the run stops as
+/// unimplemented, naming the instruction (never a guest #UD for something vmxsim lacks).
+Status execUnbound(Cpu &C, const DecodedInsn &I);
 
 } // namespace vmxsim

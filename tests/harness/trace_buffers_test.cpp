@@ -190,7 +190,7 @@ TEST(TraceBuffers, Xen30RingIsCopiedAsRecordsEachBehindItsCpu) {
   xt30_put(Recs[0], XT30_EV_VmxVmexit, 0x1000, Zero);
   xt30_put(Recs[1], XT30_EV_VmxVmentry, 0x1400, Slots);
   F.header(1, kSize30, 2 * XT30_RECORD_BYTES, 0, XT_TBUF_MAGIC, kRing, XT_TBUF_FORMAT_XEN30);
-  ASSERT_TRUE(F.Mem.copyIn(Gpa(kRing + XT_TBUF_DATA_OFFSET), Recs, sizeof(Recs)));
+  ASSERT_TRUE(F.Mem.copyIn(Hpa(kRing + XT_TBUF_DATA_OFFSET), Recs, sizeof(Recs)));
   F.reg();
   F.notify(1);
   std::vector<uint32_t> Expect;
@@ -233,7 +233,7 @@ TEST(TraceBuffers, Xen30RingOfBadSizeOrFormatOrSecondFlavourIsGivenUp) {
     xt30_put(Rec, XT30_EV_VmxVmexit, 9, Zero);
     F.header(1, XT30_RECORD_BYTES * 2, XT30_RECORD_BYTES, 0, XT_TBUF_MAGIC, Other,
              XT_TBUF_FORMAT_XEN30);
-    ASSERT_TRUE(F.Mem.copyIn(Gpa(Other + XT_TBUF_DATA_OFFSET), Rec, sizeof(Rec)));
+    ASSERT_TRUE(F.Mem.copyIn(Hpa(Other + XT_TBUF_DATA_OFFSET), Rec, sizeof(Rec)));
     F.reg(Other);
     const size_t Before = F.Out.Bytes.size();
     F.notify(1);
