@@ -188,19 +188,39 @@ private:
     LastExit[R.Cpu] = E;
   }
 
-  void entryRecord(const TraceRecord &R) {
+  /// Pairs an entry record (either flavour) with the ground truth's next event on its
+  /// CPU, which must be a VM entry at or after the record's TSC; false (the check failed)
+  /// otherwise.
+  bool pairEntry(const TraceRecord &R, GtEvent &E) {
     CpuCheck &C = cpu(R.Cpu);
-    GtEvent E;
-    if (!pull(R.Cpu, E))
-      return fail(missing(R, "VM entry"));
+    if (!pull(R.Cpu, E)) {
+      fail(missing(R, "VM entry"));
+      return false;
+    }
     const std::string Nth = fmt::format("entry {}", C.Entries + 1);
-    if (E.IsExit)
-      return fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
-    if (R.Tsc > E.Rec.Tsc)
-      return fail(versus(R, E, Nth + ": the hypervisor's TSC is after the VM entry"));
+    if (E.IsExit) {
+      fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
+      return false;
+    }
+    if (R.Tsc > E.Rec.Tsc) {
+      fail(versus(R, E, Nth + ": the hypervisor's TSC is after the VM entry"));
+      return false;
+    }
+    return true;
+  }
+
+  /// The entry is paired: its lead, and the exit it closes is over.
+  void entryPaired(const TraceRecord &R, const GtEvent &E) {
+    CpuCheck &C = cpu(R.Cpu);
     C.EntryLead.add(E.Rec.Tsc - R.Tsc);
     ++C.Entries;
     LastExit[R.Cpu] = GtEvent{};
+  }
+
+  void entryRecord(const TraceRecord &R) {
+    GtEvent E;
+    if (pairEntry(R, E))
+      entryPaired(R, E);
   }
 
   /// A handler record whose content the exit qualification also gives.
@@ -300,23 +320,15 @@ private:
   }
 
   void xen30Entry(const TraceRecord &R) {
-    CpuCheck &C = cpu(R.Cpu);
     GtEvent E;
-    if (!pull(R.Cpu, E))
-      return fail(missing(R, "VM entry"));
-    const std::string Nth = fmt::format("entry {}", C.Entries + 1);
-    if (E.IsExit)
-      return fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
-    if (R.Tsc > E.Rec.Tsc)
-      return fail(versus(R, E, Nth + ": the hypervisor's TSC is after the VM entry"));
+    if (!pairEntry(R, E))
+      return;
     if (LastExit[R.Cpu].IsExit) {
-      xen30Slots(R, LastExit[R.Cpu], C);
+      xen30Slots(R, LastExit[R.Cpu], cpu(R.Cpu));
       if (!Res.Ok)
         return;
     }
-    C.EntryLead.add(E.Rec.Tsc - R.Tsc);
-    ++C.Entries;
-    LastExit[R.Cpu] = GtEvent{};
+    entryPaired(R, E);
   }
 
   void xen30Record(const TraceRecord &R) {

@@ -85,17 +85,9 @@ bool cmdlineGetWord(const char *Cmdline, const char *Key, const char **Value, si
 }
 
 int cmdlineGetU64(const char *Cmdline, const char *Key, uint64_t *Value) {
-  size_t KeyLen = strlen(Key);
-  const char *P = Cmdline;
-  while (*P) {
-    while (isSpace(*P))
-      ++P;
-    const char *Word = P;
-    while (*P && !isSpace(*P))
-      ++P;
-    size_t Len = (size_t)(P - Word);
-    if (Len > KeyLen && Word[KeyLen] == '=' && !strncmp(Word, Key, KeyLen))
-      return parseU64(Word + KeyLen + 1, Len - KeyLen - 1, Value) ? 1 : -1;
-  }
-  return 0;
+  const char *V;
+  size_t Len;
+  if (!cmdlineGetWord(Cmdline, Key, &V, &Len))
+    return 0;
+  return parseU64(V, Len, Value) ? 1 : -1;
 }

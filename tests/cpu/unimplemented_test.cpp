@@ -8,12 +8,28 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <cstdint>
+#include <vector>
 
 using namespace vmxsim;
 using namespace vmxsim::test;
 
 namespace {
+
+/// Each form (followed by HLT), run alone in 64-bit mode from kCodeBase with RAX pointing
+/// at data, raises #UD at its first byte.
+void expectUdAtStart(const std::vector<std::vector<uint8_t>> &Forms) {
+  for (const auto &Code : Forms) {
+    TestMachine M;
+    M.setupLongMode();
+    M.S.Gpr[RAX] = kCodeBase + 0x800;
+    M.loadCode(Code);
+    const FaultInfo F = runToFault(M);
+    EXPECT_TRUE(F.Faulted) << int(Code[0]) << " " << int(Code[1]) << " " << int(Code[2]);
+    EXPECT_EQ(F.Vector, vec::UD) << int(Code[0]) << " " << int(Code[1]) << " " << int(Code[2]);
+    EXPECT_EQ(F.Rip, kCodeBase) << int(Code[0]) << " " << int(Code[1]) << " " << int(Code[2]);
+  }
+}
 
 TEST(UnimplementedInstructions, CetHintSpaceExecutesAsNop) {
   TestMachine M;
@@ -41,16 +57,7 @@ TEST(UnimplementedInstructions, ShadowStackInstructionsRaiseUdWithoutCet) {
       {0xf3, 0x0f, 0x01, 0xea, 0xf4},       // saveprevssp
       {0xf3, 0x0f, 0xae, 0x30, 0xf4},       // clrssbsy [rax]
   };
-  for (const auto &Code : Forms) {
-    TestMachine M;
-    M.setupLongMode();
-    M.S.Gpr[RAX] = kCodeBase + 0x800;
-    M.loadCode(Code);
-    const FaultInfo F = runToFault(M);
-    EXPECT_TRUE(F.Faulted) << int(Code[3]);
-    EXPECT_EQ(F.Vector, vec::UD) << int(Code[3]);
-    EXPECT_EQ(F.Rip, kCodeBase) << int(Code[3]);
-  }
+  expectUdAtStart(Forms);
 }
 
 TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
@@ -64,16 +71,7 @@ TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
       {0x66, 0x0f, 0x78, 0xc0, 0x08, 0x08, 0xf4}, // extrq xmm0, 8, 8
       {0x0f, 0xaa, 0xf4},                         // rsm (not in SMM)
   };
-  for (const auto &Code : Forms) {
-    TestMachine M;
-    M.setupLongMode();
-    M.S.Gpr[RAX] = kCodeBase + 0x800;
-    M.loadCode(Code);
-    const FaultInfo F = runToFault(M);
-    EXPECT_TRUE(F.Faulted) << int(Code[1]);
-    EXPECT_EQ(F.Vector, vec::UD) << int(Code[1]);
-    EXPECT_EQ(F.Rip, kCodeBase) << int(Code[1]);
-  }
+  expectUdAtStart(Forms);
 }
 
 TEST(UnimplementedInstructions, InstructionTheProcessorHasAndVmxsimLacksStopsTheRun) {
