@@ -60,8 +60,10 @@ Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = fal
 template <typename T>
 inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (const uint8_t *H = C.Mmu.readHost(Gla(La), sizeof(T), Supervisor)) [[likely]] {
-    std::memcpy(&Out, H, sizeof(T));
+  const TlbEntry &E = C.Mmu.readSlot(Gla(La));
+  if (E.Tag == C.Mmu.tag(La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
     return Status::Ok;
   }
   return readLinearSlow(C, La, sizeof(T), &Out, Supervisor);
@@ -70,8 +72,10 @@ inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
 template <typename T>
 inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (uint8_t *H = C.Mmu.writeHost(Gla(La), sizeof(T), Supervisor)) [[likely]] {
-    std::memcpy(H, &V, sizeof(T));
+  const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
+  if (E.Tag == C.Mmu.tag(La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
     return Status::Ok;
   }
   return writeLinearSlow(C, La, sizeof(T), &V, Supervisor);
@@ -122,9 +126,12 @@ Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes);
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
-  R.Host = C.Mmu.writeHost(Gla(R.La), sizeof(T), false);
-  if (R.Host) [[likely]]
+  const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
+  if (E.Tag == C.Mmu.tag(R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
+      [[likely]] {
+    R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
     return Status::Ok;
+  }
   return mapRmwSlow(C, R, sizeof(T));
 }
 template <typename T> inline Status rmwRead(Cpu &C, const RmwRef &R, T &Out) {

@@ -146,14 +146,23 @@ public:
   uint64_t tag(uint64_t La, bool Supervisor) const {
     return (La & kPageMask) | (Supervisor ? TagLowSupervisor : TagLowUser);
   }
+  /// The read and write TLB slots of La, for the instruction-level fast paths of
+  /// cpu/memory.h: a hit is `slot.Tag == tag(La, Supervisor)` with the access inside the
+  /// page, and the host address is La + slot.Addend. (They test the tag in their own
+  /// branch, so that the compiler lays the hit out as the fall-through path.) TlbWrite
+  /// never maps a page holding decoded code.
+  const TlbEntry &readSlot(Gla La) const { return TlbRead[La.pageNumber() & (kTlbEntries - 1)]; }
+  const TlbEntry &writeSlot(Gla La) const {
+    return TlbWrite[La.pageNumber() & (kTlbEntries - 1)];
+  }
   /// Host pointer of [La, La+Size) for a read when one TLB entry maps it, else null.
   uint8_t *readHost(Gla La, unsigned Size, bool Supervisor) const {
-    return hostIn(TlbRead, La.value(), Size, Supervisor);
+    return hostIn(readSlot(La), La.value(), Size, Supervisor);
   }
   /// Host pointer of [La, La+Size) for a write when one TlbWrite entry maps it, else null
   /// (never for a page holding decoded code).
   uint8_t *writeHost(Gla La, unsigned Size, bool Supervisor) const {
-    return hostIn(TlbWrite, La.value(), Size, Supervisor);
+    return hostIn(writeSlot(La), La.value(), Size, Supervisor);
   }
   /// writeHost, or else a pointer into a page holding decoded code when its TlbWriteCode
   /// entry maps La and the 64-byte lines of [La, La+Size) hold none: a store there needs
@@ -279,9 +288,8 @@ public:
   }
 
 private:
-  uint8_t *hostIn(const TlbEntry *Array, uint64_t La, unsigned Size, bool Supervisor) const {
-    const TlbEntry &E = Array[(La >> 12) & (kTlbEntries - 1)];
-    if (E.Tag == tag(La, Supervisor) && (La & 0xfff) <= kPageSize - Size) [[likely]]
+  uint8_t *hostIn(const TlbEntry &E, uint64_t La, unsigned Size, bool Supervisor) const {
+    if (E.Tag == tag(La, Supervisor) && (La & 0xfff) <= kPageSize - Size)
       return reinterpret_cast<uint8_t *>(La + E.Addend);
     return nullptr;
   }
