@@ -33,7 +33,7 @@ Error Machine::validate(const MachineConfig &Cfg) {
 
 Machine::Machine(const MachineConfig &C)
     : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
-      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch) {}
+      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch), Pm(Latch) {}
 
 Machine::~Machine() {
   // Detach observers before the tracer goes away.
@@ -80,12 +80,13 @@ Error Machine::init() {
   Io.add(SystemControlA::kPort, 1, &SysA);
   Io.add(SystemControlB::kPort, 1, &SysB);
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
+  Io.add(AcpiPm::kBase, AcpiPm::kSize, &Pm);
   Mem.addMmio(Hpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
   // The PIT and the I/O APIC see the clock of the vCPU that is executing.
   Io.add(Pit8254::kBase, 4, &Pit);
   Mem.addMmio(Hpa(IoApic::kBase), IoApic::kSize, &IoApicDev);
   ApicRouter.LevelEoi = &IoApicDev;
-  Pit.Now = IoApicDev.Now = [this] {
+  Pit.Now = IoApicDev.Now = Pm.Now = [this] {
     return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
   };
   Pit.Irq0 = [this] {
