@@ -1,7 +1,7 @@
 #include "harness/machine.h"
 
 #include "cpu/cpu_model.h"
-#include "harness/acpi_tables.h"
+#include "harness/firmware.h"
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
@@ -120,8 +120,19 @@ Error Machine::init() {
       C.Activity = ActivityState::WaitForSipi;
     }
   }
-  if (!buildAcpiTables(Mem, Cfg.NumCpus))
-    return Error(ErrorCode::BadConfig, "no RAM for the ACPI tables at 0xf0000");
+  // The firmware describes the devices registered above (an HPET is listed when one is
+  // mapped at kHpetBase by then).
+  FirmwareConfig Firmware;
+  Firmware.NumCpus = Cfg.NumCpus;
+  Firmware.ComPorts = {Uart16550::kCom1};
+  Firmware.Hpet = Mem.mmioAt(kHpetBase) != nullptr;
+  for (const CpuidLeaf &L : Model.Cpuid)
+    if (L.Leaf == 1) {
+      Firmware.CpuidSignature = L.Eax;
+      Firmware.CpuidFeatures = L.Edx;
+    }
+  if (Error E = buildFirmware(Mem, Firmware))
+    return E;
 
   if (Error E = loadImage())
     return E;

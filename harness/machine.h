@@ -21,7 +21,12 @@
 // reach it from the local APICs), system control ports 0x92/0x61, the power-off port
 // 0x8900, and the ACPI PM registers at 0x600-0x60b (PM1a event and control blocks, the
 // 24-bit PM timer at 3.579545 MHz of the virtual clock; SLP_EN with \_S5's SLP_TYP powers
-// off: harness/devices/acpi_pm.h). ACPI RSDP/RSDT/MADT describing the CPUs are at 0xf0000 (harness/acpi_tables.h).
+// off: harness/devices/acpi_pm.h).
+// Firmware state (harness/firmware.h), written before the image is loaded: the real-mode
+// IVT (every vector at an IRET in the BIOS area), the BIOS Data Area, the EBDA at 0x9fc00
+// (with the ACPI FACS), and the read-only BIOS area 0xe0000-0xfffff holding the ACPI
+// tables (RSDP at 0xf0000: harness/acpi_tables.h) and the SMBIOS tables
+// (harness/smbios_tables.h). Every loader passes on the one E820 map, e820Map().
 // Unassigned ports read all-ones; unassigned physical addresses read all-ones.
 //
 // Processors: NumCpus are created; the bootstrap processor (CPU 0) starts at the image's
