@@ -86,9 +86,10 @@ Error Machine::init() {
   Io.add(Pit8254::kBase, 4, &Pit);
   Mem.addMmio(Hpa(IoApic::kBase), IoApic::kSize, &IoApicDev);
   ApicRouter.LevelEoi = &IoApicDev;
-  Pit.Now = IoApicDev.Now = Pm.Now = [this] {
+  Pit.Now = IoApicDev.Now = [this] {
     return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
   };
+  Pm.Now = Pit.Now; // the ACPI PM timer counts from the same clock
   Pit.Irq0 = [this] {
     Pic.setIrq(0, true); // an edge on IR0 ...
     Pic.setIrq(0, false);

@@ -378,6 +378,16 @@ TEST(AcpiPm, TimerCountsAt3579545HzOfTheVirtualClock) {
   EXPECT_EQ(Pm.ioRead(0x608, 4), 17897725u - (1u << 24));
 }
 
+TEST(AcpiPm, GuestReadsTheTimerFromTheExecutingCpusClock) {
+  // mov dx, 0x608; in eax, dx; hlt. At cycle 1e9 + c for the few cycles c < 279 the
+  // first two instructions cost, the timer has counted exactly 3579545 ticks.
+  auto M = machine(1, 128ull << 20, {0xba, 0x08, 0x06, 0x66, 0xed, 0xf4});
+  M->bsp().Cycles = 1000000000;
+  const RunResult R = M->run();
+  EXPECT_EQ(R.Reason, RunReason::Halted) << R.describe();
+  EXPECT_EQ(M->bsp().S.Gpr[0], 3579545u);
+}
+
 TEST(AcpiPm, TimerStatusSetsWhenBit23TogglesAndClearsOnWriteOne) {
   IoBus Io;
   StopLatch Latch(Io);
