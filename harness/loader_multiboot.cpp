@@ -2,6 +2,7 @@
 // document: 3.1 "OS image format", 3.2 "Machine state", 3.3 "Boot information format".
 #include "cpu/cpu.h"
 #include "harness/boot_state.h"
+#include "harness/firmware.h"
 #include "harness/loader.h"
 #include "harness/loader_internal.h"
 
@@ -189,28 +190,17 @@ Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParam
   InfoBlob B;
   const uint64_t GdtOff = B.add(nullptr, kBootGdtBytes, 8);
   const uint64_t InfoOff = B.add(nullptr, kInfoBytes, 8);
-  // Memory map entries: size (of the rest, 20), base_addr, length, type (1 = available).
-  struct MmapEntry {
-    uint64_t Base, Len;
-    uint32_t Type;
-  };
-  std::vector<MmapEntry> Map;
-  const uint64_t Low = Mem.lowRamBytes(), High = Mem.highRamBytes();
-  Map.push_back({0, std::min(Low, kConventionalEnd), 1});
-  Map.push_back({kConventionalEnd, 0xa0000 - kConventionalEnd, 2}); // EBDA
-  Map.push_back({0xf0000, 0x10000, 2});                             // system BIOS
-  if (Low > (1ull << 20))
-    Map.push_back({1ull << 20, Low - (1ull << 20), 1});
-  if (High)
-    Map.push_back({PhysMem::kHighRamBase, High, 1});
+  // Memory map entries (3.3): size (of the rest, 20), base_addr, length, type; the
+  // firmware's E820 map (harness/firmware.h), whose types Multiboot shares.
+  const std::vector<E820Entry> Map = e820Map(Mem);
   const uint64_t MmapOff = alignUp(B.Bytes.size(), 4);
-  for (const MmapEntry &E : Map) {
+  for (const E820Entry &E : Map) {
     uint8_t Raw[24];
-    const uint32_t Size = 20;
+    const uint32_t Size = 20, Type = uint32_t(E.Type);
     std::memcpy(Raw, &Size, 4);
     std::memcpy(Raw + 4, &E.Base, 8);
-    std::memcpy(Raw + 12, &E.Len, 8);
-    std::memcpy(Raw + 20, &E.Type, 4);
+    std::memcpy(Raw + 12, &E.SizeBytes, 8);
+    std::memcpy(Raw + 20, &Type, 4);
     B.add(Raw, sizeof(Raw), 4);
   }
   const uint64_t MmapLen = B.Bytes.size() - MmapOff;
@@ -231,9 +221,15 @@ Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParam
   const uint64_t Mi = InfoOff;
   B.put32(Mi + kMiFlags, kInfoMem | kInfoCmdline | kInfoMods | kInfoMmap | kInfoLoaderName);
   // mem_lower: KiB of conventional memory from 0; mem_upper: KiB from 1 MiB up to the
-  // first hole (3.3).
-  B.put32(Mi + kMiMemLower, uint32_t(std::min(Low, kConventionalEnd) / 1024));
-  B.put32(Mi + kMiMemUpper, uint32_t(Low > (1ull << 20) ? (Low - (1ull << 20)) / 1024 : 0));
+  // first hole (3.3). Both from the map's RAM ranges at 0 and at 1 MiB.
+  uint64_t LowerBytes = 0, UpperBytes = 0;
+  for (const E820Entry &E : Map)
+    if (E.Type == E820Type::Ram && E.Base == 0)
+      LowerBytes = E.SizeBytes;
+    else if (E.Type == E820Type::Ram && E.Base == (1ull << 20))
+      UpperBytes = E.SizeBytes;
+  B.put32(Mi + kMiMemLower, uint32_t(LowerBytes / 1024));
+  B.put32(Mi + kMiMemUpper, uint32_t(UpperBytes / 1024));
   B.put32(Mi + kMiCmdline, Addr(CmdOff));
   B.put32(Mi + kMiModsCount, uint32_t(Mods.size()));
   B.put32(Mi + kMiModsAddr, Addr(ModsOff));

@@ -1,7 +1,7 @@
 #include "harness/machine.h"
 
 #include "cpu/cpu_model.h"
-#include "harness/acpi_tables.h"
+#include "harness/firmware.h"
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
@@ -33,7 +33,7 @@ Error Machine::validate(const MachineConfig &Cfg) {
 
 Machine::Machine(const MachineConfig &C)
     : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
-      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch) {}
+      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch), Pm(Latch) {}
 
 Machine::~Machine() {
   // Detach observers before the tracer goes away.
@@ -80,6 +80,7 @@ Error Machine::init() {
   Io.add(SystemControlA::kPort, 1, &SysA);
   Io.add(SystemControlB::kPort, 1, &SysB);
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
+  Io.add(AcpiPm::kBase, AcpiPm::kSize, &Pm);
   Mem.addMmio(Hpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
   // The PIT and the I/O APIC see the clock of the vCPU that is executing.
   Io.add(Pit8254::kBase, 4, &Pit);
@@ -88,6 +89,7 @@ Error Machine::init() {
   Pit.Now = IoApicDev.Now = [this] {
     return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
   };
+  Pm.Now = Pit.Now; // the ACPI PM timer counts from the same clock
   Pit.Irq0 = [this] {
     Pic.setIrq(0, true); // an edge on IR0 ...
     Pic.setIrq(0, false);
@@ -119,8 +121,19 @@ Error Machine::init() {
       C.Activity = ActivityState::WaitForSipi;
     }
   }
-  if (!buildAcpiTables(Mem, Cfg.NumCpus))
-    return Error(ErrorCode::BadConfig, "no RAM for the ACPI tables at 0xf0000");
+  // The firmware describes the devices registered above (an HPET is listed when one is
+  // mapped at kHpetBase by then).
+  FirmwareConfig Firmware;
+  Firmware.NumCpus = Cfg.NumCpus;
+  Firmware.ComPorts = {Uart16550::kCom1};
+  Firmware.Hpet = Mem.mmioAt(kHpetBase) != nullptr;
+  for (const CpuidLeaf &L : Model.Cpuid)
+    if (L.Leaf == 1) {
+      Firmware.CpuidSignature = L.Eax;
+      Firmware.CpuidFeatures = L.Edx;
+    }
+  if (Error E = buildFirmware(Mem, Firmware))
+    return E;
 
   if (Error E = loadImage())
     return E;

@@ -18,8 +18,15 @@
 // one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its own:
 // harness/devices/local_apic.h), the 8254 PIT at 0x40-0x43 (IRQ0 to the PIC's IR0 and the
 // I/O APIC's pin 2), the I/O APIC at 0xfec00000 (harness/devices/ioapic.h; level EOIs
-// reach it from the local APICs), system control ports 0x92/0x61, and the power-off port
-// 0x8900. ACPI RSDP/RSDT/MADT describing the CPUs are at 0xf0000 (harness/acpi_tables.h).
+// reach it from the local APICs), system control ports 0x92/0x61, the power-off port
+// 0x8900, and the ACPI PM registers at 0x600-0x60b (PM1a event and control blocks, the
+// 24-bit PM timer at 3.579545 MHz of the virtual clock; SLP_EN with \_S5's SLP_TYP powers
+// off: harness/devices/acpi_pm.h).
+// Firmware state (harness/firmware.h), written before the image is loaded: the real-mode
+// IVT (every vector at an IRET in the BIOS area), the BIOS Data Area, the EBDA at 0x9fc00
+// (with the ACPI FACS), and the read-only BIOS area 0xe0000-0xfffff holding the ACPI
+// tables (RSDP at 0xf0000: harness/acpi_tables.h) and the SMBIOS tables
+// (harness/smbios_tables.h). Every loader passes on the one E820 map, e820Map().
 // Unassigned ports read all-ones; unassigned physical addresses read all-ones.
 //
 // Processors: NumCpus are created; the bootstrap processor (CPU 0) starts at the image's
@@ -29,6 +36,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/vmx_features.h"
+#include "harness/devices/acpi_pm.h"
 #include "harness/devices/debug_console.h"
 #include "harness/devices/debug_exit.h"
 #include "harness/devices/fw_cfg.h"
@@ -123,7 +131,7 @@ struct MachineConfig {
 /// Why Machine::run returned.
 enum class RunReason : uint8_t {
   GuestExit,     ///< isa-debug-exit write: ExitValue = V, ExitStatus = ((V << 1) | 1) & 0xff
-  PowerOff,      ///< "Shutdown" on port 0x8900: status 0
+  PowerOff,      ///< "Shutdown" on port 0x8900, or ACPI S5 (PM1a_CNT): status 0
   Reset,         ///< fast reset via port 0x92: status 0 (no reboot, like QEMU -no-reboot)
   TripleFault,   ///< the CPU entered shutdown: status kExitTripleFault
   InsnLimit,     ///< MaxInsns retired: status kExitInsnLimit
@@ -210,6 +218,7 @@ public:
   IoApic &ioApic() { return IoApicDev; }
   FwCfg &fwCfg() { return Fw; }
   PciHost &pciHost() { return Pci; }
+  AcpiPm &acpiPm() { return Pm; }
   /// The trace-buffer drain, or null without Cfg.XentraceFile.
   const TraceBufferDrain *traceBuffers() const { return TraceDrain.get(); }
 
@@ -238,6 +247,7 @@ private:
   SystemControlA SysA;
   SystemControlB SysB;
   PowerOffPort PowerOff;
+  AcpiPm Pm;
   std::vector<std::unique_ptr<Cpu>> Cpus;
   std::vector<Cpu *> CpuPtrs;
   std::unique_ptr<InsnTracer> Tracer;

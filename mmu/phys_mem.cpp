@@ -60,13 +60,38 @@ void PhysMem::addMmio(Hpa Base, uint64_t SizeBytes, MmioDevice *Dev) {
   MmioLowWater = Mmio.front().Base & kPageMask;
 }
 
+bool PhysMem::setReadOnly(Hpa Base, uint64_t SizeBytes) {
+  const uint64_t B = Base.value();
+  if (Rom.Bytes || !SizeBytes || (B | SizeBytes) & (kPageSize - 1) || B + SizeBytes > LowSize ||
+      !isRam(Base, SizeBytes))
+    return false;
+  Rom.Bytes = Low + B;
+  Rom.Size = SizeBytes;
+  RomBase = B;
+  addMmio(Base, SizeBytes, &Rom);
+  return true;
+}
+
+uint64_t PhysMem::ReadOnlyRam::mmioRead(uint64_t Offset, unsigned SizeBytes) {
+  // An access crossing the end was split by the caller; bytes past it read all-ones.
+  uint64_t V = 0;
+  for (unsigned I = 0; I < SizeBytes; ++I)
+    V |= uint64_t(Offset + I < Size ? Bytes[Offset + I] : 0xff) << (8 * I);
+  return V;
+}
+
 MmioDevice *PhysMem::mmioAt(uint64_t A, uint64_t *OffsetOut) const {
-  for (const Region &R : Mmio)
-    if (A >= R.Base && A - R.Base < R.Size) {
+  // Sorted by base: once a region starts above A none of the rest can hold it (keeps
+  // ramPointer at a compare or two for RAM above a low region such as the BIOS area).
+  for (const Region &R : Mmio) {
+    if (R.Base > A)
+      break;
+    if (A - R.Base < R.Size) {
       if (OffsetOut)
         *OffsetOut = A - R.Base;
       return R.Dev;
     }
+  }
   return nullptr;
 }
 
@@ -207,13 +232,24 @@ bool PhysMem::zeroRam(Hpa Addr, uint64_t SizeBytes) {
 }
 
 bool PhysMem::copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const {
-  if (!isRam(Addr, SizeBytes))
+  // RAM or the read-only range (whole pages, so each chunk is one or the other).
+  auto Source = [&](uint64_t A) -> const uint8_t * {
+    if (Rom.Bytes && A >= RomBase && A - RomBase < Rom.Size)
+      return Rom.Bytes + (A - RomBase);
+    return ramPointer(Hpa(A));
+  };
+  const uint64_t End = Addr.value() + SizeBytes;
+  if (End < Addr.value())
     return false;
+  if (!isRam(Addr, SizeBytes)) // the common case is checked in a few compares
+    for (uint64_t A = Addr.value(); A < End; A = (A & kPageMask) + kPageSize)
+      if (!Source(A))
+        return false;
   uint8_t *D = static_cast<uint8_t *>(Dst);
   uint64_t A = Addr.value();
   while (SizeBytes) {
     uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
-    std::memcpy(D, ramPointer(Hpa(A)), Chunk);
+    std::memcpy(D, Source(A), Chunk);
     A += Chunk, D += Chunk, SizeBytes -= Chunk;
   }
   return true;

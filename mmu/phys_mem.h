@@ -6,7 +6,9 @@
 // memory only for pages the guest touches, and a RAM hit is one add. Layout follows a PC
 // with QEMU's defaults: RAM from 0 up to the low-memory limit, the 32-bit PCI/MMIO hole
 // below 4 GiB, and the rest of RAM from 4 GiB up. The legacy VGA/BIOS window
-// (0xA0000-0xFFFFF) is RAM here but reported reserved in the firmware memory map.
+// (0xA0000-0xFFFFF) is RAM here but reported reserved in the firmware memory map; the
+// firmware makes its BIOS area (0xE0000-0xFFFFF) read-only with setReadOnly, as a PC's
+// chipset write-protects the shadowed BIOS ROM.
 #pragma once
 #include "mmu/address.h"
 #include <cstddef>
@@ -57,6 +59,17 @@ public:
 
   /// Registers an MMIO region. Regions must not overlap each other.
   void addMmio(Hpa Base, uint64_t SizeBytes, MmioDevice *Dev);
+
+  /// Makes the low RAM [Base, Base + SizeBytes) read-only, as a PC's shadowed BIOS ROM
+  /// after the firmware write-protects it: reads return its bytes, writes of any kind
+  /// (processors, read, write, copyIn, zeroRam) are ignored or refused. It becomes an
+  /// MMIO region whose device reads the RAM beneath it, so ramPointer returns null there:
+  /// processors reach it through the slow path (no TLB host pointer; code in it is
+  /// decoded one instruction at a time, never cached), and isRam is false for it (a
+  /// loader cannot place an image there). copyOut still reads it. Write its contents
+  /// before calling this. False (nothing changed) unless the range is page-aligned low
+  /// RAM outside every MMIO region; at most one range per PhysMem.
+  bool setReadOnly(Hpa Base, uint64_t SizeBytes);
   MmioDevice *mmioAt(uint64_t A, uint64_t *OffsetOut = nullptr) const;
 
   /// Slow-path accessors used for MMIO, page-crossing and loader access. Unassigned
@@ -64,7 +77,8 @@ public:
   uint64_t read(Hpa Addr, unsigned SizeBytes) const;
   void write(Hpa Addr, unsigned SizeBytes, uint64_t Value);
 
-  /// Bulk copies for loaders and tests; return false if any byte is not RAM.
+  /// Bulk copies for loaders and tests; return false if any byte is not RAM (copyOut
+  /// also reads the read-only range).
   bool copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes);
   bool copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const;
   bool isRam(Hpa Addr, uint64_t SizeBytes) const;
@@ -167,6 +181,16 @@ private:
     uint64_t Base, Size;
     MmioDevice *Dev;
   };
+  /// The read-only range (setReadOnly): reads the RAM beneath it, ignores writes.
+  class ReadOnlyRam final : public MmioDevice {
+  public:
+    uint64_t mmioRead(uint64_t Offset, unsigned SizeBytes) override;
+    void mmioWrite(uint64_t, unsigned, uint64_t) override {}
+    const uint8_t *Bytes = nullptr;
+    uint64_t Size = 0;
+  };
+  ReadOnlyRam Rom;
+  uint64_t RomBase = 0;
   uint64_t RamSize, LowSize, HighSize;
   uint8_t *Low = nullptr, *High = nullptr;
   std::vector<Region> Mmio;     // sorted by base; few entries

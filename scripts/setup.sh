@@ -7,6 +7,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libzydis-dev libzycore-dev libcapstone-dev llvm-14-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev
       libcli11-dev libfmt-dev nlohmann-json3-dev
+      # iasl disassembles the generated ACPI tables (tests/harness/firmware_test.cpp).
+      acpica-tools
       # `vmxsim trace report` is checked in headless Chromium by a node script
       # (tests/trace/report_test.cpp, report_browser_check.mjs).
       chromium nodejs)
