@@ -2,6 +2,7 @@
 
 #include "cpu/cpu_model.h"
 #include "harness/acpi_tables.h"
+#include "harness/devices/cmos_layout.h"
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
@@ -33,7 +34,8 @@ Error Machine::validate(const MachineConfig &Cfg) {
 
 Machine::Machine(const MachineConfig &C)
     : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
-      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch) {}
+      Fw(C.RamBytes, C.NumCpus), SysA(Latch, A20), SysB(Pit), ResetCtl(Latch),
+      Rtc(C.RtcBaseSeconds), Kbc(Latch, A20), PowerOff(Latch) {}
 
 Machine::~Machine() {
   // Detach observers before the tracer goes away.
@@ -89,14 +91,11 @@ Error Machine::init() {
     return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
   };
   Pit.Irq0 = [this] {
-    Pic.setIrq(0, true); // an edge on IR0 ...
-    Pic.setIrq(0, false);
-    IoApicDev.pulse(2); // ... and on I/O APIC pin 2 (MADT interrupt source override)
-    bsp().breakBlock();
+    if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the PIT
+      isaIrqEdge(0);
   };
-  Pit.Irq0Observed = [this] {
-    return !(Pic.Master.Imr & 1) || !(IoApicDev.Redir[2] & IoApic::kMasked);
-  };
+  Pit.Irq0Observed = [this] { return !HpetDev.legacyReplacement() && isaIrqObserved(0); };
+  initPlatform();
 
   Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
   if (Cfg.Vmx)
@@ -119,6 +118,7 @@ Error Machine::init() {
       C.Activity = ActivityState::WaitForSipi;
     }
   }
+  fillCmosLayout(Rtc, Mem.lowRamBytes(), Mem.highRamBytes(), Cfg.NumCpus);
   if (!buildAcpiTables(Mem, Cfg.NumCpus))
     return Error(ErrorCode::BadConfig, "no RAM for the ACPI tables at 0xf0000");
 
@@ -158,6 +158,67 @@ Error Machine::init() {
     Io.add(TraceBufferDrain::kPort, TraceBufferDrain::kSize, TraceDrain.get());
   }
   return Error::success();
+}
+
+// The platform devices of harness/machine.h's list beyond the interrupt controllers:
+// CMOS/RTC, HPET, i8042, the A20 gate, reset control and POST-code ports.
+void Machine::initPlatform() {
+  Io.add(ResetControl::kPort, 1, &ResetCtl); // over the PCI host's 0xcf8-0xcff (bytes)
+  Io.add(PostCodePort::kPort, 1, &Post);
+  Io.add(Rtc146818::kIndexPort, 2, &Rtc);
+  Io.add(I8042::kDataPort, 1, &Kbc);
+  Io.add(I8042::kCommandPort, 1, &Kbc);
+  Mem.addMmio(Hpa(Hpet::kBase), Hpet::kSize, &HpetDev);
+  auto Now = [this] {
+    return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
+  };
+  Rtc.Now = Now;
+  HpetDev.Now = Now;
+  Rtc.Irq = [this](bool Level) {
+    if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the RTC
+      isaIrqLevel(8, Level);
+  };
+  Rtc.IrqObserved = [this] { return !HpetDev.legacyReplacement() && isaIrqObserved(8); };
+  HpetDev.SetLine = [this](bool Legacy, unsigned Line, bool Level) {
+    if (Legacy) {
+      isaIrqLevel(Line, Level);
+    } else {
+      IoApicDev.setPin(Line, Level);
+      bsp().breakBlock();
+    }
+  };
+  HpetDev.LineObserved = [this](bool Legacy, unsigned Line) {
+    return Legacy ? isaIrqObserved(Line) : !(IoApicDev.Redir[Line] & IoApic::kMasked);
+  };
+  Kbc.Pulse = [this](unsigned Irq) { isaIrqEdge(Irq); };
+  // SDM Vol. 3A, "A20M#": the gate changes every physical address the CPUs form, so
+  // every cached translation and decoded block goes (the rule in cpu/mmu.h).
+  A20.Changed = [this](bool Enabled) {
+    Mem.setA20(Enabled);
+    for (auto &C : Cpus) {
+      C->Mmu.flushTlbAllContexts();
+      C->Mmu.flushDecodeCache();
+      C->breakBlock();
+    }
+  };
+}
+
+void Machine::isaIrqLevel(unsigned Irq, bool Level) {
+  Pic.setIrq(Irq, Level);
+  IoApicDev.setPin(Irq == 0 ? 2 : Irq, Level); // MADT: ISA IRQ0 is pin 2
+  if (Level && !Cpus.empty())
+    bsp().breakBlock();
+}
+
+void Machine::isaIrqEdge(unsigned Irq) {
+  isaIrqLevel(Irq, true);
+  isaIrqLevel(Irq, false);
+}
+
+bool Machine::isaIrqObserved(unsigned Irq) const {
+  const bool AtPic = Irq < 8 ? !((Pic.Master.Imr >> Irq) & 1)
+                             : !((Pic.Slave.Imr >> (Irq - 8)) & 1) && !(Pic.Master.Imr & 4);
+  return AtPic || !(IoApicDev.Redir[Irq == 0 ? 2 : Irq] & IoApic::kMasked);
 }
 
 Error Machine::loadImage() {
@@ -214,6 +275,8 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
     ApicPtrs.push_back(A.get());
   Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
   Sched.addSharedSource(&Pit);
+  Sched.addSharedSource(&Rtc);
+  Sched.addSharedSource(&HpetDev);
   if (Progress && EveryInsns)
     Sched.setProgress(Progress, EveryInsns);
   Sched.setStopFlag(Cfg.StopFlag);
@@ -248,6 +311,7 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
       break;
     case StopCause::Reset:
       R.Reason = RunReason::Reset;
+      R.ExitValue = Latch.value(); // the port
       R.ExitStatus = 0;
       break;
     case StopCause::PowerOff:
@@ -308,7 +372,7 @@ std::string RunResult::describe() const {
   case RunReason::PowerOff:
     return "guest powered off (port 0x8900)";
   case RunReason::Reset:
-    return "guest reset (port 0x92)";
+    return fmt::format("guest reset (port {:#x})", ExitValue);
   case RunReason::TripleFault:
     return fmt::format("triple fault at RIP={:#x} (CPU {})", Rip, CpuId);
   case RunReason::InsnLimit:
