@@ -22,6 +22,10 @@ Error Machine::validate(const MachineConfig &Cfg) {
   if (Cfg.NumCpus < 1 || Cfg.NumCpus > kMaxCpus)
     return Error(ErrorCode::BadConfig,
                  fmt::format("CPU count {} is outside 1..{}", Cfg.NumCpus, kMaxCpus));
+  if (Cfg.RtcBaseSeconds < 0 || Cfg.RtcBaseSeconds > kMaxRtcBase)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("RTC base {} is outside 0..{} (1970 to 9999)", Cfg.RtcBaseSeconds,
+                             kMaxRtcBase));
   const bool HasImage = !Cfg.Kernel.empty() || !Cfg.KernelImage.empty();
   if (Cfg.FlatAddr && !HasImage)
     return Error(ErrorCode::BadConfig, "a flat load address needs an image");

@@ -44,8 +44,7 @@ void Rtc146818::civilFromDays(int64_t Days, int64_t &Y, unsigned &M, unsigned &D
 }
 
 bool Rtc146818::parseBase(const std::string &S, int64_t &Out, std::string &Why) {
-  // 9999-12-31 23:59:59 UTC.
-  constexpr int64_t kMaxSeconds = 253402300799;
+  constexpr int64_t kMaxSeconds = kMaxRtcBase;
   auto digitsAt = [&S](size_t Pos, size_t N, int64_t &V) {
     if (Pos + N > S.size())
       return false;

@@ -54,6 +54,8 @@ namespace vmxsim {
 
 /// 2026-01-01 00:00:00 UTC in seconds since 1970-01-01 00:00:00 UTC.
 inline constexpr int64_t kDefaultRtcBase = 1767225600;
+/// 9999-12-31 23:59:59 UTC: the last RTC base accepted (Rtc146818::parseBase, Machine).
+inline constexpr int64_t kMaxRtcBase = 253402300799;
 
 class Rtc146818 : public PortDevice, public TimerEventSource {
 public:

@@ -358,3 +358,15 @@ TEST(RealTimeClock, GuestTakesThePeriodicInterruptAtExactVirtualTimes) {
   for (uint32_t K = 0; K < Count; ++K)
     EXPECT_EQ(at(K), ((K + 1) * 1953125ull + 1) / 2 + Delivery) << "interrupt " << K;
 }
+
+TEST(RealTimeClock, MachineRefusesAnRtcBaseOutOfRange) {
+  for (int64_t Bad : {int64_t(-1), kMaxRtcBase + 1}) {
+    MachineConfig Cfg;
+    Cfg.RtcBaseSeconds = Bad;
+    Error Err = Machine::validate(Cfg);
+    EXPECT_TRUE(Err) << Bad;
+  }
+  MachineConfig Cfg;
+  Cfg.RtcBaseSeconds = kMaxRtcBase;
+  EXPECT_FALSE(Machine::validate(Cfg));
+}
