@@ -179,8 +179,13 @@ void Machine::initPlatform() {
   Rtc.Now = Now;
   HpetDev.Now = Now;
   Rtc.Irq = [this](bool Level) {
+    RtcIrqLevel = Level;
     if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the RTC
       isaIrqLevel(8, Level);
+  };
+  HpetDev.LegacyChanged = [this](bool Legacy) {
+    if (RtcIrqLevel)
+      isaIrqLevel(8, !Legacy); // IRQ8 leaves the RTC, or comes back to its level
   };
   Rtc.IrqObserved = [this] { return !HpetDev.legacyReplacement() && isaIrqObserved(8); };
   HpetDev.SetLine = [this](bool Legacy, unsigned Line, bool Level) {

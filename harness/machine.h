@@ -276,6 +276,7 @@ private:
   Rtc146818 Rtc;
   Hpet HpetDev;
   I8042 Kbc;
+  bool RtcIrqLevel = false; ///< the RTC's IRQ output, whether or not the HPET owns IRQ8
   PowerOffPort PowerOff;
   std::vector<std::unique_ptr<Cpu>> Cpus;
   std::vector<Cpu *> CpuPtrs;

@@ -143,7 +143,10 @@ void Hpet::setCounterConfig(uint64_t New) {
       if (SetLine)
         SetLine(Legacy, Line, false);
     }
+  const bool LegacyBefore = legacyReplacement();
   Config = New & (kEnable | kLegacy);
+  if (legacyReplacement() != LegacyBefore && LegacyChanged)
+    LegacyChanged(legacyReplacement());
   for (unsigned I = 0; I < kTimers; ++I) {
     recompute(I, CounterBase);
     driveLine(I);

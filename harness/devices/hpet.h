@@ -36,7 +36,8 @@
 // Interrupts: edge-triggered timers send one edge per match; level-triggered ones hold
 // their line while Tn_INT_STS is set and Tn_INT_ENB_CNF is 1. With LEG_RT_CNF, timer 0
 // drives ISA IRQ0 (8259 IR0, I/O APIC pin 2) and timer 1 ISA IRQ8 (slave IR0, pin 8),
-// and the 8254's and the RTC's interrupts are disconnected (the machine wires that);
+// and the 8254's and the RTC's interrupts are disconnected (the machine wires that, and
+// gives IRQ8 back to the RTC's level when LEG_RT_CNF is cleared);
 // timer 2 and, without LEG_RT_CNF, every timer, drive their Tn_INT_ROUTE_CNF I/O APIC pin.
 // Matches are TimerEventSource events, so interrupts happen at exact virtual cycles.
 //
@@ -77,6 +78,10 @@ public:
   std::function<void(bool Legacy, unsigned Line, bool Level)> SetLine;
   /// Whether that line can reach a processor (unset: always).
   std::function<bool(bool Legacy, unsigned Line)> LineObserved;
+  /// Called when LEG_RT_CNF changes (with its new value), after the HPET's own legacy
+  /// lines were lowered and before they are driven again: the machine hands IRQ8 back to
+  /// the RTC (or takes it away) here.
+  std::function<void(bool Legacy)> LegacyChanged;
 
   uint64_t mmioRead(uint64_t Offset, unsigned SizeBytes) override;
   void mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) override;

@@ -189,3 +189,20 @@ TEST(Hpet, RouteOutsideTheCapabilityIsNotTakenAndBadAccessesAreHarmless) {
   wr(*M, 0x3ff, 0xff, 1);
   (void)rd(*M, 0x3fe, 2);
 }
+
+TEST(Hpet, LeavingLegacyReplacementGivesIrqEightBackToTheRtc) {
+  auto M = bareMachine();
+  Cpu &C = M->bsp();
+  M->io().write(0x70, 1, 0x0b);
+  M->io().write(0x71, 1, 0x42); // RTC periodic interrupt, 1024 Hz
+  wr(*M, 0x010, Hpet::kEnable | Hpet::kLegacy);
+  C.Cycles = 976563;
+  M->rtc().advanceTo(C.Cycles); // the RTC raises IRQF while the HPET owns IRQ8
+  EXPECT_EQ(M->pic().Slave.Irr & 1, 0);
+  EXPECT_EQ(M->ioApic().PinLevel >> 8 & 1, 0u);
+  wr(*M, 0x010, Hpet::kEnable); // back to the RTC: its line is high
+  EXPECT_EQ(M->pic().Slave.Irr & 1, 1);
+  EXPECT_EQ(M->ioApic().PinLevel >> 8 & 1, 1u);
+  wr(*M, 0x010, Hpet::kEnable | Hpet::kLegacy); // taken again: low
+  EXPECT_EQ(M->ioApic().PinLevel >> 8 & 1, 0u);
+}
