@@ -55,6 +55,14 @@
 //   the tags; the decode mode is part of each block's key.
 // - RESET and INIT (reset()), generation wrap-around and the block-key epoch wrap: every
 //   entry is emptied.
+// - The platform's A20 gate (PhysMem::a20Mask, SDM Vol. 3A "A20M#"): translate() ANDs
+//   the mask into the physical address it fills an entry with (and the page walk into
+//   every entry address), so a hit costs nothing; whoever changes the gate calls
+//   flushTlbAllContexts() and flushDecodeCache() on every CPU before any of them runs
+//   again (the machine's A20 gate does, harness/machine.cpp), and ends the current block.
+//   VMXON and VMXOFF change whether the mask applies: VMXON needs the gate on (#GP in
+//   A20M mode), so the mask is all-ones both before and after it; VMXOFF with the gate
+//   off flushes as a gate change does.
 // Why it is enough: a TLB entry is used only when its tag matches the current context
 // and privilege, every architectural event that may change a translation of that
 // context gives it a fresh generation, and code changes are seen through PhysMem's

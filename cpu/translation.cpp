@@ -3,6 +3,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/ept_translation.h"
+#include "cpu/vmx/vmx_state.h"
 
 namespace vmxsim {
 
@@ -21,6 +22,13 @@ private:
 };
 
 } // namespace
+
+// The platform's A20M# (PhysMem::a20Mask): physical address bit 20 is forced to 0 while
+// it is asserted (SDM Vol. 3A, "A20M#"), except in VMX operation, where VMXON "blocks and
+// disables A20M" until VMXOFF (SDM Vol. 3C, VMXON—Enter VMX Operation).
+uint64_t a20Mask(const Cpu &C) {
+  return C.Vmx && C.Vmx->InVmxOperation ? ~uint64_t(0) : C.Mem.a20Mask();
+}
 
 PagingContext pagingContext(const Cpu &C) {
   const CpuState &S = C.S;
@@ -42,6 +50,7 @@ PagingContext pagingContext(const Cpu &C) {
   Ctx.Ac = S.Rflags & rflags::AC;
   Ctx.MaxPhysAddrBits = C.Model.MaxPhysAddrBits;
   Ctx.Page1G = C.Model.Page1G;
+  Ctx.A20Mask = a20Mask(C);
   return Ctx;
 }
 
@@ -59,7 +68,8 @@ Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out)
   case PagingOutcome::EptFault:
     return eptFaultExit(C, W.EptAddress, W.EptAccessKind, W.Ept);
   }
-  Out = Translation{Hpa(W.Address.value()), W.Writable, W.User, W.Executable, W.Global};
+  Out = Translation{Hpa(W.Address.value() & a20Mask(C)), W.Writable, W.User, W.Executable,
+                    W.Global};
   if (!Ept) [[likely]]
     return Status::Ok;
   // SDM Vol. 3C, "EPT Translation Mechanism": the guest's paging structures give the
@@ -78,7 +88,7 @@ Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out)
 }
 
 Status loadPdptes(Cpu &C) {
-  uint64_t Base = C.S.Cr3 & 0xffffffe0u;
+  uint64_t Base = C.S.Cr3 & 0xffffffe0u & a20Mask(C);
   // In VMX non-root operation with EPT, CR3 is a guest-physical address: the PDPTE
   // load is a guest paging-structure access through EPT, with no guest-linear address
   // (SDM Vol. 3C, "EPT Violations"; Vol. 3A, PDPTE Registers).

@@ -24,6 +24,9 @@ struct Translation {
 
 /// The walker's view of C's paging registers and model.
 PagingContext pagingContext(const Cpu &C);
+/// The mask ANDed into every physical address C translates: PhysMem's A20 mask outside
+/// VMX operation, all-ones in it (A20M# is disabled by VMXON).
+uint64_t a20Mask(const Cpu &C);
 
 /// Translates La for an access of the given kind. User is true for CPL-3 accesses that
 /// are not implicit supervisor accesses (descriptor tables, TSS). On a page fault the

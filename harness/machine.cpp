@@ -1,6 +1,7 @@
 #include "harness/machine.h"
 
 #include "cpu/cpu_model.h"
+#include "harness/devices/cmos_layout.h"
 #include "harness/firmware.h"
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
@@ -21,6 +22,10 @@ Error Machine::validate(const MachineConfig &Cfg) {
   if (Cfg.NumCpus < 1 || Cfg.NumCpus > kMaxCpus)
     return Error(ErrorCode::BadConfig,
                  fmt::format("CPU count {} is outside 1..{}", Cfg.NumCpus, kMaxCpus));
+  if (Cfg.RtcBaseSeconds < 0 || Cfg.RtcBaseSeconds > kMaxRtcBase)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("RTC base {} is outside 0..{} (1970 to 9999)", Cfg.RtcBaseSeconds,
+                             kMaxRtcBase));
   const bool HasImage = !Cfg.Kernel.empty() || !Cfg.KernelImage.empty();
   if (Cfg.FlatAddr && !HasImage)
     return Error(ErrorCode::BadConfig, "a flat load address needs an image");
@@ -33,7 +38,8 @@ Error Machine::validate(const MachineConfig &Cfg) {
 
 Machine::Machine(const MachineConfig &C)
     : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
-      Fw(C.RamBytes, C.NumCpus), SysA(Latch), PowerOff(Latch), Pm(Latch) {}
+      Fw(C.RamBytes, C.NumCpus), SysA(Latch, A20), SysB(Pit), ResetCtl(Latch),
+      Rtc(C.RtcBaseSeconds), Kbc(Latch, A20), PowerOff(Latch), Pm(Latch) {}
 
 Machine::~Machine() {
   // Detach observers before the tracer goes away.
@@ -91,14 +97,11 @@ Error Machine::init() {
   };
   Pm.Now = Pit.Now; // the ACPI PM timer counts from the same clock
   Pit.Irq0 = [this] {
-    Pic.setIrq(0, true); // an edge on IR0 ...
-    Pic.setIrq(0, false);
-    IoApicDev.pulse(2); // ... and on I/O APIC pin 2 (MADT interrupt source override)
-    bsp().breakBlock();
+    if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the PIT
+      isaIrqEdge(0);
   };
-  Pit.Irq0Observed = [this] {
-    return !(Pic.Master.Imr & 1) || !(IoApicDev.Redir[2] & IoApic::kMasked);
-  };
+  Pit.Irq0Observed = [this] { return !HpetDev.legacyReplacement() && isaIrqObserved(0); };
+  initPlatform();
 
   Model = Cfg.Model ? *Cfg.Model : CpuModel::defaultModel();
   if (Cfg.Vmx)
@@ -121,6 +124,7 @@ Error Machine::init() {
       C.Activity = ActivityState::WaitForSipi;
     }
   }
+  fillCmosLayout(Rtc, Mem.lowRamBytes(), Mem.highRamBytes(), Cfg.NumCpus);
   // The firmware describes the devices registered above (an HPET is listed when one is
   // mapped at kHpetBase by then).
   FirmwareConfig Firmware;
@@ -171,6 +175,72 @@ Error Machine::init() {
     Io.add(TraceBufferDrain::kPort, TraceBufferDrain::kSize, TraceDrain.get());
   }
   return Error::success();
+}
+
+// The platform devices of harness/machine.h's list beyond the interrupt controllers:
+// CMOS/RTC, HPET, i8042, the A20 gate, reset control and POST-code ports.
+void Machine::initPlatform() {
+  Io.add(ResetControl::kPort, 1, &ResetCtl); // over the PCI host's 0xcf8-0xcff (bytes)
+  Io.add(PostCodePort::kPort, 1, &Post);
+  Io.add(Rtc146818::kIndexPort, 2, &Rtc);
+  Io.add(I8042::kDataPort, 1, &Kbc);
+  Io.add(I8042::kCommandPort, 1, &Kbc);
+  Mem.addMmio(Hpa(Hpet::kBase), Hpet::kSize, &HpetDev);
+  auto Now = [this] {
+    return ApicRouter.Current < Cpus.size() ? Cpus[ApicRouter.Current]->Cycles : 0;
+  };
+  Rtc.Now = Now;
+  HpetDev.Now = Now;
+  Rtc.Irq = [this](bool Level) {
+    RtcIrqLevel = Level;
+    if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the RTC
+      isaIrqLevel(8, Level);
+  };
+  HpetDev.LegacyChanged = [this](bool Legacy) {
+    if (RtcIrqLevel)
+      isaIrqLevel(8, !Legacy); // IRQ8 leaves the RTC, or comes back to its level
+  };
+  Rtc.IrqObserved = [this] { return !HpetDev.legacyReplacement() && isaIrqObserved(8); };
+  HpetDev.SetLine = [this](bool Legacy, unsigned Line, bool Level) {
+    if (Legacy) {
+      isaIrqLevel(Line, Level);
+    } else {
+      IoApicDev.setPin(Line, Level);
+      bsp().breakBlock();
+    }
+  };
+  HpetDev.LineObserved = [this](bool Legacy, unsigned Line) {
+    return Legacy ? isaIrqObserved(Line) : !(IoApicDev.Redir[Line] & IoApic::kMasked);
+  };
+  Kbc.Pulse = [this](unsigned Irq) { isaIrqEdge(Irq); };
+  // SDM Vol. 3A, "A20M#": the gate changes every physical address the CPUs form, so
+  // every cached translation and decoded block goes (the rule in cpu/mmu.h).
+  A20.Changed = [this](bool Enabled) {
+    Mem.setA20(Enabled);
+    for (auto &C : Cpus) {
+      C->Mmu.flushTlbAllContexts();
+      C->Mmu.flushDecodeCache();
+      C->breakBlock();
+    }
+  };
+}
+
+void Machine::isaIrqLevel(unsigned Irq, bool Level) {
+  Pic.setIrq(Irq, Level);
+  IoApicDev.setPin(Irq == 0 ? 2 : Irq, Level); // MADT: ISA IRQ0 is pin 2
+  if (Level && !Cpus.empty())
+    bsp().breakBlock();
+}
+
+void Machine::isaIrqEdge(unsigned Irq) {
+  isaIrqLevel(Irq, true);
+  isaIrqLevel(Irq, false);
+}
+
+bool Machine::isaIrqObserved(unsigned Irq) const {
+  const bool AtPic = Irq < 8 ? !((Pic.Master.Imr >> Irq) & 1)
+                             : !((Pic.Slave.Imr >> (Irq - 8)) & 1) && !(Pic.Master.Imr & 4);
+  return AtPic || !(IoApicDev.Redir[Irq == 0 ? 2 : Irq] & IoApic::kMasked);
 }
 
 Error Machine::loadImage() {
@@ -227,6 +297,8 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
     ApicPtrs.push_back(A.get());
   Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
   Sched.addSharedSource(&Pit);
+  Sched.addSharedSource(&Rtc);
+  Sched.addSharedSource(&HpetDev);
   if (Progress && EveryInsns)
     Sched.setProgress(Progress, EveryInsns);
   Sched.setStopFlag(Cfg.StopFlag);
@@ -261,6 +333,7 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
       break;
     case StopCause::Reset:
       R.Reason = RunReason::Reset;
+      R.ExitValue = Latch.value(); // the port
       R.ExitStatus = 0;
       break;
     case StopCause::PowerOff:
@@ -321,7 +394,7 @@ std::string RunResult::describe() const {
   case RunReason::PowerOff:
     return "guest powered off (port 0x8900)";
   case RunReason::Reset:
-    return "guest reset (port 0x92)";
+    return fmt::format("guest reset (port {:#x})", ExitValue);
   case RunReason::TripleFault:
     return fmt::format("triple fault at RIP={:#x} (CPU {})", Rip, CpuId);
   case RunReason::InsnLimit:

@@ -12,16 +12,26 @@
 //   EXPECT_EQ(R.Reason, vmxsim::RunReason::GuestExit);
 //   EXPECT_EQ(M->serialOutput(), "hello\n");
 //
-// Devices (see each header for exactly what is modelled): 16550A UART at 0x3f8, debug
-// console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI configuration
-// mechanism #1 at 0xcf8/0xcfc with no devices, 8259A PIC pair (INTR to the BSP's LINT0),
-// one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its own:
-// harness/devices/local_apic.h), the 8254 PIT at 0x40-0x43 (IRQ0 to the PIC's IR0 and the
-// I/O APIC's pin 2), the I/O APIC at 0xfec00000 (harness/devices/ioapic.h; level EOIs
-// reach it from the local APICs), system control ports 0x92/0x61, the power-off port
+// Devices (see each header for exactly what is modelled), a PC like QEMU's pc machine
+// (i440FX/PIIX3) as SeaBIOS leaves it, every timer on the virtual clock: 16550A UART at
+// 0x3f8, debug console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI
+// configuration mechanism #1 at 0xcf8/0xcfc with the 82441FX host bridge 00:00.0 and the
+// PIIX3 ISA bridge 00:01.0 (harness/devices/pci_host.h), 8259A PIC pair (INTR to the BSP's
+// LINT0), one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its
+// own: harness/devices/local_apic.h), the 8254 PIT at 0x40-0x43 (IRQ0 to the PIC's IR0
+// and the I/O APIC's pin 2; channel 2 behind port 0x61), the MC146818 CMOS/RTC at
+// 0x70/0x71 (IRQ 8; harness/devices/rtc146818.h, CMOS fields in cmos_layout.h), the HPET
+// at 0xfed00000 (harness/devices/hpet.h; its legacy replacement takes IRQ0 and IRQ8 from
+// the PIT and the RTC), the I/O APIC at 0xfec00000 (harness/devices/ioapic.h; level EOIs
+// reach it from the local APICs), the i8042 keyboard controller at 0x60/0x64 (no keyboard;
+// IRQ 1/12), the A20 gate (port 0x92 bit 1 OR the i8042 output port bit 1, honoured by
+// every memory access: harness/devices/a20_gate.h), system control ports 0x92/0x61, the
+// PIIX3 reset control register 0xcf9, the POST-code port 0x80, and the power-off port
 // 0x8900, and the ACPI PM registers at 0x600-0x60b (PM1a event and control blocks, the
 // 24-bit PM timer at 3.579545 MHz of the virtual clock; SLP_EN with \_S5's SLP_TYP powers
-// off: harness/devices/acpi_pm.h).
+// off: harness/devices/acpi_pm.h). ISA IRQ n reaches I/O APIC pin n (IRQ0: pin 2). Every
+// CPU reset request (0x92 bit 0, 0xcf9, the i8042's reset line) ends the run
+// (RunReason::Reset, status 0): there is no firmware to reboot into.
 // Firmware state (harness/firmware.h), written before the image is loaded: the real-mode
 // IVT (every vector at an IRET in the BIOS area), the BIOS Data Area, the EBDA at 0x9fc00
 // (with the ACPI FACS), and the read-only BIOS area 0xe0000-0xfffff holding the ACPI
@@ -36,15 +46,19 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/vmx_features.h"
+#include "harness/devices/a20_gate.h"
 #include "harness/devices/acpi_pm.h"
 #include "harness/devices/debug_console.h"
 #include "harness/devices/debug_exit.h"
 #include "harness/devices/fw_cfg.h"
+#include "harness/devices/hpet.h"
+#include "harness/devices/i8042.h"
 #include "harness/devices/ioapic.h"
 #include "harness/devices/local_apic.h"
 #include "harness/devices/pci_host.h"
 #include "harness/devices/pic8259.h"
 #include "harness/devices/pit8254.h"
+#include "harness/devices/rtc146818.h"
 #include "harness/devices/stop_latch.h"
 #include "harness/devices/system_ports.h"
 #include "harness/devices/trace_buffers.h"
@@ -126,13 +140,19 @@ struct MachineConfig {
   /// handler may do it; what the guest sees and every trace up to the stop are the same
   /// as in a run that was not watched (Scheduler::setStopFlag).
   const std::atomic<bool> *StopFlag = nullptr;
+  /// The RTC's date-time at virtual cycle 0, in seconds since 1970-01-01 00:00:00 UTC
+  /// (`--rtc-base`; Rtc146818::parseBase reads the option's forms).
+  int64_t RtcBaseSeconds = kDefaultRtcBase;
 };
 
 /// Why Machine::run returned.
 enum class RunReason : uint8_t {
   GuestExit,     ///< isa-debug-exit write: ExitValue = V, ExitStatus = ((V << 1) | 1) & 0xff
   PowerOff,      ///< "Shutdown" on port 0x8900, or ACPI S5 (PM1a_CNT): status 0
-  Reset,         ///< fast reset via port 0x92: status 0 (no reboot, like QEMU -no-reboot)
+  /// CPU reset (port 0x92 bit 0, the PIIX3 reset control 0xcf9, the i8042's reset line):
+  /// status 0; ExitValue = the port (0x92, 0xcf9, 0x64). A reset always ends the run, like
+  /// QEMU's -no-reboot: vmxsim has no firmware to reboot into.
+  Reset,
   TripleFault,   ///< the CPU entered shutdown: status kExitTripleFault
   InsnLimit,     ///< MaxInsns retired: status kExitInsnLimit
   Halted,        ///< every CPU halted and nothing can wake one: status kExitHalted
@@ -153,7 +173,7 @@ inline constexpr int kExitOutputFailed = 14;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
-  uint32_t ExitValue = 0; ///< the isa-debug-exit value (GuestExit only)
+  uint32_t ExitValue = 0; ///< GuestExit: the isa-debug-exit value; Reset: the port
   int ExitStatus = 0;     ///< what the vmxsim command exits with
   uint64_t Retired = 0;   ///< instructions retired by all CPUs since load
   uint64_t Cycles = 0;    ///< CPU 0's virtual clock
@@ -215,6 +235,11 @@ public:
   LocalApic &localApic(unsigned I = 0) { return *Apics[I]; }
   ApicBus &apicBus() { return ApicRouter; }
   Pit8254 &pit() { return Pit; }
+  Rtc146818 &rtc() { return Rtc; }
+  Hpet &hpet() { return HpetDev; }
+  I8042 &keyboardController() { return Kbc; }
+  A20Gate &a20Gate() { return A20; }
+  PostCodePort &postCodePort() { return Post; }
   IoApic &ioApic() { return IoApicDev; }
   FwCfg &fwCfg() { return Fw; }
   PciHost &pciHost() { return Pci; }
@@ -225,6 +250,13 @@ public:
 private:
   explicit Machine(const MachineConfig &Cfg);
   Error init();
+  /// ISA interrupt lines to the 8259 pair and the I/O APIC (IRQ0 -> pin 2, IRQ n -> pin
+  /// n, the MADT's overrides): a level, or an edge (raised and lowered).
+  void isaIrqLevel(unsigned Irq, bool Level);
+  void isaIrqEdge(unsigned Irq);
+  /// Whether ISA IRQ Irq can reach a processor (unmasked at the 8259s or the I/O APIC).
+  bool isaIrqObserved(unsigned Irq) const;
+  void initPlatform();
   Error loadImage();
   const OutputSink &debugconSink() const { return SharedDebugcon ? SerialSink : DebugconSink; }
 
@@ -244,8 +276,15 @@ private:
   std::vector<std::unique_ptr<LocalApic>> Apics;
   Pit8254 Pit;
   IoApic IoApicDev{ApicRouter};
+  A20Gate A20;
   SystemControlA SysA;
   SystemControlB SysB;
+  ResetControl ResetCtl;
+  PostCodePort Post;
+  Rtc146818 Rtc;
+  Hpet HpetDev;
+  I8042 Kbc;
+  bool RtcIrqLevel = false; ///< the RTC's IRQ output, whether or not the HPET owns IRQ8
   PowerOffPort PowerOff;
   AcpiPm Pm;
   std::vector<std::unique_ptr<Cpu>> Cpus;

@@ -2,11 +2,13 @@
 //
 //   vmxsim run [--kernel] IMAGE [--initrd "M1 args,M2"] [--append STR] [-m SIZE]
 //              [--smp N] [--max-insns N] [--serial SPEC] [--debugcon SPEC]
-//              [--trace-insns FILE] [--flat ADDR [--entry-mode real|prot32|long]] [-q]
+//              [--trace-insns FILE] [--flat ADDR [--entry-mode real|prot32|long]]
+//              [--rtc-base YYYY-MM-DDTHH:MM:SS|SECONDS] [-q]
 //
 // Option names follow QEMU's where QEMU has one, so scripts port by changing the program
 // name. Exit status: the guest's isa-debug-exit status ((V << 1) | 1, odd), 0 for the
-// power-off port or a reset request, 2 for a bad command line / bad image / host failure,
+// power-off port or a reset request (port 0x92, 0xcf9 or the i8042: a reset always ends
+// the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
 #include "harness/machine.h"
@@ -228,6 +230,7 @@ struct RunOptions {
   std::string GroundTruth;
   bool GroundTruthInsns = false;
   std::string Xentrace;
+  std::string RtcBase;
 };
 
 int runCommand(const RunOptions &O) {
@@ -245,6 +248,16 @@ int runCommand(const RunOptions &O) {
     fail(fmt::format("--vmx-profile: unknown profile '{}' (full, kvm-nested, minimal)",
                      O.VmxProfile));
   Cfg.MaxInsns = O.MaxInsns;
+  if (!O.RtcBase.empty()) {
+    std::string Why;
+    if (!Rtc146818::parseBase(O.RtcBase, Cfg.RtcBaseSeconds, Why)) {
+      std::string Shown = O.RtcBase; // one line, whatever was given
+      for (char &Ch : Shown)
+        if (static_cast<unsigned char>(Ch) < 0x20 || Ch == 0x7f)
+          Ch = '?';
+      fail(fmt::format("--rtc-base: invalid value '{}': {}", Shown, Why));
+    }
+  }
   Cfg.Append = O.Append;
   if (!O.Initrd.empty())
     Cfg.Modules = splitModules(O.Initrd);
@@ -517,6 +530,9 @@ int main(int Argc, char **Argv) {
       ->check(CLI::IsMember({"real", "prot32", "long"}))
       ->needs(Flat);
   Run->add_flag("-q,--quiet", O.Quiet, "no run summary on stderr");
+  Run->add_option("--rtc-base", O.RtcBase,
+                  "RTC date-time at virtual time 0: YYYY-MM-DDTHH:MM:SS (UTC) or seconds "
+                  "since 1970 (default 2026-01-01T00:00:00)");
 
   TraceDumpOptions DumpO;
   CLI::App *Trace = App.add_subcommand("trace", "read XenTrace files");

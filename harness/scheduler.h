@@ -5,12 +5,12 @@
 // vCPU with the smallest local time (ties: lowest CPU number) and runs it for one quantum
 // of virtual cycles, or until its next timer event is due, whichever is first. Timer
 // events come from TimerEventSources (harness/timer_event.h): each vCPU's own local APIC
-// timer, and machine-wide sources (the 8254 PIT) whose events concern every vCPU; the
-// machine-wide sources are advanced to the picked vCPU's time before it runs, so their
-// interrupts are raised at the exact virtual time the running vCPU reaches. The
-// interleaving therefore depends only on the guest and the machine's inputs, never on
-// the host, and memory is sequentially consistent: one vCPU executes at a time, and
-// LOCK'd instructions are atomic because nothing else runs during an instruction.
+// timer, and machine-wide sources (the 8254 PIT, the RTC, the HPET) whose events concern
+// every vCPU; the machine-wide sources are advanced to the picked vCPU's time before it
+// runs, so their interrupts are raised at the exact virtual time the running vCPU
+// reaches. The interleaving therefore depends only on the guest and the machine's inputs,
+// never on the host, and memory is sequentially consistent: one vCPU executes at a time,
+// and LOCK'd instructions are atomic because nothing else runs during an instruction.
 //
 // Waiting vCPUs (HLT, shutdown excluded, and wait-for-SIPI) are not run. A waiting vCPU
 // with a wake event (NMI, INIT, SIPI, a deliverable interrupt) competes at its own time

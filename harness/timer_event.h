@@ -1,7 +1,7 @@
 // A device that raises interrupts at virtual times it knows in advance (the local APIC
-// timer, the 8254 PIT). The scheduler (harness/scheduler.h) asks each source for its next
-// event so that it can end a vCPU's run exactly then, and so that a halted vCPU's clock
-// can jump to it ("HLT advances a vCPU's time to its next event").
+// timer, the 8254 PIT, the RTC, the HPET). The scheduler (harness/scheduler.h) asks each
+// source for its next event so that it can end a vCPU's run exactly then, and so that a
+// halted vCPU's clock can jump to it ("HLT advances a vCPU's time to its next event").
 #pragma once
 #include <cstdint>
 

@@ -28,7 +28,7 @@ struct Walker {
   // without EPT, else EPT's translation; false (the walk's result set) when EPT refuses.
   bool entryAddress(uint64_t Pa, Access A, uint64_t &Hp) {
     if (!Ept) [[likely]] {
-      Hp = Pa;
+      Hp = Pa & Ctx.A20Mask;
       return true;
     }
     const EptAccess EA{A, true, true, La, false};

@@ -47,6 +47,10 @@ struct PagingContext {
   bool Ac = false;
   unsigned MaxPhysAddrBits = 36; ///< MAXPHYADDR
   bool Page1G = false;           ///< 1-GByte pages (CPUID.80000001H:EDX[26])
+  /// ANDed into the physical address of every paging-structure access: bit 20 clear
+  /// while the platform asserts A20M# (PhysMem::a20Mask; the processor passes all-ones
+  /// in VMX operation, where A20M# is disabled).
+  uint64_t A20Mask = ~uint64_t(0);
 };
 
 /// Under EPT, paging-structure entries are at guest-physical addresses and each access

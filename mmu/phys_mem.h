@@ -176,6 +176,22 @@ public:
   /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
 
+  // --- The A20 gate (the platform's A20M# input of every processor) ---
+  //
+  // SDM Vol. 3A, "Address Translation" / "A20M#" (and Vol. 3A, "Real-Address Mode
+  // Operation"): while the PC's A20 gate is off the chipset asserts A20M#, and the
+  // processor forces physical address bit 20 to 0 for every memory access (fetch, data,
+  // page-structure reads) — the 8086's 1 MiB wrap. The gate is machine-wide (port 0x92
+  // bit 1 OR the i8042 output port bit 1, harness/devices/a20_gate.h), so its mask lives
+  // here, beside the memory every CPU shares. The processor ANDs it into the physical
+  // address when it translates (cpu/translation.cpp), outside VMX operation only (VMXON
+  // "blocks and disables A20M"); whoever changes it must flush every CPU's TLBs and
+  // decoded blocks (the rule is in cpu/mmu.h). Addresses handed to PhysMem are never
+  // masked again here: loaders and devices see the real address space.
+  uint64_t a20Mask() const { return A20Mask; }
+  bool a20Enabled() const { return A20Mask == ~uint64_t(0); }
+  void setA20(bool Enabled) { A20Mask = Enabled ? ~uint64_t(0) : ~(uint64_t(1) << 20); }
+
 private:
   struct Region {
     uint64_t Base, Size;
@@ -203,6 +219,7 @@ private:
   uint64_t *CodeGen = nullptr;
   uint64_t *LineGen = nullptr; ///< 64 per page
   uint64_t GlobalCodeWrites = 0;
+  uint64_t A20Mask = ~uint64_t(0); ///< enabled at start-up, as SeaBIOS leaves it
   uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
   void invalidateLines(uint64_t Pfn, uint64_t Lines);
   bool noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes);

@@ -152,14 +152,15 @@ Status execVmxon(Cpu &C, const DecodedInsn &I) {
   if (!X.InVmxOperation) {
     // CR0/CR4 against IA32_VMX_CR0/CR4_FIXED0/1 (SDM Vol. 3C, "Restrictions on VMX
     // Operation"); IA32_FEATURE_CONTROL lock (bit 0) and "enable VMXON outside SMX"
-    // (bit 2). A20M is not modelled (it is never active).
+    // (bit 2); #GP "in A20M mode", when the platform's A20 gate is off (PhysMem::a20Mask).
     uint64_t Cr0F0 = *readVmxCapabilityMsr(C, msr::IA32_VMX_CR0_FIXED0);
     uint64_t Cr0F1 = *readVmxCapabilityMsr(C, msr::IA32_VMX_CR0_FIXED1);
     uint64_t Cr4F0 = *readVmxCapabilityMsr(C, msr::IA32_VMX_CR4_FIXED0);
     uint64_t Cr4F1 = *readVmxCapabilityMsr(C, msr::IA32_VMX_CR4_FIXED1);
     uint64_t Fc = (*C.Msrs)[MsrSlot::IA32_FEATURE_CONTROL];
     if (S.cpl() > 0 || (S.Cr0 & Cr0F0) != Cr0F0 || (S.Cr0 & ~Cr0F1) ||
-        (S.Cr4 & Cr4F0) != Cr4F0 || (S.Cr4 & ~Cr4F1) || !(Fc & 1) || !(Fc & 4))
+        (S.Cr4 & Cr4F0) != Cr4F0 || (S.Cr4 & ~Cr4F1) || !(Fc & 1) || !(Fc & 4) ||
+        !C.Mem.a20Enabled())
       return C.raiseGp(0);
     uint64_t Addr;
     VMX_TRY(readPointerOperand(C, I, Addr));
@@ -195,6 +196,12 @@ Status execVmxoff(Cpu &C, const DecodedInsn &I) {
   writeBackCurrentVmcs(C);
   VmxState &X = *C.Vmx;
   X.InVmxOperation = false;
+  // "unblock and enable A20M": if the gate went off during VMX operation, translations
+  // filled without the A20 mask must go (cpu/mmu.h, the A20 rule).
+  if (!C.Mem.a20Enabled()) {
+    C.Mmu.flushTlbAllContexts();
+    C.Mmu.flushDecodeCache();
+  }
   X.VmxonPointer = X.CurrentVmcsPointer = kInvalidVmcsPointer;
   return vmSucceed(C, I);
 }

@@ -12,7 +12,9 @@ enum class StopCause : uint8_t {
   None,
   DebugExit, ///< isa-debug-exit (port 0xf4): status (value << 1) | 1
   PowerOff,  ///< "Shutdown" written to the Bochs/QEMU power-off port 0x8900
-  Reset,     ///< fast reset through the system control port 0x92
+  /// CPU reset: port 0x92 bit 0, the PIIX3 reset control register 0xcf9, or the i8042's
+  /// pulse of its reset line (0xfe); the value is the port written (0x92, 0xcf9, 0x64).
+  Reset,
 };
 
 class StopLatch {

@@ -179,3 +179,17 @@ TEST(CommandLine, TraceCheckStatuses) {
   for (const std::string &P : {Hv, Gt, Cut})
     std::remove(P.c_str());
 }
+
+TEST(CommandLine, BadRtcBaseIsOneLineAndStatus2) {
+  for (const char *Bad : {"2026-02-30T00:00:00", "yesterday", "-5", "2026-01-01T00:00",
+                          "'2026-01-01\\n00:00:00'", "253402300800"}) {
+    CmdResult R = runVmxsim(std::string("run --rtc-base ") + Bad + " x.elf");
+    EXPECT_EQ(R.Status, 2) << Bad;
+    EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+    EXPECT_EQ(R.Err.rfind("vmxsim: error: --rtc-base: invalid value ", 0), 0u) << R.Err;
+  }
+  // A good value gets past the option: the missing image is the error.
+  CmdResult R = runVmxsim("run --rtc-base 2030-06-15T12:00:00 /nonexistent/x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err.find("--rtc-base"), std::string::npos) << R.Err;
+}

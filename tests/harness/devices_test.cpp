@@ -144,11 +144,11 @@ TEST(FirmwareConfig, ReadsPastItemEndReturnZeroAndSelectorResetsOffset) {
   EXPECT_EQ(fwCfgItem(*M, 0x0000, 1), 'Q');
 }
 
-TEST(PciConfiguration, AddressRegisterReadsBackAndNoDeviceReadsAllOnes) {
+TEST(PciConfiguration, AddressRegisterReadsBackAndEmptySlotReadsAllOnes) {
   auto M = bareMachine();
-  M->io().write(0xcf8, 4, 0x80000000);
-  EXPECT_EQ(M->io().read(0xcf8, 4), 0x80000000u);
-  EXPECT_EQ(M->io().read(0xcfc, 2), 0xffffu); // vendor ID of 00:00.0
+  M->io().write(0xcf8, 4, 0x80002800);
+  EXPECT_EQ(M->io().read(0xcf8, 4), 0x80002800u);
+  EXPECT_EQ(M->io().read(0xcfc, 2), 0xffffu); // vendor ID of 00:05.0: no device
   EXPECT_EQ(M->io().read(0xcfc, 4), 0xffffffffu);
   M->io().write(0xcf8, 4, 0x12345678);
   EXPECT_EQ(M->io().read(0xcf8, 4), 0x12345678u);

@@ -376,3 +376,17 @@ TEST(PagingWalker, UnderEptReadsEntriesThroughTheTranslatorAndReturnsItsRefusal)
   EXPECT_EQ(W.Ept.Rights, eptright::R);
   EXPECT_EQ(B.get(0x13008), 0x55000u | kP | kRw | kUs | kA); // not dirtied
 }
+
+// SDM Vol. 3A, "A20M#": while the platform asserts A20M# (PhysMem's A20 mask), bit 20 of
+// every physical address is 0: the paging-structure reads and the translation itself.
+TEST(Paging, A20MaskAppliesToTableReadsAndTheResultOutsideVmxOperation) {
+  PagingFixture F;
+  F.bits32();
+  F.M.S.Cr3 = 0x110000; // with A20 off: the tables at 0x10000
+  F.put32(0x10000 + 4 * 1, 0x111000 | kP | kRw | kUs);
+  F.put32(0x11000 + 4 * 3, 0x155000 | kP | kRw | kUs);
+  F.M.Mem.setA20(false);
+  EXPECT_EQ(F.pa(0x00403123), 0x55123u);
+  F.M.Mem.setA20(true);
+  EXPECT_EQ(F.pa(0x00403123), ~uint64_t(0)); // the tables at 0x110000 are empty: #PF
+}
