@@ -175,9 +175,16 @@ Error Machine::loadImage() {
     Image = File.bytes();
   }
 
+  // Which loader: --flat first (any bytes can be a flat binary, so only the option says
+  // so), then a Linux bzImage (the setup header's "HdrS" at 0x202: a Multiboot header or
+  // ELF magic never sits there in a real kernel, and a bzImage has neither), else
+  // Multiboot (ELF or the a.out kludge), whose loader names what is wrong with anything
+  // that is none of these.
   Error E;
   if (Cfg.FlatAddr) {
     E = loadFlat(bsp(), Image, *Cfg.FlatAddr, Cfg.FlatMode, &Layout);
+  } else if (isBzImage(Image)) {
+    return loadLinux(Name, Image);
   } else {
     MultibootParams P;
     P.KernelName = Name;
@@ -201,6 +208,29 @@ Error Machine::loadImage() {
     }
     E = loadMultiboot(bsp(), Image, P, &Layout);
   }
+  if (E)
+    E.Path = Name;
+  return E;
+}
+
+Error Machine::loadLinux(const std::string &Name, std::span<const uint8_t> Image) {
+  // QEMU's -initrd for a Linux kernel: one file, the initial ramdisk.
+  LinuxParams P;
+  P.CmdLine = Cfg.Append;
+  if (Cfg.Modules.size() > 1)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("a Linux kernel takes one initrd, {} were given", Cfg.Modules.size()),
+                 Name);
+  ImageFile Initrd;
+  if (!Cfg.Modules.empty()) {
+    const std::string &Path = Cfg.Modules[0];
+    if (Error IE = ImageFile::open(Path, std::min<uint64_t>(Cfg.RamBytes, 1ull << 32), Initrd)) {
+      IE.Path = Path;
+      return IE;
+    }
+    P.Initrd = Initrd.bytes();
+  }
+  Error E = loadBzImage(bsp(), Image, P, &Layout);
   if (E)
     E.Path = Name;
   return E;
