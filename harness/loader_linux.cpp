@@ -270,7 +270,8 @@ Error loadBzImage(Cpu &C, std::span<const uint8_t> Image, const LinuxParams &P,
     put32(kE820Table + 20 * I + 16, Map[I].Type);
   }
   // screen_info (offset 0) stays zero: no video mode, lines or columns tells the kernel
-  // there is no VGA text console (vmxsim has no display; the console is ttyS0).
+  // there is no VGA text console (vmxsim has no display; the console is ttyS0). vid_mode
+  // stays the image's, as QEMU leaves it when the command line has no "vga=".
 
   // Everything is checked: write guest memory.
   Mem.copyIn(Hpa(H.Load), Image.data() + H.SetupBytes, H.PayloadBytes);
