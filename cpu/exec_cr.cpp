@@ -109,9 +109,13 @@ Status writeCr3(Cpu &C, uint64_t V) {
       return St;
     }
   }
-  // The TLB here keeps no PCID or global tags: a flush is always exact, and skipping it
-  // is only allowed (not required) when NoFlush is set.
-  if (!NoFlush)
+  // With CR4.PCIDE = 1 and bit 63 set, the processor may keep the translations cached for
+  // the new CR3's PCID (SDM Vol. 3A, "Process-Context Identifiers (PCIDs)"; Vol. 2B, MOV
+  // to/from Control Registers). The TLB here keeps no PCID or global tags: what it holds
+  // belongs to the old CR3, so keeping it is right only when CR3 does not change; any
+  // other write flushes (a flush is always allowed). Skipping the flush on every bit-63
+  // write ran a new process on the previous one's translations (Linux with PCID).
+  if (!NoFlush || V != Old)
     C.Mmu.flushTlb();
   C.breakBlock();
   return Status::Ok;

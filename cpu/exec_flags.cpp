@@ -7,6 +7,7 @@
 //  - AAA/AAS: SF, ZF, PF from the final AL, OF cleared.
 //  - DAA/DAS: OF cleared.
 //  - AAM/AAD: OF, AF, CF cleared.
+#include "cpu/cpuid.h"
 #include "cpu/exec.h"
 
 namespace vmxsim {
@@ -140,6 +141,26 @@ bool bindStd(const DecodeInfo &D, DecodedInsn &I) { return bindFlagOp<FlagOp::St
 
 // LAHF/SAHF are valid in 64-bit mode when CPUID.80000001H:ECX.LAHF-SAHF[bit 0] is 1,
 // which the modelled processor reports (SDM Vol. 2A, LAHF: "Valid*").
+// CLAC/STAC (SDM Vol. 2A, CLAC; Vol. 2B, STAC): clear or set RFLAGS.AC, which lets
+// supervisor-mode data accesses reach user pages under SMAP. #UD when CPUID does not
+// report SMAP, at CPL > 0 (virtual-8086 mode included) and with LOCK (the binder). They
+// cause no VM exit. The TLB never caches a supervisor mapping of a user page under SMAP
+// (cpu/mmu.cpp), so AC needs no flush.
+template <bool Set> Status execAcFlag(Cpu &C, const DecodedInsn &I) {
+  if (!modelHas(C, 7, 1, cpuidbit::Smap) || C.S.cpl() != 0)
+    return C.raiseUd();
+  if (Set)
+    C.S.Rflags |= rflags::AC;
+  else
+    C.S.Rflags &= ~rflags::AC;
+  return next(C, I);
+}
+bool bindClac(const DecodeInfo &D, DecodedInsn &I) {
+  return !(D.Prefixes & insnflag::Lock) && bindSimple(I, &execAcFlag<false>);
+}
+bool bindStac(const DecodeInfo &D, DecodedInsn &I) {
+  return !(D.Prefixes & insnflag::Lock) && bindSimple(I, &execAcFlag<true>);
+}
 bool bindLahf(const DecodeInfo &, DecodedInsn &I) { return bindSimple(I, &execLahf); }
 bool bindSahf(const DecodeInfo &, DecodedInsn &I) { return bindSimple(I, &execSahf); }
 

@@ -1,5 +1,5 @@
 // Image loaders: Multiboot v1 kernels (ELF32, ELF64, or any file with the a.out-kludge
-// header) and flat binaries. They write guest RAM and set the boot processor's state;
+// header), Linux bzImage kernels (boot protocol 2.06 and later) and flat binaries. They write guest RAM and set the boot processor's state;
 // every failure is a one-line Error, never a crash, whatever the bytes (a fuzz test and
 // a libFuzzer target check that).
 #pragma once
@@ -13,6 +13,7 @@
 namespace vmxsim {
 
 class Cpu;
+class PhysMem;
 
 /// How a flat binary is entered (vmxsim run --flat ADDR --entry-mode MODE).
 enum class EntryMode : uint8_t {
@@ -43,6 +44,11 @@ struct BootLayout {
   uint64_t GdtAddr = 0;
   uint64_t PageTables = 0;               ///< long-mode flat entry only
   bool AoutKludge = false, Elf64 = false;
+  /// Linux bzImage only: InfoAddr is boot_params (ESI), ImageBegin..ImageEnd the memory
+  /// the kernel claims (pref_address + init_size), and these:
+  bool LinuxBzImage = false;
+  uint64_t CmdLineAddr = 0;
+  uint64_t RamdiskAddr = 0, RamdiskBytes = 0; ///< 0, 0 without an initrd
 };
 
 /// An image or module file, mapped read-only: a loader reads from the disk only the pages
@@ -77,6 +83,23 @@ private:
 /// empty (the caller knows the file name).
 Error loadMultiboot(Cpu &C, std::span<const uint8_t> Image, const MultibootParams &P,
                     BootLayout *Out = nullptr);
+
+
+struct LinuxParams {
+  std::string CmdLine;                ///< the whole command line (QEMU's -append)
+  std::span<const uint8_t> Initrd;    ///< empty: no initrd
+};
+
+/// True if the image has the Linux setup header signature "HdrS" at offset 0x202.
+bool isBzImage(std::span<const uint8_t> Image);
+
+/// Loads a Linux bzImage per Documentation/x86/boot.rst: boot protocol 2.06 or later,
+/// protected-mode kernel at pref_address (relocatable, protocol 2.10+) else at 1 MiB,
+/// initrd as high as it fits below initrd_addr_max, boot_params and the command line in
+/// conventional memory, and the CPU in the 32-bit boot protocol's entry state
+/// (harness/loader_linux.cpp says why that one). Error::Path is left empty.
+Error loadBzImage(Cpu &C, std::span<const uint8_t> Image, const LinuxParams &P,
+                  BootLayout *Out = nullptr);
 
 /// Copies a flat binary to Addr and enters it at Addr in the given mode.
 Error loadFlat(Cpu &C, std::span<const uint8_t> Image, uint64_t Addr, EntryMode Mode,

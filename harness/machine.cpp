@@ -258,9 +258,16 @@ Error Machine::loadImage() {
     Image = File.bytes();
   }
 
+  // Which loader: --flat first (any bytes can be a flat binary, so only the option says
+  // so), then a Linux bzImage (the setup header's "HdrS" at 0x202: a Multiboot header or
+  // ELF magic never sits there in a real kernel, and a bzImage has neither), else
+  // Multiboot (ELF or the a.out kludge), whose loader names what is wrong with anything
+  // that is none of these.
   Error E;
   if (Cfg.FlatAddr) {
     E = loadFlat(bsp(), Image, *Cfg.FlatAddr, Cfg.FlatMode, &Layout);
+  } else if (isBzImage(Image)) {
+    return loadLinux(Name, Image);
   } else {
     MultibootParams P;
     P.KernelName = Name;
@@ -284,6 +291,29 @@ Error Machine::loadImage() {
     }
     E = loadMultiboot(bsp(), Image, P, &Layout);
   }
+  if (E)
+    E.Path = Name;
+  return E;
+}
+
+Error Machine::loadLinux(const std::string &Name, std::span<const uint8_t> Image) {
+  // QEMU's -initrd for a Linux kernel: one file, the initial ramdisk.
+  LinuxParams P;
+  P.CmdLine = Cfg.Append;
+  if (Cfg.Modules.size() > 1)
+    return Error(ErrorCode::BadConfig,
+                 fmt::format("a Linux kernel takes one initrd, {} were given", Cfg.Modules.size()),
+                 Name);
+  ImageFile Initrd;
+  if (!Cfg.Modules.empty()) {
+    const std::string &Path = Cfg.Modules[0];
+    if (Error IE = ImageFile::open(Path, std::min<uint64_t>(Cfg.RamBytes, 1ull << 32), Initrd)) {
+      IE.Path = Path;
+      return IE;
+    }
+    P.Initrd = Initrd.bytes();
+  }
+  Error E = loadBzImage(bsp(), Image, P, &Layout);
   if (E)
     E.Path = Name;
   return E;
@@ -337,6 +367,10 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
       R.ExitStatus = 0;
       break;
     case StopCause::PowerOff:
+      R.Reason = RunReason::PowerOff;
+      R.ExitValue = Latch.value(); // the port: 0x8900, or PM1a_CNT (ACPI S5)
+      R.ExitStatus = Io.exitStatus();
+      break;
     case StopCause::None: // an embedder's own IoBus::requestStop
       R.Reason = RunReason::PowerOff;
       R.ExitStatus = Io.exitStatus();
@@ -392,7 +426,8 @@ std::string RunResult::describe() const {
   case RunReason::GuestExit:
     return fmt::format("guest exit {:#x} (status {})", ExitValue, ExitStatus);
   case RunReason::PowerOff:
-    return "guest powered off (port 0x8900)";
+    return ExitValue == AcpiPm::kPm1aCnt ? "guest powered off (ACPI S5, PM1a_CNT)"
+                                         : "guest powered off (port 0x8900)";
   case RunReason::Reset:
     return fmt::format("guest reset (port {:#x})", ExitValue);
   case RunReason::TripleFault:

@@ -99,15 +99,19 @@ struct MachineConfig {
   unsigned NumCpus = 1;
   /// Scheduler quantum in virtual cycles (harness/scheduler.h); ignored with one CPU.
   uint64_t QuantumCycles = kDefaultQuantumCycles;
-  /// The image: a Multiboot v1 kernel, or a flat binary when FlatAddr is set. Empty (and
-  /// KernelImage empty): nothing is loaded and CPU 0 is left in its reset state.
+  /// The image: a Multiboot v1 kernel, a Linux bzImage (boot protocol 2.06+; "HdrS" at
+  /// 0x202), or a flat binary when FlatAddr is set. Empty (and KernelImage empty): nothing
+  /// is loaded and CPU 0 is left in its reset state.
   std::string Kernel;
   /// If not empty, used instead of reading the file Kernel (which still names the image
   /// in the command line and in errors).
   std::vector<uint8_t> KernelImage;
   /// Multiboot modules, each "path args..." (the module's string is the whole text).
+  /// For a Linux kernel, the initrd: at most one, the whole text is its path (QEMU's
+  /// -initrd for Linux).
   std::vector<std::string> Modules;
-  /// Kernel command-line arguments (the kernel sees "Kernel Append").
+  /// Kernel command-line arguments (a Multiboot kernel sees "Kernel Append", a Linux
+  /// kernel just Append).
   std::string Append;
   /// Flat binary: load at this guest-physical address and enter it in FlatMode.
   std::optional<uint64_t> FlatAddr;
@@ -173,7 +177,9 @@ inline constexpr int kExitOutputFailed = 14;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
-  uint32_t ExitValue = 0; ///< GuestExit: the isa-debug-exit value; Reset: the port
+  /// GuestExit: the isa-debug-exit value; Reset and PowerOff: the port (PowerOff: 0x8900,
+  /// or 0x604 = PM1a_CNT for ACPI S5).
+  uint32_t ExitValue = 0;
   int ExitStatus = 0;     ///< what the vmxsim command exits with
   uint64_t Retired = 0;   ///< instructions retired by all CPUs since load
   uint64_t Cycles = 0;    ///< CPU 0's virtual clock
@@ -258,6 +264,7 @@ private:
   bool isaIrqObserved(unsigned Irq) const;
   void initPlatform();
   Error loadImage();
+  Error loadLinux(const std::string &Name, std::span<const uint8_t> Image);
   const OutputSink &debugconSink() const { return SharedDebugcon ? SerialSink : DebugconSink; }
 
   MachineConfig Cfg;

@@ -502,11 +502,14 @@ int main(int Argc, char **Argv) {
 
   RunOptions O;
   CLI::App *Run = App.add_subcommand("run", "boot an image and run it to completion");
-  Run->add_option("IMAGE", O.Image, "Multiboot kernel (ELF32, ELF64, a.out kludge) or flat binary");
+  Run->add_option("IMAGE", O.Image,
+                  "Multiboot kernel (ELF32, ELF64, a.out kludge), Linux bzImage or flat binary");
   Run->add_option("--kernel", O.Kernel, "the image (same as IMAGE)");
   Run->add_option("--initrd", O.Initrd,
-                  "Multiboot modules: \"file1 args,file2\" (',,' is a literal comma)");
-  Run->add_option("--append", O.Append, "kernel command line (after the image name)");
+                  "Multiboot modules: \"file1 args,file2\" (',,' is a literal comma); for "
+                  "a Linux bzImage, its one initrd file");
+  Run->add_option("--append", O.Append,
+                  "kernel command line (Multiboot: after the image name; Linux: all of it)");
   Run->add_option("-m,--mem", O.Mem, "RAM size: N[K|M|G|T], plain N = MiB (default 256)");
   addWhole(Run, "--smp,--cpus", O.Smp, "number of CPUs, 1..64 (APs start on INIT-SIPI-SIPI)", 1,
            kMaxCpus);

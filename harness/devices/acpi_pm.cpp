@@ -61,7 +61,7 @@ void AcpiPm::writeByte(unsigned Offset, uint8_t V) {
     const uint16_t High = uint16_t(V) << 8;
     Cnt = uint16_t((Cnt & 0x00ff) | (High & 0x1c00));
     if ((High & kSlpEn) && ((Cnt >> 10) & 7) == kSlpTypS5)
-      Latch.request(StopCause::PowerOff, 0, 0);
+      Latch.request(StopCause::PowerOff, kPm1aCnt, 0);
     break;
   }
   default:

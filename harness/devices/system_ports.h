@@ -110,7 +110,7 @@ public:
     Matched = C == Word[Matched] ? Matched + 1 : (C == Word[0] ? 1 : 0);
     if (Matched == sizeof(Word) - 1) {
       Matched = 0;
-      Latch.request(StopCause::PowerOff, 0, 0);
+      Latch.request(StopCause::PowerOff, kPort, 0);
     }
   }
 

@@ -1,5 +1,5 @@
 // libFuzzer entry point for the loaders: any bytes as a Multiboot kernel (with one
-// module) and as a flat binary; a load must return, never crash or trip a sanitizer.
+// module), as a Linux bzImage (with an initrd) and as a flat binary; a load must return, never crash or trip a sanitizer.
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "harness/loader.h"
@@ -21,8 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     Q.Modules.push_back({"mod", Module});
     return Q;
   }();
+  static const uint8_t Initrd[4096] = {};
+  static const LinuxParams LP{"console=ttyS0", Initrd};
   std::span<const uint8_t> Image(Data, Size);
   (void)loadMultiboot(C, Image, P);
+  (void)loadBzImage(C, Image, LP);
   if (Size >= 9) {
     uint64_t Addr;
     std::memcpy(&Addr, Data, 8);

@@ -1,4 +1,5 @@
 // The vmxsim command: exit statuses and one-line errors.
+#include "harness/testing/linux_images.h"
 #include "harness/testing/multiboot_images.h"
 #include "tests/support/files.h"
 
@@ -104,6 +105,38 @@ TEST(CommandLine, BadImageIsOneLineAndStatus2) {
   EXPECT_EQ(R.Err, "vmxsim: error: " + P +
                        ": not an ELF file and no Multiboot header in the first 8192 bytes\n");
   std::remove(P.c_str());
+}
+
+TEST(CommandLine, LinuxKernelWithInitrdAndAppendRuns) {
+  const std::string K = tempPath("bzImage"), I = tempPath("initrd"), D = tempPath("debugcon");
+  writeFile(K, bzImage(echoCmdlineExitWithInitrd()));
+  writeFile(I, {'A', 'B', 'C', 'D'});
+  CmdResult R = runVmxsim("run --kernel " + K + " --initrd " + I +
+                          " --append 'console=ttyS0 x' -q --debugcon " + D);
+  // Exit value "ABCD" = 0x44434241: status ((V << 1) | 1) & 0xff = 0x83.
+  EXPECT_EQ(R.Status, 0x83) << R.Err;
+  EXPECT_EQ(readFile(D), "console=ttyS0 x");
+  std::remove(K.c_str());
+  std::remove(I.c_str());
+  std::remove(D.c_str());
+}
+
+TEST(CommandLine, BadLinuxKernelOrInitrdIsOneLineAndStatus2) {
+  const std::string K = tempPath("trunc-bzImage");
+  std::vector<uint8_t> Image = bzImage(std::vector<uint8_t>(64, 0x90));
+  Image.resize(Image.size() - 32);
+  writeFile(K, Image);
+  CmdResult R = runVmxsim("run --kernel " + K);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: " + K +
+                       ": truncated bzImage: syssize says 0x40 bytes of protected-mode kernel, "
+                       "the file has 0x20 after the setup code\n");
+  writeFile(K, bzImage({0xf4}));
+  R = runVmxsim("run --kernel " + K + " --initrd /nonexistent/vmxsim/initrd");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: /nonexistent/vmxsim/initrd: cannot open: No such file or "
+                   "directory\n");
+  std::remove(K.c_str());
 }
 
 TEST(CommandLine, GuestExitStatusAndSummary) {

@@ -1,9 +1,11 @@
-// A deterministic mutation fuzzer for the loaders: valid ELF32, ELF64 and a.out-kludge
-// images are truncated, bit-flipped and given extreme sizes and offsets; every load must
+// A deterministic mutation fuzzer for the loaders: valid ELF32, ELF64, a.out-kludge and
+// Linux bzImage images are truncated, bit-flipped and given extreme sizes and offsets; every load must
 // return (success or a one-line Error) without crashing. CI runs this under ASan+UBSan.
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
+#include "harness/boot_state.h"
 #include "harness/loader.h"
+#include "harness/testing/linux_images.h"
 #include "harness/testing/multiboot_images.h"
 #include "tests/support/random.h"
 
@@ -107,6 +109,69 @@ TEST(LoaderFuzz, MutatedImagesNeverCrash) {
   // Both outcomes are exercised (exact counts are fixed by the seed).
   EXPECT_GT(Loaded, 100u);
   EXPECT_GT(Rejected, 100u);
+}
+
+TEST(LoaderFuzz, MutatedBzImagesNeverCrash) {
+  // 32 MiB: room for the seeds' kernel (16..20 MiB) and for some of the initrds.
+  PhysMem Mem(32ull << 20);
+  IoBus Io;
+  Cpu C(Mem, Io, CpuModel::defaultModel());
+  const std::vector<uint8_t> Code = echoCmdlineExitWithInitrd();
+  BzImageOptions NotRelocatable, Old, Low;
+  NotRelocatable.Relocatable = 0;
+  Old.Version = 0x206;
+  Old.JumpOffset = 0x3a;
+  Low.InitrdAddrMax = 0x00ffffff;
+  const std::vector<std::vector<uint8_t>> Seeds = {
+      bzImage(Code), bzImage(Code, NotRelocatable), bzImage(Code, Old), bzImage(Code, Low)};
+  // Setup header fields (boot.rst, "The Real-Mode Kernel Header"), the likeliest to
+  // reach a wrong computation.
+  const uint64_t Fields[] = {0x1f1, 0x1f4, 0x201, 0x206, 0x211, 0x214, 0x22c,
+                             0x230, 0x234, 0x238, 0x258, 0x25c, 0x260};
+  const std::vector<uint8_t> Initrd(24u << 20, 0x5a);
+  const size_t InitrdSizes[] = {0, 1, 100, 4096, 1u << 20, 15u << 20, 24u << 20};
+
+  SplitMix64 R{0x627a496d616765ull};
+  unsigned Loaded = 0, Rejected = 0;
+  for (unsigned I = 0; I < 20000; ++I) {
+    std::vector<uint8_t> Img = Seeds[I % Seeds.size()];
+    if (R.nextBelow(2)) {
+      Img = mutate(std::move(Img), R);
+    } else {
+      const uint64_t Off = R.pick(Fields);
+      const uint64_t V = R.pick(kInteresting);
+      const unsigned W = 1u << R.nextBelow(4);
+      if (Off + W <= Img.size())
+        std::memcpy(&Img[Off], &V, W);
+    }
+    LinuxParams P;
+    P.CmdLine = R.nextBelow(8) ? "console=ttyS0" : std::string(3000, 'x');
+    P.Initrd = std::span<const uint8_t>(Initrd).first(R.pick(InitrdSizes));
+    BootLayout L;
+    Error E = loadBzImage(C, Img, P, &L);
+    if (E) {
+      ++Rejected;
+      EXPECT_NE(E.Message, "");
+      EXPECT_EQ(E.Message.find('\n'), std::string::npos);
+      continue;
+    }
+    ++Loaded;
+    EXPECT_EQ(C.S.Rip, L.Entry);
+    EXPECT_EQ(C.S.Gpr[RSI], L.InfoAddr);
+    EXPECT_LT(L.Entry, 1ull << 32);
+    EXPECT_TRUE(rangeIsRam(Mem, L.ImageBegin, L.ImageEnd - L.ImageBegin));
+    EXPECT_EQ(L.RamdiskBytes, P.Initrd.size());
+    if (L.RamdiskBytes) {
+      EXPECT_TRUE(rangeIsRam(Mem, L.RamdiskAddr, L.RamdiskBytes));
+      EXPECT_FALSE(AddrRange({L.ImageBegin, L.ImageEnd})
+                       .overlaps(L.RamdiskAddr, L.RamdiskAddr + L.RamdiskBytes));
+      EXPECT_EQ(L.RamdiskAddr % 4096, 0u);
+    }
+  }
+  // Both outcomes are exercised; the counts are fixed by the seed, so a change in what
+  // the loader accepts shows here.
+  EXPECT_EQ(Loaded, 8837u);
+  EXPECT_EQ(Rejected, 11163u);
 }
 
 namespace {
