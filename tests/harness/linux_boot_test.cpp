@@ -34,22 +34,30 @@ std::string readFile(const std::string &Path) {
   return S.str();
 }
 
-} // namespace
-
-TEST(LinuxBoot, DebianKernelSeesTheBootParametersItWasGiven) {
+/// A machine booting the cached Debian kernel and initramfs with 512 MiB, its serial output
+/// going to Serial; false (nothing set) when the cache lacks them.
+bool debianLinux(MachineConfig &Cfg, const std::string &Serial) {
   const std::string Cache = guestCache();
   const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs.cpio.gz";
   if (Cache.empty() || !std::filesystem::exists(Kernel) || !std::filesystem::exists(Initrd))
-    GTEST_SKIP() << "no Debian kernel in the guest cache '" << Cache
-                 << "': run scripts/fetch-guests.sh";
+    return false;
+  Cfg.Kernel = Kernel;
+  Cfg.Modules = {Initrd};
+  Cfg.RamBytes = 512ull << 20;
+  Cfg.Serial = OutputSpec::file(Serial);
+  return true;
+}
+
+} // namespace
+
+TEST(LinuxBoot, DebianKernelSeesTheBootParametersItWasGiven) {
   const std::string Serial = std::filesystem::temp_directory_path() /
                              ("vmxsim_linux_boot_test_" + std::to_string(::getpid()));
   MachineConfig Cfg;
-  Cfg.Kernel = Kernel;
-  Cfg.Modules = {Initrd};
+  if (!debianLinux(Cfg, Serial))
+    GTEST_SKIP() << "no Debian kernel in the guest cache '" << guestCache()
+                 << "': run scripts/fetch-guests.sh";
   Cfg.Append = "console=ttyS0 earlyprintk=serial,ttyS0,115200";
-  Cfg.RamBytes = 512ull << 20;
-  Cfg.Serial = OutputSpec::file(Serial);
   Cfg.Debugcon = OutputSpec::capture();
   Error Err;
   auto M = Machine::create(Cfg, Err);
@@ -92,21 +100,15 @@ TEST(LinuxBoot, DebianKernelSeesTheBootParametersItWasGiven) {
 // output through the UART needs its interrupt, not wired yet), and powers off through
 // ACPI S5 (harness/devices/acpi_pm.h).
 TEST(LinuxBoot, DebianKernelRunsInitOnFourCpusAndPowersOffThroughAcpi) {
-  const std::string Cache = guestCache();
-  const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs.cpio.gz";
-  if (Cache.empty() || !std::filesystem::exists(Kernel) || !std::filesystem::exists(Initrd))
-    GTEST_SKIP() << "no Debian kernel in the guest cache '" << Cache
-                 << "': run scripts/fetch-guests.sh";
   const std::string Serial = std::filesystem::temp_directory_path() /
                              ("vmxsim_linux_smp_boot_test_" + std::to_string(::getpid()));
   MachineConfig Cfg;
-  Cfg.Kernel = Kernel;
-  Cfg.Modules = {Initrd};
+  if (!debianLinux(Cfg, Serial))
+    GTEST_SKIP() << "no Debian kernel in the guest cache '" << guestCache()
+                 << "': run scripts/fetch-guests.sh";
   Cfg.Append = "console=ttyS0";
-  Cfg.RamBytes = 512ull << 20;
   Cfg.NumCpus = 4;
   Cfg.MaxInsns = 12'000'000'000;
-  Cfg.Serial = OutputSpec::file(Serial);
   Error Err;
   auto M = Machine::create(Cfg, Err);
   ASSERT_NE(M, nullptr) << Err.str();
