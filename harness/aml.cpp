@@ -86,12 +86,13 @@ Resources &Resources::memory32Fixed(uint32_t Base, uint32_t Length, bool Writabl
 // number), general flags (bit 3 _MAF, bit 2 _MIF fixed; bit 0 = 0: the device produces
 // the range for its children), type-specific flags, granularity, min, max, translation
 // offset, length.
-Resources &Resources::wordBusNumber(uint16_t Min, uint16_t Max) {
+Resources &Resources::wordAddressSpace(uint8_t Type, uint8_t TypeFlags, uint16_t Min,
+                                       uint16_t Max) {
   B.push_back(0x88);
   put16(B, 13);
-  B.push_back(2);
+  B.push_back(Type);
   B.push_back(0x0c);
-  B.push_back(0);
+  B.push_back(TypeFlags);
   put16(B, 0);
   put16(B, Min);
   put16(B, Max);
@@ -100,18 +101,13 @@ Resources &Resources::wordBusNumber(uint16_t Min, uint16_t Max) {
   return *this;
 }
 
+Resources &Resources::wordBusNumber(uint16_t Min, uint16_t Max) {
+  return wordAddressSpace(2, 0, Min, Max);
+}
+
 Resources &Resources::wordIo(uint16_t Min, uint16_t Max) {
-  B.push_back(0x88);
-  put16(B, 13);
-  B.push_back(1);
-  B.push_back(0x0c);
-  B.push_back(3); // I/O type-specific flags: _RNG = 3, ISA and non-ISA ranges
-  put16(B, 0);
-  put16(B, Min);
-  put16(B, Max);
-  put16(B, 0);
-  put16(B, uint16_t(Max - Min + 1));
-  return *this;
+  // I/O type-specific flags: _RNG = 3, ISA and non-ISA ranges.
+  return wordAddressSpace(1, 3, Min, Max);
 }
 
 // "DWord Address Space Descriptor": tag 0x87, length 23, resource type 0 (memory),

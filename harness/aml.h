@@ -40,6 +40,8 @@ public:
   std::vector<uint8_t> end();
 
 private:
+  /// A Word Address Space Descriptor of resource type Type (1 I/O, 2 bus number).
+  Resources &wordAddressSpace(uint8_t Type, uint8_t TypeFlags, uint16_t Min, uint16_t Max);
   std::vector<uint8_t> B;
 };
 
