@@ -61,7 +61,7 @@ bool Rtc146818::parseBase(const std::string &S, int64_t &Out, std::string &Why) 
       Why = "seconds since 1970 must be at most 253402300799 (9999-12-31T23:59:59)";
       return false;
     }
-    int64_t V;
+    int64_t V = 0;
     digitsAt(0, S.size(), V);
     if (V > kMaxSeconds) {
       Why = "seconds since 1970 must be at most 253402300799 (9999-12-31T23:59:59)";
