@@ -225,7 +225,8 @@ TEST(AcpiTables, FadtDescribesThePmBlocksResetRegisterAndBootArch) {
 
 TEST(AcpiTables, MadtHasSciOverrideAndLint1Nmi) {
   auto M = machine(2);
-  const AcpiTable *Madt = find(readAcpiTables(M->mem()), "APIC");
+  const std::vector<AcpiTable> Ts = readAcpiTables(M->mem()); // outlives the pointer
+  const AcpiTable *Madt = find(Ts, "APIC");
   ASSERT_TRUE(Madt);
   const std::vector<uint8_t> &B = Madt->Bytes;
   ASSERT_EQ(B.size(), 44u + 2 * 8 + 12 + 10 + 10 + 6);
@@ -238,7 +239,8 @@ TEST(AcpiTables, MadtHasSciOverrideAndLint1Nmi) {
 
 TEST(AcpiTables, DsdtHasS5AndOneProcessorDevicePerCpu) {
   auto M = machine(5);
-  const AcpiTable *D = find(readAcpiTables(M->mem()), "DSDT");
+  const std::vector<AcpiTable> Ts = readAcpiTables(M->mem()); // outlives the pointer
+  const AcpiTable *D = find(Ts, "DSDT");
   ASSERT_TRUE(D);
   EXPECT_EQ(count(D->Bytes, "ACPI0007"), 5u);
   // Name(\_S5, Package(4){7, 7, 0, 0})
