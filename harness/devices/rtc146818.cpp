@@ -6,6 +6,14 @@ namespace vmxsim {
 
 namespace {
 
+/// The clock's time and date registers (data sheet, "Address Map"; 0x32 is the century
+/// byte PC firmware keeps beside them).
+constexpr bool isTimeRegister(uint8_t Idx) {
+  using R = Rtc146818;
+  return Idx == R::Seconds || Idx == R::Minutes || Idx == R::Hours || Idx == R::DayOfWeek ||
+         Idx == R::DayOfMonth || Idx == R::Month || Idx == R::Year || Idx == R::Century;
+}
+
 constexpr int64_t kSecondsPerDay = 86400;
 // One tick of the 32.768 kHz time base is 1e9 / 32768 = 1953125 / 64 virtual cycles.
 constexpr uint64_t kTickNum = 1953125, kTickDen = 64;
@@ -295,20 +303,13 @@ uint8_t Rtc146818::peek(uint8_t Idx) {
   const uint64_t T = now();
   advanceTo(T);
   Idx &= 0x7f;
+  if (isTimeRegister(Idx))
+    return timeRegister(Idx, timeAt(T));
   switch (Idx) {
   case RegA: {
     const bool Uip = updating() && nextUpdateAfter(T) - T <= kUipCycles;
     return uint8_t((Ram[RegA] & 0x7f) | (Uip ? kUip : 0));
   }
-  case Seconds:
-  case Minutes:
-  case Hours:
-  case DayOfWeek:
-  case DayOfMonth:
-  case Month:
-  case Year:
-  case Century:
-    return timeRegister(Idx, timeAt(T));
   default:
     return Ram[Idx];
   }
@@ -331,6 +332,11 @@ uint8_t Rtc146818::readData() {
 void Rtc146818::writeData(uint8_t V) {
   const uint64_t T = now();
   advanceTo(T);
+  if (isTimeRegister(Index)) {
+    fold(T);
+    writeTimeRegister(Index, V);
+    return;
+  }
   switch (Index) {
   case RegA: {
     fold(T);
@@ -353,17 +359,6 @@ void Rtc146818::writeData(uint8_t V) {
   case RegC:
   case RegD:
     return; // read-only
-  case Seconds:
-  case Minutes:
-  case Hours:
-  case DayOfWeek:
-  case DayOfMonth:
-  case Month:
-  case Year:
-  case Century:
-    fold(T);
-    writeTimeRegister(Index, V);
-    return;
   default:
     Ram[Index] = V; // alarms and CMOS RAM
     return;
