@@ -7,7 +7,8 @@
 // and XSAVEC for the x87 and SSE components (cpu/exec_xsave.cpp); VMX; PCID, INVPCID,
 // SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP; RDRAND and
 // RDSEED (deterministic streams: cpu/exec_random.cpp); x2APIC and the TSC-deadline APIC
-// timer (harness/devices/local_apic.h).
+// timer (harness/devices/local_apic.h); MCE and MCA with 10 machine-check banks that
+// never log an error (cpu/msrs.def).
 #include "cpu/cpuid.h"
 #include "cpu/vmx/vmx_features.h"
 
@@ -43,7 +44,7 @@ CpuModel makeDefault() {
   M.Vmx = &VmxProfile::full();
   uint32_t Ecx1 = (M.Vmx ? Vmx : 0) | Cx16 | Movbe | Popcnt | (M.Pcid ? Pcid : 0) |
                   (kAdvertiseXsave ? Xsave : 0) | Rdrand | X2apic | TscDeadline;
-  uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Cx8 | Apic | Sep | Mtrr | Pge | Cmov |
+  uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Mce | Cx8 | Apic | Sep | Mtrr | Pge | Mca | Cmov |
                   Pat | Pse36 | Clfsh | Fxsr | Sse | Sse2;
   uint32_t Ebx7 = Fsgsbase | Bmi1 | Bmi2 | Invpcid | Adx | Clflushopt | Rdseed |
                   (M.Smep ? Smep : 0) | (M.Smap ? Smap : 0);

@@ -20,8 +20,8 @@ inline constexpr uint32_t Sse3 = 1u << 0, Vmx = 1u << 5, Cx16 = 1u << 13, Pcid =
                           Rdrand = 1u << 30, X2apic = 1u << 21, TscDeadline = 1u << 24;
 // Leaf 1 EDX.
 inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u << 4,
-                          Msr = 1u << 5, Pae = 1u << 6, Cx8 = 1u << 8, Apic = 1u << 9,
-                          Sep = 1u << 11, Mtrr = 1u << 12, Pge = 1u << 13, Cmov = 1u << 15,
+                          Msr = 1u << 5, Pae = 1u << 6, Mce = 1u << 7, Cx8 = 1u << 8, Apic = 1u << 9,
+                          Sep = 1u << 11, Mtrr = 1u << 12, Pge = 1u << 13, Mca = 1u << 14, Cmov = 1u << 15,
                           Pat = 1u << 16, Pse36 = 1u << 17, Clfsh = 1u << 19,
                           Fxsr = 1u << 24, Sse = 1u << 25, Sse2 = 1u << 26;
 // Leaf 7 subleaf 0 EBX / ECX.

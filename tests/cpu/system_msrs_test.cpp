@@ -3,6 +3,7 @@
 // tested one by one.
 #include "tests/cpu/system_test_support.h"
 
+#include "cpu/cpuid.h"
 #include "cpu/msrs.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +108,25 @@ TEST(ModelSpecificRegisters, UnknownMsrRaisesGpOnReadAndWrite) {
     EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
     EXPECT_EQ(writeMsr(M.Cpu_, A, 0), Status::Fault);
   }
+}
+
+// SDM Vol. 3B, 15.3.1.1: MCG_CAP.Count banks exist at 0x400 + 4i and no more; CPUID
+// advertises MCE and MCA with them.
+TEST(ModelSpecificRegisters, MachineCheckBanksAreTheOnesMcgCapCounts) {
+  TestMachine M;
+  uint64_t Cap = 0;
+  ASSERT_EQ(readMsr(M.Cpu_, 0x179, Cap), Status::Ok);
+  EXPECT_EQ(Cap, 0x10au); // 10 banks, MCG_CTL_P
+  uint64_t V = 1;
+  for (uint32_t A = 0x400; A < 0x400 + 4 * 10; ++A) {
+    EXPECT_EQ(readMsr(M.Cpu_, A, V), Status::Ok) << std::hex << A;
+    EXPECT_EQ(V, (A & 3) == 0 ? ~uint64_t(0) : 0u) << std::hex << A;
+    EXPECT_EQ(writeMsr(M.Cpu_, A, 0), Status::Ok) << std::hex << A;
+  }
+  EXPECT_EQ(readMsr(M.Cpu_, 0x428, V), Status::Fault); // MC10_CTL: no 11th bank
+  EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
+  CpuidResult R = cpuidQuery(M.Cpu_, 1, 0);
+  EXPECT_EQ(R.Edx & ((1u << 7) | (1u << 14)), (1u << 7) | (1u << 14));
 }
 
 TEST(ModelSpecificRegisters, FeatureControlLockedRejectsWrites) {
