@@ -88,6 +88,7 @@ void Cpu::modeChanged() {
 }
 
 StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
+  RunUntil = UntilCycle;
   const uint64_t InsnEnd = MaxInsns > ~Retired ? ~uint64_t(0) : Retired + MaxInsns;
   for (;;) {
     if (Io.stopRequested())
@@ -96,11 +97,11 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
       return LastStop = StopReason::Shutdown;
     if (Retired >= InsnEnd)
       return LastStop = StopReason::InsnLimit;
-    if (Cycles >= UntilCycle)
+    if (Cycles >= RunUntil)
       return LastStop = StopReason::Deadline;
 
     StopReason R = StopReason::InsnLimit;
-    switch (eventWindow(UntilCycle, R)) {
+    switch (eventWindow(R)) {
     case EventWindow::Stop:
       return LastStop = R;
     case EventWindow::Again:
@@ -112,9 +113,9 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
     // due "now" ends the block after one instruction) so the window after it is not
     // skipped. Non-root operation adds MTF, pending debug traps and the timer.
     if (NonRoot) [[unlikely]]
-      WindowDue = vmxWindowDue(*this, UntilCycle);
+      WindowDue = vmxWindowDue(*this, RunUntil);
     else
-      WindowDue = Retired < ShadowUntil ? Cycles : UntilCycle;
+      WindowDue = Retired < ShadowUntil ? Cycles : RunUntil;
     if (runBlocks(InsnEnd, R))
       return LastStop = R;
   }
@@ -138,7 +139,7 @@ EventWindow Cpu::afterEvent(Status St, StopReason &Why) {
   }
 }
 
-EventWindow Cpu::eventWindow(uint64_t UntilCycle, StopReason &Why) {
+EventWindow Cpu::eventWindow(StopReason &Why) {
   if (NonRoot) [[unlikely]]
     vmxWindowOpens(*this);
   for (;;) {
@@ -192,7 +193,7 @@ EventWindow Cpu::eventWindow(uint64_t UntilCycle, StopReason &Why) {
       return EventWindow::Stop;
     }
     // An inactive guest: the preemption timer may still wake it.
-    if (EventWindow W = vmxWaitForTimer(*this, UntilCycle, Why); W != EventWindow::Again)
+    if (EventWindow W = vmxWaitForTimer(*this, RunUntil, Why); W != EventWindow::Again)
       return W;
   }
 }

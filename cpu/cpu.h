@@ -83,8 +83,9 @@ public:
   /// the TSC, MTRRs and IA32_APIC_BASE) keep their values. The caller (the machine's
   /// local APIC) then puts the processor in wait-for-SIPI unless it is the BSP.
   void init();
-  /// Executes until an instruction budget or virtual-cycle deadline is reached, or the
-  /// processor stops for another StopReason.
+  /// Executes until an instruction budget or virtual-cycle deadline is reached (the
+  /// deadline may be brought forward during the run: pullDeadline), or the processor
+  /// stops for another StopReason.
   StopReason run(uint64_t MaxInsns, uint64_t UntilCycle = ~uint64_t(0));
 
   // --- state (public: plain data, as in Blink/Bochs; functions keep the invariants) ---
@@ -150,6 +151,19 @@ public:
   /// Makes the event window due after this instruction, which ends the current block
   /// (mode change, self-modifying code, new interrupt, device stop request).
   void breakBlock() { WindowDue = 0; }
+  /// The virtual-cycle deadline of the current run() call: where it returns Deadline.
+  uint64_t RunUntil = ~uint64_t(0);
+  /// Brings the current run's deadline forward to cycle T (if T is earlier), ending the
+  /// current block: a device that a running processor has just programmed (a timer
+  /// armed, or re-armed earlier) makes its next event the run's end, so that the
+  /// scheduler raises it at its exact cycle rather than at the end of the slice it
+  /// handed out before (harness/scheduler.cpp).
+  void pullDeadline(uint64_t T) {
+    if (T < RunUntil) {
+      RunUntil = T;
+      breakBlock();
+    }
+  }
 
   /// Raises an exception: records it and returns Status::Fault.
   Status raise(uint8_t Vector) {
@@ -182,7 +196,7 @@ private:
   /// The event window at an instruction boundary: NMIs and external interrupts in the
   /// priority order of SDM Vol. 3A, "Priority Among Concurrent Events", and in VMX
   /// non-root operation the VMX layer's VM exits among them (cpu/vmx/vmx_events.h).
-  EventWindow eventWindow(uint64_t UntilCycle, StopReason &Why);
+  EventWindow eventWindow(StopReason &Why);
   /// The status of an event the window delivered or a VM exit it performed.
   EventWindow afterEvent(Status St, StopReason &Why);
   /// Executes blocks until the deadline, the instruction budget, or an event; true when

@@ -6,6 +6,25 @@
 
 namespace vmxsim {
 
+Scheduler::Scheduler(std::vector<Cpu *> Cpus_, std::vector<LocalApic *> Apics_, ApicBus &Bus,
+                     uint64_t QuantumCycles)
+    : Cpus(std::move(Cpus_)), Apics(std::move(Apics_)), Bus(Bus), Quantum(QuantumCycles) {
+  for (LocalApic *A : Apics)
+    static_cast<TimerEventSource *>(A)->setRearmListener(&rearmed, this);
+}
+
+Scheduler::~Scheduler() {
+  for (LocalApic *A : Apics)
+    static_cast<TimerEventSource *>(A)->setRearmListener(nullptr, nullptr);
+  for (TimerEventSource *S : Shared)
+    S->setRearmListener(nullptr, nullptr);
+}
+
+void Scheduler::rearmed(void *Self, uint64_t T) {
+  Scheduler &S = *static_cast<Scheduler *>(Self);
+  S.Cpus[S.Bus.Current < S.Cpus.size() ? S.Bus.Current : 0]->pullDeadline(T);
+}
+
 uint64_t Scheduler::totalRetired() const {
   uint64_t N = 0;
   for (const Cpu *C : Cpus)

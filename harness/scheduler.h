@@ -3,7 +3,11 @@
 //
 // Each vCPU has its own virtual clock (Cpu::Cycles). The scheduler repeatedly picks the
 // vCPU with the smallest local time (ties: lowest CPU number) and runs it for one quantum
-// of virtual cycles, or until its next timer event is due, whichever is first. Timer
+// of virtual cycles, or until its next timer event is due, whichever is first; a timer
+// the running vCPU programs meanwhile (an OUT to the PIT, a store to the HPET or its
+// local APIC) brings that end forward to the new event (TimerEventSource::rearmed,
+// Cpu::pullDeadline), so every timer interrupt is raised at its exact cycle, however the
+// run is sliced. Timer
 // events come from TimerEventSources (harness/timer_event.h): each vCPU's own local APIC
 // timer, and machine-wide sources (the 8254 PIT, the RTC, the HPET) whose events concern
 // every vCPU; the machine-wide sources are advanced to the picked vCPU's time before it
@@ -42,9 +46,13 @@ inline constexpr uint64_t kDefaultQuantumCycles = 1000;
 
 class Scheduler {
 public:
+  /// Listens to every timer source's re-arming (each local APIC's and, through
+  /// addSharedSource, the machine-wide ones) until it is destroyed.
   Scheduler(std::vector<Cpu *> Cpus, std::vector<LocalApic *> Apics, ApicBus &Bus,
-            uint64_t QuantumCycles)
-      : Cpus(std::move(Cpus)), Apics(std::move(Apics)), Bus(Bus), Quantum(QuantumCycles) {}
+            uint64_t QuantumCycles);
+  ~Scheduler();
+  Scheduler(const Scheduler &) = delete;
+  Scheduler &operator=(const Scheduler &) = delete;
 
   struct Outcome {
     StopReason Why = StopReason::InsnLimit;
@@ -74,7 +82,10 @@ public:
   void setStopFlag(const std::atomic<bool> *Flag) { StopFlag = Flag; }
   static constexpr uint64_t kStopPollInsns = uint64_t(1) << 20;
   /// A machine-wide timer (e.g. the PIT): every vCPU stops at its events.
-  void addSharedSource(TimerEventSource *S) { Shared.push_back(S); }
+  void addSharedSource(TimerEventSource *S) {
+    Shared.push_back(S);
+    S->setRearmListener(&rearmed, this);
+  }
   /// Instructions retired by all vCPUs.
   uint64_t totalRetired() const;
 
@@ -84,6 +95,9 @@ private:
   /// The earliest event of vCPU I's own timer and the machine-wide sources.
   /// With WakeOnly, only the machine-wide sources that can wake a vCPU (canWake()).
   uint64_t nextEvent(unsigned I, bool WakeOnly = false) const;
+  /// A timer source was programmed (by the running vCPU: only it executes): its next
+  /// event at cycle T ends that vCPU's run, so the event is raised exactly on time.
+  static void rearmed(void *Self, uint64_t T);
 
   ApicBus &Bus;
   uint64_t Quantum;

@@ -21,6 +21,27 @@ public:
   /// at every controller). A halted vCPU's clock jumps only to events that can wake it,
   /// so that a masked periodic timer cannot keep a halted machine "busy" forever.
   virtual bool canWake() const { return true; }
+
+  /// Who is told when the source's next event may have moved earlier: the scheduler,
+  /// which brings the running vCPU's deadline forward to it (Cpu::pullDeadline), so the
+  /// event is raised at its exact cycle and not at the end of a slice handed out before
+  /// the guest armed it. Fn(Ctx, nextTimerEvent()).
+  void setRearmListener(void (*Fn)(void *, uint64_t), void *Ctx) {
+    Listener = Fn;
+    ListenerCtx = Ctx;
+  }
+
+protected:
+  /// A source calls this after every change of its programming by the guest (a register
+  /// write), so that a timer armed during a vCPU's run is seen at once.
+  void rearmed() const {
+    if (Listener)
+      Listener(ListenerCtx, nextTimerEvent());
+  }
+
+private:
+  void (*Listener)(void *, uint64_t) = nullptr;
+  void *ListenerCtx = nullptr;
 };
 
 } // namespace vmxsim

@@ -276,6 +276,11 @@ uint64_t Hpet::mmioRead(uint64_t Offset, unsigned SizeBytes) {
 }
 
 void Hpet::mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) {
+  writeSized(Offset, SizeBytes, Value);
+  rearmed();
+}
+
+void Hpet::writeSized(uint64_t Offset, unsigned SizeBytes, uint64_t Value) {
   if (SizeBytes == 8 && !(Offset & 7)) {
     writeDword(Offset, uint32_t(Value), false);
     writeDword(Offset + 4, uint32_t(Value >> 32), true);

@@ -107,6 +107,7 @@ private:
   uint64_t now() const { return Now ? Now() : 0; }
   uint32_t readDword(uint64_t Offset);
   void writeDword(uint64_t Offset, uint32_t Value, bool LastHalf);
+  void writeSized(uint64_t Offset, unsigned SizeBytes, uint64_t Value);
   void writeTimerConfig(unsigned I, uint64_t V);
   void writeComparator(unsigned I, uint64_t V, uint64_t Mask, bool LastHalf);
   uint64_t cycleOfCount(uint64_t Count) const;

@@ -480,6 +480,7 @@ Status LocalApic::writeMsr(Cpu &, uint32_t Index, uint64_t Value) {
     if (timerMode() == 2)
       TscDeadline = Value;
     C.breakBlock();
+    rearmed();
     return Status::Ok;
   }
   if (Index < 0x802 || Index > 0x83f)
@@ -510,6 +511,7 @@ Status LocalApic::writeMsr(Cpu &, uint32_t Index, uint64_t Value) {
   }
   default:
     writeReg(Offset, uint32_t(Value));
+    rearmed(); // the timer registers
     return Status::Ok;
   }
 }
@@ -570,6 +572,7 @@ void ApicBus::mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) {
   if (SizeBytes < 4 || (Offset & 0xf))
     return;
   A.writeReg(uint32_t(Offset & (LocalApic::kSize - 1)), uint32_t(Value));
+  A.rearmed(); // the timer registers
 }
 
 } // namespace vmxsim

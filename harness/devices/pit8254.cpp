@@ -256,6 +256,11 @@ uint8_t Pit8254::readByte(uint16_t Offset) {
 }
 
 void Pit8254::writeByte(uint16_t Offset, uint8_t V) {
+  writeRegister(Offset, V);
+  rearmed();
+}
+
+void Pit8254::writeRegister(uint16_t Offset, uint8_t V) {
   if (Offset == 3) {
     writeControl(V);
     return;

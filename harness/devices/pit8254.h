@@ -126,6 +126,7 @@ private:
   void scheduleEdge(unsigned Idx, uint64_t T);
   void load(unsigned Idx, uint32_t Count);
   void writeControl(uint8_t V);
+  void writeRegister(uint16_t Offset, uint8_t V);
   void readBack(uint8_t V);
 };
 

@@ -386,6 +386,7 @@ void Rtc146818::ioWrite(uint16_t Port, unsigned SizeBytes, uint32_t Value) {
       writeData(B);
     }
   }
+  rearmed();
 }
 
 } // namespace vmxsim

@@ -37,11 +37,29 @@ const uint8_t kGuest[] = {
 };
 constexpr uint8_t kIrq0Vector = 0x20;
 
-std::unique_ptr<Machine> guestMachine() {
+// Guest that arms the PIT itself and then spins with no I/O (a calibration loop's shape):
+// JMP to 0x10030; the IRQ0 handler of kGuest at 0x10010; at 0x10030: RDTSC, low half to
+// 0x580; channel 0 mode 0 with count 10 (the second data byte arms it); STI; JMP $.
+const uint8_t kArmingGuest[] = {
+    0xeb, 0x2e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0x0f, 0x31, 0x8b, 0x0d, 0x00, 0x05, 0x00, 0x00, 0x89, 0x04, 0x8d, 0x00, 0x06, 0x00, 0x00,
+    0x41, 0x89, 0x0d, 0x00, 0x05, 0x00, 0x00, 0xb0, 0x20, 0xe6, 0x20, 0xcf, // handler
+    0, 0, 0, 0, 0,
+    0x0f, 0x31,                   // 0x10030: rdtsc
+    0xa3, 0x80, 0x05, 0x00, 0x00, // mov [0x580], eax
+    0xb0, 0x30, 0xe6, 0x43,       // channel 0, lobyte/hibyte, mode 0
+    0xb0, 0x0a, 0xe6, 0x40,       // count low byte 10
+    0xb0, 0x00, 0xe6, 0x40,       // count high byte 0: armed
+    0xfb,                         // sti
+    0xeb, 0xfe,                   // jmp $
+};
+
+std::unique_ptr<Machine> guestMachine(const uint8_t *Image = kGuest,
+                                      size_t Size = sizeof(kGuest)) {
   MachineConfig Cfg;
   Cfg.Serial = OutputSpec::capture();
   Cfg.Debugcon = OutputSpec::capture();
-  Cfg.KernelImage.assign(std::begin(kGuest), std::end(kGuest));
+  Cfg.KernelImage.assign(Image, Image + Size);
   Cfg.FlatAddr = 0x10000;
   Cfg.FlatMode = EntryMode::Prot32;
   Error Err;
@@ -188,6 +206,36 @@ TEST(ProgrammableIntervalTimer, ModeZeroRaisesOneIrqAtTerminalCount) {
   EXPECT_EQ(rd32(*M, 0x500), 1u);
   const uint64_t Delivery = rd32(*M, 0x600) - Pit8254::cycleOfTick(Load, 0x1234);
   EXPECT_LT(Delivery, 200u);
+}
+
+// A timer the running guest arms fires at its exact cycle even though nothing ends the
+// CPU's run after the OUT (one CPU: the run has no quantum, and a spin loop breaks no
+// block): the scheduler brings the run's end forward to the new event
+// (Cpu::pullDeadline). The same run cut into slices of 7 instructions is identical.
+TEST(ProgrammableIntervalTimer, TimerArmedByTheRunningGuestFiresOnTimeDuringASpin) {
+  uint32_t Stamp[2] = {}, Armed[2] = {};
+  uint64_t Retired[2] = {}, Cycles[2] = {};
+  for (int Sliced = 0; Sliced < 2; ++Sliced) {
+    auto M = guestMachine(kArmingGuest, sizeof(kArmingGuest));
+    ASSERT_TRUE(M);
+    M->setMaxInsns(20000);
+    RunResult R = Sliced ? M->run([](uint64_t) {}, 7) : M->run();
+    EXPECT_EQ(R.Reason, RunReason::InsnLimit) << R.describe();
+    ASSERT_EQ(rd32(*M, 0x500), 1u) << "the interrupt was not delivered (sliced " << Sliced << ") " << rd32(*M, 0x580) << " " << M->pit().nextTimerEvent() << " " << M->bsp().Cycles << " " << std::hex << M->bsp().S.Rip << " irr " << int(M->pic().Master.Irr);
+    Stamp[Sliced] = rd32(*M, 0x600);
+    Armed[Sliced] = rd32(*M, 0x580);
+    Retired[Sliced] = R.Retired;
+    Cycles[Sliced] = M->bsp().Cycles;
+  }
+  // The RDTSC before the arming OUTs is a few cycles before the load; the handler's RDTSC
+  // follows the terminal count by the delivery cost.
+  const uint64_t Terminal = Pit8254::cycleOfTick(Armed[0], 10);
+  EXPECT_GT(Stamp[0], Terminal);
+  EXPECT_LT(Stamp[0], Terminal + 200);
+  EXPECT_EQ(Stamp[1], Stamp[0]);
+  EXPECT_EQ(Armed[1], Armed[0]);
+  EXPECT_EQ(Retired[1], Retired[0]);
+  EXPECT_EQ(Cycles[1], Cycles[0]);
 }
 
 TEST(ProgrammableIntervalTimer, IrqZeroAlsoReachesIoApicPinTwo) {
