@@ -6,7 +6,9 @@
 #pragma once
 #include "cpu/exec.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace vmxsim::sse {
 
@@ -141,6 +143,59 @@ inline bool bindMmx(DecodedInsn &I) {
   I.Fn = &execMmxUnimplemented;
   I.Cost = costOf(CostClass::Sse);
   return true;
+}
+
+/// The packed operations of the form  dst = Op(dst, src, imm8)  (cpu/exec_sse_int.cpp and
+/// the SSSE3/SSE4 integer files): dst an XMM register, src an XMM register, a 16-byte
+/// memory operand (16-byte aligned in legacy SSE encodings) or absent (shift-by-immediate
+/// forms). The binder picks execPacked<Op, Source> once; the Op is inlined into it.
+using XmmOp = Xmm (*)(const Xmm &, const Xmm &, uint8_t);
+
+enum class Source : uint8_t { Reg, Mem, None };
+
+template <XmmOp Op, Source S> Status execPacked(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  Xmm B{};
+  if constexpr (S == Source::Reg)
+    B = C.S.XmmReg[I.Reg[1]];
+  else if constexpr (S == Source::Mem)
+    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
+  Xmm &D = C.S.XmmReg[I.Reg[0]];
+  D = Op(D, B, uint8_t(I.Imm));
+  return next(C, I);
+}
+
+template <XmmOp Op> bool bindPacked(const DecodeInfo &D, DecodedInsn &I) {
+  if (usesMmx(D))
+    return bindMmx(I);
+  const OperandInfo &Dst = D.Ops[0], &Src = D.Ops[1];
+  if (Dst.Kind != OperandKind::Reg || Dst.Class != RegClass::Xmm)
+    return false;
+  copyOperandRegs(D, I);
+  if (Src.Kind == OperandKind::Mem)
+    I.Fn = &execPacked<Op, Source::Mem>;
+  else if (Src.Kind == OperandKind::Reg && Src.Class == RegClass::Xmm)
+    I.Fn = &execPacked<Op, Source::Reg>;
+  else if (Src.Kind == OperandKind::Imm)
+    I.Fn = &execPacked<Op, Source::None>;
+  else
+    return false;
+  I.Cost = costOf(CostClass::Sse);
+  return true;
+}
+
+/// Lane-wise Fn(a, b) over lanes of type L.
+template <typename L, typename F> inline Xmm zipLanes(const Xmm &A, const Xmm &B, F Fn) {
+  Lanes<L> X = lanes<L>(A), Y = lanes<L>(B);
+  for (unsigned K = 0; K < Lanes<L>::N; ++K)
+    X.V[K] = L(Fn(X.V[K], Y.V[K]));
+  return toXmm(X);
+}
+
+/// V clamped to the range of Narrow (signed or unsigned saturation).
+template <typename Wide, typename Narrow> inline Narrow saturate(Wide V) {
+  constexpr Wide Lo = std::numeric_limits<Narrow>::min(), Hi = std::numeric_limits<Narrow>::max();
+  return Narrow(std::clamp<Wide>(V, Lo, Hi));
 }
 
 } // namespace vmxsim::sse

@@ -18,7 +18,7 @@
 // On a host that is not x86-64 every handler here returns Status::Unimplemented after the
 // availability checks.
 #include "cpu/binders.h"
-#include "cpu/exec_sse.h"
+#include "cpu/exec_sse_fp.h"
 
 namespace vmxsim {
 
@@ -27,64 +27,6 @@ using namespace sse;
 namespace {
 
 #if defined(__x86_64__)
-constexpr bool kHostFp = true;
-#else
-constexpr bool kHostFp = false;
-#endif
-constexpr const char *kNoHostFp = "SSE floating point on a non-x86 host";
-
-// --- host execution ---------------------------------------------------------------------
-
-using V128 = long long __attribute__((vector_size(16)));
-inline V128 toV(const Xmm &X) {
-  V128 V;
-  std::memcpy(&V, &X, 16);
-  return V;
-}
-inline Xmm fromV(V128 V) { return Xmm{uint64_t(V[0]), uint64_t(V[1])}; }
-
-/// The host MXCSR for executing a guest instruction: the guest's RC, FTZ and DAZ, every
-/// exception masked, no flags. FTZ only acts while underflow is masked ("The FTZ bit ...
-/// has no effect if the underflow exception is unmasked", SDM Vol. 1, Flush-To-Zero), so
-/// with UM clear the host computes without it and reportFp sees the tiny result.
-inline uint32_t hostCsr(uint32_t Guest) {
-  uint32_t Csr = (Guest & (mxcsr::RC | mxcsr::FTZ | mxcsr::DAZ)) | mxcsr::Masks;
-  if (!(Guest & mxcsr::UM))
-    Csr &= ~mxcsr::FTZ;
-  return Csr;
-}
-
-// Each primitive runs one instruction between "save host MXCSR; load Csr" and "store the
-// resulting MXCSR; restore host MXCSR" inside a single asm statement, so no compiler-
-// generated SSE code can run under the guest's MXCSR. It returns the MXCSR after the
-// instruction (the caller keeps the flag bits).
-#if defined(__x86_64__)
-#define VMX_FP_ENTER "stmxcsr %[save]\n\tldmxcsr %[csr]\n\t"
-#define VMX_FP_LEAVE "\n\tstmxcsr %[out]\n\tldmxcsr %[save]"
-#define VMX_FP_CSR_OUT [save] "=m"(Save), [out] "=m"(Out)
-
-/// xmm <- op(xmm, xmm): the instruction itself merges scalar results into the upper lanes.
-#define VMX_FP_XX(Name, Insn)                                                             \
-  uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                                     \
-    V128 X = toV(A), Y = toV(B);                                                          \
-    uint32_t Save, Out;                                                                   \
-    asm volatile(VMX_FP_ENTER Insn " %[y], %[x]" VMX_FP_LEAVE                             \
-                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
-                 : [y] "x"(Y), [csr] "m"(Csr));                                           \
-    A = fromV(X);                                                                         \
-    return Out;                                                                           \
-  }
-/// xmm <- cmp(xmm, xmm) with predicate P.
-#define VMX_FP_CMP(Name, Insn)                                                            \
-  template <uint8_t P> uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                \
-    V128 X = toV(A), Y = toV(B);                                                          \
-    uint32_t Save, Out;                                                                   \
-    asm volatile(VMX_FP_ENTER Insn " %[p], %[y], %[x]" VMX_FP_LEAVE                       \
-                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
-                 : [y] "x"(Y), [csr] "m"(Csr), [p] "i"(P));                               \
-    A = fromV(X);                                                                         \
-    return Out;                                                                           \
-  }
 /// xmm <- convert(r32/r64); %z picks the l/q suffix from the integer's size.
 #define VMX_FP_FROM_INT(Name, Insn)                                                       \
   template <typename T> uint32_t Name(Xmm &A, T G, uint32_t Csr) {                        \
@@ -119,10 +61,6 @@ inline uint32_t hostCsr(uint32_t Guest) {
     return Out;                                                                           \
   }
 #else
-#define VMX_FP_XX(Name, Insn)                                                             \
-  uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
-#define VMX_FP_CMP(Name, Insn)                                                            \
-  template <uint8_t P> uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
 #define VMX_FP_FROM_INT(Name, Insn)                                                       \
   template <typename T> uint32_t Name(Xmm &, T, uint32_t) { return 0; }
 #define VMX_FP_TO_INT(Name, Insn)                                                         \
@@ -209,7 +147,6 @@ using ComiFn = uint32_t (*)(const Xmm &, const Xmm &, uint32_t, uint64_t &);
 /// source elements, how many result lanes it computes, and the operation, which the
 /// unmasked-exception path re-evaluates with an unbounded exponent. Narrow is a
 /// double-to-single conversion (its result lanes are 4 bytes wide).
-enum class WideOp : uint8_t { None, Add, Sub, Mul, Div, Narrow };
 struct Post {
   uint8_t SrcBytes = 0;
   uint8_t Lanes = 0;
@@ -339,7 +276,9 @@ uint32_t unmaskedPostFlags(const Xmm &A, const Xmm &B, uint32_t Guest) {
 /// unaltered and the processor raises #XM if CR4.OSXMMEXCPT = 1, else #UD (SDM Vol. 3A,
 /// Interrupt 19—SIMD Floating-Point Exception (#XM)). Returns Ok when the caller may
 /// write its destination.
-Status reportFp(Cpu &C, uint32_t Raised) {
+} // namespace
+
+Status sse::reportFp(Cpu &C, uint32_t Raised) {
   constexpr uint32_t Pre = mxcsr::IE | mxcsr::DE | mxcsr::ZE;
   uint32_t Unmasked = Raised & ~(C.S.Mxcsr >> mxcsr::MaskShift) & mxcsr::Flags;
   if (!Unmasked) [[likely]] {
@@ -352,29 +291,34 @@ Status reportFp(Cpu &C, uint32_t Raised) {
   return (C.S.Cr4 & cr4::OSXMMEXCPT) ? C.raise(vec::XM) : C.raiseUd();
 }
 
-// --- operands and handlers --------------------------------------------------------------
-
-/// The source operand: an XMM register, or memory of 4, 8 or 16 bytes. Legacy SSE
-/// packed operations take a 16-byte aligned m128 (SDM Vol. 2A, Exceptions Type 2 and 4);
-/// scalar and 64-bit memory operands have no alignment rule (Exceptions Type 3 and 5).
-enum class Src : uint8_t { Xmm, M32, M64, M128 };
-
-template <Src S> inline Status loadSource(Cpu &C, const DecodedInsn &I, Xmm &B) {
-  if constexpr (S == Src::Xmm) {
-    B = C.S.XmmReg[I.Reg[1]];
-  } else if constexpr (S == Src::M32) {
-    uint32_t V;
-    VMX_TRY(loadOperand(C, I, V));
-    B = Xmm{V, 0};
-  } else if constexpr (S == Src::M64) {
-    uint64_t V;
-    VMX_TRY(loadOperand(C, I, V));
-    B = Xmm{V, 0};
-  } else {
-    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
+uint32_t sse::scalarLaneFlags(WideOp Op, uint64_t X, uint64_t Y, unsigned Bytes,
+                              uint32_t Guest) {
+  const bool Single = Bytes == 4;
+  const uint32_t Unmasked = ~(Guest >> mxcsr::MaskShift) & mxcsr::Flags;
+  Xmm R{X, 0};
+  const Xmm B{Y, 0};
+  const uint32_t Csr = hostCsr(Guest);
+  uint32_t F;
+  switch (Op) {
+  case WideOp::Sub: F = Single ? hostSubss(R, B, Csr) : hostSubsd(R, B, Csr); break;
+  case WideOp::Mul: F = Single ? hostMulss(R, B, Csr) : hostMulsd(R, B, Csr); break;
+  default: F = Single ? hostAddss(R, B, Csr) : hostAddsd(R, B, Csr); break;
   }
-  return Status::Ok;
+  F &= mxcsr::Flags;
+  if ((Unmasked & mxcsr::UE) && isDenormal(Single ? uint32_t(R.Lo) : R.Lo, Bytes))
+    F |= mxcsr::UE;
+  if (F & Unmasked & (mxcsr::OE | mxcsr::UE)) {
+    const bool Daz = Guest & mxcsr::DAZ;
+    const bool Inexact = inexactUnbounded(Op, laneValue(X, Bytes, Daz),
+                                          laneValue(Y, Bytes, Daz), Single ? 24 : 53);
+    F = (F & ~mxcsr::PE) | (Inexact ? mxcsr::PE : 0);
+  }
+  return F;
 }
+
+namespace {
+
+// --- operands and handlers --------------------------------------------------------------
 
 /// xmm1 <- Op(xmm1, xmm2/m): arithmetic, CMPxx and the XMM-to-XMM conversions.
 template <XmmFn Op, Src S, Post P> Status execFp(Cpu &C, const DecodedInsn &I) {
