@@ -75,6 +75,23 @@ const std::vector<Row> &rows() {
       {"MOVSHDUP", Ext::Sse3, 0xf3, {0x16}, X, XM, Int, NoImm, true},
       {"MOVDDUP", Ext::Sse3, 0xf2, {0x12}, X, XM},
       {"LDDQU", Ext::Sse3, 0xf2, {0xf0}, X, M},
+      // SSSE3.
+      {"PABSB", Ext::Ssse3, 0x66, {0x38, 0x1c}, X, XM, Int, NoImm, true},
+      {"PABSW", Ext::Ssse3, 0x66, {0x38, 0x1d}, X, XM, Int, NoImm, true},
+      {"PABSD", Ext::Ssse3, 0x66, {0x38, 0x1e}, X, XM, Int, NoImm, true},
+      {"PALIGNR", Ext::Ssse3, 0x66, {0x3a, 0x0f}, X, XM, Int, Every, true},
+      {"PHADDW", Ext::Ssse3, 0x66, {0x38, 0x01}, X, XM, Int, NoImm, true},
+      {"PHADDD", Ext::Ssse3, 0x66, {0x38, 0x02}, X, XM, Int, NoImm, true},
+      {"PHADDSW", Ext::Ssse3, 0x66, {0x38, 0x03}, X, XM, Int, NoImm, true},
+      {"PHSUBW", Ext::Ssse3, 0x66, {0x38, 0x05}, X, XM, Int, NoImm, true},
+      {"PHSUBD", Ext::Ssse3, 0x66, {0x38, 0x06}, X, XM, Int, NoImm, true},
+      {"PHSUBSW", Ext::Ssse3, 0x66, {0x38, 0x07}, X, XM, Int, NoImm, true},
+      {"PMADDUBSW", Ext::Ssse3, 0x66, {0x38, 0x04}, X, XM, Int, NoImm, true},
+      {"PMULHRSW", Ext::Ssse3, 0x66, {0x38, 0x0b}, X, XM, Int, NoImm, true},
+      {"PSHUFB", Ext::Ssse3, 0x66, {0x38, 0x00}, X, XM, Int, NoImm, true},
+      {"PSIGNB", Ext::Ssse3, 0x66, {0x38, 0x08}, X, XM, Int, NoImm, true},
+      {"PSIGNW", Ext::Ssse3, 0x66, {0x38, 0x09}, X, XM, Int, NoImm, true},
+      {"PSIGND", Ext::Ssse3, 0x66, {0x38, 0x0a}, X, XM, Int, NoImm, true},
   };
   return R;
 }
@@ -284,6 +301,8 @@ const std::vector<FaultRow> &faultRows() {
       {"movshdup xmm0, [rsi]", {0xf3, 0x0f, 0x16, 0x06}, true},
       {"movddup xmm0, [rsi] (m64)", {0xf2, 0x0f, 0x12, 0x06}, false},
       {"lddqu xmm0, [rsi]", {0xf2, 0x0f, 0xf0, 0x06}, false},
+      {"pshufb xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x00, 0x06}, true},
+      {"palignr xmm0, [rsi], 3", {0x66, 0x0f, 0x3a, 0x0f, 0x06, 0x03}, true},
   };
   return R;
 }
@@ -351,7 +370,7 @@ TEST(SimdExtensions, CpuidReportsExactlyTheImplementedExtensions) {
   const CpuidResult R = cpuidQuery(Mc.Cpu_, 1, 0);
   using namespace cpuidbit;
   const uint32_t Simd = Sse3 | Pclmulqdq | Monitor | Ssse3 | Sse41 | Sse42 | Popcnt | Aes;
-  EXPECT_EQ(R.Ecx & Simd, Sse3 | Popcnt);
+  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Popcnt);
   EXPECT_FALSE(R.Edx & Mmx);
 }
 
