@@ -92,6 +92,57 @@ const std::vector<Row> &rows() {
       {"PSIGNB", Ext::Ssse3, 0x66, {0x38, 0x08}, X, XM, Int, NoImm, true},
       {"PSIGNW", Ext::Ssse3, 0x66, {0x38, 0x09}, X, XM, Int, NoImm, true},
       {"PSIGND", Ext::Ssse3, 0x66, {0x38, 0x0a}, X, XM, Int, NoImm, true},
+      // SSE4.1.
+      {"BLENDPS", Ext::Sse41, 0x66, {0x3a, 0x0c}, X, XM, Int, Every, true},
+      {"BLENDPD", Ext::Sse41, 0x66, {0x3a, 0x0d}, X, XM, Int, Every, true},
+      {"PBLENDW", Ext::Sse41, 0x66, {0x3a, 0x0e}, X, XM, Int, Every, true},
+      {"BLENDVPS", Ext::Sse41, 0x66, {0x38, 0x14}, X, XM, Int, NoImm, true},
+      {"BLENDVPD", Ext::Sse41, 0x66, {0x38, 0x15}, X, XM, Int, NoImm, true},
+      {"PBLENDVB", Ext::Sse41, 0x66, {0x38, 0x10}, X, XM, Int, NoImm, true},
+      {"DPPS", Ext::Sse41, 0x66, {0x3a, 0x40}, X, XM, F32, Every, true},
+      {"DPPD", Ext::Sse41, 0x66, {0x3a, 0x41}, X, XM, F64, Every, true},
+      {"EXTRACTPS", Ext::Sse41, 0x66, {0x3a, 0x17}, X, GM, Int, Every},
+      {"EXTRACTPS r64", Ext::Sse41, 0x66, {0x3a, 0x17}, X, G, Int, Every, false, true},
+      {"INSERTPS", Ext::Sse41, 0x66, {0x3a, 0x21}, X, XM, Int, Every},
+      {"MOVNTDQA", Ext::Sse41, 0x66, {0x38, 0x2a}, X, M, Int, NoImm, true},
+      {"MPSADBW", Ext::Sse41, 0x66, {0x3a, 0x42}, X, XM, Int, Every, true},
+      {"PACKUSDW", Ext::Sse41, 0x66, {0x38, 0x2b}, X, XM, Int, NoImm, true},
+      {"PCMPEQQ", Ext::Sse41, 0x66, {0x38, 0x29}, X, XM, Int, NoImm, true},
+      {"PEXTRB", Ext::Sse41, 0x66, {0x3a, 0x14}, X, GM, Int, Every},
+      {"PEXTRB r64", Ext::Sse41, 0x66, {0x3a, 0x14}, X, G, Int, Every, false, true},
+      {"PEXTRD", Ext::Sse41, 0x66, {0x3a, 0x16}, X, GM, Int, Every},
+      {"PEXTRQ", Ext::Sse41, 0x66, {0x3a, 0x16}, X, GM, Int, Every, false, true},
+      {"PINSRB", Ext::Sse41, 0x66, {0x3a, 0x20}, X, GM, Int, Every},
+      {"PINSRD", Ext::Sse41, 0x66, {0x3a, 0x22}, X, GM, Int, Every},
+      {"PINSRQ", Ext::Sse41, 0x66, {0x3a, 0x22}, X, GM, Int, Every, false, true},
+      {"PHMINPOSUW", Ext::Sse41, 0x66, {0x38, 0x41}, X, XM, Int, NoImm, true},
+      {"PMAXSB", Ext::Sse41, 0x66, {0x38, 0x3c}, X, XM, Int, NoImm, true},
+      {"PMAXSD", Ext::Sse41, 0x66, {0x38, 0x3d}, X, XM, Int, NoImm, true},
+      {"PMAXUW", Ext::Sse41, 0x66, {0x38, 0x3e}, X, XM, Int, NoImm, true},
+      {"PMAXUD", Ext::Sse41, 0x66, {0x38, 0x3f}, X, XM, Int, NoImm, true},
+      {"PMINSB", Ext::Sse41, 0x66, {0x38, 0x38}, X, XM, Int, NoImm, true},
+      {"PMINSD", Ext::Sse41, 0x66, {0x38, 0x39}, X, XM, Int, NoImm, true},
+      {"PMINUW", Ext::Sse41, 0x66, {0x38, 0x3a}, X, XM, Int, NoImm, true},
+      {"PMINUD", Ext::Sse41, 0x66, {0x38, 0x3b}, X, XM, Int, NoImm, true},
+      {"PMOVSXBW", Ext::Sse41, 0x66, {0x38, 0x20}, X, XM},
+      {"PMOVSXBD", Ext::Sse41, 0x66, {0x38, 0x21}, X, XM},
+      {"PMOVSXBQ", Ext::Sse41, 0x66, {0x38, 0x22}, X, XM},
+      {"PMOVSXWD", Ext::Sse41, 0x66, {0x38, 0x23}, X, XM},
+      {"PMOVSXWQ", Ext::Sse41, 0x66, {0x38, 0x24}, X, XM},
+      {"PMOVSXDQ", Ext::Sse41, 0x66, {0x38, 0x25}, X, XM},
+      {"PMOVZXBW", Ext::Sse41, 0x66, {0x38, 0x30}, X, XM},
+      {"PMOVZXBD", Ext::Sse41, 0x66, {0x38, 0x31}, X, XM},
+      {"PMOVZXBQ", Ext::Sse41, 0x66, {0x38, 0x32}, X, XM},
+      {"PMOVZXWD", Ext::Sse41, 0x66, {0x38, 0x33}, X, XM},
+      {"PMOVZXWQ", Ext::Sse41, 0x66, {0x38, 0x34}, X, XM},
+      {"PMOVZXDQ", Ext::Sse41, 0x66, {0x38, 0x35}, X, XM},
+      {"PMULDQ", Ext::Sse41, 0x66, {0x38, 0x28}, X, XM, Int, NoImm, true},
+      {"PMULLD", Ext::Sse41, 0x66, {0x38, 0x40}, X, XM, Int, NoImm, true},
+      {"PTEST", Ext::Sse41, 0x66, {0x38, 0x17}, X, XM, Int, NoImm, true, false, true},
+      {"ROUNDPS", Ext::Sse41, 0x66, {0x3a, 0x08}, X, XM, F32, Every, true},
+      {"ROUNDPD", Ext::Sse41, 0x66, {0x3a, 0x09}, X, XM, F64, Every, true},
+      {"ROUNDSS", Ext::Sse41, 0x66, {0x3a, 0x0a}, X, XM, F32, Every},
+      {"ROUNDSD", Ext::Sse41, 0x66, {0x3a, 0x0b}, X, XM, F64, Every},
   };
   return R;
 }
@@ -303,6 +354,12 @@ const std::vector<FaultRow> &faultRows() {
       {"lddqu xmm0, [rsi]", {0xf2, 0x0f, 0xf0, 0x06}, false},
       {"pshufb xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x00, 0x06}, true},
       {"palignr xmm0, [rsi], 3", {0x66, 0x0f, 0x3a, 0x0f, 0x06, 0x03}, true},
+      {"ptest xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x17, 0x06}, true},
+      {"dpps xmm0, [rsi], 0xff", {0x66, 0x0f, 0x3a, 0x40, 0x06, 0xff}, true},
+      {"roundss xmm0, [rsi] (m32), 0", {0x66, 0x0f, 0x3a, 0x0a, 0x06, 0x00}, false},
+      {"pmovsxbw xmm0, [rsi] (m64)", {0x66, 0x0f, 0x38, 0x20, 0x06}, false},
+      {"pinsrb xmm0, [rsi] (m8), 1", {0x66, 0x0f, 0x3a, 0x20, 0x06, 0x01}, false},
+      {"movntdqa xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x2a, 0x06}, true},
   };
   return R;
 }
@@ -370,7 +427,7 @@ TEST(SimdExtensions, CpuidReportsExactlyTheImplementedExtensions) {
   const CpuidResult R = cpuidQuery(Mc.Cpu_, 1, 0);
   using namespace cpuidbit;
   const uint32_t Simd = Sse3 | Pclmulqdq | Monitor | Ssse3 | Sse41 | Sse42 | Popcnt | Aes;
-  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Popcnt);
+  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Sse41 | Popcnt);
   EXPECT_FALSE(R.Edx & Mmx);
 }
 
