@@ -143,6 +143,8 @@ const std::vector<Row> &rows() {
       {"ROUNDPD", Ext::Sse41, 0x66, {0x3a, 0x09}, X, XM, F64, Every, true},
       {"ROUNDSS", Ext::Sse41, 0x66, {0x3a, 0x0a}, X, XM, F32, Every},
       {"ROUNDSD", Ext::Sse41, 0x66, {0x3a, 0x0b}, X, XM, F64, Every},
+      // SSE4.2 (the string compares have their own test below).
+      {"PCMPGTQ", Ext::Sse42, 0x66, {0x38, 0x37}, X, XM, Int, NoImm, true},
   };
   return R;
 }
@@ -336,6 +338,143 @@ TEST_P(SimdExtFpOracle, UnmaskedExceptionsMatchHost) {
 INSTANTIATE_TEST_SUITE_P(SimdExtensions, SimdExtFpOracle, ::testing::ValuesIn(forms(true)),
                          OracleFormName());
 
+// --- PCMPESTRI / PCMPESTRM / PCMPISTRI / PCMPISTRM -----------------------------------
+
+struct StrRow {
+  const char *Name;
+  uint8_t Op;    ///< 66 0F 3A Op
+  bool Explicit; ///< lengths in EAX/EDX (RAX/RDX with REX.W)
+  bool RexW;
+};
+const StrRow kStrRows[] = {
+    {"PCMPESTRM", 0x60, true, false},  {"PCMPESTRI", 0x61, true, false},
+    {"PCMPESTRM64", 0x60, true, true}, {"PCMPESTRI64", 0x61, true, true},
+    {"PCMPISTRM", 0x62, false, false}, {"PCMPISTRI", 0x63, false, false},
+};
+
+struct StrForm {
+  const StrRow *R;
+  bool MemForm;
+};
+std::vector<StrForm> strForms() {
+  std::vector<StrForm> F;
+  for (const StrRow &R : kStrRows)
+    for (bool Mem : {false, true})
+      F.push_back({&R, Mem});
+  return F;
+}
+
+/// A string of 16 bytes (8 words) over a small alphabet, so that elements often match
+/// and ranges often hold; with Terminator < the element count, element Terminator is
+/// zero and the ones before it are not (the implicit length).
+Xmm randomString(SplitMix64 &Rng, bool Words, unsigned Terminator) {
+  static const uint8_t Alphabet[] = {0x01, 0x02, 0x03, 0x41, 0x42, 0x43, 0x7f, 0x80, 0xfe, 0xff};
+  uint8_t B[16];
+  for (uint8_t &V : B)
+    V = Rng.pick(Alphabet);
+  const unsigned N = Words ? 8 : 16, Size = Words ? 2 : 1;
+  if (Terminator < N) {
+    std::memset(B + Terminator * Size, 0, Size);
+    if (Terminator * Size + Size <= 15 && Rng.nextBelow(2)) // a zero after it: no effect
+      B[15] = 0;
+  }
+  Xmm X;
+  std::memcpy(&X, B, 16);
+  return X;
+}
+
+/// A length register value whose saturated absolute value is L, sometimes negative and
+/// sometimes far out of range (saturating to 16 or 8).
+uint64_t lengthValue(SplitMix64 &Rng, unsigned L, bool Wide) {
+  int64_t V = int64_t(L);
+  if (Rng.nextBelow(8) == 0)
+    V = int64_t(L) + 16 + int64_t(Rng.nextBelow(1000));
+  if (Rng.nextBelow(3) == 0)
+    V = -V;
+  uint64_t Bits = uint64_t(V);
+  if (!Wide) // the upper half of RAX/RDX must not count
+    Bits = (Rng.next() << 32) | uint32_t(Bits);
+  if (Rng.nextBelow(32) == 0)
+    Bits = Wide ? 0x8000000000000000ull : 0x80000000u | (Rng.next() << 32);
+  return Bits;
+}
+
+class SimdStringOracle : public ::testing::TestWithParam<StrForm> {};
+
+/// Every control byte 0..127 (and with the reserved bit 7 set at random) with each string
+/// length 0..16 of one operand against a random length of the other.
+TEST_P(SimdStringOracle, EveryControlByteAndLengthMatchesHost) {
+  const StrRow &R = *GetParam().R;
+  const bool MemForm = GetParam().MemForm;
+  if (!hostHas(Ext::Sse42))
+    GTEST_SKIP() << "the host lacks SSE4.2";
+  NativeCode Native;
+  ASSERT_TRUE(Native.valid());
+  TestMachine Mc;
+  Mc.setupLongMode();
+  alignas(64) uint8_t HostMem[kMemBytes];
+  SplitMix64 Rng(0x5742 ^ std::hash<std::string>{}(std::string(R.Name) + (MemForm ? "m" : "r")));
+  unsigned Failures = 0, Cases = 0;
+  for (unsigned Ctl = 0; Ctl < 128 && Failures < 5; ++Ctl)
+    for (unsigned L = 0; L <= 16 && Failures < 5; ++L) {
+      const uint8_t Imm = uint8_t(Ctl | (Rng.nextBelow(4) == 0 ? 0x80 : 0));
+      const bool Words = Ctl & 1;
+      const unsigned Other = unsigned(Rng.nextBelow(17));
+      const bool FirstIsL = Rng.nextBelow(2);
+      const unsigned LenA = FirstIsL ? L : Other, LenB = FirstIsL ? Other : L;
+      const unsigned RegNo = unsigned(Rng.nextBelow(16));
+      const unsigned RmNo = MemForm ? 6 : unsigned(Rng.nextBelow(16));
+      const uint8_t Op[] = {0x3a, R.Op};
+      Case K;
+      K.Code = encodeLegacySse(0x66, Op, R.RexW, true, MemForm, RegNo, RmNo, Imm);
+      for (Xmm &V : K.In.R.X)
+        V = randomString(Rng, Words, unsigned(Rng.nextBelow(17)));
+      const unsigned N = Words ? 8 : 16;
+      // Explicit lengths come from RAX/RDX; implicit ones from the terminators.
+      const Xmm StrA = randomString(Rng, Words, R.Explicit ? unsigned(Rng.nextBelow(17)) : LenA);
+      const Xmm StrB = randomString(Rng, Words, R.Explicit ? unsigned(Rng.nextBelow(17)) : LenB);
+      K.In.R.X[RegNo] = StrA;
+      if (!MemForm)
+        K.In.R.X[RmNo] = RmNo == RegNo ? StrA : StrB;
+      K.In.R.Rax = R.Explicit ? lengthValue(Rng, LenA, R.RexW) : interesting(Rng);
+      K.In.R.Rdx = R.Explicit ? lengthValue(Rng, LenB, R.RexW) : interesting(Rng);
+      K.In.R.Rcx = interesting(Rng);
+      K.In.R.Rbx = interesting(Rng);
+      K.In.Mxcsr = sse::mxcsr::Initial;
+      K.In.Rflags = 0;
+      K.Off = unsigned(Rng.nextBelow(kMemBytes - 16 + 1)); // no alignment rule
+      for (unsigned B = 0; B < kMemBytes; B += 16) {
+        const Xmm V = randomString(Rng, Words, unsigned(Rng.nextBelow(17)));
+        std::memcpy(K.Mem + B, &V, 16);
+      }
+      std::memcpy(K.Mem + K.Off, &StrB, 16);
+      char Buf[200];
+      std::snprintf(Buf, sizeof(Buf), "%s%s imm %#x lengths %u/%u (of %u) reg %u rm %u", R.Name,
+                    MemForm ? " [rsi]" : "", Imm, LenA, LenB, N, RegNo, RmNo);
+      K.Where = Buf;
+      NativeFpState Host = K.In;
+      std::memcpy(HostMem, K.Mem, kMemBytes);
+      Host.R.Rsi = reinterpret_cast<uint64_t>(HostMem + K.Off);
+      Native.set(K.Code);
+      ASSERT_FALSE(runNativeFp(Native, Host)) << K.Where << ": host trapped";
+      const StopReason Why = runEmu(Mc, K);
+      ++Cases;
+      if (Why != StopReason::Halted || Mc.S.Rip != kCodeBase + K.Code.size() + 1) {
+        ADD_FAILURE() << K.Where << ": emulator stopped with " << int(Why);
+        ++Failures;
+        continue;
+      }
+      Failures += !sameState(Mc, Host, HostMem, K, true);
+    }
+  EXPECT_EQ(Cases, 128u * 17u);
+}
+
+std::string strFormName(const ::testing::TestParamInfo<StrForm> &Info) {
+  return std::string(Info.param.R->Name) + (Info.param.MemForm ? "_mem" : "_reg");
+}
+INSTANTIATE_TEST_SUITE_P(SimdExtensions, SimdStringOracle, ::testing::ValuesIn(strForms()),
+                         strFormName);
+
 // --- faults every legacy SIMD instruction shares --------------------------------------
 
 /// A representative memory form per extension, [rsi] as the operand; Aligned when the
@@ -360,6 +499,9 @@ const std::vector<FaultRow> &faultRows() {
       {"pmovsxbw xmm0, [rsi] (m64)", {0x66, 0x0f, 0x38, 0x20, 0x06}, false},
       {"pinsrb xmm0, [rsi] (m8), 1", {0x66, 0x0f, 0x3a, 0x20, 0x06, 0x01}, false},
       {"movntdqa xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x2a, 0x06}, true},
+      {"pcmpgtq xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x37, 0x06}, true},
+      {"pcmpistri xmm0, [rsi], 0", {0x66, 0x0f, 0x3a, 0x63, 0x06, 0x00}, false},
+      {"pcmpestrm xmm0, [rsi], 0", {0x66, 0x0f, 0x3a, 0x60, 0x06, 0x00}, false},
   };
   return R;
 }
@@ -427,7 +569,7 @@ TEST(SimdExtensions, CpuidReportsExactlyTheImplementedExtensions) {
   const CpuidResult R = cpuidQuery(Mc.Cpu_, 1, 0);
   using namespace cpuidbit;
   const uint32_t Simd = Sse3 | Pclmulqdq | Monitor | Ssse3 | Sse41 | Sse42 | Popcnt | Aes;
-  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Sse41 | Popcnt);
+  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Sse41 | Sse42 | Popcnt);
   EXPECT_FALSE(R.Edx & Mmx);
 }
 
