@@ -145,6 +145,14 @@ const std::vector<Row> &rows() {
       {"ROUNDSD", Ext::Sse41, 0x66, {0x3a, 0x0b}, X, XM, F64, Every},
       // SSE4.2 (the string compares have their own test below).
       {"PCMPGTQ", Ext::Sse42, 0x66, {0x38, 0x37}, X, XM, Int, NoImm, true},
+      // PCLMULQDQ and AES-NI.
+      {"PCLMULQDQ", Ext::Pclmul, 0x66, {0x3a, 0x44}, X, XM, Int, Every, true},
+      {"AESENC", Ext::Aes, 0x66, {0x38, 0xdc}, X, XM, Int, NoImm, true},
+      {"AESENCLAST", Ext::Aes, 0x66, {0x38, 0xdd}, X, XM, Int, NoImm, true},
+      {"AESDEC", Ext::Aes, 0x66, {0x38, 0xde}, X, XM, Int, NoImm, true},
+      {"AESDECLAST", Ext::Aes, 0x66, {0x38, 0xdf}, X, XM, Int, NoImm, true},
+      {"AESIMC", Ext::Aes, 0x66, {0x38, 0xdb}, X, XM, Int, NoImm, true},
+      {"AESKEYGENASSIST", Ext::Aes, 0x66, {0x3a, 0xdf}, X, XM, Int, Every, true},
   };
   return R;
 }
@@ -502,6 +510,9 @@ const std::vector<FaultRow> &faultRows() {
       {"pcmpgtq xmm0, [rsi]", {0x66, 0x0f, 0x38, 0x37, 0x06}, true},
       {"pcmpistri xmm0, [rsi], 0", {0x66, 0x0f, 0x3a, 0x63, 0x06, 0x00}, false},
       {"pcmpestrm xmm0, [rsi], 0", {0x66, 0x0f, 0x3a, 0x60, 0x06, 0x00}, false},
+      {"pclmulqdq xmm0, [rsi], 0", {0x66, 0x0f, 0x3a, 0x44, 0x06, 0x00}, true},
+      {"aesenc xmm0, [rsi]", {0x66, 0x0f, 0x38, 0xdc, 0x06}, true},
+      {"aeskeygenassist xmm0, [rsi], 1", {0x66, 0x0f, 0x3a, 0xdf, 0x06, 0x01}, true},
   };
   return R;
 }
@@ -569,7 +580,7 @@ TEST(SimdExtensions, CpuidReportsExactlyTheImplementedExtensions) {
   const CpuidResult R = cpuidQuery(Mc.Cpu_, 1, 0);
   using namespace cpuidbit;
   const uint32_t Simd = Sse3 | Pclmulqdq | Monitor | Ssse3 | Sse41 | Sse42 | Popcnt | Aes;
-  EXPECT_EQ(R.Ecx & Simd, Sse3 | Ssse3 | Sse41 | Sse42 | Popcnt);
+  EXPECT_EQ(R.Ecx & Simd, Sse3 | Pclmulqdq | Ssse3 | Sse41 | Sse42 | Popcnt | Aes);
   EXPECT_FALSE(R.Edx & Mmx);
 }
 
