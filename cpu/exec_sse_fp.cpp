@@ -548,10 +548,105 @@ VMX_BINDER(bindCvttsd2si,
 #undef VMX_BINDER
 #undef VMX_PREDICATES
 
-/// The MMX-register conversions (CVTPI2PS, CVTPS2PI, CVTTPS2PI, CVTPI2PD, CVTPD2PI,
-/// CVTTPD2PI): even their memory forms switch the x87 unit to MMX state, which is not
-/// modelled.
-bool bindCvtMmx(const DecodeInfo &, DecodedInsn &I) { return bindMmx(I); }
+// --- conversions with an MM register ---------------------------------------------------
+//
+// CVTPI2PS, CVTPS2PI, CVTTPS2PI, CVTPI2PD, CVTPD2PI and CVTTPD2PI convert two elements as
+// their all-XMM counterparts CVTDQ2PS, CVTPS2DQ, CVTTPS2DQ, CVTDQ2PD, CVTPD2DQ, CVTTPD2DQ
+// do; the host runs those on the two elements with zero lanes beside them, which convert
+// exactly and raise nothing. They take the SSE checks, then the pending x87 exception
+// (#MF), and switch the x87 unit to MMX state (TOP = 0, all tags valid) -- except
+// CVTPI2PD with a memory source, which neither takes x87 exceptions nor makes the
+// transition (SDM Vol. 2A, CVTPI2PS, CVTPI2PD, ...: "This instruction causes a transition
+// from x87 FPU to MMX technology operation"; SDM Vol. 3B, Exception Conditions for Legacy
+// SIMD/MMX Instructions with XMM and FP Exception).
+
+namespace {
+
+/// xmm <- convert(mm/m64): CVTPI2PS keeps the destination's high quadword, CVTPI2PD
+/// (Wide) writes the whole register.
+template <XmmFn Op, bool Wide, bool FromMm> Status execCvtFromMm(Cpu &C, const DecodedInsn &I) {
+  constexpr bool Transition = FromMm || !Wide;
+  if constexpr (Transition)
+    VMX_TRY(mmx::checkSseAvailable(C));
+  else
+    VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  uint64_t V;
+  if constexpr (FromMm)
+    V = mmx::read(C.S, I.Reg[1]);
+  else
+    VMX_TRY(loadOperand(C, I, V));
+  Xmm R{0, 0};
+  VMX_TRY(reportFp(C, Op(R, Xmm{V, 0}, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  Xmm &D = C.S.XmmReg[I.Reg[0]];
+  D = Wide ? R : Xmm{R.Lo, D.Hi};
+  if constexpr (Transition)
+    mmx::enter(C.S);
+  return next(C, I);
+}
+
+/// mm <- convert(xmm/m): two singles (Singles; the low quadword or an m64) or two doubles
+/// (the register or an aligned m128).
+template <XmmFn Op, Src S, bool Singles> Status execCvtToMm(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(mmx::checkSseAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  if constexpr (Singles)
+    B.Hi = 0;
+  Xmm R{0, 0};
+  VMX_TRY(reportFp(C, Op(R, B, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  mmx::enter(C.S);
+  mmx::write(C.S, I.Reg[0], R.Lo);
+  return next(C, I);
+}
+
+bool isMm(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Mmx;
+}
+
+template <XmmFn Op, bool Wide> bool bindCvtFromMm(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isXmm(D.Ops[0]))
+    return false;
+  if (isMm(D.Ops[1]))
+    return finish(D, I, &execCvtFromMm<Op, Wide, true>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execCvtFromMm<Op, Wide, false>);
+  return false;
+}
+template <XmmFn Op, Src MemSrc> bool bindCvtToMm(const DecodeInfo &D, DecodedInsn &I) {
+  constexpr bool Singles = MemSrc == Src::M64;
+  if (!isMm(D.Ops[0]))
+    return false;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, &execCvtToMm<Op, Src::Xmm, Singles>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execCvtToMm<Op, MemSrc, Singles>);
+  return false;
+}
+
+} // namespace
+
+bool bindCvtpi2ps(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtFromMm<&hostCvtdq2ps, false>(D, I);
+}
+bool bindCvtpi2pd(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtFromMm<&hostCvtdq2pd, true>(D, I);
+}
+bool bindCvtps2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvtps2dq, Src::M64>(D, I);
+}
+bool bindCvttps2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvttps2dq, Src::M64>(D, I);
+}
+bool bindCvtpd2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvtpd2dq, Src::M128>(D, I);
+}
+bool bindCvttpd2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvttpd2dq, Src::M128>(D, I);
+}
 
 bool bindSseApprox(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]) || !(isXmm(D.Ops[1]) || isMem(D.Ops[1])))

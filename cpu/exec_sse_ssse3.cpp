@@ -1,6 +1,6 @@
-// The SSSE3 packed-integer instructions on XMM registers: PABSB/W/D, PALIGNR, PHADDW/D/SW, PHSUBW/D/SW, PMADDUBSW,
-// PMULHRSW, PSHUFB, PSIGNB/W/D (SDM Vol. 2, the instruction page of each). The MMX
-// forms of the SSSE3 mnemonics take the MMX path of bindPacked (cpu/exec_sse.h).
+// The SSSE3 packed-integer instructions: PABSB/W/D, PALIGNR, PHADDW/D/SW, PHSUBW/D/SW,
+// PMADDUBSW, PMULHRSW, PSHUFB, PSIGNB/W/D (SDM Vol. 2, the instruction page of each), on
+// XMM registers and, through the MMX path of bindPacked (cpu/exec_sse.h), on MM registers.
 //
 // All have the execPacked shape dst = Op(dst, src, imm8) with an aligned m128 source (SDM
 // Vol. 2A, Exceptions Type 4).
@@ -89,27 +89,47 @@ template <typename L> Xmm opPsign(const Xmm &A, const Xmm &B, uint8_t) {
   return zipLanes<L>(A, B, [](L X, L Y) { return S(Y) < 0 ? L(0 - X) : Y == 0 ? L(0) : X; });
 }
 
+// --- MMX forms that are not lane-wise --------------------------------------------------
+
+/// PSHUFB on MM registers: the index is the low three bits; with the destination
+/// duplicated into both halves, the XMM shuffle's four-bit index picks the same byte.
+uint64_t mmPshufb(uint64_t A, uint64_t B, uint8_t) {
+  return opPshufb(Xmm{A, A}, Xmm{B, 0}, 0).Lo;
+}
+/// PALIGNR on MM registers: the 16-byte concatenation dst:src shifted right by imm8 bytes.
+uint64_t mmPalignr(uint64_t A, uint64_t B, uint8_t Imm) {
+  if (Imm >= 16)
+    return 0;
+  const unsigned __int128 Cat = (static_cast<unsigned __int128>(A) << 64) | B;
+  return uint64_t(Cat >> (8 * Imm));
+}
+
 } // namespace
 
-// Binders: one per mnemonic row of cpu/insns_sse_ext.def.
+// Binders: one per mnemonic row of cpu/insns_sse_ext.def. The MMX forms are the
+// lane-wise operation on 64 bits unless a row names its own.
 #define VMX_PACKED(Name, ...)                                                           \
   bool Name(const DecodeInfo &D, DecodedInsn &I) { return bindPacked<__VA_ARGS__>(D, I); }
 VMX_PACKED(bindPabsb, &opAbs<uint8_t>)
 VMX_PACKED(bindPabsw, &opAbs<uint16_t>)
 VMX_PACKED(bindPabsd, &opAbs<uint32_t>)
-VMX_PACKED(bindPalignr, &opPalignr)
-VMX_PACKED(bindPhaddw, &opHorizontal<int16_t, false, false>)
-VMX_PACKED(bindPhaddd, &opHorizontal<uint32_t, false, false>)
-VMX_PACKED(bindPhaddsw, &opHorizontal<int16_t, false, true>)
-VMX_PACKED(bindPhsubw, &opHorizontal<int16_t, true, false>)
-VMX_PACKED(bindPhsubd, &opHorizontal<uint32_t, true, false>)
-VMX_PACKED(bindPhsubsw, &opHorizontal<int16_t, true, true>)
+VMX_PACKED(bindPalignr, &opPalignr, &mmPalignr)
+// Horizontal adds and subtracts pair up dst:src as one register on MM registers.
+#define VMX_HORIZONTAL(Name, ...)                                                       \
+  VMX_PACKED(Name, &opHorizontal<__VA_ARGS__>, &mmPaired<&opHorizontal<__VA_ARGS__>>)
+VMX_HORIZONTAL(bindPhaddw, int16_t, false, false)
+VMX_HORIZONTAL(bindPhaddd, uint32_t, false, false)
+VMX_HORIZONTAL(bindPhaddsw, int16_t, false, true)
+VMX_HORIZONTAL(bindPhsubw, int16_t, true, false)
+VMX_HORIZONTAL(bindPhsubd, uint32_t, true, false)
+VMX_HORIZONTAL(bindPhsubsw, int16_t, true, true)
 VMX_PACKED(bindPmaddubsw, &opPmaddubsw)
 VMX_PACKED(bindPmulhrsw, &opPmulhrsw)
-VMX_PACKED(bindPshufb, &opPshufb)
+VMX_PACKED(bindPshufb, &opPshufb, &mmPshufb)
 VMX_PACKED(bindPsignb, &opPsign<uint8_t>)
 VMX_PACKED(bindPsignw, &opPsign<uint16_t>)
 VMX_PACKED(bindPsignd, &opPsign<uint32_t>)
+#undef VMX_HORIZONTAL
 #undef VMX_PACKED
 
 } // namespace vmxsim

@@ -377,11 +377,4 @@ TEST(ProgrammingWithSse2, ReciprocalApproximationIsReportedUnimplemented) {
   EXPECT_EQ(M.run(10), StopReason::Unimplemented);
 }
 
-TEST(ProgrammingWithSse2, MmxConversionIsReportedUnimplemented) {
-  TestMachine M;
-  M.setupLongMode();
-  M.loadCode({0x0f, 0x2a, 0xc1, 0xf4}); // cvtpi2ps xmm0, mm1
-  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
-}
-
 } // namespace
