@@ -293,8 +293,8 @@ TEST_P(SimdExtOracle, MatchesHostOnRandomInputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdExtensions, SimdExtOracle, ::testing::ValuesIn(forms(false)),
-                         OracleFormName());
+INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse3Ssse3Sse4AndAesNi, SimdExtOracle,
+                         ::testing::ValuesIn(forms(false)), OracleFormName());
 
 class SimdExtFpOracle : public ::testing::TestWithParam<Form> {};
 
@@ -343,8 +343,8 @@ TEST_P(SimdExtFpOracle, UnmaskedExceptionsMatchHost) {
   RecordProperty("Traps", int(Traps));
 }
 
-INSTANTIATE_TEST_SUITE_P(SimdExtensions, SimdExtFpOracle, ::testing::ValuesIn(forms(true)),
-                         OracleFormName());
+INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse3Ssse3Sse4AndAesNi, SimdExtFpOracle,
+                         ::testing::ValuesIn(forms(true)), OracleFormName());
 
 // --- PCMPESTRI / PCMPESTRM / PCMPISTRI / PCMPISTRM -----------------------------------
 
@@ -480,8 +480,8 @@ TEST_P(SimdStringOracle, EveryControlByteAndLengthMatchesHost) {
 std::string strFormName(const ::testing::TestParamInfo<StrForm> &Info) {
   return std::string(Info.param.R->Name) + (Info.param.MemForm ? "_mem" : "_reg");
 }
-INSTANTIATE_TEST_SUITE_P(SimdExtensions, SimdStringOracle, ::testing::ValuesIn(strForms()),
-                         strFormName);
+INSTANTIATE_TEST_SUITE_P(ProgrammingWithSse3Ssse3Sse4AndAesNi, SimdStringOracle,
+                         ::testing::ValuesIn(strForms()), strFormName);
 
 // --- faults every legacy SIMD instruction shares --------------------------------------
 
@@ -534,7 +534,7 @@ template <typename F> int faultOf(const FaultRow &Row, unsigned Misalign, F Setu
   return faultVector(Mc, Why);
 }
 
-TEST(SimdExtensions, AlignmentTsEmAndOsfxsrRulesHoldForEveryFamily) {
+TEST(ProgrammingWithSse3Ssse3Sse4AndAesNi, AlignmentTsEmAndOsfxsrRulesHoldForEveryFamily) {
   for (const FaultRow &R : faultRows()) {
     SCOPED_TRACE(R.Name);
     auto none = [](TestMachine &) {};
@@ -548,7 +548,7 @@ TEST(SimdExtensions, AlignmentTsEmAndOsfxsrRulesHoldForEveryFamily) {
   }
 }
 
-TEST(SimdExtensions, UnmaskedFloatingPointExceptionWithoutOsxmmexcptRaisesUd) {
+TEST(ProgrammingWithSse3Ssse3Sse4AndAesNi, UnmaskedExceptionWithoutOsxmmexcptRaisesUd) {
   // HADDPS of +inf and -inf: invalid, unmasked; CR4.OSXMMEXCPT = 0 turns #XM into #UD
   // (SDM Vol. 3A, Interrupt 19—SIMD Floating-Point Exception (#XM)).
   TestMachine Mc;
@@ -564,7 +564,7 @@ TEST(SimdExtensions, UnmaskedFloatingPointExceptionWithoutOsxmmexcptRaisesUd) {
   EXPECT_EQ(Mc.S.Mxcsr & sse::mxcsr::Flags, sse::mxcsr::IE);
 }
 
-TEST(SimdExtensions, LddquRegisterFormIsInvalid) {
+TEST(ProgrammingWithSse3Ssse3Sse4AndAesNi, LddquRegisterFormIsInvalid) {
   TestMachine Mc;
   Mc.setupLongMode();
   installFaultIdt(Mc);
@@ -575,7 +575,7 @@ TEST(SimdExtensions, LddquRegisterFormIsInvalid) {
 
 // --- CPUID ------------------------------------------------------------------------------
 
-TEST(SimdExtensions, CpuidReportsExactlyTheImplementedExtensions) {
+TEST(ProgrammingWithSse3Ssse3Sse4AndAesNi, CpuidReportsExactlyTheImplementedExtensions) {
   TestMachine Mc;
   const CpuidResult R = cpuidQuery(Mc.Cpu_, 1, 0);
   using namespace cpuidbit;
