@@ -195,22 +195,20 @@ Status execMovntq(Cpu &C, const DecodedInsn &I) {
 }
 
 /// MASKMOVQ mm1, mm2: the bytes of mm1 whose byte in mm2 has its top bit set are stored
-/// at DS:rDI (segment overridable). All eight bytes are checked for access first, so a
-/// fault leaves memory unchanged (the SDM leaves faults with an all-zero mask
-/// implementation-specific; vmxsim checks them alike).
+/// at DS:rDI (segment overridable); the other bytes are not accessed. The eight bytes are
+/// probed for writing first, so a fault leaves memory unchanged (the SDM leaves faults
+/// with an all-zero mask implementation-specific; vmxsim checks them alike).
 Status execMaskmovq(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(mmx::checkAvailable(C));
   const uint64_t Mask = mmx::read(C.S, I.Reg[1]), V = mmx::read(C.S, I.Reg[0]);
   uint64_t La;
   VMX_TRY(sse::operandLinear<false>(C, I, 8, Access::Write, La));
-  uint64_t Old;
-  VMX_TRY(readLinear(C, La, Old));
-  uint64_t Keep = 0;
+  VMX_TRY(probeWrite(C, La, 8));
+  // Outside 64-bit mode linear addresses wrap at 4 GiB.
+  const uint64_t Wrap = C.DecodeMode == uint8_t(CodeMode::Long64) ? ~0ull : 0xffffffffull;
   for (unsigned K = 0; K < 8; ++K)
-    if (!((Mask >> (8 * K + 7)) & 1))
-      Keep |= 0xffull << (8 * K);
-  if (Keep != ~0ull)
-    VMX_TRY(writeLinear(C, La, (Old & Keep) | (V & ~Keep)));
+    if ((Mask >> (8 * K + 7)) & 1)
+      VMX_TRY(writeLinear(C, (La + K) & Wrap, uint8_t(V >> (8 * K))));
   mmx::enter(C.S);
   return next(C, I);
 }
