@@ -2,7 +2,7 @@
 //
 // The model is a modern Intel core (family 6, model 0x8F) that advertises only what
 // vmxsim executes: integer ISA incl. CMPXCHG8B/16B, POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
-// SSE and SSE2 (moves, integer and floating point; no SSE3/SSSE3/SSE4, no AVX); FXSAVE; the
+// MMX; SSE through SSE4.2, PCLMULQDQ and AES-NI (legacy encodings; no AVX); FXSAVE; the
 // x87 FPU bit (FXSAVE needs it — x87 arithmetic itself is not executed); XSAVE, XSAVEOPT
 // and XSAVEC for the x87 and SSE components (cpu/exec_xsave.cpp); VMX; PCID, INVPCID,
 // SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP; RDRAND and
@@ -44,8 +44,10 @@ CpuModel makeDefault() {
   M.Vmx = &VmxProfile::full();
   uint32_t Ecx1 = (M.Vmx ? Vmx : 0) | Cx16 | Movbe | Popcnt | (M.Pcid ? Pcid : 0) |
                   (kAdvertiseXsave ? Xsave : 0) | Rdrand | X2apic | TscDeadline;
-  uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Mce | Cx8 | Apic | Sep | Mtrr | Pge | Mca | Cmov |
-                  Pat | Pse36 | Clfsh | Fxsr | Sse | Sse2;
+  // SIMD extensions after SSE2 (cpu/insns_sse_ext.def).
+  Ecx1 |= Sse3 | Ssse3 | Sse41 | Sse42 | Pclmulqdq | Aes;
+  uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Mce | Cx8 | Apic | Sep | Mtrr | Pge | Mca |
+                  Cmov | Pat | Pse36 | Clfsh | Mmx | Fxsr | Sse | Sse2;
   uint32_t Ebx7 = Fsgsbase | Bmi1 | Bmi2 | Invpcid | Adx | Clflushopt | Rdseed |
                   (M.Smep ? Smep : 0) | (M.Smap ? Smap : 0);
   uint32_t Ecx7 = Umip | (M.La57 ? La57 : 0);

@@ -14,7 +14,8 @@ struct CpuidResult {
 /// Feature bits vmxsim reports (SDM Vol. 2A, CPUID, "Feature Information" tables).
 namespace cpuidbit {
 // Leaf 1 ECX.
-inline constexpr uint32_t Sse3 = 1u << 0, Vmx = 1u << 5, Cx16 = 1u << 13, Pcid = 1u << 17,
+inline constexpr uint32_t Sse3 = 1u << 0, Pclmulqdq = 1u << 1, Ssse3 = 1u << 9,
+                          Sse41 = 1u << 19, Sse42 = 1u << 20, Aes = 1u << 25, Vmx = 1u << 5, Cx16 = 1u << 13, Pcid = 1u << 17,
                           Movbe = 1u << 22, Popcnt = 1u << 23, Xsave = 1u << 26,
                           Osxsave = 1u << 27, Hypervisor = 1u << 31, Monitor = 1u << 3,
                           Rdrand = 1u << 30, X2apic = 1u << 21, TscDeadline = 1u << 24;
@@ -23,7 +24,7 @@ inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u <
                           Msr = 1u << 5, Pae = 1u << 6, Mce = 1u << 7, Cx8 = 1u << 8, Apic = 1u << 9,
                           Sep = 1u << 11, Mtrr = 1u << 12, Pge = 1u << 13, Mca = 1u << 14, Cmov = 1u << 15,
                           Pat = 1u << 16, Pse36 = 1u << 17, Clfsh = 1u << 19,
-                          Fxsr = 1u << 24, Sse = 1u << 25, Sse2 = 1u << 26;
+                          Mmx = 1u << 23, Fxsr = 1u << 24, Sse = 1u << 25, Sse2 = 1u << 26;
 // Leaf 7 subleaf 0 EBX / ECX.
 inline constexpr uint32_t Fsgsbase = 1u << 0, Bmi1 = 1u << 3, Smep = 1u << 7,
                           Bmi2 = 1u << 8, Invpcid = 1u << 10, Adx = 1u << 19,

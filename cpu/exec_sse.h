@@ -6,7 +6,9 @@
 #pragma once
 #include "cpu/exec.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace vmxsim::sse {
 
@@ -124,8 +126,7 @@ template <typename L> inline Xmm toXmm(const Lanes<L> &R) {
   return X;
 }
 
-/// True when an operand of the decoded instruction is an MMX register: the MMX forms of
-/// the packed-integer mnemonics are not modelled.
+/// True when an operand of the decoded instruction is an MMX register.
 inline bool usesMmx(const DecodeInfo &D) {
   for (unsigned K = 0; K < D.NumOps; ++K)
     if (D.Ops[K].Kind == OperandKind::Reg && D.Ops[K].Class == RegClass::Mmx)
@@ -133,14 +134,141 @@ inline bool usesMmx(const DecodeInfo &D) {
   return false;
 }
 
-/// Handler for the MMX forms: an emulator gap, reported loudly (never a silent #UD).
-Status execMmxUnimplemented(Cpu &C, const DecodedInsn &I);
+// --- MMX state (SDM Vol. 1, MMX Technology Programming Environment) ---------------------
+//
+// MM0-MM7 alias the significands of the x87 physical registers R0-R7: MMi is bytes 0-7
+// of CpuState::St[i]. Writing MMi sets that register's exponent and sign (bytes 8-9) to
+// all ones; every MMX instruction except EMMS sets TOP (FSW bits 13:11) to 0 and all
+// tags valid, EMMS sets them all empty (SDM Vol. 1, Effect of MMX, x87 FPU, FXSAVE, and
+// FXRSTOR Instructions on the x87 FPU Tag Word). CpuState::Ftw is the abridged tag word
+// FXSAVE stores (one bit per register, 1 = valid; cpu/exec_fxsave.cpp), so "all valid"
+// is 0xff and "all empty" 0.
+namespace mmx {
+inline uint64_t read(const CpuState &S, unsigned R) {
+  uint64_t V;
+  std::memcpy(&V, S.St[R], 8);
+  return V;
+}
+inline void write(CpuState &S, unsigned R, uint64_t V) {
+  std::memcpy(S.St[R], &V, 8);
+  S.St[R][8] = S.St[R][9] = 0xff;
+}
+/// The x87 state every MMX instruction but EMMS leaves: TOP = 0, all tags valid.
+inline void enter(CpuState &S) {
+  S.Fsw &= uint16_t(~0x3800);
+  S.Ftw = 0xff;
+}
+/// Availability of the MMX instructions and the MMX-register forms of SSE instructions
+/// (SDM Vol. 3A, Table "Effect of the MP, EM, and TS Flags on x87 FPU/MMX/SSE/SSE2/SSE3
+/// Execution"; SDM Vol. 2A, Exception Conditions for Legacy SIMD/MMX Instructions): #UD if
+/// CR0.EM = 1, #NM if CR0.TS = 1, then #MF for a pending unmasked x87 exception.
+/// Assumption: the pending state is FSW.ES (bit 7), as an x87 instruction leaves it; the
+/// MS-DOS compatible reporting (CR0.NE = 0, FERR#) is not modelled and stops the run.
+Status checkAvailable(Cpu &C);
+/// The same for an SSE instruction with an MMX register operand (MOVQ2DQ, CVTPI2PS, ...):
+/// the SSE checks (CR4.OSFXSR included) then the pending x87 exception.
+Status checkSseAvailable(Cpu &C);
+} // namespace mmx
 
-/// Binds the MMX form of a packed-integer mnemonic to execMmxUnimplemented.
-inline bool bindMmx(DecodedInsn &I) {
-  I.Fn = &execMmxUnimplemented;
+/// The packed operations of the form  dst = Op(dst, src, imm8)  (cpu/exec_sse_int.cpp and
+/// the SSSE3/SSE4 integer files): dst an XMM register, src an XMM register, a 16-byte
+/// memory operand (16-byte aligned in legacy SSE encodings) or absent (shift-by-immediate
+/// forms). The binder picks execPacked<Op, Source> once; the Op is inlined into it.
+using XmmOp = Xmm (*)(const Xmm &, const Xmm &, uint8_t);
+
+enum class Source : uint8_t { Reg, Mem, None };
+
+template <XmmOp Op, Source S> Status execPacked(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  Xmm B{};
+  if constexpr (S == Source::Reg)
+    B = C.S.XmmReg[I.Reg[1]];
+  else if constexpr (S == Source::Mem)
+    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
+  Xmm &D = C.S.XmmReg[I.Reg[0]];
+  D = Op(D, B, uint8_t(I.Imm));
+  return next(C, I);
+}
+
+/// The MMX form of a packed operation, on 64-bit MMX registers or an m64 (no alignment
+/// rule): MmOp(dst, src, imm8).
+using MmOp = uint64_t (*)(uint64_t, uint64_t, uint8_t);
+
+/// Most packed operations act on each lane alone, so their MMX form is the XMM operation
+/// on registers whose upper half is zero.
+template <XmmOp Op> uint64_t mmLanewise(uint64_t A, uint64_t B, uint8_t Imm) {
+  return Op(Xmm{A, 0}, Xmm{B, 0}, Imm).Lo;
+}
+/// Packs and horizontal adds combine the destination's and the source's lanes in that
+/// order: the XMM operation on dst:src as one register gives them in its low half.
+template <XmmOp Op> uint64_t mmPaired(uint64_t A, uint64_t B, uint8_t Imm) {
+  return Op(Xmm{A, B}, Xmm{0, 0}, Imm).Lo;
+}
+
+template <MmOp Op, Source S> Status execMmxPacked(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(mmx::checkAvailable(C));
+  uint64_t B = 0;
+  if constexpr (S == Source::Reg)
+    B = mmx::read(C.S, I.Reg[1]);
+  else if constexpr (S == Source::Mem)
+    VMX_TRY(loadOperand(C, I, B));
+  const uint64_t R = Op(mmx::read(C.S, I.Reg[0]), B, uint8_t(I.Imm));
+  mmx::enter(C.S);
+  mmx::write(C.S, I.Reg[0], R);
+  return next(C, I);
+}
+
+template <MmOp Op> bool bindMmxPacked(const DecodeInfo &D, DecodedInsn &I) {
+  const OperandInfo &Dst = D.Ops[0], &Src = D.Ops[1];
+  if (Dst.Kind != OperandKind::Reg || Dst.Class != RegClass::Mmx)
+    return false;
+  copyOperandRegs(D, I);
+  if (Src.Kind == OperandKind::Mem)
+    I.Fn = &execMmxPacked<Op, Source::Mem>;
+  else if (Src.Kind == OperandKind::Reg && Src.Class == RegClass::Mmx)
+    I.Fn = &execMmxPacked<Op, Source::Reg>;
+  else if (Src.Kind == OperandKind::Imm)
+    I.Fn = &execMmxPacked<Op, Source::None>;
+  else
+    return false;
   I.Cost = costOf(CostClass::Sse);
   return true;
+}
+
+/// Binds the XMM form of a packed operation, or its MMX form (Mm) when the operands are
+/// MMX registers.
+template <XmmOp Op, MmOp Mm = &mmLanewise<Op>>
+bool bindPacked(const DecodeInfo &D, DecodedInsn &I) {
+  if (usesMmx(D))
+    return bindMmxPacked<Mm>(D, I);
+  const OperandInfo &Dst = D.Ops[0], &Src = D.Ops[1];
+  if (Dst.Kind != OperandKind::Reg || Dst.Class != RegClass::Xmm)
+    return false;
+  copyOperandRegs(D, I);
+  if (Src.Kind == OperandKind::Mem)
+    I.Fn = &execPacked<Op, Source::Mem>;
+  else if (Src.Kind == OperandKind::Reg && Src.Class == RegClass::Xmm)
+    I.Fn = &execPacked<Op, Source::Reg>;
+  else if (Src.Kind == OperandKind::Imm)
+    I.Fn = &execPacked<Op, Source::None>;
+  else
+    return false;
+  I.Cost = costOf(CostClass::Sse);
+  return true;
+}
+
+/// Lane-wise Fn(a, b) over lanes of type L.
+template <typename L, typename F> inline Xmm zipLanes(const Xmm &A, const Xmm &B, F Fn) {
+  Lanes<L> X = lanes<L>(A), Y = lanes<L>(B);
+  for (unsigned K = 0; K < Lanes<L>::N; ++K)
+    X.V[K] = L(Fn(X.V[K], Y.V[K]));
+  return toXmm(X);
+}
+
+/// V clamped to the range of Narrow (signed or unsigned saturation).
+template <typename Wide, typename Narrow> inline Narrow saturate(Wide V) {
+  constexpr Wide Lo = std::numeric_limits<Narrow>::min(), Hi = std::numeric_limits<Narrow>::max();
+  return Narrow(std::clamp<Wide>(V, Lo, Hi));
 }
 
 } // namespace vmxsim::sse

@@ -18,7 +18,7 @@
 // On a host that is not x86-64 every handler here returns Status::Unimplemented after the
 // availability checks.
 #include "cpu/binders.h"
-#include "cpu/exec_sse.h"
+#include "cpu/exec_sse_fp.h"
 
 namespace vmxsim {
 
@@ -27,64 +27,6 @@ using namespace sse;
 namespace {
 
 #if defined(__x86_64__)
-constexpr bool kHostFp = true;
-#else
-constexpr bool kHostFp = false;
-#endif
-constexpr const char *kNoHostFp = "SSE floating point on a non-x86 host";
-
-// --- host execution ---------------------------------------------------------------------
-
-using V128 = long long __attribute__((vector_size(16)));
-inline V128 toV(const Xmm &X) {
-  V128 V;
-  std::memcpy(&V, &X, 16);
-  return V;
-}
-inline Xmm fromV(V128 V) { return Xmm{uint64_t(V[0]), uint64_t(V[1])}; }
-
-/// The host MXCSR for executing a guest instruction: the guest's RC, FTZ and DAZ, every
-/// exception masked, no flags. FTZ only acts while underflow is masked ("The FTZ bit ...
-/// has no effect if the underflow exception is unmasked", SDM Vol. 1, Flush-To-Zero), so
-/// with UM clear the host computes without it and reportFp sees the tiny result.
-inline uint32_t hostCsr(uint32_t Guest) {
-  uint32_t Csr = (Guest & (mxcsr::RC | mxcsr::FTZ | mxcsr::DAZ)) | mxcsr::Masks;
-  if (!(Guest & mxcsr::UM))
-    Csr &= ~mxcsr::FTZ;
-  return Csr;
-}
-
-// Each primitive runs one instruction between "save host MXCSR; load Csr" and "store the
-// resulting MXCSR; restore host MXCSR" inside a single asm statement, so no compiler-
-// generated SSE code can run under the guest's MXCSR. It returns the MXCSR after the
-// instruction (the caller keeps the flag bits).
-#if defined(__x86_64__)
-#define VMX_FP_ENTER "stmxcsr %[save]\n\tldmxcsr %[csr]\n\t"
-#define VMX_FP_LEAVE "\n\tstmxcsr %[out]\n\tldmxcsr %[save]"
-#define VMX_FP_CSR_OUT [save] "=m"(Save), [out] "=m"(Out)
-
-/// xmm <- op(xmm, xmm): the instruction itself merges scalar results into the upper lanes.
-#define VMX_FP_XX(Name, Insn)                                                             \
-  uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                                     \
-    V128 X = toV(A), Y = toV(B);                                                          \
-    uint32_t Save, Out;                                                                   \
-    asm volatile(VMX_FP_ENTER Insn " %[y], %[x]" VMX_FP_LEAVE                             \
-                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
-                 : [y] "x"(Y), [csr] "m"(Csr));                                           \
-    A = fromV(X);                                                                         \
-    return Out;                                                                           \
-  }
-/// xmm <- cmp(xmm, xmm) with predicate P.
-#define VMX_FP_CMP(Name, Insn)                                                            \
-  template <uint8_t P> uint32_t Name(Xmm &A, const Xmm &B, uint32_t Csr) {                \
-    V128 X = toV(A), Y = toV(B);                                                          \
-    uint32_t Save, Out;                                                                   \
-    asm volatile(VMX_FP_ENTER Insn " %[p], %[y], %[x]" VMX_FP_LEAVE                       \
-                 : [x] "+x"(X), VMX_FP_CSR_OUT                                            \
-                 : [y] "x"(Y), [csr] "m"(Csr), [p] "i"(P));                               \
-    A = fromV(X);                                                                         \
-    return Out;                                                                           \
-  }
 /// xmm <- convert(r32/r64); %z picks the l/q suffix from the integer's size.
 #define VMX_FP_FROM_INT(Name, Insn)                                                       \
   template <typename T> uint32_t Name(Xmm &A, T G, uint32_t Csr) {                        \
@@ -119,10 +61,6 @@ inline uint32_t hostCsr(uint32_t Guest) {
     return Out;                                                                           \
   }
 #else
-#define VMX_FP_XX(Name, Insn)                                                             \
-  uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
-#define VMX_FP_CMP(Name, Insn)                                                            \
-  template <uint8_t P> uint32_t Name(Xmm &, const Xmm &, uint32_t) { return 0; }
 #define VMX_FP_FROM_INT(Name, Insn)                                                       \
   template <typename T> uint32_t Name(Xmm &, T, uint32_t) { return 0; }
 #define VMX_FP_TO_INT(Name, Insn)                                                         \
@@ -209,7 +147,6 @@ using ComiFn = uint32_t (*)(const Xmm &, const Xmm &, uint32_t, uint64_t &);
 /// source elements, how many result lanes it computes, and the operation, which the
 /// unmasked-exception path re-evaluates with an unbounded exponent. Narrow is a
 /// double-to-single conversion (its result lanes are 4 bytes wide).
-enum class WideOp : uint8_t { None, Add, Sub, Mul, Div, Narrow };
 struct Post {
   uint8_t SrcBytes = 0;
   uint8_t Lanes = 0;
@@ -339,7 +276,9 @@ uint32_t unmaskedPostFlags(const Xmm &A, const Xmm &B, uint32_t Guest) {
 /// unaltered and the processor raises #XM if CR4.OSXMMEXCPT = 1, else #UD (SDM Vol. 3A,
 /// Interrupt 19—SIMD Floating-Point Exception (#XM)). Returns Ok when the caller may
 /// write its destination.
-Status reportFp(Cpu &C, uint32_t Raised) {
+} // namespace
+
+Status sse::reportFp(Cpu &C, uint32_t Raised) {
   constexpr uint32_t Pre = mxcsr::IE | mxcsr::DE | mxcsr::ZE;
   uint32_t Unmasked = Raised & ~(C.S.Mxcsr >> mxcsr::MaskShift) & mxcsr::Flags;
   if (!Unmasked) [[likely]] {
@@ -352,29 +291,34 @@ Status reportFp(Cpu &C, uint32_t Raised) {
   return (C.S.Cr4 & cr4::OSXMMEXCPT) ? C.raise(vec::XM) : C.raiseUd();
 }
 
-// --- operands and handlers --------------------------------------------------------------
-
-/// The source operand: an XMM register, or memory of 4, 8 or 16 bytes. Legacy SSE
-/// packed operations take a 16-byte aligned m128 (SDM Vol. 2A, Exceptions Type 2 and 4);
-/// scalar and 64-bit memory operands have no alignment rule (Exceptions Type 3 and 5).
-enum class Src : uint8_t { Xmm, M32, M64, M128 };
-
-template <Src S> inline Status loadSource(Cpu &C, const DecodedInsn &I, Xmm &B) {
-  if constexpr (S == Src::Xmm) {
-    B = C.S.XmmReg[I.Reg[1]];
-  } else if constexpr (S == Src::M32) {
-    uint32_t V;
-    VMX_TRY(loadOperand(C, I, V));
-    B = Xmm{V, 0};
-  } else if constexpr (S == Src::M64) {
-    uint64_t V;
-    VMX_TRY(loadOperand(C, I, V));
-    B = Xmm{V, 0};
-  } else {
-    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
+uint32_t sse::scalarLaneFlags(WideOp Op, uint64_t X, uint64_t Y, unsigned Bytes,
+                              uint32_t Guest) {
+  const bool Single = Bytes == 4;
+  const uint32_t Unmasked = ~(Guest >> mxcsr::MaskShift) & mxcsr::Flags;
+  Xmm R{X, 0};
+  const Xmm B{Y, 0};
+  const uint32_t Csr = hostCsr(Guest);
+  uint32_t F;
+  switch (Op) {
+  case WideOp::Sub: F = Single ? hostSubss(R, B, Csr) : hostSubsd(R, B, Csr); break;
+  case WideOp::Mul: F = Single ? hostMulss(R, B, Csr) : hostMulsd(R, B, Csr); break;
+  default: F = Single ? hostAddss(R, B, Csr) : hostAddsd(R, B, Csr); break;
   }
-  return Status::Ok;
+  F &= mxcsr::Flags;
+  if ((Unmasked & mxcsr::UE) && isDenormal(Single ? uint32_t(R.Lo) : R.Lo, Bytes))
+    F |= mxcsr::UE;
+  if (F & Unmasked & (mxcsr::OE | mxcsr::UE)) {
+    const bool Daz = Guest & mxcsr::DAZ;
+    const bool Inexact = inexactUnbounded(Op, laneValue(X, Bytes, Daz),
+                                          laneValue(Y, Bytes, Daz), Single ? 24 : 53);
+    F = (F & ~mxcsr::PE) | (Inexact ? mxcsr::PE : 0);
+  }
+  return F;
 }
+
+namespace {
+
+// --- operands and handlers --------------------------------------------------------------
 
 /// xmm1 <- Op(xmm1, xmm2/m): arithmetic, CMPxx and the XMM-to-XMM conversions.
 template <XmmFn Op, Src S, Post P> Status execFp(Cpu &C, const DecodedInsn &I) {
@@ -604,10 +548,105 @@ VMX_BINDER(bindCvttsd2si,
 #undef VMX_BINDER
 #undef VMX_PREDICATES
 
-/// The MMX-register conversions (CVTPI2PS, CVTPS2PI, CVTTPS2PI, CVTPI2PD, CVTPD2PI,
-/// CVTTPD2PI): even their memory forms switch the x87 unit to MMX state, which is not
-/// modelled.
-bool bindCvtMmx(const DecodeInfo &, DecodedInsn &I) { return bindMmx(I); }
+// --- conversions with an MM register ---------------------------------------------------
+//
+// CVTPI2PS, CVTPS2PI, CVTTPS2PI, CVTPI2PD, CVTPD2PI and CVTTPD2PI convert two elements as
+// their all-XMM counterparts CVTDQ2PS, CVTPS2DQ, CVTTPS2DQ, CVTDQ2PD, CVTPD2DQ, CVTTPD2DQ
+// do; the host runs those on the two elements with zero lanes beside them, which convert
+// exactly and raise nothing. They take the SSE checks, then the pending x87 exception
+// (#MF), and switch the x87 unit to MMX state (TOP = 0, all tags valid) -- except
+// CVTPI2PD with a memory source, which neither takes x87 exceptions nor makes the
+// transition (SDM Vol. 2A, CVTPI2PS, CVTPI2PD, ...: "This instruction causes a transition
+// from x87 FPU to MMX technology operation"; SDM Vol. 3B, Exception Conditions for Legacy
+// SIMD/MMX Instructions with XMM and FP Exception).
+
+namespace {
+
+/// xmm <- convert(mm/m64): CVTPI2PS keeps the destination's high quadword, CVTPI2PD
+/// (Wide) writes the whole register.
+template <XmmFn Op, bool Wide, bool FromMm> Status execCvtFromMm(Cpu &C, const DecodedInsn &I) {
+  constexpr bool Transition = FromMm || !Wide;
+  if constexpr (Transition)
+    VMX_TRY(mmx::checkSseAvailable(C));
+  else
+    VMX_TRY(checkAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  uint64_t V;
+  if constexpr (FromMm)
+    V = mmx::read(C.S, I.Reg[1]);
+  else
+    VMX_TRY(loadOperand(C, I, V));
+  Xmm R{0, 0};
+  VMX_TRY(reportFp(C, Op(R, Xmm{V, 0}, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  Xmm &D = C.S.XmmReg[I.Reg[0]];
+  D = Wide ? R : Xmm{R.Lo, D.Hi};
+  if constexpr (Transition)
+    mmx::enter(C.S);
+  return next(C, I);
+}
+
+/// mm <- convert(xmm/m): two singles (Singles; the low quadword or an m64) or two doubles
+/// (the register or an aligned m128).
+template <XmmFn Op, Src S, bool Singles> Status execCvtToMm(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(mmx::checkSseAvailable(C));
+  if constexpr (!kHostFp)
+    return C.unimplemented(kNoHostFp);
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  if constexpr (Singles)
+    B.Hi = 0;
+  Xmm R{0, 0};
+  VMX_TRY(reportFp(C, Op(R, B, hostCsr(C.S.Mxcsr)) & mxcsr::Flags));
+  mmx::enter(C.S);
+  mmx::write(C.S, I.Reg[0], R.Lo);
+  return next(C, I);
+}
+
+bool isMm(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Mmx;
+}
+
+template <XmmFn Op, bool Wide> bool bindCvtFromMm(const DecodeInfo &D, DecodedInsn &I) {
+  if (!isXmm(D.Ops[0]))
+    return false;
+  if (isMm(D.Ops[1]))
+    return finish(D, I, &execCvtFromMm<Op, Wide, true>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execCvtFromMm<Op, Wide, false>);
+  return false;
+}
+template <XmmFn Op, Src MemSrc> bool bindCvtToMm(const DecodeInfo &D, DecodedInsn &I) {
+  constexpr bool Singles = MemSrc == Src::M64;
+  if (!isMm(D.Ops[0]))
+    return false;
+  if (isXmm(D.Ops[1]))
+    return finish(D, I, &execCvtToMm<Op, Src::Xmm, Singles>);
+  if (isMem(D.Ops[1]))
+    return finish(D, I, &execCvtToMm<Op, MemSrc, Singles>);
+  return false;
+}
+
+} // namespace
+
+bool bindCvtpi2ps(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtFromMm<&hostCvtdq2ps, false>(D, I);
+}
+bool bindCvtpi2pd(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtFromMm<&hostCvtdq2pd, true>(D, I);
+}
+bool bindCvtps2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvtps2dq, Src::M64>(D, I);
+}
+bool bindCvttps2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvttps2dq, Src::M64>(D, I);
+}
+bool bindCvtpd2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvtpd2dq, Src::M128>(D, I);
+}
+bool bindCvttpd2pi(const DecodeInfo &D, DecodedInsn &I) {
+  return bindCvtToMm<&hostCvttpd2dq, Src::M128>(D, I);
+}
 
 bool bindSseApprox(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]) || !(isXmm(D.Ops[1]) || isMem(D.Ops[1])))

@@ -1,13 +1,15 @@
-// SSE/SSE2 packed-integer and bitwise instructions on XMM registers: logic, add/subtract
-// (wrapping and saturating), compares, min/max, multiplies, averages, PSADBW, shuffles,
-// unpacks, packs and shifts (SDM Vol. 2, instruction pages of each). Only what compilers
+// SSE/SSE2 packed-integer and bitwise instructions on XMM registers, and the MMX and SSE
+// ones on MM registers: logic, add/subtract (wrapping and saturating), compares, min/max,
+// multiplies, averages, PSADBW, shuffles, unpacks, packs and shifts (SDM Vol. 2,
+// instruction pages of each). Only what compilers
 // emit for memcpy/memset, string functions and integer vector code; no floating-point
 // arithmetic (the *PS/*PD logic and shuffle forms are bit operations).
 //
 // Every instruction here has the shape  dst = Op(dst, src, imm8)  with dst an XMM
 // register and src an XMM register, a 16-byte memory operand (always 16-byte aligned in
 // legacy SSE encodings) or absent (shift-by-immediate forms). The binder picks
-// execPacked<Op, Source> once; the Op is inlined into the handler.
+// execPacked<Op, Source> once; the Op is inlined into the handler. The MM-register forms
+// run the same operation on 64 bits (bindPacked, cpu/exec_sse.h).
 #include "cpu/exec_sse.h"
 
 #include <algorithm>
@@ -18,55 +20,6 @@ namespace vmxsim {
 using namespace sse;
 
 namespace {
-
-using XmmOp = Xmm (*)(const Xmm &, const Xmm &, uint8_t);
-
-enum class Source : uint8_t { Reg, Mem, None };
-
-template <XmmOp Op, Source S> Status execPacked(Cpu &C, const DecodedInsn &I) {
-  VMX_TRY(checkAvailable(C));
-  Xmm B{};
-  if constexpr (S == Source::Reg)
-    B = C.S.XmmReg[I.Reg[1]];
-  else if constexpr (S == Source::Mem)
-    VMX_TRY((loadOperand<Xmm, true>(C, I, B)));
-  Xmm &D = C.S.XmmReg[I.Reg[0]];
-  D = Op(D, B, uint8_t(I.Imm));
-  return next(C, I);
-}
-
-template <XmmOp Op> bool bindPacked(const DecodeInfo &D, DecodedInsn &I) {
-  if (usesMmx(D))
-    return bindMmx(I);
-  const OperandInfo &Dst = D.Ops[0], &Src = D.Ops[1];
-  if (Dst.Kind != OperandKind::Reg || Dst.Class != RegClass::Xmm)
-    return false;
-  copyOperandRegs(D, I);
-  if (Src.Kind == OperandKind::Mem)
-    I.Fn = &execPacked<Op, Source::Mem>;
-  else if (Src.Kind == OperandKind::Reg && Src.Class == RegClass::Xmm)
-    I.Fn = &execPacked<Op, Source::Reg>;
-  else if (Src.Kind == OperandKind::Imm)
-    I.Fn = &execPacked<Op, Source::None>;
-  else
-    return false;
-  I.Cost = costOf(CostClass::Sse);
-  return true;
-}
-
-// --- lane-wise helpers ------------------------------------------------------------------
-
-template <typename L, typename F> inline Xmm zipLanes(const Xmm &A, const Xmm &B, F Fn) {
-  Lanes<L> X = lanes<L>(A), Y = lanes<L>(B);
-  for (unsigned K = 0; K < Lanes<L>::N; ++K)
-    X.V[K] = L(Fn(X.V[K], Y.V[K]));
-  return toXmm(X);
-}
-
-template <typename Wide, typename Narrow> inline Narrow saturate(Wide V) {
-  constexpr Wide Lo = std::numeric_limits<Narrow>::min(), Hi = std::numeric_limits<Narrow>::max();
-  return Narrow(std::clamp<Wide>(V, Lo, Hi));
-}
 
 // --- bitwise (SDM Vol. 2: PAND, PANDN, POR, PXOR, ANDPS, ANDNPS, ORPS, XORPS, *PD) -------
 
@@ -250,15 +203,20 @@ template <typename L, Shift K> bool bindShiftLanes(const DecodeInfo &D, DecodedI
   return bindShift<&opShiftXmm<L, K>, &opShiftImm<L, K>>(D, I);
 }
 
-} // namespace
+// --- MMX forms that are not lane-wise --------------------------------------------------
 
-Status sse::execMmxUnimplemented(Cpu &C, const DecodedInsn &) {
-  return C.unimplemented("MMX register form of an SSE mnemonic");
+/// PUNPCKHxx on MM registers interleave the high halves of the two 64-bit operands: the
+/// low interleave of those halves.
+template <typename L> uint64_t mmUnpackHigh(uint64_t A, uint64_t B, uint8_t) {
+  return opUnpack<L, false>(Xmm{A >> 32, 0}, Xmm{B >> 32, 0}, 0).Lo;
 }
+
+} // namespace
 
 // Binders: one per mnemonic row of cpu/insns_sse.def.
 #define VMX_PACKED(Name, ...)                                                           \
   bool Name(const DecodeInfo &D, DecodedInsn &I) { return bindPacked<__VA_ARGS__>(D, I); }
+// The MMX forms are the lane-wise operation on 64 bits unless a row names its own.
 VMX_PACKED(bindSseAnd, &opAnd)
 VMX_PACKED(bindSseAndN, &opAndN)
 VMX_PACKED(bindSseOr, &opOr)
@@ -306,15 +264,19 @@ VMX_PACKED(bindPunpcklbw, &opUnpack<uint8_t, false>)
 VMX_PACKED(bindPunpcklwd, &opUnpack<uint16_t, false>)
 VMX_PACKED(bindPunpckldq, &opUnpack<uint32_t, false>)
 VMX_PACKED(bindPunpcklqdq, &opUnpack<uint64_t, false>)
-VMX_PACKED(bindPunpckhbw, &opUnpack<uint8_t, true>)
-VMX_PACKED(bindPunpckhwd, &opUnpack<uint16_t, true>)
-VMX_PACKED(bindPunpckhdq, &opUnpack<uint32_t, true>)
+VMX_PACKED(bindPunpckhbw, &opUnpack<uint8_t, true>, &mmUnpackHigh<uint8_t>)
+VMX_PACKED(bindPunpckhwd, &opUnpack<uint16_t, true>, &mmUnpackHigh<uint16_t>)
+VMX_PACKED(bindPunpckhdq, &opUnpack<uint32_t, true>, &mmUnpackHigh<uint32_t>)
 VMX_PACKED(bindPunpckhqdq, &opUnpack<uint64_t, true>)
-VMX_PACKED(bindPacksswb, &opPack<int16_t, int8_t>)
-VMX_PACKED(bindPackssdw, &opPack<int32_t, int16_t>)
-VMX_PACKED(bindPackuswb, &opPack<int16_t, uint8_t>)
+// Packs take dst:src as one register on MM registers.
+#define VMX_PACK(Name, ...)                                                             \
+  VMX_PACKED(Name, &opPack<__VA_ARGS__>, &mmPaired<&opPack<__VA_ARGS__>>)
+VMX_PACK(bindPacksswb, int16_t, int8_t)
+VMX_PACK(bindPackssdw, int32_t, int16_t)
+VMX_PACK(bindPackuswb, int16_t, uint8_t)
 VMX_PACKED(bindPslldq, &opShiftBytes<true>)
 VMX_PACKED(bindPsrldq, &opShiftBytes<false>)
+#undef VMX_PACK
 #undef VMX_PACKED
 
 #define VMX_SHIFT(Name, L, K)                                                            \

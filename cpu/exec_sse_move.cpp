@@ -8,6 +8,13 @@
 
 namespace vmxsim {
 
+// The MM-register forms (cpu/exec_mmx.cpp).
+bool bindMovdMm(const DecodeInfo &D, DecodedInsn &I);
+bool bindMovqMm(const DecodeInfo &D, DecodedInsn &I);
+bool bindPmovmskbMm(const DecodeInfo &D, DecodedInsn &I);
+bool bindPextrwMm(const DecodeInfo &D, DecodedInsn &I);
+bool bindPinsrwMm(const DecodeInfo &D, DecodedInsn &I);
+
 using namespace sse;
 
 namespace {
@@ -99,7 +106,7 @@ template <typename T, Form F> Status execMovDq(Cpu &C, const DecodedInsn &I) {
 
 template <typename T> bool bindMovDq(const DecodeInfo &D, DecodedInsn &I) {
   if (usesMmx(D))
-    return bindMmx(I);
+    return sizeof(T) == 4 ? bindMovdMm(D, I) : bindMovqMm(D, I);
   Form F;
   if (!moveForm(D, F))
     return false;
@@ -214,8 +221,8 @@ template <typename L> Status execMoveMask(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 template <typename L> bool bindMoveMask(const DecodeInfo &D, DecodedInsn &I) {
-  if (usesMmx(D))
-    return bindMmx(I);
+  if (usesMmx(D)) // only PMOVMSKB has an MMX form
+    return sizeof(L) == 1 && bindPmovmskbMm(D, I);
   if (!isGpr(D.Ops[0]) || !isXmm(D.Ops[1]))
     return false;
   I.Fn = &execMoveMask<L>;
@@ -306,7 +313,7 @@ bool bindMovmskpd(const DecodeInfo &D, DecodedInsn &I) { return bindMoveMask<uin
 
 bool bindPextrw(const DecodeInfo &D, DecodedInsn &I) {
   if (usesMmx(D))
-    return bindMmx(I);
+    return bindPextrwMm(D, I);
   if (!isXmm(D.Ops[1]))
     return false;
   if (isGpr(D.Ops[0]))
@@ -320,7 +327,7 @@ bool bindPextrw(const DecodeInfo &D, DecodedInsn &I) {
 }
 bool bindPinsrw(const DecodeInfo &D, DecodedInsn &I) {
   if (usesMmx(D))
-    return bindMmx(I);
+    return bindPinsrwMm(D, I);
   if (!isXmm(D.Ops[0]))
     return false;
   if (isGpr(D.Ops[1]))

@@ -4,6 +4,7 @@
 // the memory around the operand must match exactly. One table row per encoding; each row
 // yields a register form and/or a memory form ([rsi]) with random register numbers
 // (exercising REX.R/REX.B) and random immediates.
+#include "tests/cpu/sse_inputs.h"
 #include "tests/cpu/sse_test_util.h"
 
 #include <gtest/gtest.h>
@@ -185,17 +186,6 @@ const std::vector<Row> &rows() {
 constexpr unsigned kIterations = 1500;
 constexpr unsigned kMemBytes = 64;
 
-/// A value with a bias towards lane edge cases (0, -1, sign boundaries).
-uint64_t interesting(SplitMix64 &Rng) {
-  uint64_t V = Rng.next();
-  if (Rng.nextBelow(4) == 0) {
-    static const uint8_t Special[] = {0x00, 0xff, 0x80, 0x7f, 0x01, 0xfe};
-    for (unsigned B = 0; B < 8; ++B)
-      if (Rng.nextBelow(2))
-        V = (V & ~(0xffull << (8 * B))) | (uint64_t(Rng.pick(Special)) << (8 * B));
-  }
-  return V;
-}
 /// Shift counts: mostly below 70 so every lane width sees in-range and saturating counts.
 uint64_t shiftCount(SplitMix64 &Rng) {
   return Rng.nextBelow(4) ? Rng.nextBelow(70) : Rng.next();

@@ -325,12 +325,6 @@ TEST(SseSystemProgramming, StmxcsrStoresResetValue) {
   EXPECT_EQ(M.read64(kDataBase) & 0xffffffff, 0x1f80u);
 }
 
-TEST(SseSystemProgramming, MmxFormIsReportedUnimplemented) {
-  TestMachine M;
-  setupLong(M);
-  EXPECT_EQ(runCode(M, {0x0f, 0xfc, 0xc1}), StopReason::Unimplemented); // paddb mm0, mm1
-}
-
 TEST(X87Fpu, FninitFnstcwFnstswStoreInitialValues) {
   TestMachine M;
   setupLong(M);

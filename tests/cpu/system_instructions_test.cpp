@@ -58,7 +58,7 @@ TEST(ProcessorIdentificationAndFeatureDetermination, Leaf1ReportsVmxApicIdAndBas
   EXPECT_EQ(R.Eax, 0x000806f8u);
   EXPECT_EQ(R.Ebx >> 24, 3u);
   EXPECT_TRUE(R.Ecx & cpuidbit::Vmx);
-  EXPECT_FALSE(R.Ecx & cpuidbit::Sse3);
+  EXPECT_TRUE(R.Ecx & cpuidbit::Sse3);
   EXPECT_FALSE(R.Ecx & cpuidbit::Monitor);
   EXPECT_FALSE(R.Ecx & cpuidbit::Osxsave);
   EXPECT_TRUE(R.Ecx & cpuidbit::Xsave);

@@ -61,10 +61,10 @@ TEST(UnimplementedInstructions, ShadowStackInstructionsRaiseUdWithoutCet) {
 }
 
 TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
-  // EMMS (MMX: CPUID.1:EDX[23] = 0 in the model), CLWB (CPUID.7:EBX[24] = 0), RDPID
+  // MONITOR (CPUID.1:ECX[3] = 0 in the model), CLWB (CPUID.7:EBX[24] = 0), RDPID
   // (CPUID.7:ECX[22] = 0), VADDPS (AVX: CPUID.1:ECX[28] = 0), EXTRQ (AMD's SSE4a).
   const std::vector<std::vector<uint8_t>> Forms = {
-      {0x0f, 0x77, 0xf4},                         // emms
+      {0x0f, 0x01, 0xc8, 0xf4},                   // monitor
       {0x66, 0x0f, 0xae, 0x30, 0xf4},             // clwb [rax]
       {0xf3, 0x0f, 0xc7, 0xf8, 0xf4},             // rdpid rax
       {0xc5, 0xf0, 0x58, 0xc2, 0xf4},             // vaddps xmm0, xmm1, xmm2
