@@ -10,9 +10,10 @@
 //   frstor [rdi]; mov ah, [rcx]; sahf; <instruction, memory operand [rsi]>; lahf;
 //   mov [rcx], ah; fnsave [rdi]
 //
-// and the saved image (FCW, FSW with TOP, C0-C3, flags, SF, ES, B; the full tag word; all
-// eight registers), the memory operand's 16 bytes and AH (FCMOVcc reads and FCOMI writes
-// flags) must agree exactly. The pointer fields differ by construction (host addresses);
+// (in the emulator in 64-bit mode, and for a quarter of the states also in 32-bit
+// protected mode) and the saved image (FCW, FSW with TOP, C0-C3, flags, SF, ES, B; the full
+// tag word; all eight registers), the memory operand's 16 bytes and AH (FCMOVcc reads and
+// FCOMI writes flags) must agree exactly. The pointer fields differ by construction (host addresses);
 // the emulator's are checked against the instruction's address and operand instead.
 // Unmasked exceptions are included: FNSAVE does not wait, so both sides store the state
 // with ES set, the unmasked response (operands left alone, bias-adjusted results, stores
@@ -332,8 +333,9 @@ constexpr unsigned kIters = 400; ///< random states per form
 TEST(X87Oracle, EveryFormMatchesTheHost) {
   Native Host;
   ASSERT_TRUE(Host.ok());
-  TestMachine M;
+  TestMachine M, M32;
   M.setupLongMode();
+  M32.setupProtected32();
   SplitMix64 Rng(0x87f0u);
   unsigned Failures = 0, Runs = 0;
   for (const Form &F : forms()) {
@@ -353,25 +355,6 @@ TEST(X87Oracle, EveryFormMatchesTheHost) {
       Host.set(Insn);
       Host.run(HImg, HMem, &HAh);
 
-      std::vector<uint8_t> Code = body(Insn);
-      Code.push_back(0xf4);
-      M.loadCode(Code);
-      M.Cpu_.Activity = ActivityState::Active;
-      M.S.Gpr[RDI] = kImg;
-      M.S.Gpr[RSI] = kMem;
-      M.S.Gpr[RCX] = kAh;
-      M.write(kImg, Img, 108);
-      M.write(kMem, Mem, 16);
-      M.write(kAh, &Ah, 1);
-      ++Runs;
-      const StopReason Why = M.run(20);
-      std::string Where = F.Name + " i=" + std::to_string(StI) + " iter " +
-                          std::to_string(Iter) + " in " + comparable(Img) + " mem " + hex(Mem, 10);
-      if (Why != StopReason::Halted) {
-        ADD_FAILURE() << Where << ": stopped with " << int(Why);
-        ++Failures;
-        continue;
-      }
       // FCOMI/FCOMIP/FUCOMI/FUCOMIP raising an unmasked #IA: "the status flags in the
       // EFLAGS register are set only if the exception is masked" (SDM Vol. 2A), OF, SF and
       // AF cleared regardless. vmxsim models that; AMD hosts set ZF, PF, CF to unordered
@@ -380,33 +363,61 @@ TEST(X87Oracle, EveryFormMatchesTheHost) {
       const uint16_t Cw = uint16_t(Img[0] | Img[1] << 8);
       if (setsEflags(F) && (HostFsw & 1) && !(Cw & 1))
         HAh = uint8_t(Ah & ~0x90);
-      uint8_t GImg[108], GMem[16], GAh;
-      M.Mem.copyOut(Hpa(kImg), GImg, 108);
-      M.Mem.copyOut(Hpa(kMem), GMem, 16);
-      M.Mem.copyOut(Hpa(kAh), &GAh, 1);
-      const bool Same = comparable(GImg) == comparable(HImg) && !std::memcmp(GMem, HMem, 16) &&
-                        GAh == HAh;
-      if (!Same) {
-        ++Failures;
-        ADD_FAILURE() << Where << "\n  host  " << comparable(HImg) << " mem " << hex(HMem, 10)
-                      << " ah " << int(HAh) << "\n  guest " << comparable(GImg) << " mem "
-                      << hex(GMem, 10) << " ah " << int(GAh);
-        continue;
-      }
-      // The pointers: the instruction's address (frstor, mov, sahf before it) and, for a
-      // memory form, its operand.
-      uint32_t Fip, Fop, Fdp;
-      std::memcpy(&Fip, GImg + 12, 4);
-      std::memcpy(&Fop, GImg + 16, 4);
-      std::memcpy(&Fdp, GImg + 20, 4);
-      EXPECT_EQ(Fip, uint32_t(kCodeBase + 5)) << Where;
-      EXPECT_EQ(Fop >> 16, uint32_t((Insn[0] & 7) << 8 | Insn[1])) << Where;
-      if (F.Mem != Op::None) {
-        EXPECT_EQ(Fdp, uint32_t(kMem)) << Where;
+
+      std::vector<uint8_t> Code = body(Insn);
+      Code.push_back(0xf4);
+      // The same bytes in 64-bit mode and, for every fourth state, in 32-bit protected
+      // mode (the encodings mean the same there: [rdi] is [edi]).
+      for (TestMachine *G : {&M, &M32}) {
+        if (G == &M32 && Iter % 4)
+          continue;
+        const char *Mode = G == &M ? "64-bit " : "32-bit ";
+        G->loadCode(Code);
+        G->Cpu_.Activity = ActivityState::Active;
+        G->S.Gpr[RDI] = kImg;
+        G->S.Gpr[RSI] = kMem;
+        G->S.Gpr[RCX] = kAh;
+        G->write(kImg, Img, 108);
+        G->write(kMem, Mem, 16);
+        G->write(kAh, &Ah, 1);
+        ++Runs;
+        const StopReason Why = G->run(20);
+        std::string Where = Mode + F.Name + " i=" + std::to_string(StI) + " iter " +
+                            std::to_string(Iter) + " in " + comparable(Img) + " mem " +
+                            hex(Mem, 10);
+        if (Why != StopReason::Halted) {
+          ADD_FAILURE() << Where << ": stopped with " << int(Why);
+          ++Failures;
+          continue;
+        }
+        uint8_t GImg[108], GMem[16], GAh;
+        G->Mem.copyOut(Hpa(kImg), GImg, 108);
+        G->Mem.copyOut(Hpa(kMem), GMem, 16);
+        G->Mem.copyOut(Hpa(kAh), &GAh, 1);
+        const bool Same = comparable(GImg) == comparable(HImg) &&
+                          !std::memcmp(GMem, HMem, 16) && GAh == HAh;
+        if (!Same) {
+          ++Failures;
+          ADD_FAILURE() << Where << "\n  host  " << comparable(HImg) << " mem "
+                        << hex(HMem, 10) << " ah " << int(HAh) << "\n  guest "
+                        << comparable(GImg) << " mem " << hex(GMem, 10) << " ah " << int(GAh);
+          continue;
+        }
+        // The pointers: the instruction's address (frstor, mov, sahf before it) and, for a
+        // memory form, its operand.
+        uint32_t Fip, Fop, Fdp;
+        std::memcpy(&Fip, GImg + 12, 4);
+        std::memcpy(&Fop, GImg + 16, 4);
+        std::memcpy(&Fdp, GImg + 20, 4);
+        EXPECT_EQ(Fip, uint32_t(kCodeBase + 5)) << Where;
+        EXPECT_EQ(Fop >> 16, uint32_t((Insn[0] & 7) << 8 | Insn[1])) << Where;
+        if (F.Mem != Op::None) {
+          EXPECT_EQ(Fdp, uint32_t(kMem)) << Where;
+        }
       }
     }
   }
-  EXPECT_EQ(Runs, forms().size() * kIters);
+  EXPECT_EQ(Runs, forms().size() * (kIters + kIters / 4));
 }
 
 } // namespace
