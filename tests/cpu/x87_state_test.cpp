@@ -80,6 +80,18 @@ TEST(X87Fpu, FninitLoadsInitialValuesAndKeepsRegisters) {
   EXPECT_EQ(x87::fullTagWord(M.S), 0xffff);
 }
 
+TEST(X87Fpu, ResetStateHasEveryRegisterTaggedZero) {
+  // SDM Vol. 3A, Processor State After Reset: FCW 0040H, FSW 0, FTW 5555H, registers +0.0.
+  TestMachine M;
+  M.setupReal();
+  M.S.Gpr[RDI] = 0x3000;
+  ASSERT_EQ(runCode(M, {0xd9, 0x35}), StopReason::Halted); // fnstenv [di]
+  const std::vector<uint8_t> E = readBytes(M, 0x3000, 14);
+  EXPECT_EQ(get16(E, 0), 0x0040);
+  EXPECT_EQ(get16(E, 2), 0);
+  EXPECT_EQ(get16(E, 4), 0x5555);
+}
+
 TEST(X87Fpu, StackOverflowSetsIeSfC1AndPushesIndefinite) {
   TestMachine M;
   setupLong(M);
@@ -171,6 +183,8 @@ TEST(X87Fpu, EmMpTsTable) {
     const bool Em = Bits & 4, Mp = Bits & 2, Ts = Bits & 1;
     TestMachine M;
     setupLong(M);
+    M.S.Fcw = 0x37f; // as after FNINIT: the reset state would overflow, unmasked
+    M.S.Ftw = 0;
     M.S.Cr0 = (M.S.Cr0 & ~(cr0::EM | cr0::MP | cr0::TS)) | (Em ? cr0::EM : 0) |
               (Mp ? cr0::MP : 0) | (Ts ? cr0::TS : 0);
     const int X87 = faultVector(M, runCode(M, Fld1));
