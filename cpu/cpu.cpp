@@ -35,7 +35,10 @@ void Cpu::reset() {
   S.Tr = Segment{0, 0, 0xffff, Segment::P | 0xb};
   S.Gdtr = S.Idtr = TableReg{0, 0xffff};
   S.Gpr[RDX] = cpuidSignature(Model);
+  // x87: FCW 0040H, FSW 0, FTW 5555H (every register tagged zero, holding +0.0: the
+  // abridged word has all eight registers non-empty).
   S.Fcw = 0x40;
+  S.Ftw = 0xff;
   *Msrs = MsrState{};
   resetMsrs(*this);
   // RESET leaves VMX operation (SDM Vol. 3C, "VMX Operation" and "Processor State

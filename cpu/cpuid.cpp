@@ -3,7 +3,9 @@
 // The model is a modern Intel core (family 6, model 0x8F) that advertises only what
 // vmxsim executes: integer ISA incl. CMPXCHG8B/16B, POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
 // MMX; SSE through SSE4.2, PCLMULQDQ and AES-NI (legacy encodings; no AVX); FXSAVE; the
-// x87 FPU bit (FXSAVE needs it — x87 arithmetic itself is not executed); XSAVE, XSAVEOPT
+// x87 FPU (cpu/exec_x87.cpp; with CMOV, FCMOVcc and FCOMI too), whose FCS and FDS are
+// deprecated (stored as 0) and whose FDP is updated by every memory-operand instruction
+// (FDP_EXCPTN_ONLY clear); XSAVE, XSAVEOPT
 // and XSAVEC for the x87 and SSE components (cpu/exec_xsave.cpp); VMX; PCID, INVPCID,
 // SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP; RDRAND and
 // RDSEED (deterministic streams: cpu/exec_random.cpp); x2APIC and the TSC-deadline APIC
@@ -49,7 +51,7 @@ CpuModel makeDefault() {
   uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Mce | Cx8 | Apic | Sep | Mtrr | Pge | Mca |
                   Cmov | Pat | Pse36 | Clfsh | Mmx | Fxsr | Sse | Sse2;
   uint32_t Ebx7 = Fsgsbase | Bmi1 | Bmi2 | Invpcid | Adx | Clflushopt | Rdseed |
-                  (M.Smep ? Smep : 0) | (M.Smap ? Smap : 0);
+                  FpuCsDsDeprecated | (M.Smep ? Smep : 0) | (M.Smap ? Smap : 0);
   uint32_t Ecx7 = Umip | (M.La57 ? La57 : 0);
   M.Cpuid = {
       // Leaf 0: maximum basic leaf and "GenuineIntel" in EBX, EDX, ECX.

@@ -29,7 +29,7 @@ inline constexpr uint32_t Fpu = 1u << 0, De = 1u << 2, Pse = 1u << 3, Tsc = 1u <
 inline constexpr uint32_t Fsgsbase = 1u << 0, Bmi1 = 1u << 3, Smep = 1u << 7,
                           Bmi2 = 1u << 8, Invpcid = 1u << 10, Adx = 1u << 19,
                           Smap = 1u << 20, Clflushopt = 1u << 23,
-                          Rdseed = 1u << 18;
+                          Rdseed = 1u << 18, FpuCsDsDeprecated = 1u << 13;
 inline constexpr uint32_t Umip = 1u << 2, La57 = 1u << 16;
 // Leaf 0x80000001 ECX / EDX.
 inline constexpr uint32_t LahfLm = 1u << 0, Abm = 1u << 5;

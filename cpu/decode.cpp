@@ -154,6 +154,7 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
   D.Opcode = Z.opcode;
   D.OpcodeMap = uint8_t(Z.opcode_map);
   D.ModRmReg = Z.raw.modrm.reg;
+  D.ModRm = uint8_t(Z.raw.modrm.mod << 6 | Z.raw.modrm.reg << 3 | Z.raw.modrm.rm);
   if (Z.attributes & ZYDIS_ATTRIB_HAS_LOCK)
     D.Prefixes |= insnflag::Lock;
   if (Z.attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE))

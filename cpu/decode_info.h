@@ -30,6 +30,7 @@ struct DecodeInfo {
   uint8_t Opcode = 0;    ///< last opcode byte
   uint8_t OpcodeMap = 0; ///< 0: one-byte, 1: 0F, 2: 0F38, 3: 0F3A
   uint8_t ModRmReg = 0;
+  uint8_t ModRm = 0;     ///< the whole ModR/M byte (x87 forms), 0 without one
   uint8_t NumOps = 0;   ///< all operands, visible first then implicit
   uint8_t NumVisible = 0;
   OperandInfo Ops[5];

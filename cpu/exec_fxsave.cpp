@@ -1,12 +1,13 @@
-// x87/SSE state management without x87 arithmetic: FXSAVE/FXRSTOR (and the REX.W forms
-// FXSAVE64/FXRSTOR64), and the x87 control instructions kernels run at boot — FNINIT,
-// FNCLEX, FNSTCW, FLDCW, FNSTSW, FWAIT — as operations on the stored x87 fields (SDM
-// Vol. 2A, FXSAVE, FXRSTOR, FINIT/FNINIT, FCLEX/FNCLEX, FSTCW/FNSTCW, FLDCW, FSTSW/FNSTSW,
-// WAIT/FWAIT). Every other x87 instruction is an emulator gap reported loudly.
+// x87/SSE state management: FXSAVE/FXRSTOR (and the REX.W forms FXSAVE64/FXRSTOR64), and
+// the x87 control instructions FNINIT, FNCLEX, FNSTCW, FLDCW, FNSTSW, FWAIT (SDM Vol. 2A,
+// FXSAVE, FXRSTOR, FINIT/FNINIT, FCLEX/FNCLEX, FSTCW/FNSTCW, FLDCW, FSTSW/FNSTSW,
+// WAIT/FWAIT). The other x87 instructions are cpu/exec_x87.cpp; the state rules they all
+// share (tags, ES, FCW) are cpu/x87.h.
 //
 // CpuState::Ftw holds the abridged tag word (one bit per register, 1 = valid) exactly as
-// FXSAVE stores it: with no x87 arithmetic the full two-bit tags are never needed.
+// FXSAVE stores it; the full tags are derived from it and the register contents.
 #include "cpu/exec_sse.h"
+#include "cpu/x87.h"
 
 namespace vmxsim {
 
@@ -88,14 +89,16 @@ Status execFnstcw(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(storeOperand(C, I, C.S.Fcw));
   return next(C, I);
 }
-/// FLDCW loads the control word. Unmasking an exception flagged in FSW would make the
-/// next waiting x87 instruction raise #MF; with no x87 arithmetic that cannot happen
-/// except through FXRSTOR of such a state, which is not modelled.
+/// FLDCW loads the control word. It is a waiting instruction (a pending exception is
+/// reported first); one that unmasks an exception already flagged in FSW makes it pending
+/// (ES set), so the next waiting instruction raises it (SDM Vol. 2A, FLDCW). FLDCW is a
+/// control instruction: FIP, FDP and FOP keep the last non-control instruction's.
 Status execFldcw(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkX87(C));
+  VMX_TRY(x87::checkPending(C));
   uint16_t V;
   VMX_TRY(loadOperand(C, I, V));
-  C.S.Fcw = V;
+  x87::loadControlStatus(C.S, V, C.S.Fsw);
   return next(C, I);
 }
 template <bool ToAx> Status execFnstsw(Cpu &C, const DecodedInsn &I) {
@@ -106,16 +109,13 @@ template <bool ToAx> Status execFnstsw(Cpu &C, const DecodedInsn &I) {
     VMX_TRY(storeOperand(C, I, C.S.Fsw));
   return next(C, I);
 }
-/// FWAIT: "#NM If CR0.MP[bit 1] = 1 and CR0.TS[bit 3] = 1" (SDM Vol. 2B, WAIT/FWAIT).
-/// No unmasked x87 exception can be pending (see execFldcw), so it never raises #MF.
+/// FWAIT: "#NM If CR0.MP[bit 1] = 1 and CR0.TS[bit 3] = 1" (SDM Vol. 2B, WAIT/FWAIT),
+/// then a pending unmasked x87 exception is reported (#MF, or the CR0.NE = 0 path).
 Status execFwait(Cpu &C, const DecodedInsn &I) {
   if ((C.S.Cr0 & (cr0::MP | cr0::TS)) == (cr0::MP | cr0::TS))
     return C.raise(vec::NM);
+  VMX_TRY(x87::checkPending(C));
   return next(C, I);
-}
-Status execX87Unimplemented(Cpu &C, const DecodedInsn &) {
-  VMX_TRY(checkX87(C));
-  return C.unimplemented("x87 arithmetic");
 }
 
 bool bindWith(const DecodeInfo &, DecodedInsn &I, Handler Fn, CostClass Cost) {
@@ -155,8 +155,11 @@ void storeX87Area(const CpuState &S, uint8_t *B, bool Wide) {
 }
 
 void loadX87Area(CpuState &S, const uint8_t *B, bool Wide) {
-  S.Fcw = getField<uint16_t>(B, fxarea::Fcw);
-  S.Fsw = getField<uint16_t>(B, fxarea::Fsw);
+  // FCW's fixed bits and FSW's ES/B summary follow from the loaded words, as after FLDCW
+  // (checked on the host: FXRSTOR of FCW FFFFH reads back 1F7FH, and of an unmasked flag
+  // with ES clear reads back ES and B set).
+  x87::loadControlStatus(S, getField<uint16_t>(B, fxarea::Fcw),
+                         getField<uint16_t>(B, fxarea::Fsw));
   S.Ftw = getField<uint8_t>(B, fxarea::Ftw);
   S.Fop = getField<uint16_t>(B, fxarea::Fop) & 0x7ff;
   S.Fip = Wide ? getField<uint64_t>(B, fxarea::Fip) : getField<uint32_t>(B, fxarea::Fip);
@@ -211,8 +214,4 @@ bool bindFnstsw(const DecodeInfo &D, DecodedInsn &I) {
 bool bindFwait(const DecodeInfo &D, DecodedInsn &I) {
   return bindWith(D, I, &execFwait, CostClass::Simple);
 }
-bool bindX87Arith(const DecodeInfo &D, DecodedInsn &I) {
-  return bindWith(D, I, &execX87Unimplemented, CostClass::Simple);
-}
-
 } // namespace vmxsim

@@ -96,8 +96,9 @@ struct CpuState {
   /// activated or CR3 is written in PAE mode (SDM Vol. 3A, PAE Paging).
   uint64_t Pdpte[4] = {};
 
-  // x87/SSE state kept for FXSAVE/FXRSTOR. The x87 register stack is stored, not
-  // executed: x87 arithmetic is not part of the modelled instruction set.
+  // x87 and SSE state. The x87 FPU executes (cpu/exec_x87.cpp, rules in cpu/x87.h): St[i]
+  // is ST(i) in stack order, TOP is FSW bits 11-13, and Ftw is the abridged tag word (bit p
+  // set = physical register p not empty), from which the full tags are derived.
   Xmm XmmReg[16];
   uint32_t Mxcsr = 0x1f80;
   uint16_t Fcw = 0x37f, Fsw = 0, Ftw = 0, Fop = 0;

@@ -2,6 +2,7 @@
 // Feature Set; SDM Vol. 2C, XSAVE, XSAVEOPT, XSAVEC, XRSTOR): the standard and compacted
 // formats, the header rules of XRSTOR, alignment and availability faults. The legacy
 // region is cross-checked against FXSAVE64 of the same state.
+#include "cpu/x87.h"
 #include "tests/cpu/sse_test_util.h"
 
 #include "cpu/cpuid.h"
@@ -98,8 +99,8 @@ void randomState(SplitMix64 &Rng, CpuState &S) {
   for (Xmm &X : S.XmmReg)
     X = Xmm{Rng.next(), Rng.next()};
   S.Mxcsr = uint32_t(Rng.next()) & 0xffff;
-  S.Fcw = uint16_t(Rng.next());
-  S.Fsw = uint16_t(Rng.next());
+  S.Fcw = x87::normalizeFcw(uint16_t(Rng.next()));
+  S.Fsw = x87::withSummary(uint16_t(Rng.next()), S.Fcw);
   S.Ftw = uint8_t(Rng.next());
   S.Fop = uint16_t(Rng.next()) & 0x7ff;
   S.Fip = Rng.next();
