@@ -60,7 +60,12 @@
 // Time is the virtual clock of the executing vCPU (Now). Byte arrivals and the character
 // timeout are TimerEventSource events, so the scheduler stops a vCPU exactly at them and
 // the IRQ rises at that cycle; a register access first brings the receiver up to the
-// access's cycle, so polling guests see the same bytes at the same cycles.
+// access's cycle, so polling guests see the same bytes at the same cycles. As for the
+// other timers, the scheduler learns of an event when it computes a vCPU's next stop: one
+// armed by a register write while that vCPU runs on (e.g. RTS raised, then a busy loop
+// that neither halts nor touches the UART) is raised at the next stop (a HLT, the end of
+// a quantum with several vCPUs) or at the next UART access, still at a deterministic
+// cycle.
 #pragma once
 #include "harness/devices/byte_ports.h"
 #include "harness/error.h"

@@ -96,12 +96,15 @@ TEST(LinuxBoot, DebianKernelSeesTheBootParametersItWasGiven) {
 }
 
 // The whole boot on 4 CPUs, with no workaround on the command line: the kernel brings up
-// every CPU, runs the initramfs's /init (which writes its markers to /dev/kmsg: tty
-// output through the UART needs its interrupt, not wired yet), and powers off through
-// ACPI S5 (harness/devices/acpi_pm.h).
+// every CPU, finds both UARTs (16550A, IRQ 4 and 3), runs the initramfs's /init, which
+// writes its markers to the console (the tty on ttyS0, which the 8250 driver transmits
+// from the UART's THR-empty interrupt) and to /dev/kmsg, reads a line from the console
+// (the scripted serial input, MachineConfig::SerialIn), and powers off through ACPI S5
+// (harness/devices/acpi_pm.h).
 TEST(LinuxBoot, DebianKernelRunsInitOnFourCpusAndPowersOffThroughAcpi) {
   const std::string Serial = std::filesystem::temp_directory_path() /
                              ("vmxsim_linux_smp_boot_test_" + std::to_string(::getpid()));
+  const std::string Input = Serial + ".in";
   MachineConfig Cfg;
   if (!debianLinux(Cfg, Serial))
     GTEST_SKIP() << "no Debian kernel in the guest cache '" << guestCache()
@@ -109,8 +112,11 @@ TEST(LinuxBoot, DebianKernelRunsInitOnFourCpusAndPowersOffThroughAcpi) {
   Cfg.Append = "console=ttyS0";
   Cfg.NumCpus = 4;
   Cfg.MaxInsns = 12'000'000'000;
+  std::ofstream(Input) << "hello vmxsim\n";
+  Cfg.SerialIn = Input;
   Error Err;
   auto M = Machine::create(Cfg, Err);
+  std::filesystem::remove(Input);
   ASSERT_NE(M, nullptr) << Err.str();
   const RunResult R = M->run();
   const std::string Out = readFile(Serial);
@@ -120,8 +126,18 @@ TEST(LinuxBoot, DebianKernelRunsInitOnFourCpusAndPowersOffThroughAcpi) {
   EXPECT_EQ(R.ExitStatus, 0);
   for (const char *Line : {"smpboot: Total of 4 processors activated", "vmxsim-init: start",
                            "vmxsim-init: cpus: 4", "vmxsim-init: done",
-                           "ACPI: PM: Preparing to enter system sleep state S5"})
+                           "ACPI: PM: Preparing to enter system sleep state S5",
+                           "ttyS0 at I/O 0x3f8 (irq = 4, base_baud = 115200) is a 16550A",
+                           "ttyS1 at I/O 0x2f8 (irq = 3, base_baud = 115200) is a 16550A"})
     EXPECT_NE(Out.find(Line), std::string::npos) << Line;
+  // User space through the tty: the markers at the start of a line (the kernel's log
+  // copies carry a timestamp), with the tty's CR LF, and the line the console read.
+  for (const char *Line : {"\nvmxsim-init: start\r\n", "\nvmxsim-init: cpus: 4\r\n",
+                           "\nvmxsim-init: console: got hello vmxsim\r\n",
+                           "\nvmxsim-init: done\r\n"})
+    EXPECT_NE(Out.find(Line), std::string::npos)
+        << Line << "(a guest cache from before /init read the console? run "
+                   "scripts/fetch-guests.sh)\n" << Out;
   // /proc/cpuinfo's flags line shows what CPUID advertises, VMX among it.
   const size_t Flags = Out.find("vmxsim-init: flags");
   ASSERT_NE(Flags, std::string::npos);
