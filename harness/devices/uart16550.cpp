@@ -121,6 +121,14 @@ void Uart16550::updateSender(uint64_t T) {
     NextArrival = T + charCycles();
 }
 
+void Uart16550::restartIfRetimed(uint64_t CharBefore, uint64_t T) {
+  // A new character time (format or divisor) garbles the character on the wire: the
+  // terminal sends it again from T at the new rate.
+  if (charCycles() != CharBefore)
+    NextArrival = kNoTimerEvent;
+  updateSender(T);
+}
+
 uint8_t Uart16550::iir() const {
   // Data sheet, Table IV "Interrupt Control Functions", highest priority first.
   const uint8_t Fifo = FifoEnabled ? IirFifos : 0;
@@ -273,12 +281,12 @@ uint8_t Uart16550::readByte(uint16_t Offset) {
 void Uart16550::writeByte(uint16_t Offset, uint8_t Value) {
   const uint64_t T = now();
   const bool Dlab = LcrV & LcrDlab;
+  const uint64_t CharBefore = charCycles();
   switch (Offset) {
   case RbrThr:
     if (Dlab) {
       Divisor = uint16_t((Divisor & 0xff00) | Value);
-      NextArrival = kNoTimerEvent; // the character on the wire starts again
-      updateSender(T);
+      restartIfRetimed(CharBefore, T);
       break;
     }
     if (McrV & McrLoop) {
@@ -294,8 +302,7 @@ void Uart16550::writeByte(uint16_t Offset, uint8_t Value) {
   case Ier:
     if (Dlab) {
       Divisor = uint16_t((Divisor & 0x00ff) | (Value << 8));
-      NextArrival = kNoTimerEvent;
-      updateSender(T);
+      restartIfRetimed(CharBefore, T);
       break;
     }
     // ETBEI 0 -> 1 with THR empty (always, here) raises THRE at once.
@@ -322,8 +329,7 @@ void Uart16550::writeByte(uint16_t Offset, uint8_t Value) {
   }
   case Lcr:
     LcrV = Value;
-    NextArrival = kNoTimerEvent; // a new format: the character on the wire starts again
-    updateSender(T);
+    restartIfRetimed(CharBefore, T);
     break;
   case Mcr:
     setModemControl(Value);

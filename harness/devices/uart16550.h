@@ -43,8 +43,8 @@
 // the guest asserts RTS (MCR bit 1), loopback is off, and the receiver has room (FIFO not
 // full; RBR empty without FIFOs). Sending a byte starts when those hold and the byte
 // arrives one character time later; the next starts at once. If any condition stops
-// holding, or LCR or the divisor is written, the character on the wire starts again
-// (from the write's cycle, at the new format). So a byte is never lost, and bytes only
+// holding, or an LCR or divisor write changes the character time, the character on the
+// wire starts again (from the write's cycle, at the new format). So a byte is never lost, and bytes only
 // flow once a driver is ready for them (Linux raises RTS when the tty is opened, after
 // its start-up cleared the FIFOs). A file's bytes are all read when the machine is built,
 // so delivery is deterministic; at its end nothing more is sent. Standard input ("-") is
@@ -163,6 +163,9 @@ private:
   /// Starts the next byte at T if the terminal may send and none is on the wire; stops
   /// the one on the wire if it may not.
   void updateSender(uint64_t T);
+  /// After an LCR or divisor write: restarts the byte on the wire if the character time
+  /// changed (CharBefore is the old one).
+  void restartIfRetimed(uint64_t CharBefore, uint64_t T);
   void receive(uint8_t B, uint64_t T);
   void clearRx();
   void setModemControl(uint8_t V);

@@ -312,6 +312,13 @@ TEST(Uart, SerialInputWaitsForRoomInsteadOfOverrunning) {
   R.T += 1000;
   R.wr(Uart16550::Lcr, 0x1f);
   EXPECT_EQ(R.U.nextTimerEvent(), R.T + 104167);
+  // The same character time (DLAB toggled, the divisor rewritten unchanged): no restart.
+  const uint64_t Due = R.T + 104167;
+  R.T += 10;
+  R.wr(Uart16550::Lcr, 0x9f);
+  R.wr(Uart16550::RbrThr, 1);
+  R.wr(Uart16550::Lcr, 0x1f);
+  EXPECT_EQ(R.U.nextTimerEvent(), Due);
   // Without FIFOs the terminal sends one byte and waits for RBR to be read.
   R.wr(Uart16550::IirFcr, 0x00);
   R.at(R.T + 10 * 104167);
