@@ -177,9 +177,17 @@ void Uart16550::advanceTo(uint64_t T) {
     }
     NextArrival = kNoTimerEvent;
     uint8_t B = 0;
-    if (In->next(B) == SerialInput::Poll::Byte)
+    switch (In->next(B)) {
+    case SerialInput::Poll::Byte:
       receive(B, Arrival);
-    updateSender(Arrival); // the next byte starts at once (stdin: or is polled for again)
+      updateSender(Arrival); // the next byte starts at once
+      break;
+    case SerialInput::Poll::NotYet:
+      updateSender(T); // nothing typed yet (stdin): look again a character time from now
+      break;
+    case SerialInput::Poll::End:
+      break; // the terminal has nothing more to send
+    }
   }
   Evaluated = T;
   updateIrq();
