@@ -27,6 +27,9 @@ Error Machine::validate(const MachineConfig &Cfg) {
                  fmt::format("RTC base {} is outside 0..{} (1970 to 9999)", Cfg.RtcBaseSeconds,
                              kMaxRtcBase));
   const bool HasImage = !Cfg.Kernel.empty() || !Cfg.KernelImage.empty();
+  if (Cfg.SerialIn == "-" && Cfg.Serial2In == "-")
+    return Error(ErrorCode::BadConfig,
+                 "only one serial port can take its input from standard input");
   if (Cfg.FlatAddr && !HasImage)
     return Error(ErrorCode::BadConfig, "a flat load address needs an image");
   if (Cfg.FlatAddr && !Cfg.Modules.empty())
@@ -36,8 +39,18 @@ Error Machine::validate(const MachineConfig &Cfg) {
   return Error::success();
 }
 
+namespace {
+bool sameFile(const OutputSpec &A, const OutputSpec &B) {
+  return A.K == OutputSpec::Kind::File && B.K == OutputSpec::Kind::File && A.Path == B.Path;
+}
+} // namespace
+
 Machine::Machine(const MachineConfig &C)
-    : Cfg(C), Mem(C.RamBytes), Latch(Io), Uart(Uart16550::kCom1, SerialSink), DbgExit(Latch),
+    : Cfg(C), Mem(C.RamBytes), Latch(Io),
+      Serial2Out(sameFile(C.Serial2, C.Serial)     ? &SerialSink
+                 : sameFile(C.Serial2, C.Debugcon) ? &DebugconSink
+                                                   : &Serial2Sink),
+      Uart(Uart16550::kCom1, SerialSink), Uart2(Uart16550::kCom2, *Serial2Out), DbgExit(Latch),
       Fw(C.RamBytes, C.NumCpus), SysA(Latch, A20), SysB(Pit), ResetCtl(Latch),
       Rtc(C.RtcBaseSeconds), Kbc(Latch, A20), PowerOff(Latch), Pm(Latch) {}
 
@@ -69,15 +82,25 @@ std::unique_ptr<Machine> Machine::create(const MachineConfig &Cfg, Error &Err) {
 Error Machine::init() {
   if (Error E = SerialSink.open(Cfg.Serial))
     return E;
-  SharedDebugcon = Cfg.Debugcon.K == OutputSpec::Kind::File &&
-                   Cfg.Serial.K == OutputSpec::Kind::File && Cfg.Debugcon.Path == Cfg.Serial.Path;
+  SharedDebugcon = sameFile(Cfg.Debugcon, Cfg.Serial);
   if (!SharedDebugcon)
     if (Error E = DebugconSink.open(Cfg.Debugcon))
       return E;
+  if (Serial2Out == &Serial2Sink)
+    if (Error E = Serial2Sink.open(Cfg.Serial2))
+      return E;
   Debugcon = std::make_unique<DebugConsole>(SharedDebugcon ? SerialSink : DebugconSink);
+  for (auto [Spec, U] : {std::pair{&Cfg.SerialIn, &Uart}, std::pair{&Cfg.Serial2In, &Uart2}})
+    if (!Spec->empty()) {
+      std::unique_ptr<SerialInput> In;
+      if (Error E = SerialInput::open(*Spec, In))
+        return E;
+      U->setInput(std::move(In));
+    }
 
   // Later registrations win on the bus; none of these overlap.
   Io.add(Uart16550::kCom1, 8, &Uart);
+  Io.add(Uart16550::kCom2, 8, &Uart2);
   Io.add(DebugConsole::kPort, 1, Debugcon.get());
   Io.add(DebugExit::kPort, DebugExit::kSize, &DbgExit);
   Io.add(FwCfg::kSelectorPort, 2, &Fw);
@@ -129,7 +152,7 @@ Error Machine::init() {
   // mapped at kHpetBase by then).
   FirmwareConfig Firmware;
   Firmware.NumCpus = Cfg.NumCpus;
-  Firmware.ComPorts = {Uart16550::kCom1};
+  Firmware.ComPorts = {Uart16550::kCom1, Uart16550::kCom2};
   Firmware.Hpet = Mem.mmioAt(kHpetBase) != nullptr;
   for (const CpuidLeaf &L : Model.Cpuid)
     if (L.Leaf == 1) {
@@ -191,6 +214,12 @@ void Machine::initPlatform() {
   };
   Rtc.Now = Now;
   HpetDev.Now = Now;
+  // COM1 on IRQ 4, COM2 on IRQ 3 (edge-triggered ISA IRQs, as the MADT leaves them).
+  for (auto [U, Line] : {std::pair{&Uart, Uart16550::kCom1Irq}, std::pair{&Uart2, Uart16550::kCom2Irq}}) {
+    U->Now = Now;
+    U->Irq = [this, Line](bool Level) { isaIrqLevel(Line, Level); };
+    U->IrqObserved = [this, Line] { return isaIrqObserved(Line); };
+  }
   Rtc.Irq = [this](bool Level) {
     RtcIrqLevel = Level;
     if (!HpetDev.legacyReplacement()) // the HPET's legacy route disconnects the RTC
@@ -329,6 +358,8 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   Sched.addSharedSource(&Pit);
   Sched.addSharedSource(&Rtc);
   Sched.addSharedSource(&HpetDev);
+  Sched.addSharedSource(&Uart);
+  Sched.addSharedSource(&Uart2);
   if (Progress && EveryInsns)
     Sched.setProgress(Progress, EveryInsns);
   Sched.setStopFlag(Cfg.StopFlag);
@@ -336,6 +367,7 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   const StopReason Why = Out.Why;
   Cpu &C = cpu(Out.CpuId);
   SerialSink.flush();
+  Serial2Sink.flush();
   DebugconSink.flush();
   TraceSink.flush();
   if (GroundTruthWriter)
@@ -411,7 +443,7 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
 
 std::vector<std::string> Machine::outputProblems() const {
   std::vector<std::string> Out;
-  for (const OutputSink *S : {&SerialSink, &DebugconSink, &TraceSink})
+  for (const OutputSink *S : {&SerialSink, &Serial2Sink, &DebugconSink, &TraceSink})
     if (!S->failure().empty())
       Out.push_back(S->failure());
   if (GroundTruthWriter && !GroundTruthWriter->ok())

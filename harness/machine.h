@@ -13,8 +13,9 @@
 //   EXPECT_EQ(M->serialOutput(), "hello\n");
 //
 // Devices (see each header for exactly what is modelled), a PC like QEMU's pc machine
-// (i440FX/PIIX3) as SeaBIOS leaves it, every timer on the virtual clock: 16550A UART at
-// 0x3f8, debug console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI
+// (i440FX/PIIX3) as SeaBIOS leaves it, every timer on the virtual clock: 16550A UARTs COM1
+// at 0x3f8 (IRQ 4) and COM2 at 0x2f8 (IRQ 3) with scripted serial input
+// (harness/devices/uart16550.h), debug console 0xe9, isa-debug-exit 0xf4 (iosize 4), fw_cfg 0x510/0x511, PCI
 // configuration mechanism #1 at 0xcf8/0xcfc with the 82441FX host bridge 00:00.0 and the
 // PIIX3 ISA bridge 00:01.0 (harness/devices/pci_host.h), 8259A PIC pair (INTR to the BSP's
 // LINT0), one local APIC per CPU behind the register page at 0xfee00000 (each CPU sees its
@@ -116,10 +117,16 @@ struct MachineConfig {
   /// Flat binary: load at this guest-physical address and enter it in FlatMode.
   std::optional<uint64_t> FlatAddr;
   EntryMode FlatMode = EntryMode::Prot32;
-  /// UART (COM1) output, and the debug console (port 0xe9) output. When both name the
-  /// same file they share one stream.
+  /// UART (COM1) output, COM2's output, and the debug console (port 0xe9) output. Two of
+  /// them that name the same file share one stream.
   OutputSpec Serial = OutputSpec::stdoutSpec();
+  OutputSpec Serial2 = OutputSpec::discard();
   OutputSpec Debugcon = OutputSpec::stdoutSpec();
+  /// What the terminals on COM1's and COM2's serial inputs send (SerialInput in
+  /// harness/devices/uart16550.h): a file, read whole when the machine is built, or "-"
+  /// for the host's standard input (interactive, not deterministic; at most one of the
+  /// two); empty = nothing.
+  std::string SerialIn, Serial2In;
   /// Instruction trace (one line per instruction, see harness/insn_trace.h); off if unset.
   std::optional<OutputSpec> TraceInsns;
   /// Ground truth (trace/ground_truth.h): every VM exit and VM entry of every CPU as
@@ -171,8 +178,8 @@ inline constexpr int kExitInsnLimit = 4, kExitHalted = 6, kExitTripleFault = 8,
                      kExitUnimplemented = 10;
 /// The run was stopped by SIGINT, SIGTERM or SIGHUP (outputs flushed, summary printed).
 inline constexpr int kExitInterrupted = 12;
-/// The run ended but an output file (--serial, --debugcon, --trace-insns, --xentrace,
-/// --trace-ground-truth) could not be written in full; takes precedence over the others.
+/// The run ended but an output file (--serial, --serial2, --debugcon, --trace-insns,
+/// --xentrace, --trace-ground-truth) could not be written in full; takes precedence over the others.
 inline constexpr int kExitOutputFailed = 14;
 
 struct RunResult {
@@ -231,12 +238,14 @@ public:
   const BootLayout &layout() const { return Layout; }
   /// Captured output (empty unless the spec was OutputSpec::capture()).
   const std::string &serialOutput() const { return SerialSink.captured(); }
+  const std::string &serial2Output() const { return Serial2Out->captured(); }
   const std::string &debugconOutput() const { return debugconSink().captured(); }
   const std::string &traceOutput() const { return TraceSink.captured(); }
   void setMaxInsns(uint64_t N) { Cfg.MaxInsns = N; }
 
   // Devices, for tests and embedders.
-  Uart16550 &uart() { return Uart; }
+  Uart16550 &uart() { return Uart; }  ///< COM1
+  Uart16550 &uart2() { return Uart2; } ///< COM2
   PicPair &pic() { return Pic; }
   LocalApic &localApic(unsigned I = 0) { return *Apics[I]; }
   ApicBus &apicBus() { return ApicRouter; }
@@ -271,9 +280,12 @@ private:
   PhysMem Mem;
   IoBus Io;
   StopLatch Latch;
-  OutputSink SerialSink, DebugconSink, TraceSink;
+  OutputSink SerialSink, DebugconSink, TraceSink, Serial2Sink;
   bool SharedDebugcon = false;
-  Uart16550 Uart;
+  /// COM2's stream: Serial2Sink, or the serial or debug-console one when it names the
+  /// same file.
+  OutputSink *Serial2Out;
+  Uart16550 Uart, Uart2;
   std::unique_ptr<DebugConsole> Debugcon;
   DebugExit DbgExit;
   FwCfg Fw;

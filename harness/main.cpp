@@ -2,6 +2,7 @@
 //
 //   vmxsim run [--kernel] IMAGE [--initrd "M1 args,M2"] [--append STR] [-m SIZE]
 //              [--smp N] [--max-insns N] [--serial SPEC] [--debugcon SPEC]
+//              [--serial-in FILE|-] [--serial2 SPEC] [--serial2-in FILE|-]
 //              [--trace-insns FILE] [--flat ADDR [--entry-mode real|prot32|long]]
 //              [--rtc-base YYYY-MM-DDTHH:MM:SS|SECONDS] [-q]
 //
@@ -223,7 +224,8 @@ void sayIfFifoWaits(const char *Option, const std::string &Path) {
 struct RunOptions {
   std::string Image, Kernel, Initrd, Append, Mem = "256", Serial = "stdio",
                                               Debugcon = "stdio", TraceInsns, Flat,
-                                              EntryMode = "prot32", VmxProfile = "full";
+                                              EntryMode = "prot32", VmxProfile = "full",
+                                              Serial2 = "none", SerialIn, Serial2In;
   unsigned Smp = 1;
   uint64_t MaxInsns = ~uint64_t(0);
   bool Quiet = false;
@@ -263,6 +265,9 @@ int runCommand(const RunOptions &O) {
     Cfg.Modules = splitModules(O.Initrd);
   Cfg.Serial = parseOutput(O.Serial);
   Cfg.Debugcon = parseOutput(O.Debugcon);
+  Cfg.Serial2 = parseOutput(O.Serial2);
+  Cfg.SerialIn = O.SerialIn;
+  Cfg.Serial2In = O.Serial2In;
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
   Cfg.GroundTruthFile = O.GroundTruth;
@@ -282,9 +287,10 @@ int runCommand(const RunOptions &O) {
 
   installStopHandlers();
   Cfg.StopFlag = &StopRun;
-  for (const OutputSpec *Spec : {&Cfg.Serial, &Cfg.Debugcon})
+  for (auto [Option, Spec] : {std::pair{"--serial", &Cfg.Serial}, std::pair{"--serial2", &Cfg.Serial2},
+                              std::pair{"--debugcon", &Cfg.Debugcon}})
     if (Spec->K == OutputSpec::Kind::File)
-      sayIfFifoWaits(Spec == &Cfg.Serial ? "--serial" : "--debugcon", Spec->Path);
+      sayIfFifoWaits(Option, Spec->Path);
   if (Cfg.TraceInsns && Cfg.TraceInsns->K == OutputSpec::Kind::File)
     sayIfFifoWaits("--trace-insns", Cfg.TraceInsns->Path);
   sayIfFifoWaits("--trace-ground-truth", Cfg.GroundTruthFile);
@@ -296,7 +302,8 @@ int runCommand(const RunOptions &O) {
     fail(Err.str());
   // Progress on stderr for long runs, when it is a terminal and the guest's output does
   // not go to that same terminal (harness/progress.h).
-  const bool GuestOnTerminal = isatty(STDOUT_FILENO) && (O.Serial == "stdio" || O.Debugcon == "stdio");
+  const bool GuestOnTerminal =
+      isatty(STDOUT_FILENO) && (O.Serial == "stdio" || O.Serial2 == "stdio" || O.Debugcon == "stdio");
   ProgressLine Progress(stderr, !O.Quiet && !GuestOnTerminal);
   RunResult R = Progress.enabled()
                     ? M->run([&](uint64_t N) { Progress.show(ProgressLine::runText(N, Progress.elapsed())); },
@@ -518,6 +525,13 @@ int main(int Argc, char **Argv) {
                   "(first-generation VT-x: no EPT, VPID or unrestricted guest)");
   addWhole(Run, "--max-insns", O.MaxInsns, "stop after N retired instructions (status 4)");
   Run->add_option("--serial", O.Serial, "COM1 output: stdio, none, file:PATH or PATH");
+  Run->add_option("--serial-in", O.SerialIn,
+                  "COM1 input: the bytes of FILE, sent at the programmed baud rate while "
+                  "the guest asserts RTS (deterministic); '-' = standard input "
+                  "(interactive, not deterministic)");
+  Run->add_option("--serial2", O.Serial2,
+                  "COM2 (0x2f8, IRQ 3) output: stdio, none (default), file:PATH or PATH");
+  Run->add_option("--serial2-in", O.Serial2In, "COM2 input: FILE or '-', as --serial-in");
   Run->add_option("--debugcon", O.Debugcon, "port 0xe9 output: stdio, none, file:PATH or PATH");
   Run->add_option("--trace-insns", O.TraceInsns, "write an instruction trace to FILE ('-': stdout)");
   Run->add_option("--trace-ground-truth", O.GroundTruth,

@@ -29,9 +29,11 @@ files=(vmlinuz busybox initramfs.cpio.gz xen-4.17-amd64.gz xen-4.17-amd64 versio
 say() { echo "fetch-guests: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-# Each marker goes to the console (init's stdout) and to /dev/kmsg: the kernel writes its
-# log to the serial console by polling the UART, so the markers appear even where the
-# UART's interrupt, which the tty path needs, is not there (vmxsim does not wire it yet).
+# Each marker goes to the console (init's stdout: the tty on ttyS0, which Linux's 8250
+# driver transmits from the UART's THRE interrupt) and to /dev/kmsg (the kernel's log,
+# which it writes to the serial console by polling the UART). Then /init reads one line
+# from the console for up to 2 seconds (virtual time): given `--serial-in FILE`, the line
+# comes from FILE (a scripted console), else nothing arrives and it says so.
 init_script="$(cat <<'EOF'
 #!/bin/busybox sh
 b=/bin/busybox
@@ -46,6 +48,7 @@ say "start"
 say "uname -r: $($b uname -r)"
 say "cpus: $($b grep -c ^processor /proc/cpuinfo)"
 say "$($b grep -m 1 ^flags /proc/cpuinfo)"
+if read -t 2 line; then say "console: got $line"; else say "console: no input"; fi
 say "done"
 $b poweroff -f
 EOF
@@ -72,6 +75,45 @@ exec 9>"$cache/.lock"
 flock 9
 
 if complete; then
+  report
+  exit 0
+fi
+
+# The initramfs: busybox and an /init that prints markers and powers off. /dev/console
+# comes from the kernel's built-in initramfs (usr/default_cpio_list), which is unpacked
+# before this one, so no device node has to be made here (that would need root).
+# build_initramfs BUSYBOX ROOTDIR OUTPUT
+build_initramfs() {
+  local root="$2"
+  mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev"
+  cp "$1" "$root/bin/busybox"
+  printf '%s\n' "$init_script" >"$root/init"
+  chmod 755 "$root/init" "$root/bin/busybox"
+  # Reproducible archive: fixed times, owner root, names in sorted order.
+  find "$root" -exec touch -h -d @0 {} +
+  (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
+    cpio -o -H newc --quiet --owner=0:0 --reproducible) | gzip -9n >"$3"
+}
+
+# Everything is there but the /init changed: rebuild only the initramfs from the cached
+# busybox (no download), and record the new script in versions.txt.
+only_init_changed() {
+  local f
+  for f in "${files[@]}"; do [ -s "$cache/$f" ] || return 1; done
+  command -v cpio >/dev/null
+}
+if only_init_changed; then
+  say "the /init script changed: rebuilding the initramfs only"
+  work="$(mktemp -d "$cache/.work.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  build_initramfs "$cache/busybox" "$work/root" "$work/initramfs.cpio.gz"
+  sum="$(cd "$work" && sha256sum initramfs.cpio.gz)"
+  awk -v init="init-script $init_sum" -v sum="$sum" '
+    /^init-script / { print init; next }
+    / initramfs\.cpio\.gz$/ { print sum; next }
+    { print }' "$cache/versions.txt" >"$work/versions.txt"
+  mv -f "$work/initramfs.cpio.gz" "$cache/initramfs.cpio.gz"
+  mv -f "$work/versions.txt" "$cache/versions.txt"
   report
   exit 0
 fi
@@ -135,18 +177,7 @@ cp "$work/x/boot/xen-4.17-amd64.gz" "$out/xen-4.17-amd64.gz"
 gzip -dc "$out/xen-4.17-amd64.gz" >"$out/xen-4.17-amd64"
 kver="$(basename "${vmlinuz[0]}")"; kver="${kver#vmlinuz-}"
 
-# The initramfs: busybox and an /init that prints markers and powers off. /dev/console
-# comes from the kernel's built-in initramfs (usr/default_cpio_list), which is unpacked
-# before this one, so no device node has to be made here (that would need root).
-root="$work/root"
-mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev"
-cp "$out/busybox" "$root/bin/busybox"
-printf '%s\n' "$init_script" >"$root/init"
-chmod 755 "$root/init" "$root/bin/busybox"
-# Reproducible archive: fixed times, owner root, names in sorted order.
-find "$root" -exec touch -h -d @0 {} +
-(cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
-  cpio -o -H newc --quiet --owner=0:0 --reproducible) | gzip -9n >"$out/initramfs.cpio.gz"
+build_initramfs "$out/busybox" "$work/root" "$out/initramfs.cpio.gz"
 
 ver() { dpkg-deb -f "$1" Version; }
 {

@@ -1,120 +1,367 @@
 #include "harness/devices/uart16550.h"
 
+#include "harness/loader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <unistd.h>
+
 namespace vmxsim {
 
+// --- The serial input's byte source ---
+
+Error SerialInput::open(const std::string &Spec, std::unique_ptr<SerialInput> &Out) {
+  std::unique_ptr<SerialInput> In(new SerialInput);
+  if (Spec == "-") {
+    In->Stdin = true;
+    Out = std::move(In);
+    return Error::success();
+  }
+  // A regular file only (a FIFO or a device is refused without blocking, as for images);
+  // it is read whole now, so what the guest receives does not depend on the host later.
+  ImageFile F;
+  if (Error E = ImageFile::open(Spec, kMaxFileBytes, F)) {
+    E.Path = Spec;
+    return E;
+  }
+  In->Bytes.assign(F.bytes().begin(), F.bytes().end());
+  Out = std::move(In);
+  return Error::success();
+}
+
+std::unique_ptr<SerialInput> SerialInput::fromBytes(std::vector<uint8_t> Bytes) {
+  std::unique_ptr<SerialInput> In(new SerialInput);
+  In->Bytes = std::move(Bytes);
+  return In;
+}
+
+bool SerialInput::ended() const { return Stdin ? StdinEnded : Pos == Bytes.size(); }
+
+SerialInput::Poll SerialInput::next(uint8_t &B) {
+  if (!Stdin) {
+    if (Pos == Bytes.size())
+      return Poll::End;
+    B = Bytes[Pos++];
+    return Poll::Byte;
+  }
+  if (StdinEnded)
+    return Poll::End;
+  // Interactive input: whatever the host has typed by now (never blocks).
+  struct pollfd P = {STDIN_FILENO, POLLIN, 0};
+  if (::poll(&P, 1, 0) <= 0 || !(P.revents & (POLLIN | POLLHUP)))
+    return Poll::NotYet;
+  const ssize_t N = ::read(STDIN_FILENO, &B, 1);
+  if (N == 1)
+    return Poll::Byte;
+  if (N < 0 && (errno == EAGAIN || errno == EINTR))
+    return Poll::NotYet;
+  StdinEnded = true; // end of file, or an error that will not go away
+  return Poll::End;
+}
+
+// --- The UART ---
+
 void Uart16550::reset() {
-  // PC16550D data sheet, Table IV "UART Reset Configuration": IER, FCR, LCR, MCR cleared,
-  // LSR = THRE | TEMT, IIR = 0x01 (no interrupt pending). The divisor latch is not reset
-  // by the chip; we start at 12 (9600 baud), as QEMU does, so a read is deterministic.
-  Rx.clear();
+  // Data sheet, Table V "UART Reset Configuration": IER, FCR, LCR and MCR cleared, IIR =
+  // 0x01, LSR = THRE | TEMT, MSR deltas cleared. The FIFOs are empty.
+  RxHead = RxCount = 0;
+  LastRbr = 0;
   Divisor = 12;
-  IerV = LcrV = McrV = ScrV = 0;
-  FifoEnabled = false;
-  FcrTrigger = 0;
-  ThrePending = false;
+  IerV = LcrV = McrV = ScrV = FcrV = MsrDelta = 0;
+  FifoEnabled = Overrun = ThrePending = TimeoutPending = false;
+  LastRxActivity = Evaluated;
+  NextArrival = kNoTimerEvent;
+  updateIrq();
+}
+
+void Uart16550::setInput(std::unique_ptr<SerialInput> NewIn) {
+  In = std::move(NewIn);
+  updateSender(Evaluated);
+}
+
+uint64_t Uart16550::charCycles() const {
+  // Data sheet, "Line Control Register": bits 1-0 word length 5-8, bit 2 one stop bit or
+  // (1.5 with 5-bit words) 2, bit 3 parity. Counted in half bits; one bit is 16 clocks of
+  // kClockHz divided by the divisor.
+  const uint64_t Word = 5 + (LcrV & 3);
+  const uint64_t HalfBits =
+      2 * (1 + Word + ((LcrV >> 3) & 1)) + (!(LcrV & 4) ? 2 : Word == 5 ? 3 : 4);
+  const uint64_t D = Divisor ? Divisor : 65536;
+  const uint64_t Den = 2 * kClockHz / 16; // half bits per second at divisor 1
+  return (HalfBits * D * kVirtualHz + Den - 1) / Den;
+}
+
+unsigned Uart16550::triggerLevel() const {
+  static constexpr unsigned kLevels[4] = {1, 4, 8, 14}; // FCR bits 7-6
+  return kLevels[FcrV >> 6];
+}
+
+bool Uart16550::rxDataPending() const {
+  return FifoEnabled ? RxCount >= triggerLevel() : RxCount != 0;
+}
+
+uint64_t Uart16550::timeoutAt() const {
+  // Data sheet, "FIFO Interrupt Mode Operation": a timeout occurs with at least one byte
+  // in the RX FIFO when no byte was received and none read for four character times.
+  if (!FifoEnabled || RxCount == 0 || TimeoutPending)
+    return kNoTimerEvent;
+  return LastRxActivity + 4 * charCycles();
+}
+
+bool Uart16550::senderReady() const {
+  return In && !In->ended() && (McrV & McrRts) && !(McrV & McrLoop) && RxCount < rxCapacity();
+}
+
+void Uart16550::updateSender(uint64_t T) {
+  if (!senderReady())
+    NextArrival = kNoTimerEvent;
+  else if (NextArrival == kNoTimerEvent)
+    NextArrival = T + charCycles();
+}
+
+void Uart16550::restartIfRetimed(uint64_t CharBefore, uint64_t T) {
+  // A new character time (format or divisor) garbles the character on the wire: the
+  // terminal sends it again from T at the new rate.
+  if (charCycles() != CharBefore)
+    NextArrival = kNoTimerEvent;
+  updateSender(T);
 }
 
 uint8_t Uart16550::iir() const {
-  // Interrupt identification in priority order (data sheet, Table IV "Interrupt Control
-  // Functions"): received data available (code 0100b), then THR empty (0010b). Bits 6-7
-  // report enabled FIFOs.
-  uint8_t Fifo = FifoEnabled ? 0xc0 : 0;
-  if ((IerV & IerRda) && !Rx.empty())
-    return Fifo | 0x04;
-  if ((IerV & IerThre) && ThrePending)
-    return Fifo | 0x02;
-  return Fifo | 0x01;
+  // Data sheet, Table IV "Interrupt Control Functions", highest priority first.
+  const uint8_t Fifo = FifoEnabled ? IirFifos : 0;
+  if ((IerV & IerElsi) && Overrun)
+    return Fifo | IirLineStatus;
+  if (IerV & IerErbfi) {
+    if (TimeoutPending)
+      return Fifo | IirTimeout;
+    if (rxDataPending())
+      return Fifo | IirRxData;
+  }
+  if ((IerV & IerEtbei) && ThrePending)
+    return Fifo | IirThre;
+  if ((IerV & IerEdssi) && MsrDelta)
+    return Fifo | IirModem;
+  return Fifo | IirNone;
+}
+
+void Uart16550::updateIrq() {
+  const bool Level = !(iir() & IirNone) && (McrV & McrOut2) && !(McrV & McrLoop);
+  if (Level == IrqLevel)
+    return;
+  IrqLevel = Level;
+  if (Irq)
+    Irq(Level);
+}
+
+uint64_t Uart16550::nextTimerEvent() const { return std::min(NextArrival, timeoutAt()); }
+
+bool Uart16550::canWake() const {
+  // Only the receiver's interrupts are timed; they need ERBFI or ELSI and the OUT2 gate.
+  return (IerV & (IerErbfi | IerElsi)) && (McrV & McrOut2) && !(McrV & McrLoop) &&
+         (!IrqObserved || IrqObserved());
+}
+
+void Uart16550::advanceTo(uint64_t T) {
+  if (T < Evaluated)
+    return; // another vCPU's clock is behind: the receiver is already further on
+  for (;;) {
+    const uint64_t Timeout = timeoutAt(), Arrival = NextArrival;
+    if (std::min(Timeout, Arrival) > T)
+      break;
+    if (Timeout <= Arrival) {
+      TimeoutPending = true;
+      continue;
+    }
+    NextArrival = kNoTimerEvent;
+    uint8_t B = 0;
+    switch (In->next(B)) {
+    case SerialInput::Poll::Byte:
+      receive(B, Arrival);
+      updateSender(Arrival); // the next byte starts at once
+      break;
+    case SerialInput::Poll::NotYet:
+      updateSender(T); // nothing typed yet (stdin): look again a character time from now
+      break;
+    case SerialInput::Poll::End:
+      break; // the terminal has nothing more to send
+    }
+  }
+  Evaluated = T;
+  updateIrq();
+}
+
+uint64_t Uart16550::now() {
+  uint64_t T = Now ? Now() : 0;
+  T = std::max(T, Evaluated);
+  advanceTo(T);
+  return T;
+}
+
+void Uart16550::receive(uint8_t B, uint64_t T) {
+  LastRxActivity = T;
+  if (RxCount == rxCapacity()) {
+    // Data sheet, LSR bit 1: in FIFO mode the byte in the shift register is lost; without
+    // FIFOs it overwrites RBR.
+    Overrun = true;
+    if (!FifoEnabled)
+      Rx[RxHead] = B;
+    return;
+  }
+  Rx[(RxHead + RxCount) % kFifoBytes] = B;
+  ++RxCount;
+}
+
+void Uart16550::clearRx() {
+  RxHead = RxCount = 0;
+  TimeoutPending = false;
+}
+
+uint8_t Uart16550::modemInputs() const {
+  // Data sheet, MCR bit 4: in loopback DTR->DSR, RTS->CTS, OUT1->RI, OUT2->DCD.
+  if (McrV & McrLoop)
+    return uint8_t(((McrV & McrRts) << 3) | ((McrV & McrDtr) << 5) | ((McrV & McrOut1) << 4) |
+                   ((McrV & McrOut2) << 4));
+  return 0xb0; // CTS, DSR, DCD active; RI inactive
+}
+
+void Uart16550::setModemControl(uint8_t V) {
+  // Data sheet, "Modem Status Register": bits 0, 1, 3 flag a change of CTS, DSR, DCD;
+  // bit 2 (TERI) RI going from active to inactive.
+  const uint8_t Before = modemInputs();
+  McrV = V & 0x1f;
+  const uint8_t After = modemInputs(), Changed = Before ^ After;
+  MsrDelta |= uint8_t(((Changed & 0x10) ? 0x01 : 0) | ((Changed & 0x20) ? 0x02 : 0) |
+                      ((Before & 0x40) && !(After & 0x40) ? 0x04 : 0) |
+                      ((Changed & 0x80) ? 0x08 : 0));
 }
 
 uint8_t Uart16550::readByte(uint16_t Offset) {
+  const uint8_t V = readRegister(Offset);
+  rearmed(); // a read that makes room in the receiver lets the next byte start
+  return V;
+}
+
+void Uart16550::writeByte(uint16_t Offset, uint8_t Value) {
+  writeRegister(Offset, Value);
+  rearmed();
+}
+
+uint8_t Uart16550::readRegister(uint16_t Offset) {
+  const uint64_t T = now();
   const bool Dlab = LcrV & LcrDlab;
+  uint8_t V = 0xff;
   switch (Offset) {
   case RbrThr:
     if (Dlab)
       return uint8_t(Divisor);
-    if (Rx.empty())
-      return 0;
-    {
-      uint8_t B = Rx.front();
-      Rx.pop_front();
-      return B;
+    if (RxCount) {
+      LastRbr = Rx[RxHead];
+      RxHead = (RxHead + 1) % kFifoBytes;
+      --RxCount;
+      // Data sheet, "FIFO Interrupt Mode Operation": reading RBR clears a timeout and
+      // restarts its timer.
+      LastRxActivity = T;
+      TimeoutPending = false;
+      updateSender(T);
     }
+    V = LastRbr;
+    break;
   case Ier:
     return Dlab ? uint8_t(Divisor >> 8) : IerV;
-  case IirFcr: {
-    uint8_t V = iir();
+  case IirFcr:
+    V = iir();
     // Reading IIR while it reports THRE clears that condition (data sheet, "Interrupt
     // Identification Register").
-    if ((V & 0x0f) == 0x02)
+    if ((V & 0x0f) == IirThre)
       ThrePending = false;
-    return V;
-  }
+    break;
   case Lcr:
     return LcrV;
   case Mcr:
     return McrV;
   case Lsr:
-    return uint8_t(LsrThre | LsrTemt | (Rx.empty() ? 0 : LsrDr));
+    V = uint8_t(LsrThre | LsrTemt | (RxCount ? LsrDr : 0) | (Overrun ? LsrOe : 0));
+    Overrun = false; // reading LSR clears the error bits and the line status interrupt
+    break;
   case Msr:
-    // Loopback connects RTS->CTS, DTR->DSR, OUT1->RI, OUT2->DCD (data sheet, "Modem
-    // Control Register" bit 4). Otherwise the (absent) modem reports CTS, DSR and DCD
-    // active, like QEMU's serial device, so drivers that wait for CTS do not hang.
-    if (McrV & McrLoop)
-      return uint8_t(((McrV & 0x02) << 3) | ((McrV & 0x01) << 5) | ((McrV & 0x04) << 4) |
-                     ((McrV & 0x08) << 4));
-    return 0xb0;
+    V = uint8_t(modemInputs() | MsrDelta);
+    MsrDelta = 0;
+    break;
   case Scr:
     return ScrV;
   }
-  return 0xff;
+  updateIrq();
+  return V;
 }
 
-void Uart16550::writeByte(uint16_t Offset, uint8_t Value) {
+void Uart16550::writeRegister(uint16_t Offset, uint8_t Value) {
+  const uint64_t T = now();
   const bool Dlab = LcrV & LcrDlab;
+  const uint64_t CharBefore = charCycles();
   switch (Offset) {
   case RbrThr:
     if (Dlab) {
       Divisor = uint16_t((Divisor & 0xff00) | Value);
-      return;
+      restartIfRetimed(CharBefore, T);
+      break;
     }
-    if (McrV & McrLoop)
-      Rx.push_back(Value);
-    else
+    if (McrV & McrLoop) {
+      receive(Value, T);
+      updateSender(T);
+    } else {
       Out.put(Value);
-    // The byte leaves at once: THR is empty again.
+    }
+    // Writing THR clears the THRE interrupt; the byte leaves at once, so THR is empty
+    // again in the same cycle and the condition is raised anew.
     ThrePending = true;
-    return;
+    break;
   case Ier:
     if (Dlab) {
       Divisor = uint16_t((Divisor & 0x00ff) | (Value << 8));
-      return;
+      restartIfRetimed(CharBefore, T);
+      break;
     }
-    // Enabling the THRE interrupt while THR is empty raises it at once.
-    if ((Value & IerThre) && !(IerV & IerThre))
+    // ETBEI 0 -> 1 with THR empty (always, here) raises THRE at once.
+    if ((Value & IerEtbei) && !(IerV & IerEtbei))
       ThrePending = true;
     IerV = Value & 0x0f;
-    return;
-  case IirFcr:
-    // FCR: bit 0 enables the FIFOs, bits 1-2 clear them (self-clearing), bits 6-7 are
-    // the receiver trigger level.
-    FifoEnabled = Value & 0x01;
-    FcrTrigger = Value >> 6;
-    if (Value & 0x02)
-      Rx.clear();
-    return;
+    break;
+  case IirFcr: {
+    // FCR (data sheet, "FIFO Control Register"): changing bit 0 clears both FIFOs; the
+    // other bits are programmed only with bit 0 set; bits 1 and 2 self-clear.
+    const bool Enable = Value & FcrEnable;
+    if (Enable != FifoEnabled)
+      clearRx();
+    FifoEnabled = Enable;
+    if (Enable) {
+      FcrV = uint8_t(Value & (FcrEnable | FcrDma | 0xc0));
+      if (Value & FcrClearRx)
+        clearRx();
+    } else {
+      FcrV = 0;
+    }
+    updateSender(T);
+    break;
+  }
   case Lcr:
     LcrV = Value;
-    return;
+    restartIfRetimed(CharBefore, T);
+    break;
   case Mcr:
-    McrV = Value & 0x1f;
-    return;
+    setModemControl(Value);
+    updateSender(T);
+    break;
   case Lsr:
   case Msr:
-    return; // read-only in normal operation (factory test registers)
+    break; // read-only in normal operation (factory test registers)
   case Scr:
     ScrV = Value;
-    return;
+    break;
   }
+  updateIrq();
 }
 
 } // namespace vmxsim

@@ -226,3 +226,63 @@ TEST(CommandLine, BadRtcBaseIsOneLineAndStatus2) {
   EXPECT_EQ(R.Status, 2);
   EXPECT_EQ(R.Err.find("--rtc-base"), std::string::npos) << R.Err;
 }
+
+TEST(CommandLine, SerialInputIsEchoedTheSameWayEveryRun) {
+  const std::string P = tempPath("echo.elf"), In = tempPath("serial-in.txt"),
+                    S = tempPath("echo-serial.txt");
+  // mov dx, 0x3fc; mov al, 2; out dx, al (RTS: the terminal may send)
+  // poll: mov dx, 0x3fd; in al, dx; test al, 1; jz poll
+  //       mov dx, 0x3f8; in al, dx; out dx, al; cmp al, '\n'; jne poll
+  // out 0xf4, al
+  writeFile(P, aoutImage({0x66, 0xba, 0xfc, 0x03, 0xb0, 0x02, 0xee, 0x66, 0xba, 0xfd,
+                          0x03, 0xec, 0xa8, 0x01, 0x74, 0xf7, 0x66, 0xba, 0xf8, 0x03,
+                          0xec, 0xee, 0x3c, 0x0a, 0x75, 0xed, 0xe6, 0xf4}));
+  writeFile(In, {'h', 'e', 'l', 'l', 'o', '\n', 'x'});
+  CmdResult A = runVmxsim("run --serial " + S + " --serial-in " + In + " " + P);
+  EXPECT_EQ(A.Status, ((0x0a << 1) | 1)) << A.Err;
+  EXPECT_EQ(readFile(S), "hello\n");
+  CmdResult B = runVmxsim("run --serial " + S + " --serial-in " + In + " " + P);
+  EXPECT_EQ(B.Status, A.Status);
+  EXPECT_EQ(B.Err, A.Err); // the same instruction and cycle counts
+  EXPECT_EQ(readFile(S), "hello\n");
+  for (const std::string &F : {P, In, S})
+    std::remove(F.c_str());
+}
+
+TEST(CommandLine, Serial2OutputGoesToItsOwnFile) {
+  const std::string P = tempPath("com2.elf"), S = tempPath("serial1.txt"),
+                    S2 = tempPath("serial2.txt");
+  // mov dx, 0x2f8; mov al, 'B'; out dx, al; mov al, '\n'; out dx, al; out 0xf4, al
+  writeFile(P, aoutImage({0x66, 0xba, 0xf8, 0x02, 0xb0, 'B', 0xee, 0xb0, '\n', 0xee, 0xe6,
+                          0xf4}));
+  CmdResult R = runVmxsim("run -q --serial " + S + " --serial2 file:" + S2 + " " + P);
+  EXPECT_EQ(R.Status, ((0x0a << 1) | 1));
+  EXPECT_EQ(readFile(S), "");
+  EXPECT_EQ(readFile(S2), "B\n");
+  // By default COM2's output goes nowhere.
+  R = runVmxsim("run -q " + P);
+  EXPECT_EQ(R.Status, ((0x0a << 1) | 1));
+  EXPECT_EQ(R.Out, "");
+  for (const std::string &F : {P, S, S2})
+    std::remove(F.c_str());
+}
+
+TEST(CommandLine, BadSerialInputIsOneLineAndStatus2) {
+  const std::string P = tempPath("ok-com.elf");
+  writeFile(P, aoutImage({0xb0, 0x00, 0xe6, 0xf4})); // mov al, 0; out 0xf4, al
+  CmdResult R = runVmxsim("run --serial-in /nonexistent/vmxsim/in " + P);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: /nonexistent/vmxsim/in: cannot open: No such file or "
+                   "directory\n");
+  R = runVmxsim("run --serial2-in / " + P);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: /: is a directory, not a regular file\n");
+  R = runVmxsim("run --serial-in - --serial2-in - " + P);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err,
+            "vmxsim: error: only one serial port can take its input from standard input\n");
+  // Standard input at its end (</dev/null): nothing is received, the guest runs as usual.
+  R = runVmxsim("run -q --serial-in - " + P);
+  EXPECT_EQ(R.Status, 1) << R.Err;
+  std::remove(P.c_str());
+}

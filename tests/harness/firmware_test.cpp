@@ -79,11 +79,11 @@ TEST(Firmware, BiosDataAreaHoldsThePcAtFields) {
   auto M = machine();
   const PhysMem &Mem = M->mem();
   EXPECT_EQ(rd(Mem, 0x400, 2), 0x3f8u); // COM1
-  EXPECT_EQ(rd(Mem, 0x402, 2), 0u);     // no COM2..COM4
-  EXPECT_EQ(rd(Mem, 0x404, 4), 0u);
+  EXPECT_EQ(rd(Mem, 0x402, 2), 0x2f8u); // COM2
+  EXPECT_EQ(rd(Mem, 0x404, 4), 0u);     // no COM3, COM4
   EXPECT_EQ(rd(Mem, 0x408, 6), 0u);      // no LPT
   EXPECT_EQ(rd(Mem, 0x40e, 2), 0x9fc0u); // EBDA segment
-  EXPECT_EQ(rd(Mem, 0x410, 2), 0x0202u); // x87, one serial port
+  EXPECT_EQ(rd(Mem, 0x410, 2), 0x0402u); // x87, two serial ports
   EXPECT_EQ(rd(Mem, 0x413, 2), 639u);    // base memory KiB
   EXPECT_EQ(rd(Mem, 0x41a, 2), 0x1eu);   // keyboard buffer head, tail
   EXPECT_EQ(rd(Mem, 0x41c, 2), 0x1eu);
@@ -245,9 +245,15 @@ TEST(AcpiTables, DsdtHasS5AndOneProcessorDevicePerCpu) {
   EXPECT_EQ(count(D->Bytes, "ACPI0007"), 5u);
   // Name(\_S5, Package(4){7, 7, 0, 0})
   EXPECT_EQ(count(D->Bytes, std::string("\x08\\_S5_\x12\x08\x04\x0a\x07\x0a\x07\x00\x00", 14)), 1u);
-  for (const char *Dev : {"C000", "C004", "COM1", "RTC_", "TIMR", "KBD_", "PIC_", "PCI0"})
+  for (const char *Dev : {"C000", "C004", "COM1", "COM2", "RTC_", "TIMR", "KBD_", "PIC_", "PCI0"})
     EXPECT_EQ(count(D->Bytes, Dev), 1u) << Dev;
   EXPECT_EQ(count(D->Bytes, "HPET"), 1u); // the machine's HPET (PNP0103)
+  // The UARTs' _CRS: IO(Decode16, 0x3f8/0x2f8, 8 ports) and IRQNoFlags(4/3).
+  const std::vector<uint8_t> Com1Crs = {0x47, 0x01, 0xf8, 0x03, 0xf8, 0x03, 0x01, 0x08, 0x22, 0x10, 0x00};
+  const std::vector<uint8_t> Com2Crs = {0x47, 0x01, 0xf8, 0x02, 0xf8, 0x02, 0x01, 0x08, 0x22, 0x08, 0x00};
+  for (const std::vector<uint8_t> *Crs : {&Com1Crs, &Com2Crs})
+    EXPECT_NE(std::search(D->Bytes.begin(), D->Bytes.end(), Crs->begin(), Crs->end()),
+              D->Bytes.end());
 }
 
 TEST(AcpiTables, HpetTableWhenTheMachineHasOne) {

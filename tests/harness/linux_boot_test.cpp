@@ -106,19 +106,24 @@ struct Boot {
 };
 
 /// Boots the cached kernel and initramfs on NumCpus with "console=ttyS0" and no workaround
-/// on the command line; false (nothing run) when the cache is absent.
+/// on the command line, the line "hello vmxsim" waiting on the scripted serial input
+/// (MachineConfig::SerialIn); false (nothing run) when the cache is absent.
 bool bootToPowerOff(unsigned NumCpus, Boot &B) {
   const std::string Serial =
       std::filesystem::temp_directory_path() /
       fmt::format("vmxsim_linux_boot_test_{}_{}cpu", ::getpid(), NumCpus);
+  const std::string Input = Serial + ".in";
   MachineConfig Cfg;
   if (!debianLinux(Cfg, Serial))
     return false;
   Cfg.Append = "console=ttyS0";
   Cfg.NumCpus = NumCpus;
   Cfg.MaxInsns = 12'000'000'000;
+  std::ofstream(Input) << "hello vmxsim\n";
+  Cfg.SerialIn = Input;
   Error Err;
   auto M = Machine::create(Cfg, Err);
+  std::filesystem::remove(Input);
   EXPECT_NE(M, nullptr) << Err.str();
   if (M)
     B.Result = M->run();
@@ -128,10 +133,12 @@ bool bootToPowerOff(unsigned NumCpus, Boot &B) {
   return true;
 }
 
-/// What every boot to power-off must show: the kernel brought up every CPU, ran the
-/// initramfs's /init (its markers), and powered off through ACPI S5
-/// (harness/devices/acpi_pm.h); /proc/cpuinfo's flags line shows what CPUID advertises,
-/// VMX among it.
+/// What every boot to power-off must show: the kernel brought up every CPU, found both
+/// UARTs (16550A, IRQ 4 and 3), ran the initramfs's /init, which writes its markers to the
+/// console (the tty on ttyS0, which the 8250 driver transmits from the UART's THR-empty
+/// interrupt) and to /dev/kmsg, reads a line from the console, and powered off through
+/// ACPI S5 (harness/devices/acpi_pm.h); /proc/cpuinfo's flags line shows what CPUID
+/// advertises, VMX among it.
 void expectPoweredOffFromUserSpace(const Boot &B, unsigned NumCpus) {
   const std::string &Out = B.Serial;
   ASSERT_EQ(B.Result.Reason, RunReason::PowerOff) << B.Result.describe() << "\nserial output:\n"
@@ -142,8 +149,20 @@ void expectPoweredOffFromUserSpace(const Boot &B, unsigned NumCpus) {
   for (const std::string &Line :
        {Cpus, std::string("vmxsim-init: start"), fmt::format("vmxsim-init: cpus: {}", NumCpus),
         std::string("vmxsim-init: done"),
-        std::string("ACPI: PM: Preparing to enter system sleep state S5")})
+        std::string("ACPI: PM: Preparing to enter system sleep state S5"),
+        std::string("ttyS0 at I/O 0x3f8 (irq = 4, base_baud = 115200) is a 16550A"),
+        std::string("ttyS1 at I/O 0x2f8 (irq = 3, base_baud = 115200) is a 16550A")})
     EXPECT_NE(Out.find(Line), std::string::npos) << Line;
+  // User space through the tty: the markers at the start of a line (the kernel's log
+  // copies carry a timestamp), with the tty's CR LF, and the line the console read.
+  for (const std::string &Line :
+       {std::string("\nvmxsim-init: start\r\n"),
+        fmt::format("\nvmxsim-init: cpus: {}\r\n", NumCpus),
+        std::string("\nvmxsim-init: console: got hello vmxsim\r\n"),
+        std::string("\nvmxsim-init: done\r\n")})
+    EXPECT_NE(Out.find(Line), std::string::npos)
+        << Line << "(a guest cache from before /init read the console? run "
+                   "scripts/fetch-guests.sh)\n" << Out;
   const size_t Flags = Out.find("vmxsim-init: flags");
   ASSERT_NE(Flags, std::string::npos);
   const std::string FlagsLine = Out.substr(Flags, Out.find('\n', Flags) - Flags);
