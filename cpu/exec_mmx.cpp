@@ -43,23 +43,6 @@ Status mmx::checkSseAvailable(Cpu &C) {
 
 namespace {
 
-bool isMm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Mmx;
-}
-bool isXmm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
-}
-bool isGpr(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
-}
-bool isMem(const OperandInfo &O) { return O.Kind == OperandKind::Mem; }
-
-bool finish(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
-  I.Fn = Fn;
-  copyOperandRegs(D, I);
-  I.Cost = costOf(CostClass::Sse);
-  return true;
-}
 
 // --- EMMS -------------------------------------------------------------------------------
 
@@ -104,15 +87,15 @@ template <typename T, MoveForm F> Status execMovMm(Cpu &C, const DecodedInsn &I)
 template <typename T> bool bindMovMmT(const DecodeInfo &D, DecodedInsn &I) {
   const OperandInfo &A = D.Ops[0], &B = D.Ops[1];
   if (isMm(A) && isMm(B))
-    return finish(D, I, &execMovMm<T, MoveForm::MmFromMm>);
+    return bindSimd(D, I, &execMovMm<T, MoveForm::MmFromMm>);
   if (isMm(A) && isMem(B))
-    return finish(D, I, &execMovMm<T, MoveForm::MmFromMem>);
+    return bindSimd(D, I, &execMovMm<T, MoveForm::MmFromMem>);
   if (isMm(A) && isGpr(B))
-    return finish(D, I, &execMovMm<T, MoveForm::MmFromGpr>);
+    return bindSimd(D, I, &execMovMm<T, MoveForm::MmFromGpr>);
   if (isMem(A) && isMm(B))
-    return finish(D, I, &execMovMm<T, MoveForm::MemFromMm>);
+    return bindSimd(D, I, &execMovMm<T, MoveForm::MemFromMm>);
   if (isGpr(A) && isMm(B))
-    return finish(D, I, &execMovMm<T, MoveForm::GprFromMm>);
+    return bindSimd(D, I, &execMovMm<T, MoveForm::GprFromMm>);
   return false;
 }
 
@@ -217,46 +200,46 @@ Status execMaskmovq(Cpu &C, const DecodedInsn &I) {
 
 // Binders: one per mnemonic row of the MMX section of cpu/insns_sse_ext.def, and the MMX
 // forms handed over by the SSE binders (cpu/exec_sse_move.cpp).
-bool bindEmms(const DecodeInfo &D, DecodedInsn &I) { return finish(D, I, &execEmms); }
+bool bindEmms(const DecodeInfo &D, DecodedInsn &I) { return bindSimd(D, I, &execEmms); }
 bool bindMovdMm(const DecodeInfo &D, DecodedInsn &I) { return bindMovMmT<uint32_t>(D, I); }
 bool bindMovqMm(const DecodeInfo &D, DecodedInsn &I) { return bindMovMmT<uint64_t>(D, I); }
 
 bool bindMovq2dq(const DecodeInfo &D, DecodedInsn &I) {
-  return isXmm(D.Ops[0]) && isMm(D.Ops[1]) && finish(D, I, &execMovq2dq);
+  return isXmm(D.Ops[0]) && isMm(D.Ops[1]) && bindSimd(D, I, &execMovq2dq);
 }
 bool bindMovdq2q(const DecodeInfo &D, DecodedInsn &I) {
-  return isMm(D.Ops[0]) && isXmm(D.Ops[1]) && finish(D, I, &execMovdq2q);
+  return isMm(D.Ops[0]) && isXmm(D.Ops[1]) && bindSimd(D, I, &execMovdq2q);
 }
 bool bindPshufw(const DecodeInfo &D, DecodedInsn &I) {
   if (!isMm(D.Ops[0]))
     return false;
   if (isMm(D.Ops[1]))
-    return finish(D, I, &execPshufw<false>);
+    return bindSimd(D, I, &execPshufw<false>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execPshufw<true>);
+    return bindSimd(D, I, &execPshufw<true>);
   return false;
 }
 bool bindPextrwMm(const DecodeInfo &D, DecodedInsn &I) {
-  return isGpr(D.Ops[0]) && isMm(D.Ops[1]) && finish(D, I, &execPextrwMm);
+  return isGpr(D.Ops[0]) && isMm(D.Ops[1]) && bindSimd(D, I, &execPextrwMm);
 }
 bool bindPinsrwMm(const DecodeInfo &D, DecodedInsn &I) {
   if (!isMm(D.Ops[0]))
     return false;
   if (isGpr(D.Ops[1]))
-    return finish(D, I, &execPinsrwMm<false>);
+    return bindSimd(D, I, &execPinsrwMm<false>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execPinsrwMm<true>);
+    return bindSimd(D, I, &execPinsrwMm<true>);
   return false;
 }
 bool bindPmovmskbMm(const DecodeInfo &D, DecodedInsn &I) {
-  return isGpr(D.Ops[0]) && isMm(D.Ops[1]) && finish(D, I, &execPmovmskbMm);
+  return isGpr(D.Ops[0]) && isMm(D.Ops[1]) && bindSimd(D, I, &execPmovmskbMm);
 }
 bool bindMovntq(const DecodeInfo &D, DecodedInsn &I) {
-  return isMem(D.Ops[0]) && isMm(D.Ops[1]) && finish(D, I, &execMovntq);
+  return isMem(D.Ops[0]) && isMm(D.Ops[1]) && bindSimd(D, I, &execMovntq);
 }
 bool bindMaskmovq(const DecodeInfo &D, DecodedInsn &I) {
   // Operand 2 is the implicit DS:rDI destination (the DecodedInsn's memory operand).
-  return isMm(D.Ops[0]) && isMm(D.Ops[1]) && finish(D, I, &execMaskmovq);
+  return isMm(D.Ops[0]) && isMm(D.Ops[1]) && bindSimd(D, I, &execMaskmovq);
 }
 
 } // namespace vmxsim

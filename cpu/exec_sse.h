@@ -126,6 +126,25 @@ template <typename L> inline Xmm toXmm(const Lanes<L> &R) {
   return X;
 }
 
+// --- what the SIMD binders test of an operand, and how they finish a binding ----------
+inline bool isXmm(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
+}
+inline bool isMm(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Mmx;
+}
+inline bool isGpr(const OperandInfo &O) {
+  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
+}
+inline bool isMem(const OperandInfo &O) { return O.Kind == OperandKind::Mem; }
+/// Binds handler Fn with the operands' registers and the SIMD cost class.
+inline bool bindSimd(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
+  I.Fn = Fn;
+  copyOperandRegs(D, I);
+  I.Cost = costOf(CostClass::Sse);
+  return true;
+}
+
 /// True when an operand of the decoded instruction is an MMX register.
 inline bool usesMmx(const DecodeInfo &D) {
   for (unsigned K = 0; K < D.NumOps; ++K)

@@ -399,20 +399,6 @@ Status execApproxUnimplemented(Cpu &C, const DecodedInsn &) {
 
 // --- binders ----------------------------------------------------------------------------
 
-bool isXmm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
-}
-bool isGpr(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
-}
-bool isMem(const OperandInfo &O) { return O.Kind == OperandKind::Mem; }
-
-bool finish(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
-  I.Fn = Fn;
-  copyOperandRegs(D, I);
-  I.Cost = costOf(CostClass::Sse);
-  return true;
-}
 
 /// xmm, xmm/m forms; MemSrc is the memory operand's size (and alignment rule).
 template <XmmFn Op, Src MemSrc, Post T = kNoPost>
@@ -420,9 +406,9 @@ bool bindFp(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execFp<Op, Src::Xmm, T>);
+    return bindSimd(D, I, &execFp<Op, Src::Xmm, T>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execFp<Op, MemSrc, T>);
+    return bindSimd(D, I, &execFp<Op, MemSrc, T>);
   return false;
 }
 
@@ -437,9 +423,9 @@ template <Src MemSrc, XmmFn... Fns> bool bindCmp(const DecodeInfo &D, DecodedIns
     return false;
   const unsigned P = D.ImmRaw & 7;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, RegForms[P]);
+    return bindSimd(D, I, RegForms[P]);
   if (isMem(D.Ops[1]))
-    return finish(D, I, MemForms[P]);
+    return bindSimd(D, I, MemForms[P]);
   return false;
 }
 #define VMX_PREDICATES(Fn) Fn<0>, Fn<1>, Fn<2>, Fn<3>, Fn<4>, Fn<5>, Fn<6>, Fn<7>
@@ -448,9 +434,9 @@ template <ComiFn Op, Src MemSrc> bool bindComi(const DecodeInfo &D, DecodedInsn 
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execComi<Op, Src::Xmm>);
+    return bindSimd(D, I, &execComi<Op, Src::Xmm>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execComi<Op, MemSrc>);
+    return bindSimd(D, I, &execComi<Op, MemSrc>);
   return false;
 }
 
@@ -462,8 +448,8 @@ bool bindCvtFromInt(const DecodeInfo &D, DecodedInsn &I) {
     return false;
   const bool Wide = S.SizeBytes == 8;
   if (isMem(S))
-    return finish(D, I, Wide ? &execCvtFromInt<int64_t, Op64, true> : &execCvtFromInt<int32_t, Op32, true>);
-  return finish(D, I, Wide ? &execCvtFromInt<int64_t, Op64, false> : &execCvtFromInt<int32_t, Op32, false>);
+    return bindSimd(D, I, Wide ? &execCvtFromInt<int64_t, Op64, true> : &execCvtFromInt<int32_t, Op32, true>);
+  return bindSimd(D, I, Wide ? &execCvtFromInt<int64_t, Op64, false> : &execCvtFromInt<int32_t, Op32, false>);
 }
 
 /// CVT(T)SS2SI/CVT(T)SD2SI: the destination GPR's width selects the integer size.
@@ -474,9 +460,9 @@ bool bindCvtToInt(const DecodeInfo &D, DecodedInsn &I) {
     return false;
   const bool Wide = D.Ops[0].SizeBytes == 8;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, Wide ? &execCvtToInt<int64_t, Op64, Src::Xmm> : &execCvtToInt<int32_t, Op32, Src::Xmm>);
+    return bindSimd(D, I, Wide ? &execCvtToInt<int64_t, Op64, Src::Xmm> : &execCvtToInt<int32_t, Op32, Src::Xmm>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, Wide ? &execCvtToInt<int64_t, Op64, MemSrc> : &execCvtToInt<int32_t, Op32, MemSrc>);
+    return bindSimd(D, I, Wide ? &execCvtToInt<int64_t, Op64, MemSrc> : &execCvtToInt<int32_t, Op32, MemSrc>);
   return false;
 }
 
@@ -603,17 +589,14 @@ template <XmmFn Op, Src S, bool Singles> Status execCvtToMm(Cpu &C, const Decode
   return next(C, I);
 }
 
-bool isMm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Mmx;
-}
 
 template <XmmFn Op, bool Wide> bool bindCvtFromMm(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isMm(D.Ops[1]))
-    return finish(D, I, &execCvtFromMm<Op, Wide, true>);
+    return bindSimd(D, I, &execCvtFromMm<Op, Wide, true>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execCvtFromMm<Op, Wide, false>);
+    return bindSimd(D, I, &execCvtFromMm<Op, Wide, false>);
   return false;
 }
 template <XmmFn Op, Src MemSrc> bool bindCvtToMm(const DecodeInfo &D, DecodedInsn &I) {
@@ -621,9 +604,9 @@ template <XmmFn Op, Src MemSrc> bool bindCvtToMm(const DecodeInfo &D, DecodedIns
   if (!isMm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execCvtToMm<Op, Src::Xmm, Singles>);
+    return bindSimd(D, I, &execCvtToMm<Op, Src::Xmm, Singles>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execCvtToMm<Op, MemSrc, Singles>);
+    return bindSimd(D, I, &execCvtToMm<Op, MemSrc, Singles>);
   return false;
 }
 
@@ -651,7 +634,7 @@ bool bindCvttpd2pi(const DecodeInfo &D, DecodedInsn &I) {
 bool bindSseApprox(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]) || !(isXmm(D.Ops[1]) || isMem(D.Ops[1])))
     return false;
-  return finish(D, I, &execApproxUnimplemented);
+  return bindSimd(D, I, &execApproxUnimplemented);
 }
 
 } // namespace vmxsim

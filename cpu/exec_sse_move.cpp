@@ -22,12 +22,6 @@ namespace {
 /// RR: XMM <- XMM; Load: XMM <- memory; Store: memory <- XMM; plus GPR forms.
 enum class Form : uint8_t { RR, Load, Store, FromGpr, ToGpr };
 
-bool isXmm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
-}
-bool isGpr(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
-}
 
 /// The form of a two-operand move whose XMM side is operand 0 or operand 1.
 bool moveForm(const DecodeInfo &D, Form &F) {

@@ -19,20 +19,6 @@ using namespace sse;
 
 namespace {
 
-bool isXmm(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Xmm;
-}
-bool isGpr(const OperandInfo &O) {
-  return O.Kind == OperandKind::Reg && O.Class == RegClass::Gpr;
-}
-bool isMem(const OperandInfo &O) { return O.Kind == OperandKind::Mem; }
-
-bool finish(const DecodeInfo &D, DecodedInsn &I, Handler Fn) {
-  I.Fn = Fn;
-  copyOperandRegs(D, I);
-  I.Cost = costOf(CostClass::Sse);
-  return true;
-}
 
 // --- blends -----------------------------------------------------------------------------
 
@@ -68,9 +54,9 @@ template <typename L> bool bindBlendv(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execBlendv<L, Source::Reg>);
+    return bindSimd(D, I, &execBlendv<L, Source::Reg>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execBlendv<L, Source::Mem>);
+    return bindSimd(D, I, &execBlendv<L, Source::Mem>);
   return false;
 }
 
@@ -168,9 +154,9 @@ template <typename T> bool bindExtract(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[1]))
     return false;
   if (isGpr(D.Ops[0]))
-    return finish(D, I, &execExtract<T, false>);
+    return bindSimd(D, I, &execExtract<T, false>);
   if (isMem(D.Ops[0]))
-    return finish(D, I, &execExtract<T, true>);
+    return bindSimd(D, I, &execExtract<T, true>);
   return false;
 }
 
@@ -192,9 +178,9 @@ template <typename T> bool bindInsert(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isGpr(D.Ops[1]))
-    return finish(D, I, &execInsert<T, false>);
+    return bindSimd(D, I, &execInsert<T, false>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execInsert<T, true>);
+    return bindSimd(D, I, &execInsert<T, true>);
   return false;
 }
 
@@ -255,9 +241,9 @@ template <typename N, typename W> bool bindPmovx(const DecodeInfo &D, DecodedIns
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execPmovx<N, W, false>);
+    return bindSimd(D, I, &execPmovx<N, W, false>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execPmovx<N, W, true>);
+    return bindSimd(D, I, &execPmovx<N, W, true>);
   return false;
 }
 
@@ -293,9 +279,9 @@ bool bindPtest(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execPtest<Source::Reg>);
+    return bindSimd(D, I, &execPtest<Source::Reg>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execPtest<Source::Mem>);
+    return bindSimd(D, I, &execPtest<Source::Mem>);
   return false;
 }
 
@@ -311,9 +297,9 @@ bool bindInsertps(const DecodeInfo &D, DecodedInsn &I) {
   if (!isXmm(D.Ops[0]))
     return false;
   if (isXmm(D.Ops[1]))
-    return finish(D, I, &execInsertps<false>);
+    return bindSimd(D, I, &execInsertps<false>);
   if (isMem(D.Ops[1]))
-    return finish(D, I, &execInsertps<true>);
+    return bindSimd(D, I, &execInsertps<true>);
   return false;
 }
 
