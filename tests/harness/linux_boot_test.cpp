@@ -224,3 +224,60 @@ TEST(XenBoot, XenWithoutDom0PrintsItsBootLogAndPanics) {
                            "(XEN) dom0 kernel not specified. Check bootloader configuration"})
     EXPECT_NE(Out.find(Line), std::string::npos) << Line << "\n" << Out;
 }
+
+namespace {
+
+/// Debian 12's Xen 4.17 with Debian's Linux 6.1 as its PV dom0 (Multiboot modules: the
+/// kernel with its command line, then the initramfs), on NumCpus, run to its end; false
+/// (nothing run) when the cache lacks them.
+bool xenWithDom0(unsigned NumCpus, Boot &B) {
+  const std::string Cache = guestCache();
+  const std::string Xen = Cache + "/xen-4.17-amd64", Kernel = Cache + "/vmlinuz",
+                    Initrd = Cache + "/initramfs.cpio.gz";
+  if (Cache.empty() || !std::filesystem::exists(Xen) || !std::filesystem::exists(Kernel) ||
+      !std::filesystem::exists(Initrd))
+    return false;
+  MachineConfig Cfg;
+  Cfg.Kernel = Xen;
+  Cfg.Modules = {Kernel + " console=hvc0 earlyprintk=xen", Initrd};
+  Cfg.Append = "console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=256M";
+  Cfg.RamBytes = 1024ull << 20;
+  Cfg.NumCpus = NumCpus;
+  Cfg.MaxInsns = 20'000'000'000;
+  Cfg.Serial = OutputSpec::capture();
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_NE(M, nullptr) << Err.str();
+  if (M) {
+    B.Result = M->run();
+    B.Serial = M->serialOutput();
+  }
+  return true;
+}
+
+} // namespace
+
+// The whole Xen boot with a dom0: Xen detects VMX, builds the PV dom0, whose kernel runs
+// the initramfs's /init on Xen's console (hvc0, which Xen writes to COM1); /init powers
+// dom0 off, and Xen then enters ACPI S5 (PM1a_CNT), which ends the run. Twice, with
+// byte-identical console output and equal instruction and cycle counts.
+TEST(XenBoot, XenBootsLinuxAsItsPvDom0AndPowersOffIdenticallyTwice) {
+  Boot First, Second;
+  if (!xenWithDom0(2, First))
+    GTEST_SKIP() << "no Xen and Debian kernel in the guest cache '" << guestCache()
+                 << "': run scripts/fetch-guests.sh";
+  const std::string &Out = First.Serial;
+  ASSERT_EQ(First.Result.Reason, RunReason::PowerOff) << First.Result.describe() << "\n" << Out;
+  EXPECT_EQ(First.Result.ExitValue, 0x604u);
+  for (const char *Line :
+       {"(XEN) HVM: VMX enabled", "(XEN) HVM: Hardware Assisted Paging (HAP) detected",
+        "(XEN) *** Building a PV Dom0 ***", "Hypervisor detected: Xen PV",
+        "\nvmxsim-init: start", "\nvmxsim-init: cpus: 2", "\nvmxsim-init: done",
+        "(XEN) Entering ACPI S5 state."})
+    EXPECT_NE(Out.find(Line), std::string::npos) << Line << "\n" << Out;
+  EXPECT_EQ(Out.find("Panic"), std::string::npos) << Out;
+  ASSERT_TRUE(xenWithDom0(2, Second));
+  EXPECT_EQ(Second.Result.Retired, First.Result.Retired);
+  EXPECT_EQ(Second.Result.Cycles, First.Result.Cycles);
+  EXPECT_TRUE(Second.Serial == First.Serial) << "the console output differs between two runs";
+}
