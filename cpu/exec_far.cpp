@@ -505,6 +505,22 @@ Status execInto(Cpu &C, const DecodedInsn &I) {
     return next(C, I);
   return deliverEvent(C, EventKind::SoftwareException, vec::OF, false, 0, nextRip(C, I));
 }
+/// BOUND r16/r32, m16&16/m32&32 (SDM Vol. 2A, BOUND—Check Array Index Against Bounds):
+/// the signed index must lie within [lower, upper], the two words or doublewords at the
+/// memory operand (lower first); otherwise #BR, a fault (RIP stays on BOUND).
+template <typename T> Status execBound(Cpu &C, const DecodedInsn &I) {
+  using S = std::make_signed_t<T>;
+  const uint64_t Ea = effectiveAddress(C, I);
+  const uint64_t EaHigh = I.AddrSize == 4 ? uint32_t(Ea + sizeof(T)) : uint16_t(Ea + sizeof(T));
+  T Lower, Upper;
+  VMX_TRY(readMem(C, SegReg(I.Seg), Ea, Lower));
+  VMX_TRY(readMem(C, SegReg(I.Seg), EaHigh, Upper));
+  const S Index = S(getReg<T>(C, I.Reg[0]));
+  if (Index < S(Lower) || Index > S(Upper))
+    return C.raise(vec::BR);
+  return next(C, I);
+}
+
 Status execInt1(Cpu &C, const DecodedInsn &I) {
   return deliverEvent(C, EventKind::PrivSoftwareException, vec::DB, false, 0,
                       nextRip(C, I));
@@ -661,6 +677,15 @@ bool bindInto(const DecodeInfo &D, DecodedInsn &I) {
   endsBlock(I, CostClass::Interrupt);
   I.Fn = &execInto;
   return D.Mode != CodeMode::Long64; // INTO is #UD in 64-bit mode
+}
+bool bindBound(const DecodeInfo &D, DecodedInsn &I) {
+  // A register second operand is #UD; 0x62 is the EVEX prefix in 64-bit mode.
+  if (D.Mode == CodeMode::Long64 || D.NumOps < 2 || D.Ops[1].Kind != OperandKind::Mem)
+    return false;
+  copyOperandRegs(D, I);
+  I.Cost = costOf(CostClass::Memory);
+  I.Fn = D.OpSize == 2 ? &execBound<uint16_t> : &execBound<uint32_t>;
+  return D.OpSize == 2 || D.OpSize == 4;
 }
 bool bindInt1(const DecodeInfo &, DecodedInsn &I) {
   endsBlock(I, CostClass::Interrupt);

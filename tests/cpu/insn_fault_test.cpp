@@ -249,3 +249,45 @@ TEST(GeneralPurposeInstructions, RepStringStopsAtDeadlineAndResumes) {
     EXPECT_EQ(M.S.Gpr[RDI], Rdi + 1000);
   }
 }
+
+// BOUND (SDM Vol. 2A, BOUND—Check Array Index Against Bounds): the signed index against
+// the lower and upper bound at the memory operand; #BR (a fault) outside, nothing inside;
+// a register operand is #UD.
+TEST(GeneralPurposeInstructions, BoundChecksTheSignedIndexAndRaisesBrOutside) {
+  struct Case {
+    uint32_t Index;
+    int32_t Lower, Upper;
+    bool Faults;
+  };
+  const Case Cases[] = {{5, 5, 9, false},           {9, 5, 9, false},  {4, 5, 9, true},
+                        {10, 5, 9, true},           {uint32_t(-3), -3, 2, false},
+                        {uint32_t(-4), -3, 2, true}, {0x80000000u, 0, 0x7fffffff, true}};
+  for (const Case &K : Cases) {
+    TestMachine M;
+    M.setupProtected32();
+    const uint64_t Bounds = kCodeBase + 0x800;
+    const int32_t Pair[2] = {K.Lower, K.Upper};
+    M.write(Bounds, Pair, 8);
+    M.S.Gpr[RAX] = K.Index;
+    M.S.Gpr[RBX] = Bounds;
+    if (K.Faults) {
+      expectFault(M, {0x62, 0x03}, vec::BR); // bound eax, [ebx]
+      continue;
+    }
+    M.loadCode({0x62, 0x03, 0xf4});
+    FaultInfo F = runToFault(M);
+    EXPECT_FALSE(F.Faulted) << "index " << int32_t(K.Index);
+    EXPECT_EQ(M.S.Rip, kCodeBase + 3); // past the HLT
+  }
+  // 16-bit operand size: the bounds are words, compared signed.
+  TestMachine M;
+  M.setupProtected32();
+  const int16_t Pair[2] = {-2, 3};
+  M.write(kCodeBase + 0x800, Pair, 4);
+  M.S.Gpr[RAX] = 0xffff0004; // AX = 4: above the upper bound
+  M.S.Gpr[RBX] = kCodeBase + 0x800;
+  expectFault(M, {0x66, 0x62, 0x03}, vec::BR);
+  TestMachine R;
+  R.setupProtected32();
+  expectFault(R, {0x62, 0xc3}, vec::UD); // bound eax, ebx: no memory operand
+}

@@ -75,16 +75,16 @@ TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
 }
 
 TEST(UnimplementedInstructions, InstructionTheProcessorHasAndVmxsimLacksStopsTheRun) {
-  // BOUND (0x62 /r in 32-bit code) is a base instruction: it exists on the modelled
-  // processor, and vmxsim has no handler for it yet.
+  // MASKMOVDQU (66 0F F7 /r, SSE2) exists on the modelled processor, and vmxsim has no
+  // handler for it yet.
   TestMachine M;
   M.setupProtected32();
-  M.S.Gpr[RAX] = 5;
-  M.S.Gpr[RBX] = kCodeBase + 0x800;
-  M.loadCode({0x90, 0x62, 0x03, 0xf4}); // nop; bound eax, [ebx]; hlt
+  M.S.Cr4 |= cr4::OSFXSR;
+  M.S.Gpr[RDI] = kCodeBase + 0x800;
+  M.loadCode({0x90, 0x66, 0x0f, 0xf7, 0xc1, 0xf4}); // nop; maskmovdqu xmm0, xmm1; hlt
   EXPECT_EQ(M.run(100), StopReason::Unimplemented);
   ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "bound");
+  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "maskmovdqu");
   EXPECT_EQ(M.Cpu_.UnimplementedRip, kCodeBase + 1);
   EXPECT_EQ(M.S.Rip, kCodeBase + 1); // stopped at the instruction, not past it
   EXPECT_EQ(M.Cpu_.Retired, 1u);
