@@ -4,6 +4,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/msrs.h"
 #include "cpu/vmx/nonroot.h"
 #include "cpu/translation.h"
 
@@ -241,6 +242,8 @@ template <bool ToDr> Status execMovDr(Cpu &C, const DecodedInsn &I) {
       return C.raiseGp(0);
     if (N == 6)
       V = (V & 0xe00f) | 0xffff0ff0; // reserved bits read as 1 (bit 16 too: no RTM)
+    else if (N == 7 && (V & 0xff))
+      return C.unimplemented(kDr7BreakpointsUnimplemented);
     else if (N == 7)
       V = (V & 0xffff23ff) | 0x400;
     S.Dr[N] = V;

@@ -76,6 +76,13 @@ struct MsrState {
 inline constexpr const char *kDebugctlUnimplemented =
     "IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)";
 
+/// What a run stopped by DR7 enabling a breakpoint (L0-L3/G0-G3: MOV to DR7, or a VM
+/// entry that loads the debug controls) reports as unimplemented: DR0-DR3 instruction,
+/// data and I/O breakpoints are not modelled (SDM Vol. 3B, Debug Registers). DR7's other
+/// bits (GD included) are.
+inline constexpr const char *kDr7BreakpointsUnimplemented =
+    "debug-register breakpoints (DR7 L0-L3/G0-G3)";
+
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.
 uint32_t cpuidSignature(const CpuModel &M);

@@ -204,6 +204,8 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // report them; cpu/msrs.cpp) stops the run before anything of the guest is loaded.
   if (controlSet(V, VmxControl::LoadDebugControls) && V.get(F::GuestIa32Debugctl))
     return C.unimplemented(kDebugctlUnimplemented);
+  if (controlSet(V, VmxControl::LoadDebugControls) && (V.get(F::GuestDr7) & 0xff))
+    return C.unimplemented(kDr7BreakpointsUnimplemented);
   // From here the processor is committed to the guest: failures are VM exits that load
   // host state (SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State").
   C.Cycles += costOf(CostClass::VmTransition);
