@@ -68,9 +68,10 @@ EOF
 init_sum="$(printf '%s\n' "$init_script" | sha256sum | cut -d' ' -f1)"
 
 # The kvm initramfs's /init: the same mounts and markers (prefix "vmxsim-kvm:"), then it
-# loads the KVM modules in order, says whether /dev/kvm appeared and which of its features
-# kvm_intel chose (its module parameters), prints the kernel log's KVM lines to the console (only there: they are in the kernel log already), runs
-# /bin/kvm-hello when /dev/kvm is there, and powers off.
+# loads the KVM modules in the order of /lib/modules/load-order (kvm_modules), says
+# whether /dev/kvm appeared and which features kvm_intel chose (its module parameters),
+# prints the kernel log's KVM lines to the console (only there: they are in the kernel
+# log already), runs /bin/kvm-hello when /dev/kvm is there, and powers off.
 kvm_init_script="$(cat <<'EOF'
 #!/bin/busybox sh
 b=/bin/busybox
@@ -84,7 +85,7 @@ say() {
 say "start"
 say "uname -r: $($b uname -r)"
 say "$($b grep -m 1 ^flags /proc/cpuinfo)"
-for m in irqbypass kvm kvm-intel; do
+for m in $($b cat /lib/modules/load-order); do
   if err="$($b insmod /lib/modules/$m.ko 2>&1)"; then say "insmod $m: ok"
   else say "insmod $m: failed: $err"; fi
 done
@@ -110,6 +111,7 @@ $b poweroff -f
 EOF
 )"
 # A changed kvm /init or kvm-hello.c rebuilds the kvm initramfs (and nothing else).
+[ -f "$kvm_hello_src" ] || die "no $kvm_hello_src (run this script from its checkout)"
 kvm_sum="$( (printf '%s\n' "$kvm_init_script"; cat "$kvm_hello_src") | sha256sum | cut -d' ' -f1)"
 
 complete() {
@@ -165,12 +167,14 @@ build_kvm_initramfs() {
   [ -f "$kvm_hello_src" ] || die "no $kvm_hello_src"
   gcc -static -O2 -o "$4/kvm-hello" "$kvm_hello_src" || die "cannot compile $kvm_hello_src"
   local extra=() m
+  : >"$4/load-order"
   for m in "${kvm_modules[@]}"; do
-    m="$(basename "$m").ko"
-    extra+=("$1/$m" "lib/modules/$m")
+    m="$(basename "$m")"
+    extra+=("$1/$m.ko" "lib/modules/$m.ko")
+    echo "$m" >>"$4/load-order"
   done
   build_initramfs "$2" "$kvm_init_script" "$4/kvm-root" "$3" "${extra[@]}" \
-    "$4/kvm-hello" bin/kvm-hello
+    "$4/load-order" lib/modules/load-order "$4/kvm-hello" bin/kvm-hello
 }
 
 # Everything is there but an /init (or kvm-hello.c) changed: rebuild only that initramfs

@@ -35,6 +35,11 @@ int main(void) {
   int Vm = ioctl(Kvm, KVM_CREATE_VM, 0UL);
   if (Vm < 0)
     return fail("KVM_CREATE_VM");
+  // Three pages of guest-physical space for the TSS KVM needs to run real mode in
+  // virtual-8086 mode when the CPU lacks unrestricted guest (the address QEMU uses; no
+  // memory of ours is there).
+  if (ioctl(Vm, KVM_SET_TSS_ADDR, 0xfffbd000UL) < 0)
+    return fail("KVM_SET_TSS_ADDR");
   uint8_t *Mem = mmap(NULL, 0x1000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (Mem == MAP_FAILED)
     return fail("mmap");
