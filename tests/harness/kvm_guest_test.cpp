@@ -15,6 +15,7 @@
 // than one host CPU, and then a whole Linux guest under kvm_intel.
 #include "cpu/vmx/vmx_features.h"
 #include "harness/machine.h"
+#include "tests/support/files.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -25,28 +26,8 @@
 #include <unistd.h>
 
 using namespace vmxsim;
-
-namespace {
-
-/// scripts/fetch-guests.sh's cache directory (as in linux_boot_test.cpp).
-std::string guestCache() {
-  if (const char *C = std::getenv("VMXSIM_GUEST_CACHE"); C && *C)
-    return C;
-  if (const char *X = std::getenv("XDG_CACHE_HOME"); X && *X)
-    return std::string(X) + "/vmxsim/guests";
-  if (const char *H = std::getenv("HOME"); H && *H)
-    return std::string(H) + "/.cache/vmxsim/guests";
-  return {};
-}
-
-std::string readFile(const std::string &Path) {
-  std::ifstream F(Path, std::ios::binary);
-  std::ostringstream S;
-  S << F.rdbuf();
-  return S.str();
-}
-
-} // namespace
+using vmxsim::test::guestCache;
+using vmxsim::test::readFile;
 
 TEST(LinuxKvm, KvmIntelLoadsAndRunsARealModeVcpuToItsIoAndHltExits) {
   const std::string Cache = guestCache();

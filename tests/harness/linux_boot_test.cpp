@@ -6,6 +6,7 @@
 // panic. Skipped when the cache is absent.
 #include "harness/loader.h"
 #include "harness/machine.h"
+#include "tests/support/files.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,26 +16,10 @@
 #include <sstream>
 
 using namespace vmxsim;
+using vmxsim::test::guestCache;
+using vmxsim::test::readFile;
 
 namespace {
-
-/// scripts/fetch-guests.sh's cache directory.
-std::string guestCache() {
-  if (const char *C = std::getenv("VMXSIM_GUEST_CACHE"); C && *C)
-    return C;
-  if (const char *X = std::getenv("XDG_CACHE_HOME"); X && *X)
-    return std::string(X) + "/vmxsim/guests";
-  if (const char *H = std::getenv("HOME"); H && *H)
-    return std::string(H) + "/.cache/vmxsim/guests";
-  return {};
-}
-
-std::string readFile(const std::string &Path) {
-  std::ifstream F(Path, std::ios::binary);
-  std::ostringstream S;
-  S << F.rdbuf();
-  return S.str();
-}
 
 /// A machine booting the cached Debian kernel and initramfs with 512 MiB, its serial output
 /// going to Serial; false (nothing set) when the cache lacks them.
