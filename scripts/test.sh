@@ -25,7 +25,7 @@ echo "== build (RelWithDebInfo, -Werror)"
 mkdir -p build
 build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== tests"
-ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600
+ctest --test-dir build -j "$jobs" --output-on-failure --timeout 900
 
 echo "== build (ASan + UBSan)"
 mkdir -p build-asan
