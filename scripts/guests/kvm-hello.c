@@ -13,14 +13,15 @@
 //   5. EPT fault-in: a second memslot of four pages at 0x10000, first touched here (KVM
 //      maps it on EPT violations): the guest sums its dwords, sends the sum out and marks
 //      each page's last dword, which kvm-hello checks afterwards;
-//   6. interrupt injection: with IF=0 the guest asks (OUT 0x506) for an interrupt; kvm-hello
+//   6. interrupt injection: with IF=0 the guest asks (OUT 0x507) for an interrupt; kvm-hello
 //      sets request_interrupt_window, the guest executes STI, KVM returns
 //      KVM_EXIT_IRQ_WINDOW_OPEN, kvm-hello injects vector 0x20 with KVM_INTERRUPT, and the
 //      handler (real-mode IVT entry 0x20) sends out 0x20 and sets a flag the guest waits on;
 //   7. HLT (KVM_EXIT_HLT).
 //
-// kvm-hello prints one line per exit and one "... ok" line per step it checked, or the
-// first call or check that failed. Exit status: 0 when every step checked out, 1 otherwise.
+// Each step sends its results out through its own port (0x501 to 0x508). kvm-hello prints
+// one line per exit and one "... ok" line per step it checked, or the first call or check
+// that failed. Exit status: 0 when every step checked out, 1 otherwise.
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
