@@ -1,33 +1,173 @@
-// kvm-hello: the smallest KVM user of /dev/kvm, run by the kvm initramfs's /init inside
-// Linux on vmxsim (scripts/fetch-guests.sh builds it with gcc -static). It creates a VM
-// with one vCPU and one page of memory at guest-physical 0x1000, runs this real-mode code
-// from 0x1000:
+// kvm-hello: a small KVM user of /dev/kvm, run by the kvm initramfs's /init inside Linux
+// on vmxsim (scripts/fetch-guests.sh builds it with gcc -static). It creates a VM with one
+// vCPU (user-space irqchip: no KVM_CREATE_IRQCHIP) and runs the real-mode guest below,
+// which exercises, in order:
 //
-//   ba f8 03    mov dx, 0x3f8
-//   b0 41       mov al, 'A'
-//   ee          out dx, al
-//   f4          hlt
+//   1. port I/O: OUT 'A' to 0x3f8; IN from 0x501 (kvm-hello supplies 0x5a), echoed by OUT;
+//   2. MMIO: a 4-byte store to 0xd0000 and a 4-byte load from 0xd0004, where no memslot
+//      is (KVM_EXIT_MMIO; kvm-hello supplies the load's 0xcafef00d), the load echoed;
+//   3. CPUID leaf 0, answered by KVM in the kernel from the entries kvm-hello set with
+//      KVM_SET_CPUID2 (vendor "vmxsimKVMkit"), EBX EDX ECX sent out;
+//   4. MSRs: WRMSR then RDMSR of IA32_SYSENTER_CS (KVM passes it through its MSR bitmap)
+//      and IA32_PAT (KVM intercepts it and emulates it in the kernel), read values sent out;
+//   5. EPT fault-in: a second memslot of four pages at 0x10000, first touched here (KVM
+//      maps it on EPT violations): the guest sums its dwords, sends the sum out and marks
+//      each page's last dword, which kvm-hello checks afterwards;
+//   6. interrupt injection: with IF=0 the guest asks (OUT 0x507) for an interrupt; kvm-hello
+//      sets request_interrupt_window, the guest executes STI, KVM returns
+//      KVM_EXIT_IRQ_WINDOW_OPEN, kvm-hello injects vector 0x20 with KVM_INTERRUPT, and the
+//      handler (real-mode IVT entry 0x20) sends out 0x20 and sets a flag the guest waits on;
+//   7. HLT (KVM_EXIT_HLT).
 //
-// and prints one line per exit it sees ("kvm-hello: exit io port 0x3f8 size 1 out data
-// 0x41", then "kvm-hello: exit hlt"), or the first call that failed with its errno.
-// Exit status: 0 when the exits were exactly IO then HLT, 1 otherwise.
+// Each step sends its results out through its own port (0x501 to 0x508). kvm-hello prints
+// one line per exit and one "... ok" line per step it checked, or the first call or check
+// that failed. Exit status: 0 when every step checked out, 1 otherwise.
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+// The guest: real-mode code, assembled by gcc's assembler into this program's read-only
+// data and copied to guest-physical 0x1000 (CS base 0x1000, IP 0). Only label differences
+// within the block are used, so the code does not depend on where it lands.
+extern const uint8_t GuestStart[], GuestHandler[], GuestEnd[];
+__asm__(".pushsection .rodata.kvm_guest, \"a\"\n"
+        ".code16\n"
+        "GuestStart:\n"
+        // 1. port I/O
+        "  mov $0x3f8, %dx\n"
+        "  mov $0x41, %al\n"
+        "  out %al, %dx\n"
+        "  mov $0x501, %dx\n"
+        "  in %dx, %al\n"
+        "  out %al, %dx\n"
+        // 2. MMIO at 0xd0000, where no memslot is
+        "  mov $0xd000, %ax\n"
+        "  mov %ax, %es\n"
+        "  movl $0x12345678, %es:0\n"
+        "  movl %es:4, %eax\n"
+        "  mov $0x502, %dx\n"
+        "  out %eax, %dx\n"
+        // 3. CPUID leaf 0
+        "  xor %eax, %eax\n"
+        "  xor %ecx, %ecx\n"
+        "  cpuid\n"
+        "  mov %edx, %edi\n"
+        "  mov %ecx, %esi\n"
+        "  mov $0x503, %dx\n"
+        "  mov %ebx, %eax\n"
+        "  out %eax, %dx\n"
+        "  mov %edi, %eax\n"
+        "  out %eax, %dx\n"
+        "  mov %esi, %eax\n"
+        "  out %eax, %dx\n"
+        // 4. MSRs: IA32_SYSENTER_CS (0x174), then IA32_PAT (0x277)
+        "  mov $0x174, %ecx\n"
+        "  mov $0x1234, %eax\n"
+        "  xor %edx, %edx\n"
+        "  wrmsr\n"
+        "  xor %eax, %eax\n"
+        "  rdmsr\n"
+        "  mov $0x504, %dx\n"
+        "  out %eax, %dx\n"
+        "  mov $0x277, %ecx\n"
+        "  mov $0x06040700, %eax\n" // every byte a valid memory type (SDM Vol. 3A, 13.12.2)
+        "  mov $0x01050007, %edx\n"
+        "  wrmsr\n"
+        "  xor %eax, %eax\n"
+        "  xor %edx, %edx\n"
+        "  rdmsr\n"
+        "  mov %edx, %esi\n"
+        "  mov $0x505, %dx\n"
+        "  out %eax, %dx\n"
+        "  mov %esi, %eax\n"
+        "  out %eax, %dx\n"
+        // 5. EPT fault-in: sum the dwords of the four pages at 0x10000, then mark each page
+        "  mov $0x1000, %ax\n"
+        "  mov %ax, %es\n"
+        "  xor %eax, %eax\n"
+        "  xor %si, %si\n"
+        "1:addl %es:(%si), %eax\n"
+        "  add $4, %si\n"
+        "  cmp $0x4000, %si\n"
+        "  jne 1b\n"
+        "  mov $0x506, %dx\n"
+        "  out %eax, %dx\n"
+        "  mov $0x4b564d00, %ebx\n"
+        "  xor %si, %si\n"
+        "2:mov %ebx, %es:0xffc(%si)\n"
+        "  inc %ebx\n"
+        "  add $0x1000, %si\n"
+        "  cmp $0x4000, %si\n"
+        "  jne 2b\n"
+        // 6. interrupt injection: ask with IF=0, then open the window and wait (bounded)
+        "  cli\n"
+        "  movb $0, %cs:(GuestFlag - GuestStart)\n"
+        "  mov $0x507, %dx\n"
+        "  mov $1, %al\n"
+        "  out %al, %dx\n"
+        "  sti\n"
+        "  mov $0xffff, %cx\n"
+        "3:cmpb $0, %cs:(GuestFlag - GuestStart)\n"
+        "  jne 4f\n"
+        "  loop 3b\n"
+        // 7. HLT
+        "4:hlt\n"
+        "GuestHandler:\n"
+        "  push %ax\n"
+        "  push %dx\n"
+        "  movb $1, %cs:(GuestFlag - GuestStart)\n"
+        "  mov $0x508, %dx\n"
+        "  mov $0x20, %al\n"
+        "  out %al, %dx\n"
+        "  pop %dx\n"
+        "  pop %ax\n"
+        "  iret\n"
+        "GuestFlag: .byte 0\n"
+        "GuestEnd:\n"
+        ".code64\n"
+        ".popsection\n");
+
+enum {
+  CodeGpa = 0x1000,      // slot 0 is guest-physical 0..0x2000: IVT, stack, code
+  DataGpa = 0x10000,     // slot 1: the pages of the EPT fault-in step
+  DataPages = 4,
+  MmioGpa = 0xd0000,     // no memslot
+  InValue = 0x5a,        // what kvm-hello answers the IN with
+  MmioLoadValue = 0xcafef00d,
+  SysenterCs = 0x1234,
+  PatLow = 0x06040700,
+  PatHigh = 0x01050007,
+  Vector = 0x20,
+  PageMark = 0x4b564d00, // the guest writes PageMark + n at the end of page n
+};
 
 static int fail(const char *What) {
   printf("kvm-hello: %s failed: %s\n", What, strerror(errno));
   return 1;
 }
 
+static int bad(const char *What) {
+  printf("kvm-hello: %s: FAILED\n", What);
+  return 1;
+}
+
+static uint32_t get32(const uint8_t *P) {
+  uint32_t V;
+  memcpy(&V, P, 4);
+  return V;
+}
+
+// The pattern slot 1 starts with, and its dword sum the guest must send.
+static uint32_t pattern(uint32_t I) { return I * 0x9e3779b9u + 1; }
+
 int main(void) {
-  static const uint8_t Code[] = {0xba, 0xf8, 0x03, 0xb0, 0x41, 0xee, 0xf4};
   int Kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (Kvm < 0)
     return fail("open /dev/kvm");
@@ -40,15 +180,33 @@ int main(void) {
   // memory of ours is there).
   if (ioctl(Vm, KVM_SET_TSS_ADDR, 0xfffbd000UL) < 0)
     return fail("KVM_SET_TSS_ADDR");
-  uint8_t *Mem = mmap(NULL, 0x1000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (Mem == MAP_FAILED)
+
+  uint8_t *Mem = mmap(NULL, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  uint8_t *Data = mmap(NULL, DataPages * 0x1000, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (Mem == MAP_FAILED || Data == MAP_FAILED)
     return fail("mmap");
-  memcpy(Mem, Code, sizeof Code);
+  memcpy(Mem + CodeGpa, GuestStart, (size_t)(GuestEnd - GuestStart));
+  // Real-mode IVT entry Vector: offset, then segment (the code's, 0x100).
+  const uint16_t Ivt[2] = {(uint16_t)(GuestHandler - GuestStart), CodeGpa >> 4};
+  memcpy(Mem + 4 * Vector, Ivt, sizeof Ivt);
+  uint32_t Sum = 0;
+  for (uint32_t I = 0; I < DataPages * 0x1000 / 4; ++I) {
+    const uint32_t V = pattern(I);
+    memcpy(Data + 4 * I, &V, 4);
+    Sum += V;
+  }
   struct kvm_userspace_memory_region Region = {
-      .slot = 0, .guest_phys_addr = 0x1000, .memory_size = 0x1000,
+      .slot = 0, .guest_phys_addr = 0, .memory_size = 0x2000,
       .userspace_addr = (uint64_t)(uintptr_t)Mem};
   if (ioctl(Vm, KVM_SET_USER_MEMORY_REGION, &Region) < 0)
-    return fail("KVM_SET_USER_MEMORY_REGION");
+    return fail("KVM_SET_USER_MEMORY_REGION 0");
+  Region = (struct kvm_userspace_memory_region){
+      .slot = 1, .guest_phys_addr = DataGpa, .memory_size = DataPages * 0x1000,
+      .userspace_addr = (uint64_t)(uintptr_t)Data};
+  if (ioctl(Vm, KVM_SET_USER_MEMORY_REGION, &Region) < 0)
+    return fail("KVM_SET_USER_MEMORY_REGION 1");
+
   int Vcpu = ioctl(Vm, KVM_CREATE_VCPU, 0UL);
   if (Vcpu < 0)
     return fail("KVM_CREATE_VCPU");
@@ -59,37 +217,174 @@ int main(void) {
   if (Run == MAP_FAILED)
     return fail("mmap kvm_run");
 
-  // Real mode, CS base 0x1000 (selector 0x100), IP 0.
+  // CPUID as the guest sees it: leaf 0 only, with a vendor no CPU has, so the guest's
+  // answer can only come from here.
+  struct {
+    struct kvm_cpuid2 Head;
+    struct kvm_cpuid_entry2 Entry[1];
+  } Cpuid;
+  memset(&Cpuid, 0, sizeof Cpuid);
+  Cpuid.Head.nent = 1;
+  Cpuid.Entry[0].function = 0;
+  Cpuid.Entry[0].eax = 0;
+  memcpy(&Cpuid.Entry[0].ebx, "vmxs", 4);
+  memcpy(&Cpuid.Entry[0].edx, "imKV", 4);
+  memcpy(&Cpuid.Entry[0].ecx, "Mkit", 4);
+  if (ioctl(Vcpu, KVM_SET_CPUID2, &Cpuid) < 0)
+    return fail("KVM_SET_CPUID2");
+
+  // Real mode, CS base 0x1000 (selector 0x100), IP 0; SS:SP 0:0x1000.
   struct kvm_sregs Sregs;
   if (ioctl(Vcpu, KVM_GET_SREGS, &Sregs) < 0)
     return fail("KVM_GET_SREGS");
-  Sregs.cs.base = 0x1000;
-  Sregs.cs.selector = 0x100;
+  Sregs.cs.base = CodeGpa;
+  Sregs.cs.selector = CodeGpa >> 4;
   if (ioctl(Vcpu, KVM_SET_SREGS, &Sregs) < 0)
     return fail("KVM_SET_SREGS");
   struct kvm_regs Regs;
   memset(&Regs, 0, sizeof Regs);
   Regs.rip = 0;
+  Regs.rsp = 0x1000;
   Regs.rflags = 0x2;
   if (ioctl(Vcpu, KVM_SET_REGS, &Regs) < 0)
     return fail("KVM_SET_REGS");
 
-  int SawIo = 0;
-  for (int I = 0; I < 8; ++I) {
+  uint32_t Vendor[3], Pat[2];
+  int NVendor = 0, NPat = 0;
+  unsigned Done = 0; // one bit per checked step, in the order of the comment at the top
+  for (int I = 0; I < 64; ++I) {
     if (ioctl(Vcpu, KVM_RUN, 0) < 0)
       return fail("KVM_RUN");
     switch (Run->exit_reason) {
     case KVM_EXIT_IO: {
-      const uint8_t *Data = (const uint8_t *)Run + Run->io.data_offset;
-      printf("kvm-hello: exit io port %#x size %u %s data %#x\n", Run->io.port, Run->io.size,
-             Run->io.direction == KVM_EXIT_IO_OUT ? "out" : "in", Data[0]);
-      SawIo = Run->io.port == 0x3f8 && Run->io.size == 1 &&
-              Run->io.direction == KVM_EXIT_IO_OUT && Data[0] == 'A';
+      uint8_t *D = (uint8_t *)Run + Run->io.data_offset;
+      const unsigned Port = Run->io.port, Size = Run->io.size;
+      if (Run->io.count != 1 || (Size != 1 && Size != 4))
+        return bad("io exit of an unexpected count or size");
+      if (Run->io.direction == KVM_EXIT_IO_IN) {
+        printf("kvm-hello: exit io port %#x size %u in, supplying %#x\n", Port, Size, InValue);
+        if (Port != 0x501 || Size != 1)
+          return bad("unexpected in");
+        D[0] = InValue;
+        break;
+      }
+      const uint32_t V = Size == 4 ? get32(D) : D[0];
+      printf("kvm-hello: exit io port %#x size %u out data %#x\n", Port, Size, V);
+      switch (Port) {
+      case 0x3f8:
+        if (V != 'A')
+          return bad("out");
+        Done |= 1;
+        break;
+      case 0x501:
+        if (V != InValue)
+          return bad("io");
+        printf("kvm-hello: io ok: out 0x41, in %#x echoed\n", InValue);
+        Done |= 2;
+        break;
+      case 0x502:
+        if (V != MmioLoadValue)
+          return bad("mmio");
+        printf("kvm-hello: mmio ok: load %#x echoed\n", MmioLoadValue);
+        Done |= 4;
+        break;
+      case 0x503:
+        Vendor[NVendor++] = V;
+        if (NVendor == 3) {
+          char S[13];
+          memcpy(S, Vendor, 12);
+          S[12] = 0;
+          if (strcmp(S, "vmxsimKVMkit") != 0)
+            return bad("cpuid");
+          printf("kvm-hello: cpuid ok: leaf 0 vendor %s\n", S);
+          Done |= 8;
+        }
+        break;
+      case 0x504:
+        if (V != SysenterCs)
+          return bad("msr IA32_SYSENTER_CS");
+        printf("kvm-hello: msr ok: IA32_SYSENTER_CS %#x\n", V);
+        Done |= 0x10;
+        break;
+      case 0x505:
+        Pat[NPat++] = V;
+        if (NPat == 2) {
+          if (Pat[0] != PatLow || Pat[1] != PatHigh)
+            return bad("msr IA32_PAT");
+          printf("kvm-hello: msr ok: IA32_PAT %#010x%08x\n", Pat[1], Pat[0]);
+          Done |= 0x20;
+        }
+        break;
+      case 0x506:
+        if (V != Sum)
+          return bad("ept fault-in sum");
+        printf("kvm-hello: ept fault-in ok: sum %#x of %d pages at %#x\n", Sum, DataPages,
+               DataGpa);
+        Done |= 0x40;
+        break;
+      case 0x507:
+        printf("kvm-hello: if_flag %u ready_for_interrupt_injection %u: requesting an "
+               "interrupt window\n",
+               Run->if_flag, Run->ready_for_interrupt_injection);
+        if (Run->if_flag != 0)
+          return bad("if_flag with IF=0");
+        Run->request_interrupt_window = 1;
+        break;
+      case 0x508:
+        if (V != Vector)
+          return bad("interrupt");
+        printf("kvm-hello: interrupt ok: vector %#x handler ran\n", Vector);
+        Done |= 0x80;
+        break;
+      default:
+        return bad("out to an unexpected port");
+      }
       break;
     }
-    case KVM_EXIT_HLT:
+    case KVM_EXIT_MMIO: {
+      const uint64_t A = Run->mmio.phys_addr;
+      if (Run->mmio.len != 4)
+        return bad("mmio exit of an unexpected length");
+      if (Run->mmio.is_write) {
+        const uint32_t V = get32(Run->mmio.data);
+        printf("kvm-hello: exit mmio addr %#llx len 4 write data %#x\n", (unsigned long long)A, V);
+        if (A != MmioGpa || V != 0x12345678)
+          return bad("mmio write");
+      } else {
+        printf("kvm-hello: exit mmio addr %#llx len 4 read, supplying %#x\n",
+               (unsigned long long)A, MmioLoadValue);
+        if (A != MmioGpa + 4)
+          return bad("mmio read");
+        const uint32_t V = MmioLoadValue;
+        memcpy(Run->mmio.data, &V, 4);
+      }
+      break;
+    }
+    case KVM_EXIT_IRQ_WINDOW_OPEN: {
+      printf("kvm-hello: exit irq_window_open if_flag %u ready_for_interrupt_injection %u\n",
+             Run->if_flag, Run->ready_for_interrupt_injection);
+      if (!Run->ready_for_interrupt_injection)
+        return bad("irq window open but not ready for injection");
+      struct kvm_interrupt Irq = {.irq = Vector};
+      if (ioctl(Vcpu, KVM_INTERRUPT, &Irq) < 0)
+        return fail("KVM_INTERRUPT");
+      printf("kvm-hello: KVM_INTERRUPT vector %#x\n", Vector);
+      Run->request_interrupt_window = 0;
+      break;
+    }
+    case KVM_EXIT_HLT: {
       printf("kvm-hello: exit hlt\n");
-      return SawIo ? 0 : 1;
+      if (Mem[CodeGpa + (GuestEnd - GuestStart) - 1] != 1)
+        return bad("interrupt handler's flag");
+      for (uint32_t P = 0; P < DataPages; ++P)
+        if (get32(Data + P * 0x1000 + 0xffc) != PageMark + P)
+          return bad("ept fault-in page marks");
+      printf("kvm-hello: ept fault-in ok: the guest's marks are in all %d pages\n", DataPages);
+      if (Done != 0xff)
+        return bad("a step's exit missing");
+      printf("kvm-hello: all steps ok\n");
+      return 0;
+    }
     case KVM_EXIT_FAIL_ENTRY:
       printf("kvm-hello: exit fail_entry hardware_entry_failure_reason %#llx\n",
              (unsigned long long)Run->fail_entry.hardware_entry_failure_reason);
@@ -102,6 +397,6 @@ int main(void) {
       return 1;
     }
   }
-  printf("kvm-hello: no hlt after 8 exits\n");
+  printf("kvm-hello: no hlt after 64 exits\n");
   return 1;
 }

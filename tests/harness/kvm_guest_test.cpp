@@ -1,14 +1,19 @@
 // KVM inside Linux on vmxsim: Debian 12's Linux 6.1 boots the kvm initramfs that
 // scripts/fetch-guests.sh builds (initramfs-kvm.cpio.gz), whose /init loads Linux's own
 // KVM modules (irqbypass, kvm, kvm-intel) as the hypervisor on vmxsim's VMX, and runs
-// kvm-hello (scripts/guests/kvm-hello.c): one VM, one vCPU, one page of memory, real-mode
-// code doing OUT 0x3f8 then HLT. Skipped when the cache lacks the kvm initramfs.
+// kvm-hello (scripts/guests/kvm-hello.c): one VM, one vCPU with a user-space irqchip, a
+// real-mode guest. Skipped when the cache lacks the kvm initramfs.
 //
 // What works today, asserted below: kvm_intel accepts the `full` VMX profile's capability
 // MSRs (setup_vmcs_config finds every control it requires), /dev/kvm appears, KVM_CREATE_VM
 // enables VMX (VMXON on the boot CPU), and the vCPU's VM entries with EPT and unrestricted
-// guest run the real-mode code to the exits KVM reports to user space: KVM_EXIT_IO, then
-// KVM_EXIT_HLT.
+// guest run the guest through each kind of exit the KVM kit asks for, kvm-hello checking
+// each result: port I/O out and in (KVM_EXIT_IO), MMIO store and load where no memslot is
+// (KVM_EXIT_MMIO, through KVM's instruction emulator), CPUID answered in the kernel from
+// KVM_SET_CPUID2's entries, WRMSR/RDMSR of an MSR KVM passes through (IA32_SYSENTER_CS) and
+// of one it intercepts (IA32_PAT), a second memslot faulted in through EPT violations, an
+// interrupt window (KVM_EXIT_IRQ_WINDOW_OPEN) and KVM_INTERRUPT's injection of a vector
+// through the real-mode IVT, and HLT (KVM_EXIT_HLT).
 //
 // Expected next (project issue 16): a protected- and long-mode guest under KVM (paging
 // through EPT, interrupts injected by KVM's in-kernel LAPIC), more than one vCPU on more
@@ -29,7 +34,7 @@ using namespace vmxsim;
 using vmxsim::test::guestCache;
 using vmxsim::test::readFile;
 
-TEST(LinuxKvm, KvmIntelLoadsAndRunsARealModeVcpuToItsIoAndHltExits) {
+TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAndHlt) {
   const std::string Cache = guestCache();
   const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs-kvm.cpio.gz";
   if (Cache.empty() || !std::filesystem::exists(Kernel) || !std::filesystem::exists(Initrd))
@@ -69,8 +74,42 @@ TEST(LinuxKvm, KvmIntelLoadsAndRunsARealModeVcpuToItsIoAndHltExits) {
       "\nvmxsim-kvm: kvm_intel: ept=Y unrestricted_guest=Y vpid=Y flexpriority=N "
       "enable_apicv=N enable_shadow_vmcs=N pml=N preemption_timer=Y nested=Y\r\n",
       "\nkvm-hello: KVM_GET_API_VERSION 12\r\n",
+      // 1. Port I/O: OUT, then an IN kvm-hello answers, echoed back by OUT.
       "\nkvm-hello: exit io port 0x3f8 size 1 out data 0x41\r\n",
+      "\nkvm-hello: exit io port 0x501 size 1 in, supplying 0x5a\r\n",
+      "\nkvm-hello: exit io port 0x501 size 1 out data 0x5a\r\n",
+      "\nkvm-hello: io ok: out 0x41, in 0x5a echoed\r\n",
+      // 2. MMIO where no memslot is: KVM emulates the store and the load.
+      "\nkvm-hello: exit mmio addr 0xd0000 len 4 write data 0x12345678\r\n",
+      "\nkvm-hello: exit mmio addr 0xd0004 len 4 read, supplying 0xcafef00d\r\n",
+      "\nkvm-hello: exit io port 0x502 size 4 out data 0xcafef00d\r\n",
+      "\nkvm-hello: mmio ok: load 0xcafef00d echoed\r\n",
+      // 3. CPUID leaf 0, from KVM_SET_CPUID2: EBX EDX ECX = "vmxs" "imKV" "Mkit".
+      "\nkvm-hello: exit io port 0x503 size 4 out data 0x73786d76\r\n",
+      "\nkvm-hello: exit io port 0x503 size 4 out data 0x564b6d69\r\n",
+      "\nkvm-hello: exit io port 0x503 size 4 out data 0x74696b4d\r\n",
+      "\nkvm-hello: cpuid ok: leaf 0 vendor vmxsimKVMkit\r\n",
+      // 4. MSRs: IA32_SYSENTER_CS through KVM's MSR bitmap, IA32_PAT intercepted.
+      "\nkvm-hello: exit io port 0x504 size 4 out data 0x1234\r\n",
+      "\nkvm-hello: msr ok: IA32_SYSENTER_CS 0x1234\r\n",
+      "\nkvm-hello: exit io port 0x505 size 4 out data 0x6040700\r\n",
+      "\nkvm-hello: exit io port 0x505 size 4 out data 0x1050007\r\n",
+      "\nkvm-hello: msr ok: IA32_PAT 0x0105000706040700\r\n",
+      // 5. A second memslot faulted in through EPT violations: its dword sum.
+      "\nkvm-hello: exit io port 0x506 size 4 out data 0x20b24800\r\n",
+      "\nkvm-hello: ept fault-in ok: sum 0x20b24800 of 4 pages at 0x10000\r\n",
+      // 6. With IF=0 an interrupt window is requested; STI opens it; KVM_INTERRUPT
+      // injects vector 0x20, whose real-mode handler reports.
+      "\nkvm-hello: exit io port 0x507 size 1 out data 0x1\r\n",
+      "\nkvm-hello: if_flag 0 ready_for_interrupt_injection 0: requesting an interrupt window\r\n",
+      "\nkvm-hello: exit irq_window_open if_flag 1 ready_for_interrupt_injection 1\r\n",
+      "\nkvm-hello: KVM_INTERRUPT vector 0x20\r\n",
+      "\nkvm-hello: exit io port 0x508 size 1 out data 0x20\r\n",
+      "\nkvm-hello: interrupt ok: vector 0x20 handler ran\r\n",
+      // 7. HLT; then kvm-hello checks the guest's writes to the second memslot.
       "\nkvm-hello: exit hlt\r\n",
+      "\nkvm-hello: ept fault-in ok: the guest's marks are in all 4 pages\r\n",
+      "\nkvm-hello: all steps ok\r\n",
       "\nvmxsim-kvm: kvm-hello: exit status 0\r\n",
       "\nvmxsim-kvm: done\r\n",
   };
