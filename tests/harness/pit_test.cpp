@@ -2,6 +2,7 @@
 // exact tick timing derived from the virtual clock, and IRQ0 at exact virtual cycles in a
 // running guest (through the 8259 and the scheduler's timer events).
 #include "harness/machine.h"
+#include "tests/support/flat_guest.h"
 
 #include <gtest/gtest.h>
 
@@ -67,24 +68,8 @@ std::unique_ptr<Machine> guestMachine(const uint8_t *Image = kGuest,
   EXPECT_TRUE(M) << Err.str();
   if (!M)
     return M;
-  Cpu &C = M->bsp();
-  // A 32-bit interrupt gate for IRQ0's vector at IDT 0x3000.
-  const uint32_t Handler = 0x10010;
-  uint8_t Gate[8] = {uint8_t(Handler), uint8_t(Handler >> 8),
-                     uint8_t(C.S.seg(SegReg::CS).Selector),
-                     uint8_t(C.S.seg(SegReg::CS).Selector >> 8), 0, 0x8e,
-                     uint8_t(Handler >> 16), uint8_t(Handler >> 24)};
-  EXPECT_TRUE(M->mem().copyIn(Hpa(0x3000 + 8 * kIrq0Vector), Gate, 8));
-  C.S.Idtr.Base = 0x3000;
-  C.S.Idtr.Limit = 0x7ff;
-  C.S.Gpr[4] = 0x9000;
-  // 8259 master: ICW1-ICW4 (vector base 0x20, 8086 mode), then only IR0 unmasked.
-  IoBus &Io = M->io();
-  Io.write(0x20, 1, 0x11);
-  Io.write(0x21, 1, kIrq0Vector);
-  Io.write(0x21, 1, 0x04);
-  Io.write(0x21, 1, 0x01);
-  Io.write(0x21, 1, 0xfe);
+  EXPECT_TRUE(test::installInterruptGate(*M, kIrq0Vector, 0x10010));
+  test::initPic(*M, false, kIrq0Vector, 0xfe); // only IR0 unmasked
   return M;
 }
 

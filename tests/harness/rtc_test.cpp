@@ -2,6 +2,7 @@
 // (harness/devices/cmos_layout.h): standard fields, the clock from the virtual time, data
 // modes, UIP, the periodic interrupt on IRQ 8, and the RTC base's parsing.
 #include "harness/machine.h"
+#include "tests/support/flat_guest.h"
 
 #include <gtest/gtest.h>
 
@@ -324,20 +325,9 @@ TEST(RealTimeClock, GuestTakesThePeriodicInterruptAtExactVirtualTimes) {
   ASSERT_TRUE(M) << Err.str();
   Cpu &C = M->bsp();
   constexpr uint8_t kVector = 0x28;
-  const uint32_t Handler = 0x10010;
-  uint8_t Gate[8] = {uint8_t(Handler), uint8_t(Handler >> 8),
-                     uint8_t(C.S.seg(SegReg::CS).Selector),
-                     uint8_t(C.S.seg(SegReg::CS).Selector >> 8), 0, 0x8e,
-                     uint8_t(Handler >> 16), uint8_t(Handler >> 24)};
-  ASSERT_TRUE(M->mem().copyIn(Hpa(0x3000 + 8 * kVector), Gate, 8));
-  C.S.Idtr.Base = 0x3000;
-  C.S.Idtr.Limit = 0x7ff;
-  C.S.Gpr[4] = 0x9000;
-  IoBus &Io = M->io();
-  for (uint8_t V : {0x11, 0x20, 0x04, 0x01, 0xfb}) // master: only the cascade unmasked
-    Io.write(V == 0x11 ? 0x20 : 0x21, 1, V);
-  for (uint8_t V : {0x11, 0x28, 0x02, 0x01, 0xfe}) // slave: only IR0 (IRQ 8) unmasked
-    Io.write(V == 0x11 ? 0xa0 : 0xa1, 1, V);
+  ASSERT_TRUE(test::installInterruptGate(*M, kVector, 0x10010));
+  test::initPic(*M, false, 0x20, 0xfb); // master: only the cascade unmasked
+  test::initPic(*M, true, 0x28, 0xfe);  // slave: only IR0 (IRQ 8) unmasked
   ASSERT_EQ(C.Cycles, 0u);
   cmosWrite(*M, 0x0b, 0x42); // PIE at the power-on rate, 1024 Hz
   M->setMaxInsns(300);

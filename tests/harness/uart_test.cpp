@@ -3,6 +3,7 @@
 // timeout at its exact cycle, loopback, the scripted serial input's pace and flow control,
 // COM2, and interrupts through the 8259 and the I/O APIC in a running guest.
 #include "harness/machine.h"
+#include "tests/support/flat_guest.h"
 
 #include <gtest/gtest.h>
 
@@ -454,23 +455,9 @@ EchoRun runEchoGuest(const std::string &Input, uint8_t Fcr) {
   EchoRun Out;
   if (!M)
     return Out;
-  Cpu &C = M->bsp();
-  const uint32_t Handler = 0x10010;
-  uint8_t Gate[8] = {uint8_t(Handler), uint8_t(Handler >> 8),
-                     uint8_t(C.S.seg(SegReg::CS).Selector),
-                     uint8_t(C.S.seg(SegReg::CS).Selector >> 8), 0, 0x8e,
-                     uint8_t(Handler >> 16), uint8_t(Handler >> 24)};
-  EXPECT_TRUE(M->mem().copyIn(Hpa(0x3000 + 8 * kIrq4Vector), Gate, 8));
-  C.S.Idtr.Base = 0x3000;
-  C.S.Idtr.Limit = 0x7ff;
-  C.S.Gpr[4] = 0x9000;
+  EXPECT_TRUE(test::installInterruptGate(*M, kIrq4Vector, 0x10010));
+  test::initPic(*M, false, 0x20, 0xef); // only IR4 unmasked
   IoBus &Io = M->io();
-  // 8259 master: vector base 0x20, only IR4 unmasked.
-  Io.write(0x20, 1, 0x11);
-  Io.write(0x21, 1, 0x20);
-  Io.write(0x21, 1, 0x04);
-  Io.write(0x21, 1, 0x01);
-  Io.write(0x21, 1, 0xef);
   // COM1: 115200 8N1, the given FCR, received-data interrupt, OUT2 and RTS.
   Io.write(0x3fb, 1, 0x83);
   Io.write(0x3f8, 1, 1);
@@ -478,7 +465,7 @@ EchoRun runEchoGuest(const std::string &Input, uint8_t Fcr) {
   Io.write(0x3fb, 1, 0x03);
   Io.write(0x3fa, 1, Fcr);
   Io.write(0x3f9, 1, Uart16550::IerErbfi);
-  Out.RtsCycle = C.Cycles;
+  Out.RtsCycle = M->bsp().Cycles;
   Io.write(0x3fc, 1, Uart16550::McrOut2 | Uart16550::McrRts);
   Out.R = M->run();
   Out.Serial = M->serialOutput();
