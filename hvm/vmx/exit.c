@@ -35,6 +35,10 @@ static const ExitFamilyFn ExitFamilies[Reason_Count] = {
     [Reason_IoInstruction] = handleIo,
     [Reason_Rdmsr] = handleRdmsr,
     [Reason_Wrmsr] = handleWrmsr,
+    [Reason_TripleFault] = handleTripleFault,
+    [Reason_EptViolation] = handleEptViolation,
+    [Reason_EptMisconfiguration] = handleEptMisconfig,
+    [Reason_VmxPreemptionTimerExpired] = handlePreemptionTimer,
 };
 
 uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {
@@ -99,10 +103,7 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
   enum ExitAction Action;
   uint32_t Basic = EXIT_REASON_BASIC(Cpu->Exit.Reason);
   if (Cpu->Exit.Reason & EXIT_REASON_ENTRY_FAILURE) {
-    /* SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State". */
-    exitNote(Cpu, "VM entry failed: %s, qualification %lu", exitReasonName(Basic),
-             Cpu->Exit.Qualification);
-    Action = Action_Stop;
+    Action = handleEntryFailure(Cpu, Regs);
   } else if (Basic < Reason_Count && ExitFamilies[Basic]) {
     Action = ExitFamilies[Basic](Cpu, Regs);
   } else {
@@ -122,6 +123,7 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
     break;
   }
   case Action_Inject:
+  case Action_Resume:
     break;
   case Action_GuestDone:
     if (Xen30)

@@ -160,7 +160,7 @@ static void guestSegment(const struct SegmentFields *F, uint16_t Sel, uint64_t B
   vmw(F->AccessRights, Ar);
 }
 
-static bool setupControls(struct PerCpu *Cpu) {
+static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   /* SDM Vol. 3D, A.2: when IA32_VMX_BASIC[55] is 1, the TRUE_ MSRs say which default1
      controls may be 0 (we want CR3-store exiting off). */
   bool True = (Cpu->VmxBasic & VMX_BASIC_TRUE_CONTROLS) != 0;
@@ -173,9 +173,25 @@ static bool setupControls(struct PerCpu *Cpu) {
   uint32_t WantProc = VMX_CTL(Proc_HltExiting) | VMX_CTL(Proc_UnconditionalIoExiting) |
                       VMX_CTL(Proc_Cr3LoadExiting) | VMX_CTL(Proc_Cr8LoadExiting) |
                       VMX_CTL(Proc_Cr8StoreExiting);
+  /* The VMX-preemption timer, for time slices and to wake a vCPU blocked in HLT, when
+     the processor offers it (SDM Vol. 3C, "VMX-Preemption Timer"; Vol. 3D, A.3.1:
+     allowed-1 bit 6 of the pin-based capability MSR). */
+  uint32_t WantPin = 0;
+  uint64_t PinCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS);
+  Cpu->PreemptionTimer = 0;
+  if ((G->SliceCycles || G->Timers) &&
+      ((PinCap >> 32) & VMX_CTL(Pin_ActivateVmxPreemptionTimer))) {
+    WantPin |= VMX_CTL(Pin_ActivateVmxPreemptionTimer);
+    Cpu->PreemptionTimer = 1;
+    /* SDM Vol. 3D, A.6 "Miscellaneous Data": IA32_VMX_MISC[4:0] = the rate: the timer
+       counts down by 1 every time bit X of the TSC changes, X = that value. */
+    Cpu->PreemptionRate = (uint8_t)(rdmsr(MSR_IA32_VMX_MISC) & 0x1f);
+    uint64_t Ticks = G->SliceCycles >> Cpu->PreemptionRate;
+    Cpu->SliceTicks = !G->SliceCycles ? ~0u : Ticks == 0 ? 1 : Ticks > ~0u ? ~0u : (uint32_t)Ticks;
+  }
   if (!adjustControls("pin-based",
                       True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS,
-                      0, &Pin) ||
+                      WantPin, &Pin) ||
       !adjustControls("processor-based",
                       True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS,
                       WantProc, &Proc) ||
@@ -189,18 +205,28 @@ static bool setupControls(struct PerCpu *Cpu) {
     return false;
   /* Tag the guest's translations with a VPID when the processor can, as production
      hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
-     "Virtual-Processor Identifiers (VPIDs)"). No EPT and no unrestricted guest: the
-     guest shares the host's paging. */
+     "Virtual-Processor Identifiers (VPIDs)"): one per vCPU, CPU number + 1 (VPID 0 is
+     the host's). EPT when the image asks for it and the processor offers it (SDM
+     Vol. 3C, "The Extended Page Table Mechanism (EPT)"). No unrestricted guest. */
   uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
   if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
     uint64_t Proc2Cap = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
+    uint32_t Proc2 = 0;
     if ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableVpid)) {
+      Proc2 |= VMX_CTL(Proc2_EnableVpid);
+      vmw(Vmcs_VirtualProcessorIdentifier, Cpu->CpuNumber + 1);
+    }
+    if (G->Eptp && ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableEpt))) {
+      Proc2 |= VMX_CTL(Proc2_EnableEpt);
+      vmw(Vmcs_EptPointer, G->Eptp);
+    }
+    if (Proc2) {
       Proc |= VMX_CTL(Proc_ActivateSecondaryControls);
-      vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls,
-          (uint32_t)Proc2Cap | VMX_CTL(Proc2_EnableVpid));
-      vmw(Vmcs_VirtualProcessorIdentifier, 1);
+      vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls, (uint32_t)Proc2Cap | Proc2);
     }
   }
+  if (Cpu->PreemptionTimer)
+    vmw(Vmcs_VmxPreemptionTimerValue, Cpu->SliceTicks);
   vmw(Vmcs_PinBasedVmExecutionControls, Pin);
   vmw(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
   vmw(Vmcs_PrimaryVmExitControls, Exit);
@@ -328,7 +354,7 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
     vmxPrintVmFail("VMPTRLD", -(int)S);
     return false;
   }
-  if (!setupControls(Cpu))
+  if (!setupControls(Cpu, Guest))
     return false;
   setupHostState(Cpu);
   setupGuestState(Cpu, Guest);
@@ -336,6 +362,9 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
   Cpu->GuestTscAux = 0;
   Cpu->GuestTpr = 0;
   Cpu->ReportedCount = 0;
+  Cpu->TimerDeadline = 0;
+  Cpu->Blocked = 0;
+  Cpu->SliceEnds = Cpu->TimerWakeups = Cpu->LazyMaps = 0;
   Cpu->UartLineLen = 0;
   Cpu->Note[0] = 0;
   Cpu->RipBase = Guest->RipBase;

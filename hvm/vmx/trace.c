@@ -2,6 +2,7 @@
 
 #include "lib/multiboot.h"
 #include "lib/printf.h"
+#include "lib/spinlock.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
 #include "vmx/exit.h"
@@ -10,6 +11,8 @@
 /* d1v<cpu>: the scheduler records' "who" word, vcpu in bits 0-15, domain in bits 16-31
    (format doc, section 5). The guest is domain 1, one vCPU per pcpu. */
 static uint32_t whoRunning(const struct PerCpu *Cpu) { return (1u << 16) | Cpu->CpuNumber; }
+
+volatile uint32_t VmxConsoleLock;
 
 static void xen30Entry(struct PerCpu *Cpu);
 
@@ -113,6 +116,14 @@ static void handlerRecord(struct PerCpu *Cpu) {
         W, 3);
     break;
   }
+  case Reason_EptViolation: {
+    /* Xen's NPF: guest-physical address (slot 1), the host frame mapped (slot 2, 0 if
+       none), the qualification (slot 4), p2m type 0 (ordinary RAM). */
+    uint32_t W[6] = {(uint32_t)T[1], (uint32_t)(T[1] >> 32), (uint32_t)T[2],
+                     (uint32_t)(T[2] >> 32), (uint32_t)T[4], 0};
+    put(Cpu, XT_EV_Npf, W, 6);
+    break;
+  }
   default:
     break;
   }
@@ -137,7 +148,9 @@ static void logExit(struct PerCpu *Cpu) {
            T[2], T[3], T[4]);
   }
   if (Cpu->Note[0]) {
+    spinLock(&VmxConsoleLock);
     printf("  %s\n", Cpu->Note);
+    spinUnlock(&VmxConsoleLock);
     Cpu->Note[0] = 0;
   }
 }

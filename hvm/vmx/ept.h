@@ -1,0 +1,29 @@
+/* The guest's extended page tables (SDM Vol. 3C, "The Extended Page Table Mechanism
+ * (EPT)"): one shared, identity-mapped EPT for every vCPU of the domain, with a 2 MiB
+ * region that starts unmapped and is mapped 4 KiB page by 4 KiB page at the guest's
+ * first touch (lazy mapping: exit_ept.c).
+ */
+#ifndef HVM_VMX_EPT_H
+#define HVM_VMX_EPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Guest-physical memory the EPT maps 1:1 with 2 MiB pages. */
+#define EPT_IDENTITY_BYTES (1ull << 30)
+/* The lazily mapped region's size. */
+#define EPT_LAZY_BYTES (2ull << 20)
+
+/// Builds the EPT (on the calling CPU, before any vCPU uses it): [0, EPT_IDENTITY_BYTES)
+/// identity-mapped with write-back 2 MiB pages, except [LazyBase, LazyBase +
+/// EPT_LAZY_BYTES) (2 MiB-aligned, below EPT_IDENTITY_BYTES), whose 4 KiB entries are
+/// all not present. Returns the EPT pointer, or 0 if the processor's EPT lacks what this
+/// needs (IA32_VMX_EPT_VPID_CAP: 4-level walks, write-back, 2 MiB pages) or the
+/// secondary "enable EPT" control.
+uint64_t eptInit(uint64_t LazyBase);
+
+/// Maps the 4 KiB page holding guest-physical Gpa 1:1 if it lies in the lazy region and
+/// returns true with the host frame number in *Frame; false for any other address.
+bool eptMapLazy(uint64_t Gpa, uint64_t *Frame);
+
+#endif
