@@ -1,0 +1,26 @@
+/* The guest scenarios of the hv image (README.md): one bit each in the mask the guest
+   gets in RDI. */
+#pragma once
+
+#define HV_SC_IO (1u << 0)
+#define HV_SC_CPUID (1u << 1)
+#define HV_SC_MSR (1u << 2)
+#define HV_SC_CR (1u << 3)
+#define HV_SC_HLT_TIMER (1u << 4)
+#define HV_SC_EPT (1u << 5)
+#define HV_SC_ALL ((1u << 6) - 1)
+
+/* The lazily mapped region (vmx/ept.h): 2 MiB of guest-physical memory at 128 MiB, a
+   slice of HV_EPT_SLICE bytes per vCPU. The machine needs 130 MiB of RAM or more. */
+#define HV_LAZY_BASE (128ull << 20)
+#define HV_EPT_SLICE (256u << 10)
+
+/* Time slices: TSC cycles of each (the VMX-preemption timer). */
+#define HV_SLICE_CYCLES 100000u
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+/// The guest: runs the scenarios of Mask in order on vCPU Vcpu, then ends with
+/// hypercall 1 and a status: 0, or the bits of the scenarios that went wrong.
+__attribute__((noreturn)) void hvGuest(uint64_t Mask, uint64_t Vcpu);
+#endif
