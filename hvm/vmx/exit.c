@@ -12,18 +12,6 @@
 #include "vmx/insn.h"
 #include "vmx/vmx.h"
 
-static enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs) {
-  (void)Regs;
-  /* As Xen 3.0.3: vector, then error code and qualification (for #PF: the address).
-     The exception bitmap is 0, so only an NMI could bring us here: not handled. */
-  TRACE_VMEXIT(1, INTR_INFO_VECTOR(Cpu->Exit.InterruptionInfo));
-  TRACE_VMEXIT(3, vmread(Vmcs_VmExitInterruptionErrorCode));
-  TRACE_VMEXIT(4, Cpu->Exit.Qualification);
-  exitNote(Cpu, "unexpected exception or NMI, interruption info 0x%x",
-           Cpu->Exit.InterruptionInfo);
-  return Action_Stop;
-}
-
 /* SDM Vol. 3D, Appendix C: only the reasons the VMCS set up in setup.c can produce and
    that the core emulates have a handler; every other one stops the image. */
 static const ExitFamilyFn ExitFamilies[Reason_Count] = {

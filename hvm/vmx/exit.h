@@ -1,6 +1,6 @@
 /* The exit handler's internal interface: what each exit family returns, and the helpers
- * the families share. One file per family (STYLE 2.7): exit_cpuid.c, exit_io.c,
- * exit_msr.c, exit_cr.c, exit_vmcall.c, exit_timer.c, exit_ept.c, exit_fail.c.
+ * the families share. One file per family (STYLE 2.7): exit_exception.c, exit_cpuid.c,
+ * exit_io.c, exit_msr.c, exit_cr.c, exit_vmcall.c, exit_timer.c, exit_ept.c, exit_fail.c.
  */
 #ifndef HVM_VMX_EXIT_H
 #define HVM_VMX_EXIT_H
@@ -28,6 +28,7 @@ enum ExitAction {
 
 typedef enum ExitAction (*ExitFamilyFn)(struct PerCpu *Cpu, struct GuestRegs *Regs);
 
+enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleCpuid(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleIo(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleRdmsr(struct PerCpu *Cpu, struct GuestRegs *Regs);

@@ -116,8 +116,9 @@ struct PerCpu {
   uint8_t PreemptionTimer;
   uint8_t PreemptionRate;
   uint32_t SliceTicks;
-  /* Exits of each kind the handlers served without stopping (exit_timer.c, exit_ept.c). */
-  uint64_t SliceEnds, TimerWakeups, LazyMaps;
+  /* Exits of each kind the handlers served without stopping (exit_timer.c, exit_ept.c,
+     exit_exception.c). */
+  uint64_t SliceEnds, TimerWakeups, LazyMaps, Reflected;
 
   /* Capabilities read at setup. */
   uint64_t VmxBasic;

@@ -231,7 +231,7 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   vmw(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
   vmw(Vmcs_PrimaryVmExitControls, Exit);
   vmw(Vmcs_VmEntryControls, Entry);
-  vmw(Vmcs_ExceptionBitmap, 0);
+  vmw(Vmcs_ExceptionBitmap, G->ExceptionBitmap);
   vmw(Vmcs_PageFaultErrorCodeMask, 0);
   vmw(Vmcs_PageFaultErrorCodeMatch, 0);
   vmw(Vmcs_Cr3TargetCount, 0);
@@ -364,7 +364,7 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
   Cpu->ReportedCount = 0;
   Cpu->TimerDeadline = 0;
   Cpu->Blocked = 0;
-  Cpu->SliceEnds = Cpu->TimerWakeups = Cpu->LazyMaps = 0;
+  Cpu->SliceEnds = Cpu->TimerWakeups = Cpu->LazyMaps = Cpu->Reflected = 0;
   Cpu->UartLineLen = 0;
   Cpu->Note[0] = 0;
   Cpu->RipBase = Guest->RipBase;

@@ -38,6 +38,9 @@ struct GuestSetup {
   /// its virtual timer (hypercall 2) fires instead of ending the guest.
   uint64_t SliceCycles;
   bool Timers;
+  /// The exception bitmap (bit n: exception n exits); the core reflects each such
+  /// exception back to the guest (exit_exception.c). 0 = none exits.
+  uint32_t ExceptionBitmap;
 };
 
 /// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts

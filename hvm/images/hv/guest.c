@@ -149,6 +149,35 @@ static int scenarioEpt(uint64_t Vcpu) {
   return Bad;
 }
 
+/* exceptions: UD2 (#UD), INT3 (#BP), a load from a non-canonical address (#GP(0)) and
+   one from an unmapped address (#PF, error code 0, CR2 = the address), twice each: each
+   exits (the exception bitmap), the hypervisor reflects it, traps.S handles it and
+   resumes at R15: 8 exits. */
+static int scenarioExceptions(void) {
+  register uint64_t Count __asm__("r14") = 0;
+  register uint64_t Error __asm__("r13") = ~0ull;
+  int Bad = 0;
+  for (int I = 0; I < 2; ++I) {
+    __asm__ volatile("leaq 1f(%%rip), %%r15\n\tud2\n1:" : "+r"(Count), "+r"(Error) : : "r15", "memory");
+    __asm__ volatile("leaq 1f(%%rip), %%r15\n\tint3\n1:" : "+r"(Count), "+r"(Error) : : "r15", "memory");
+    Error = ~0ull;
+    __asm__ volatile("leaq 1f(%%rip), %%r15\n\tmovq (%2), %%rax\n1:"
+                     : "+r"(Count), "+r"(Error)
+                     : "r"(0x8000000000000000ull)
+                     : "r15", "rax", "memory");
+    Bad |= Error != 0;
+    Error = ~0ull;
+    __asm__ volatile("leaq 1f(%%rip), %%r15\n\tmovq (%2), %%rax\n1:"
+                     : "+r"(Count), "+r"(Error)
+                     : "r"(HV_UNMAPPED)
+                     : "r15", "rax", "memory");
+    uint64_t Cr2;
+    __asm__ volatile("mov %%cr2, %0" : "=r"(Cr2));
+    Bad |= Error != 0 || Cr2 != HV_UNMAPPED;
+  }
+  return Bad | (Count != 8);
+}
+
 void hvGuest(uint64_t Mask, uint64_t Vcpu) {
   uint64_t Status = 0;
   if ((Mask & HV_SC_IO) && scenarioIo(Vcpu))
@@ -163,6 +192,8 @@ void hvGuest(uint64_t Mask, uint64_t Vcpu) {
     Status |= HV_SC_HLT_TIMER;
   if ((Mask & HV_SC_EPT) && scenarioEpt(Vcpu))
     Status |= HV_SC_EPT;
+  if ((Mask & HV_SC_EXCEPTIONS) && scenarioExceptions())
+    Status |= HV_SC_EXCEPTIONS;
   hypercall(HYPERCALL_EXIT, Status);
   for (;;)
     __asm__ volatile("hlt");

@@ -30,7 +30,7 @@ static const struct {
 } Scenarios[] = {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
-    {"mixed", HV_SC_ALL},
+    {"exceptions", HV_SC_EXCEPTIONS}, {"mixed", HV_SC_ALL},
 };
 
 /* Set by the BSP before any AP starts; read-only afterwards. */
@@ -50,7 +50,7 @@ static uint8_t GuestStacks[HVM_MAX_CPUS][0x4000] __attribute__((aligned(16)));
 
 /* What each CPU reports when its vCPU has ended. */
 static struct {
-  uint64_t Exits, Status, SliceEnds, TimerWakeups, LazyMaps;
+  uint64_t Exits, Status, SliceEnds, TimerWakeups, LazyMaps, Reflected;
 } Results[HVM_MAX_CPUS];
 static volatile uint32_t CpusDone;
 
@@ -68,6 +68,10 @@ static void runVcpu(uint32_t N) {
   if (!vmxEnable(Cpu))
     fail(N, "VMXON failed");
   descriptorTablesInit(&GuestTables[N]);
+  idtSetGate(&GuestTables[N], 3, (uint64_t)(uintptr_t)hvTrapNoError);
+  idtSetGate(&GuestTables[N], 6, (uint64_t)(uintptr_t)hvTrapNoError);
+  idtSetGate(&GuestTables[N], 13, (uint64_t)(uintptr_t)hvTrapError);
+  idtSetGate(&GuestTables[N], 14, (uint64_t)(uintptr_t)hvTrapError);
   struct GuestSetup Guest = {
       .Rip = (uint64_t)(uintptr_t)hvGuest,
       /* As if called: RSP + 8 16-byte aligned at the function's first instruction. */
@@ -79,6 +83,7 @@ static void runVcpu(uint32_t N) {
       .Eptp = Eptp,
       .SliceCycles = HV_SLICE_CYCLES,
       .Timers = true,
+      .ExceptionBitmap = HV_EXCEPTION_BITMAP,
   };
   if (!vmxSetupVmcs(Cpu, &Guest))
     fail(N, "VMCS setup failed");
@@ -94,6 +99,7 @@ static void runVcpu(uint32_t N) {
   Results[N].SliceEnds = Cpu->SliceEnds;
   Results[N].TimerWakeups = Cpu->TimerWakeups;
   Results[N].LazyMaps = Cpu->LazyMaps;
+  Results[N].Reflected = Cpu->Reflected;
   vmxDisable(Cpu);
   __atomic_add_fetch(&CpusDone, 1, __ATOMIC_SEQ_CST);
 }
@@ -138,7 +144,7 @@ static void parseCommandLine(const char *Cmdline) {
       Mask = Scenarios[I].Mask;
       return;
     }
-  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept or mixed)\n",
+  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions or mixed)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }
@@ -189,9 +195,9 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   unsigned Failures = 0;
   for (unsigned I = 0; I < NumCpus; ++I) {
     printf("hv: cpu %u d1v%u: %lu exits, %lu slice ends, %lu timer wake-ups, %lu lazy "
-           "maps, status 0x%lx\n",
+           "maps, %lu exceptions reflected, status 0x%lx\n",
            I, I, Results[I].Exits, Results[I].SliceEnds, Results[I].TimerWakeups,
-           Results[I].LazyMaps, Results[I].Status);
+           Results[I].LazyMaps, Results[I].Reflected, Results[I].Status);
     Failures += Results[I].Status != 0;
   }
   printf("hv: %s\n", Failures ? "FAIL" : "PASS");

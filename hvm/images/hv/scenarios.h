@@ -8,12 +8,18 @@
 #define HV_SC_CR (1u << 3)
 #define HV_SC_HLT_TIMER (1u << 4)
 #define HV_SC_EPT (1u << 5)
-#define HV_SC_ALL ((1u << 6) - 1)
+#define HV_SC_EXCEPTIONS (1u << 6)
+#define HV_SC_ALL ((1u << 7) - 1)
 
 /* The lazily mapped region (vmx/ept.h): 2 MiB of guest-physical memory at 128 MiB, a
    slice of HV_EPT_SLICE bytes per vCPU. The machine needs 130 MiB of RAM or more. */
 #define HV_LAZY_BASE (128ull << 20)
 #define HV_EPT_SLICE (256u << 10)
+
+/* A guest-linear address the boot page tables leave unmapped (PML4 entry 32). */
+#define HV_UNMAPPED 0x100000000000ull
+/* The exceptions that exit and are reflected: #BP, #UD, #GP, #PF. */
+#define HV_EXCEPTION_BITMAP ((1u << 3) | (1u << 6) | (1u << 13) | (1u << 14))
 
 /* Time slices: TSC cycles of each (the VMX-preemption timer). */
 #define HV_SLICE_CYCLES 100000u
@@ -23,4 +29,6 @@
 /// The guest: runs the scenarios of Mask in order on vCPU Vcpu, then ends with
 /// hypercall 1 and a status: 0, or the bits of the scenarios that went wrong.
 __attribute__((noreturn)) void hvGuest(uint64_t Mask, uint64_t Vcpu);
+/// traps.S: the guest's handlers for exceptions without and with an error code.
+void hvTrapNoError(void), hvTrapError(void);
 #endif
