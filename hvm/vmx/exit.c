@@ -9,6 +9,7 @@
 
 #include "lib/exit.h"
 #include "lib/printf.h"
+#include "lib/spinlock.h"
 #include "vmx/insn.h"
 #include "vmx/vmx.h"
 
@@ -124,6 +125,8 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
       vmxTrace30GuestEnd(Cpu);
     else
       vmxTraceGuestEnd(Cpu);
+    /* Kept: no other CPU's line may cut into this one before the machine stops. */
+    spinLock(&VmxConsoleLock);
     printf("vmx: stopping at exit %lu\n", Cpu->ExitCount);
     hvmExit(HVM_EXIT_FAILURE);
   }

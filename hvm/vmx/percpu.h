@@ -118,7 +118,9 @@ struct PerCpu {
   uint32_t SliceTicks;
   /* Exits of each kind the handlers served without stopping (exit_timer.c, exit_ept.c,
      exit_exception.c). */
-  uint64_t SliceEnds, TimerWakeups, LazyMaps, Reflected;
+  uint64_t SliceEnds, TimerWakeups, LazyMaps, Reflected, MmioAccesses;
+  /* The vCPU's registers of the emulated MMIO page (vmx/ept.h). */
+  uint64_t MmioScratch, MmioCounter;
 
   /* Capabilities read at setup. */
   uint64_t VmxBasic;

@@ -365,6 +365,7 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
   Cpu->TimerDeadline = 0;
   Cpu->Blocked = 0;
   Cpu->SliceEnds = Cpu->TimerWakeups = Cpu->LazyMaps = Cpu->Reflected = 0;
+  Cpu->MmioAccesses = Cpu->MmioScratch = Cpu->MmioCounter = 0;
   Cpu->UartLineLen = 0;
   Cpu->Note[0] = 0;
   Cpu->RipBase = Guest->RipBase;

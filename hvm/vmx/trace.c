@@ -5,6 +5,7 @@
 #include "lib/spinlock.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
+#include "vmx/ept.h"
 #include "vmx/exit.h"
 #include "vmx/insn.h"
 
@@ -117,10 +118,12 @@ static void handlerRecord(struct PerCpu *Cpu) {
     break;
   }
   case Reason_EptViolation: {
-    /* Xen's NPF: guest-physical address (slot 1), the host frame mapped (slot 2, 0 if
-       none), the qualification (slot 4), p2m type 0 (ordinary RAM). */
-    uint32_t W[6] = {(uint32_t)T[1], (uint32_t)(T[1] >> 32), (uint32_t)T[2],
-                     (uint32_t)(T[2] >> 32), (uint32_t)T[4], 0};
+    /* Xen's NPF: guest-physical address (slot 1), the host frame (slot 2 for RAM; Xen's
+       INVALID_MFN, all ones, for emulated MMIO), the qualification (slot 4), the p2m type
+       (slot 3). */
+    uint64_t Mfn = T[3] == P2M_MMIO_DM ? ~0ull : T[2];
+    uint32_t W[6] = {(uint32_t)T[1], (uint32_t)(T[1] >> 32), (uint32_t)Mfn,
+                     (uint32_t)(Mfn >> 32), (uint32_t)T[4], (uint32_t)T[3]};
     put(Cpu, XT_EV_Npf, W, 6);
     break;
   }

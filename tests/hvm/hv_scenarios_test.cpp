@@ -110,7 +110,8 @@ const Case kCases[] = {
     {"io", 1},        {"io", 2},        {"cpuid", 1}, {"cpuid", 2}, {"msr", 1},
     {"msr", 2},       {"cr", 1},        {"cr", 2},    {"hlt-timer", 1},
     {"hlt-timer", 2}, {"ept", 1},       {"ept", 2},   {"exceptions", 1},
-    {"exceptions", 2}, {"mixed", 1},    {"mixed", 2}, {"mixed", 4},
+    {"exceptions", 2}, {"mmio", 1},     {"mmio", 2},  {"mixed", 1},
+    {"mixed", 2},     {"mixed", 4},
 };
 
 } // namespace
@@ -167,7 +168,7 @@ TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
   ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
-            "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions or "
-            "mixed)\n");
+            "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
+            "mmio or mixed)\n");
   removeFiles(T);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "images/hv/scenarios.h"
+#include "vmx/ept.h"
 
 #define UART_THR 0x3f8
 #define UART_LSR 0x3fd
@@ -178,6 +179,27 @@ static int scenarioExceptions(void) {
   return Bad | (Count != 8);
 }
 
+/* mmio: the emulated MMIO page (vmx/ept.h): the ID register (32-bit load), the scratch
+   register written (64-bit store of a register) and read back, written with a 32-bit
+   immediate (C7) and read back, the counter read three times (0, 1, 2). Every access is
+   an EPT violation the hypervisor emulates: 8 exits. */
+static int scenarioMmio(uint64_t Vcpu) {
+  volatile uint32_t *Id = (volatile uint32_t *)(uintptr_t)(EPT_MMIO_BASE + EPT_MMIO_ID);
+  volatile uint64_t *Scratch =
+      (volatile uint64_t *)(uintptr_t)(EPT_MMIO_BASE + EPT_MMIO_SCRATCH);
+  volatile uint64_t *Counter =
+      (volatile uint64_t *)(uintptr_t)(EPT_MMIO_BASE + EPT_MMIO_COUNTER);
+  int Bad = *Id != EPT_MMIO_ID_VALUE;
+  uint64_t Want = 0x1234567800000000ull | Vcpu;
+  *Scratch = Want;
+  Bad |= *Scratch != Want;
+  *(volatile uint32_t *)Scratch = 0x55;
+  Bad |= *Scratch != 0x55;
+  for (uint64_t I = 0; I < 3; ++I)
+    Bad |= *Counter != I;
+  return Bad;
+}
+
 void hvGuest(uint64_t Mask, uint64_t Vcpu) {
   uint64_t Status = 0;
   if ((Mask & HV_SC_IO) && scenarioIo(Vcpu))
@@ -194,6 +216,8 @@ void hvGuest(uint64_t Mask, uint64_t Vcpu) {
     Status |= HV_SC_EPT;
   if ((Mask & HV_SC_EXCEPTIONS) && scenarioExceptions())
     Status |= HV_SC_EXCEPTIONS;
+  if ((Mask & HV_SC_MMIO) && scenarioMmio(Vcpu))
+    Status |= HV_SC_MMIO;
   hypercall(HYPERCALL_EXIT, Status);
   for (;;)
     __asm__ volatile("hlt");

@@ -30,7 +30,7 @@ static const struct {
 } Scenarios[] = {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
-    {"exceptions", HV_SC_EXCEPTIONS}, {"mixed", HV_SC_ALL},
+    {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"mixed", HV_SC_ALL},
 };
 
 /* Set by the BSP before any AP starts; read-only afterwards. */
@@ -50,7 +50,7 @@ static uint8_t GuestStacks[HVM_MAX_CPUS][0x4000] __attribute__((aligned(16)));
 
 /* What each CPU reports when its vCPU has ended. */
 static struct {
-  uint64_t Exits, Status, SliceEnds, TimerWakeups, LazyMaps, Reflected;
+  uint64_t Exits, Status, SliceEnds, TimerWakeups, LazyMaps, Reflected, Mmio;
 } Results[HVM_MAX_CPUS];
 static volatile uint32_t CpusDone;
 
@@ -100,6 +100,7 @@ static void runVcpu(uint32_t N) {
   Results[N].TimerWakeups = Cpu->TimerWakeups;
   Results[N].LazyMaps = Cpu->LazyMaps;
   Results[N].Reflected = Cpu->Reflected;
+  Results[N].Mmio = Cpu->MmioAccesses;
   vmxDisable(Cpu);
   __atomic_add_fetch(&CpusDone, 1, __ATOMIC_SEQ_CST);
 }
@@ -144,7 +145,7 @@ static void parseCommandLine(const char *Cmdline) {
       Mask = Scenarios[I].Mask;
       return;
     }
-  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions or mixed)\n",
+  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, mmio or mixed)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }
@@ -169,17 +170,17 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   }
   Eptp = eptInit(HV_LAZY_BASE);
   bool Timer = hasPreemptionTimer();
-  if ((!Eptp && (Mask & HV_SC_EPT)) || (!Timer && (Mask & HV_SC_HLT_TIMER))) {
+  if ((!Eptp && (Mask & HV_SC_NEED_EPT)) || (!Timer && (Mask & HV_SC_HLT_TIMER))) {
     if (Mask != HV_SC_ALL) {
-      bool NoEpt = (Mask & HV_SC_EPT) && !Eptp;
-      printf("hv: scenario %s needs %s\n", NoEpt ? "ept" : "hlt-timer",
-             NoEpt ? "EPT (2 MiB pages, write-back, 4-level walks)"
-                   : "the VMX-preemption timer");
+      printf("hv: this scenario needs %s\n",
+             !Timer && (Mask & HV_SC_HLT_TIMER)
+                 ? "the VMX-preemption timer"
+                 : "EPT (2 MiB pages, write-back, 4-level walks)");
       hvmExit(HVM_EXIT_FAILURE);
     }
     /* mixed: what the processor can do. */
     if (!Eptp)
-      Mask &= ~HV_SC_EPT;
+      Mask &= ~HV_SC_NEED_EPT;
     if (!Timer)
       Mask &= ~HV_SC_HLT_TIMER;
   }
@@ -195,9 +196,9 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   unsigned Failures = 0;
   for (unsigned I = 0; I < NumCpus; ++I) {
     printf("hv: cpu %u d1v%u: %lu exits, %lu slice ends, %lu timer wake-ups, %lu lazy "
-           "maps, %lu exceptions reflected, status 0x%lx\n",
+           "maps, %lu exceptions reflected, %lu MMIO accesses, status 0x%lx\n",
            I, I, Results[I].Exits, Results[I].SliceEnds, Results[I].TimerWakeups,
-           Results[I].LazyMaps, Results[I].Reflected, Results[I].Status);
+           Results[I].LazyMaps, Results[I].Reflected, Results[I].Mmio, Results[I].Status);
     Failures += Results[I].Status != 0;
   }
   printf("hv: %s\n", Failures ? "FAIL" : "PASS");

@@ -9,7 +9,10 @@
 #define HV_SC_HLT_TIMER (1u << 4)
 #define HV_SC_EPT (1u << 5)
 #define HV_SC_EXCEPTIONS (1u << 6)
-#define HV_SC_ALL ((1u << 7) - 1)
+#define HV_SC_MMIO (1u << 7)
+#define HV_SC_ALL ((1u << 8) - 1)
+/* The scenarios that need EPT. */
+#define HV_SC_NEED_EPT (HV_SC_EPT | HV_SC_MMIO)
 
 /* The lazily mapped region (vmx/ept.h): 2 MiB of guest-physical memory at 128 MiB, a
    slice of HV_EPT_SLICE bytes per vCPU. The machine needs 130 MiB of RAM or more. */
