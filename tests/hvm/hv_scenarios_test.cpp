@@ -3,8 +3,9 @@
 // run (trace/check.h) and its exit mix (VMX_EXIT64 records per CPU and basic exit
 // reason) compared with tests/hvm/golden/hv_exit_counts.txt (regenerate with
 // VMXSIM_UPDATE_GOLDEN=1 and review the diff); two runs of mixed on 4 CPUs writing
-// byte-identical files (mixed is the default: no command line); and an unknown scenario
-// name.
+// byte-identical files (mixed is the default: no command line); an unknown scenario
+// name; and a guest that triple-faults on every CPU (status 1, both traces valid up to
+// the exit).
 #include "harness/machine.h"
 #include "tests/support/files.h"
 #include "tests/trace/trace_test_util.h"
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -169,6 +171,31 @@ TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
             "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-            "mmio or mixed)\n");
+            "mmio, mixed or triple-fault)\n");
+  removeFiles(T);
+}
+
+TEST(HvScenarios, TripleFaultStopsWithBothTracesValidUpToTheExit) {
+  HvRun T = runHv("scenario=triple-fault", 2, "triple");
+  ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
+  EXPECT_EQ(T.Result.ExitValue, 1u);
+  // The first CPU to reach its handler's stop ends the machine: three lines (the RIP
+  // follows the image's layout, so only its form is checked).
+  const std::string Head = "hv: 2 CPUs, scenarios 0x100, EPT on, preemption timer on\n"
+                           "  guest triple fault at rip 0x";
+  const std::string Tail = "\nvmx: stopping at exit 1\n";
+  EXPECT_EQ(T.Serial.rfind(Head, 0), 0u) << T.Serial;
+  ASSERT_GE(T.Serial.size(), Head.size() + Tail.size()) << T.Serial;
+  EXPECT_EQ(T.Serial.substr(T.Serial.size() - Tail.size()), Tail) << T.Serial;
+  EXPECT_EQ(std::count(T.Serial.begin(), T.Serial.end(), '\n'), 3) << T.Serial;
+  TraceReader Hv, Gt;
+  std::string Why;
+  ASSERT_TRUE(Hv.open(T.Hv, Why)) << Why;
+  ASSERT_TRUE(Gt.open(T.Gt, Why)) << Why;
+  const CheckResult R = checkAgainstGroundTruth(Hv, Gt);
+  EXPECT_TRUE(R.Ok) << R.Problem;
+  ASSERT_EQ(R.Cpus.size(), 2u);
+  EXPECT_EQ(exitCounts("triple-fault", 2, T.Hv),
+            "triple-fault cpus=2 cpu0: 2=1\ntriple-fault cpus=2 cpu1: 2=1\n");
   removeFiles(T);
 }

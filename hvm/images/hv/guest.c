@@ -200,8 +200,22 @@ static int scenarioMmio(uint64_t Vcpu) {
   return Bad;
 }
 
+/* triple-fault: an IDT with limit 0, then UD2: #UD cannot be delivered (#GP), nor can
+   the #GP (#DF), nor the #DF: a triple fault (SDM Vol. 3A, "Interrupt 8—Double Fault
+   Exception"), which exits (reason 2). The exception bitmap is 0 in this scenario, so
+   none of the three exits before. Does not return. */
+static void scenarioTripleFault(void) {
+  static const struct __attribute__((packed)) {
+    uint16_t Limit;
+    uint64_t Base;
+  } Empty = {0, 0};
+  __asm__ volatile("lidt %0\n\tud2" : : "m"(Empty));
+}
+
 void hvGuest(uint64_t Mask, uint64_t Vcpu) {
   uint64_t Status = 0;
+  if (Mask & HV_SC_TRIPLE_FAULT)
+    scenarioTripleFault();
   if ((Mask & HV_SC_IO) && scenarioIo(Vcpu))
     Status |= HV_SC_IO;
   if ((Mask & HV_SC_CPUID) && scenarioCpuid())

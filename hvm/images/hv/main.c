@@ -31,6 +31,7 @@ static const struct {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
     {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"mixed", HV_SC_ALL},
+    {"triple-fault", HV_SC_TRIPLE_FAULT},
 };
 
 /* Set by the BSP before any AP starts; read-only afterwards. */
@@ -83,7 +84,7 @@ static void runVcpu(uint32_t N) {
       .Eptp = Eptp,
       .SliceCycles = HV_SLICE_CYCLES,
       .Timers = true,
-      .ExceptionBitmap = HV_EXCEPTION_BITMAP,
+      .ExceptionBitmap = Mask == HV_SC_TRIPLE_FAULT ? 0 : HV_EXCEPTION_BITMAP,
   };
   if (!vmxSetupVmcs(Cpu, &Guest))
     fail(N, "VMCS setup failed");
@@ -145,7 +146,7 @@ static void parseCommandLine(const char *Cmdline) {
       Mask = Scenarios[I].Mask;
       return;
     }
-  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, mmio or mixed)\n",
+  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, mmio, mixed or triple-fault)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }

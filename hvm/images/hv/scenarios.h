@@ -11,6 +11,9 @@
 #define HV_SC_EXCEPTIONS (1u << 6)
 #define HV_SC_MMIO (1u << 7)
 #define HV_SC_ALL ((1u << 8) - 1)
+/* A failure case, not part of mixed: the guest triple-faults (exit 2), which stops the
+   image with status 1. */
+#define HV_SC_TRIPLE_FAULT (1u << 8)
 /* The scenarios that need EPT. */
 #define HV_SC_NEED_EPT (HV_SC_EPT | HV_SC_MMIO)
 
