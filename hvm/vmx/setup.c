@@ -201,7 +201,7 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
                       VMX_CTL(Exit_HostAddressSpaceSize), &Exit) ||
       !adjustControls("VM-entry",
                       True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
-                      VMX_CTL(Entry_Ia32eModeGuest), &Entry))
+                      G->RealMode ? 0 : VMX_CTL(Entry_Ia32eModeGuest), &Entry))
     return false;
   /* Tag the guest's translations with a VPID when the processor can, as production
      hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
@@ -209,6 +209,7 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
      the host's). EPT when the image asks for it and the processor offers it (SDM
      Vol. 3C, "The Extended Page Table Mechanism (EPT)"). No unrestricted guest. */
   uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
+  bool Unrestricted = false;
   if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
     uint64_t Proc2Cap = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
     uint32_t Proc2 = 0;
@@ -220,10 +221,21 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
       Proc2 |= VMX_CTL(Proc2_EnableEpt);
       vmw(Vmcs_EptPointer, G->Eptp);
     }
+    /* SDM Vol. 3C, "Checks on VM-Execution Control Fields": "unrestricted guest" needs
+       "enable EPT". */
+    if (G->RealMode && (Proc2 & VMX_CTL(Proc2_EnableEpt)) &&
+        ((Proc2Cap >> 32) & VMX_CTL(Proc2_UnrestrictedGuest))) {
+      Proc2 |= VMX_CTL(Proc2_UnrestrictedGuest);
+      Unrestricted = true;
+    }
     if (Proc2) {
       Proc |= VMX_CTL(Proc_ActivateSecondaryControls);
       vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls, (uint32_t)Proc2Cap | Proc2);
     }
+  }
+  if (G->RealMode && !Unrestricted) {
+    printf("vmx: a real-mode guest needs EPT and \"unrestricted guest\"\n");
+    return false;
   }
   if (Cpu->PreemptionTimer)
     vmw(Vmcs_VmxPreemptionTimerValue, Cpu->SliceTicks);
@@ -275,6 +287,37 @@ static void setupHostState(struct PerCpu *Cpu) {
   vmw(Vmcs_HostRsp, (uint64_t)(uintptr_t)(&Cpu->Regs + 1));
   extern char vmxExitEntry[];
   vmw(Vmcs_HostRip, (uint64_t)(uintptr_t)vmxExitEntry);
+}
+
+/* An unrestricted guest in real mode (SDM Vol. 3C, "Unrestricted Guests" and "Checks on
+   Guest Control Registers, Debug Registers, and MSRs" / "Checks on Guest Segment
+   Registers" for CR0.PE = 0): CR0.PE and PG may be 0, the other fixed bits still hold;
+   CR4 keeps only what VMX fixes; 16-bit segments with limit 0xffff (CS: execute/read,
+   accessed; the others read/write, accessed); TR a busy 32-bit TSS, as the checks for a
+   guest outside IA-32e mode require of a usable TR; the real-mode IDT at 0. Overrides
+   what setupGuestState wrote for a 64-bit guest. */
+static void setupRealModeState(struct PerCpu *Cpu, const struct GuestSetup *G) {
+  uint64_t Cr0 = ((CR0_NE | (1ull << 4) /* ET */ | Cpu->Cr0Fixed0) & ~(CR0_PE | CR0_PG)) &
+                 Cpu->Cr0Fixed1;
+  uint64_t Cr4 = (Cpu->Cr4Fixed0 | CR4_VMXE) & Cpu->Cr4Fixed1;
+  vmw(Vmcs_GuestCr0, Cr0);
+  vmw(Vmcs_GuestCr4, Cr4);
+  Cpu->Cr0Shadow = Cr0;
+  vmw(Vmcs_Cr0ReadShadow, Cr0);
+  vmw(Vmcs_Cr4ReadShadow, Cr4 & ~CR4_VMXE);
+  guestSegment(&GuestCs, 0, G->RealCsBase, 0xffff, 0x9b);
+  guestSegment(&GuestSs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestDs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestEs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestFs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestGs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestTr, 0, 0, 0xffff, 0x8b);
+  vmw(Vmcs_GuestGdtrBase, 0);
+  vmw(Vmcs_GuestGdtrLimit, 0xffff);
+  vmw(Vmcs_GuestIdtrBase, 0);
+  vmw(Vmcs_GuestIdtrLimit, 0x3ff);
+  vmw(Vmcs_GuestRip, G->Rip - G->RealCsBase);
+  vmw(Vmcs_GuestRsp, 0);
 }
 
 static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
@@ -331,6 +374,9 @@ static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
   /* SDM Vol. 3C, "Checks on Guest Non-Register State": without VMCS shadowing the
      link pointer must be all ones. */
   vmw(Vmcs_VmcsLinkPointer, ~0ull);
+
+  if (G->RealMode)
+    setupRealModeState(Cpu, G);
 
   memset(&Cpu->Regs, 0, sizeof(Cpu->Regs));
   Cpu->Regs.Rdi = G->Rdi;

@@ -41,6 +41,12 @@ struct GuestSetup {
   /// The exception bitmap (bit n: exception n exits); the core reflects each such
   /// exception back to the guest (exit_exception.c). 0 = none exits.
   uint32_t ExceptionBitmap;
+  /// An unrestricted guest that starts in real mode (CR0.PE = PG = 0, 16-bit segments
+  /// with limit 0xffff) with CS base RealCsBase and IP = Rip - RealCsBase; needs Eptp and
+  /// the "unrestricted guest" control (SDM Vol. 3C, "Unrestricted Guests"). Tables, Rsp
+  /// and the 64-bit state are not used then.
+  bool RealMode;
+  uint64_t RealCsBase;
 };
 
 /// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts

@@ -113,7 +113,7 @@ const Case kCases[] = {
     {"msr", 2},       {"cr", 1},        {"cr", 2},    {"hlt-timer", 1},
     {"hlt-timer", 2}, {"ept", 1},       {"ept", 2},   {"exceptions", 1},
     {"exceptions", 2}, {"mmio", 1},     {"mmio", 2},  {"mixed", 1},
-    {"mixed", 2},     {"mixed", 4},
+    {"mixed", 2},     {"mixed", 4},     {"realmode", 1}, {"realmode", 2},
 };
 
 } // namespace
@@ -171,7 +171,7 @@ TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
             "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-            "mmio, mixed or triple-fault)\n");
+            "mmio, mixed, realmode or triple-fault)\n");
   removeFiles(T);
 }
 

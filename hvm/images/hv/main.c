@@ -31,7 +31,7 @@ static const struct {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
     {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"mixed", HV_SC_ALL},
-    {"triple-fault", HV_SC_TRIPLE_FAULT},
+    {"realmode", HV_SC_REALMODE},      {"triple-fault", HV_SC_TRIPLE_FAULT},
 };
 
 /* Set by the BSP before any AP starts; read-only afterwards. */
@@ -85,7 +85,11 @@ static void runVcpu(uint32_t N) {
       .SliceCycles = HV_SLICE_CYCLES,
       .Timers = true,
       .ExceptionBitmap = Mask == HV_SC_TRIPLE_FAULT ? 0 : HV_EXCEPTION_BITMAP,
+      .RealMode = Mask == HV_SC_REALMODE,
+      .RealCsBase = (uint64_t)(uintptr_t)hvRealModeGuest,
   };
+  if (Guest.RealMode)
+    Guest.Rip = Guest.RipBase = Guest.RealCsBase;
   if (!vmxSetupVmcs(Cpu, &Guest))
     fail(N, "VMCS setup failed");
   Cpu->ExitHandler = Handler;
@@ -97,6 +101,10 @@ static void runVcpu(uint32_t N) {
   }
   Results[N].Exits = Cpu->ExitCount;
   Results[N].Status = Cpu->GuestResult;
+  /* The real-mode guest reports CPUID 0x40000000's EBX and its CR0 (realmode.S). */
+  if (Guest.RealMode && (Cpu->ReportedCount != 2 || Cpu->Reported[0] != 0x73786d76 ||
+                         Cpu->Reported[1] != 0x30))
+    Results[N].Status |= HV_SC_REALMODE;
   Results[N].SliceEnds = Cpu->SliceEnds;
   Results[N].TimerWakeups = Cpu->TimerWakeups;
   Results[N].LazyMaps = Cpu->LazyMaps;
@@ -146,7 +154,8 @@ static void parseCommandLine(const char *Cmdline) {
       Mask = Scenarios[I].Mask;
       return;
     }
-  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, mmio, mixed or triple-fault)\n",
+  printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
+         "mmio, mixed, realmode or triple-fault)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }

@@ -14,8 +14,11 @@
 /* A failure case, not part of mixed: the guest triple-faults (exit 2), which stops the
    image with status 1. */
 #define HV_SC_TRIPLE_FAULT (1u << 8)
+/* An unrestricted guest in real mode (realmode.S), run on its own: its vCPUs start in
+   real mode, the others' in 64-bit mode, so it is not part of mixed. */
+#define HV_SC_REALMODE (1u << 9)
 /* The scenarios that need EPT. */
-#define HV_SC_NEED_EPT (HV_SC_EPT | HV_SC_MMIO)
+#define HV_SC_NEED_EPT (HV_SC_EPT | HV_SC_MMIO | HV_SC_REALMODE)
 
 /* The lazily mapped region (vmx/ept.h): 2 MiB of guest-physical memory at 128 MiB, a
    slice of HV_EPT_SLICE bytes per vCPU. The machine needs 130 MiB of RAM or more. */
@@ -37,4 +40,6 @@
 __attribute__((noreturn)) void hvGuest(uint64_t Mask, uint64_t Vcpu);
 /// traps.S: the guest's handlers for exceptions without and with an error code.
 void hvTrapNoError(void), hvTrapError(void);
+/// realmode.S: the real-mode guest.
+void hvRealModeGuest(void);
 #endif
