@@ -3,7 +3,8 @@
 // run (trace/check.h) and its exit mix (VMX_EXIT64 records per CPU and basic exit
 // reason) compared with tests/hvm/golden/hv_exit_counts.txt (regenerate with
 // VMXSIM_UPDATE_GOLDEN=1 and review the diff); two runs of mixed on 4 CPUs writing
-// byte-identical files (mixed is the default: no command line); an unknown scenario
+// byte-identical files (mixed is the default: no command line); mixed in the xen-3.0
+// trace flavour; an unknown scenario
 // name; and a guest that triple-faults on every CPU (status 1, both traces valid up to
 // the exit).
 #include "harness/machine.h"
@@ -197,5 +198,27 @@ TEST(HvScenarios, TripleFaultStopsWithBothTracesValidUpToTheExit) {
   ASSERT_EQ(R.Cpus.size(), 2u);
   EXPECT_EQ(exitCounts("triple-fault", 2, T.Hv),
             "triple-fault cpus=2 cpu0: 2=1\ntriple-fault cpus=2 cpu1: 2=1\n");
+  removeFiles(T);
+}
+
+TEST(HvScenarios, MixedInTheXen30FlavourPassesTraceCheckOnTwoCpus) {
+  HvRun T = runHv("scenario=mixed trace=xen-3.0", 2, "xen30");
+  ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
+  EXPECT_EQ(T.Result.ExitValue, 0u) << T.Serial;
+  EXPECT_TRUE(T.Problems.empty());
+  TraceReader Hv, Gt;
+  std::string Why;
+  ASSERT_TRUE(Hv.open(T.Hv, Why)) << Why;
+  ASSERT_TRUE(Gt.open(T.Gt, Why)) << Why;
+  const CheckResult R = checkAgainstGroundTruth(Hv, Gt);
+  EXPECT_TRUE(R.Ok) << R.Problem;
+  ASSERT_EQ(R.Cpus.size(), 2u);
+  for (const CpuCheck &P : R.Cpus) {
+    EXPECT_EQ(P.Exits, 140u) << "cpu" << P.Cpu;
+    EXPECT_EQ(P.Entries, 140u) << "cpu" << P.Cpu;
+  }
+  // One TRC_VMX_VMEXIT and one TRC_VMX_VMENTRY per exit, the launch's entry included
+  // and the last exit's left out: 2 * 140 fixed-size records per CPU.
+  EXPECT_EQ(readFile(T.Hv).size(), 2u * 2u * 140u * XT30_FILE_RECORD_BYTES);
   removeFiles(T);
 }
