@@ -28,11 +28,13 @@ static void mmioWrite(struct PerCpu *Cpu, uint32_t Offset, uint64_t Value) {
     Cpu->MmioScratch = Value;
 }
 
-/* The guest shares the host's CR3 and identity map (vmx.h, GuestSetup), so its RIP is
-   an address the hypervisor can read the instruction from. */
+/* The guest shares the host's identity map (vmx.h, GuestSetup; with paging off in real
+   mode, linear = guest-physical = host-physical through the identity EPT), so CS base +
+   RIP is an address the hypervisor can read the instruction from. */
 static enum ExitAction emulateMmio(struct PerCpu *Cpu, struct GuestRegs *Regs, uint64_t Gpa) {
   struct MovInsn M;
-  const uint8_t *Code = (const uint8_t *)(uintptr_t)Cpu->Exit.GuestRip;
+  const uint8_t *Code =
+      (const uint8_t *)(uintptr_t)(vmread(Vmcs_GuestCsBase) + Cpu->Exit.GuestRip);
   bool Write = (Cpu->Exit.Qualification & EPT_QUAL_WRITE) != 0;
   TRACE_VMEXIT(3, P2M_MMIO_DM);
   if (!decodeMov(Code, &M) || M.Store != Write) {

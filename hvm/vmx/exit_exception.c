@@ -30,6 +30,10 @@ enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   }
   if (Vector == 14)
     __asm__ volatile("mov %0, %%cr2" : : "r"(Cpu->Exit.Qualification) : "memory");
+  /* A real-mode guest (unrestricted, CR0.PE = 0) takes no error code: "deliver error
+     code" must then be 0 (SDM Vol. 3C, "Checks on VM-Entry Control Fields"). */
+  if (!(vmread(Vmcs_GuestCr0) & CR0_PE))
+    Info &= ~INTR_INFO_ERROR_CODE;
   /* SDM Vol. 3C, "Checks on VM-Entry Control Fields": "deliver error code" only for the
      vectors that push one; a software exception needs the instruction length. */
   vmwrite(Vmcs_VmEntryInterruptionInformation,
