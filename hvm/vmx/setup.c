@@ -207,7 +207,8 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
      hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
      "Virtual-Processor Identifiers (VPIDs)"): one per vCPU, CPU number + 1 (VPID 0 is
      the host's). EPT when the image asks for it and the processor offers it (SDM
-     Vol. 3C, "The Extended Page Table Mechanism (EPT)"). No unrestricted guest. */
+     Vol. 3C, "The Extended Page Table Mechanism (EPT)"). "Unrestricted guest" only for
+     a guest that starts in real mode (GuestSetup.RealMode). */
   uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
   bool Unrestricted = false;
   if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
