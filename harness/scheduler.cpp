@@ -1,5 +1,6 @@
 #include "harness/scheduler.h"
 
+#include "cpu/vmx/vmx_state.h"
 #include "harness/devices/local_apic.h"
 
 #include <algorithm>
@@ -78,6 +79,12 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
         T = C.Cycles;
       else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
         uint64_t Ev = nextEvent(I, true);
+        // A vCPU halted in VMX non-root operation also wakes when its VMX-preemption
+        // timer expires: the timer counts down in the HLT activity state (SDM Vol. 3C,
+        // "VMX-Preemption Timer"; vmxWaitForTimer runs the CPU up to it).
+        if (C.NonRoot && C.Activity == ActivityState::Hlt && C.Vmx &&
+            C.Vmx->PreemptionTimerActive)
+          Ev = std::min(Ev, C.Vmx->PreemptionTimerDeadline);
         if (Ev != kNever)
           T = Ev > C.Cycles ? Ev : C.Cycles;
       }

@@ -84,7 +84,10 @@ enum ArchMsr {
    "Format of the VM-Exit Interruption-Information Field" (same layout for the fields
    used here: vector 7:0, type 10:8, deliver/valid error code 11, valid 31). */
 #define INTR_INFO_VECTOR(V) ((V) & 0xff)
+#define INTR_INFO_TYPE(V) (((V) >> 8) & 7)
+#define INTR_INFO_TYPE_NMI (2u << 8)
 #define INTR_INFO_TYPE_HW_EXCEPTION (3u << 8)
+#define INTR_INFO_TYPE_SW_EXCEPTION (6u << 8)
 #define INTR_INFO_ERROR_CODE (1u << 11)
 #define INTR_INFO_VALID (1u << 31)
 

@@ -9,20 +9,9 @@
 
 #include "lib/exit.h"
 #include "lib/printf.h"
+#include "lib/spinlock.h"
 #include "vmx/insn.h"
 #include "vmx/vmx.h"
-
-static enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs) {
-  (void)Regs;
-  /* As Xen 3.0.3: vector, then error code and qualification (for #PF: the address).
-     The exception bitmap is 0, so only an NMI could bring us here: not handled. */
-  TRACE_VMEXIT(1, INTR_INFO_VECTOR(Cpu->Exit.InterruptionInfo));
-  TRACE_VMEXIT(3, vmread(Vmcs_VmExitInterruptionErrorCode));
-  TRACE_VMEXIT(4, Cpu->Exit.Qualification);
-  exitNote(Cpu, "unexpected exception or NMI, interruption info 0x%x",
-           Cpu->Exit.InterruptionInfo);
-  return Action_Stop;
-}
 
 /* SDM Vol. 3D, Appendix C: only the reasons the VMCS set up in setup.c can produce and
    that the core emulates have a handler; every other one stops the image. */
@@ -35,6 +24,10 @@ static const ExitFamilyFn ExitFamilies[Reason_Count] = {
     [Reason_IoInstruction] = handleIo,
     [Reason_Rdmsr] = handleRdmsr,
     [Reason_Wrmsr] = handleWrmsr,
+    [Reason_TripleFault] = handleTripleFault,
+    [Reason_EptViolation] = handleEptViolation,
+    [Reason_EptMisconfiguration] = handleEptMisconfig,
+    [Reason_VmxPreemptionTimerExpired] = handlePreemptionTimer,
 };
 
 uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {
@@ -99,10 +92,7 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
   enum ExitAction Action;
   uint32_t Basic = EXIT_REASON_BASIC(Cpu->Exit.Reason);
   if (Cpu->Exit.Reason & EXIT_REASON_ENTRY_FAILURE) {
-    /* SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State". */
-    exitNote(Cpu, "VM entry failed: %s, qualification %lu", exitReasonName(Basic),
-             Cpu->Exit.Qualification);
-    Action = Action_Stop;
+    Action = handleEntryFailure(Cpu, Regs);
   } else if (Basic < Reason_Count && ExitFamilies[Basic]) {
     Action = ExitFamilies[Basic](Cpu, Regs);
   } else {
@@ -122,6 +112,7 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
     break;
   }
   case Action_Inject:
+  case Action_Resume:
     break;
   case Action_GuestDone:
     if (Xen30)
@@ -134,6 +125,8 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
       vmxTrace30GuestEnd(Cpu);
     else
       vmxTraceGuestEnd(Cpu);
+    /* Kept: no other CPU's line may cut into this one before the machine stops. */
+    spinLock(&VmxConsoleLock);
     printf("vmx: stopping at exit %lu\n", Cpu->ExitCount);
     hvmExit(HVM_EXIT_FAILURE);
   }

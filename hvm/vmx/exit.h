@@ -1,6 +1,6 @@
 /* The exit handler's internal interface: what each exit family returns, and the helpers
- * the families share. One file per family (STYLE 2.7): exit_cpuid.c, exit_io.c,
- * exit_msr.c, exit_cr.c, exit_vmcall.c.
+ * the families share. One file per family (STYLE 2.7): exit_exception.c, exit_cpuid.c,
+ * exit_io.c, exit_msr.c, exit_cr.c, exit_vmcall.c, exit_timer.c, exit_ept.c, exit_fail.c.
  */
 #ifndef HVM_VMX_EXIT_H
 #define HVM_VMX_EXIT_H
@@ -17,6 +17,9 @@ enum ExitAction {
   Action_Advance,
   /// An exception was injected: RIP stays at the faulting instruction.
   Action_Inject,
+  /// Resume the guest where it is: RIP unchanged (a fault-like exit whose cause is now
+  /// gone, such as a lazily mapped page, or an event-like one such as the timer's).
+  Action_Resume,
   /// The guest has finished (HLT, hypercall 1): return to the launcher.
   Action_GuestDone,
   /// Something we cannot handle: print and stop the image with a failure.
@@ -25,6 +28,7 @@ enum ExitAction {
 
 typedef enum ExitAction (*ExitFamilyFn)(struct PerCpu *Cpu, struct GuestRegs *Regs);
 
+enum ExitAction handleException(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleCpuid(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleIo(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleRdmsr(struct PerCpu *Cpu, struct GuestRegs *Regs);
@@ -32,6 +36,17 @@ enum ExitAction handleWrmsr(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleCrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleHlt(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handlePreemptionTimer(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleEptViolation(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleEptMisconfig(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleTripleFault(struct PerCpu *Cpu, struct GuestRegs *Regs);
+/// For an exit reason with bit 31 set (VM-entry failure); not in the dispatch table.
+enum ExitAction handleEntryFailure(struct PerCpu *Cpu, struct GuestRegs *Regs);
+
+/// HLT of a vCPU: with its virtual timer armed and the VMX-preemption timer in use,
+/// blocks it (HLT activity state) until the timer fires and returns Action_Advance;
+/// otherwise nothing can wake it and the guest ends (Action_GuestDone).
+enum ExitAction vcpuBlock(struct PerCpu *Cpu);
 
 /// Queues a hardware exception with an error code for the next VM entry (SDM Vol. 3C,
 /// "Event Injection"); returns Action_Inject.

@@ -5,15 +5,16 @@
 #include "vmx/arch.h"
 #include "vmx/descriptors.h"
 
-/* One CPU today; the array and CpuNumber are there so a second one needs no new
-   layout. Page-aligned because the VMXON region and VMCS inside must be. */
-static struct PerCpu PerCpus[1] __attribute__((aligned(4096)));
-/* The host's GDT with a TSS: VM exits load TR from the host-state area, and the
-   host TR selector must not be 0 (SDM Vol. 3C, "Checks on Host Segment and
-   Descriptor-Table Registers"). */
-static struct DescriptorTables HostTables;
+/* One per logical processor, indexed by CPU number (0 = the BSP). Page-aligned
+   because the VMXON region and VMCS inside must be. */
+static struct PerCpu PerCpus[HVM_MAX_CPUS] __attribute__((aligned(4096)));
+/* Each CPU's GDT with a TSS: VM exits load TR from the host-state area, and the host
+   TR selector must not be 0 (SDM Vol. 3C, "Checks on Host Segment and
+   Descriptor-Table Registers"). One per CPU: LTR marks the TSS descriptor busy, and
+   LTR of a busy TSS raises #GP (SDM Vol. 3A, "Task Register"). */
+static struct DescriptorTables HostTables[HVM_MAX_CPUS];
 /* Each CPU's trace ring: the trace/tbuf.h header, then the data. */
-static uint8_t TraceRings[1][XT_TBUF_DATA_OFFSET + HVM_TBUF_DATA_BYTES]
+static uint8_t TraceRings[HVM_MAX_CPUS][XT_TBUF_DATA_OFFSET + HVM_TBUF_DATA_BYTES]
     __attribute__((aligned(64)));
 
 uint64_t *guestGpr(struct GuestRegs *Regs, unsigned Number) {
@@ -37,15 +38,15 @@ uint64_t *guestGpr(struct GuestRegs *Regs, unsigned Number) {
   }
 }
 
-struct PerCpu *perCpuInit(void) {
-  struct PerCpu *Cpu = &PerCpus[0];
+struct PerCpu *perCpuInit(uint32_t CpuNumber) {
+  struct PerCpu *Cpu = &PerCpus[CpuNumber];
   memset(Cpu, 0, sizeof(*Cpu));
   Cpu->Self = Cpu;
-  Cpu->CpuNumber = 0;
-  tbufInit(&Cpu->Trace, TraceRings[0], Cpu->CpuNumber);
-  descriptorTablesInit(&HostTables);
+  Cpu->CpuNumber = CpuNumber;
+  tbufInit(&Cpu->Trace, TraceRings[CpuNumber], Cpu->CpuNumber);
+  descriptorTablesInit(&HostTables[CpuNumber]);
   /* Reloading GS clears its base: set the base after. */
-  hostLoadTables(&HostTables);
+  hostLoadTables(&HostTables[CpuNumber]);
   wrmsr(MSR_IA32_GS_BASE, (uint64_t)(uintptr_t)Cpu);
   return Cpu;
 }

@@ -20,6 +20,9 @@
 #define PERCPU_EXIT_HANDLER_OFFSET (PERCPU_REGS_OFFSET + GUEST_REGS_SIZE)
 #define PERCPU_LAUNCHER_RSP_OFFSET (PERCPU_EXIT_HANDLER_OFFSET + 8)
 
+/* Logical processors the core runs on (struct PerCpu and a trace ring each). */
+#define HVM_MAX_CPUS 8
+
 /* Number of trace_values slots, as in Xen 3.0.3. */
 #define HVM_TRACE_VALUES 5
 
@@ -86,7 +89,7 @@ struct PerCpu {
   uint8_t LogExits;
   /* A line the handler wants printed after the exit's own line ("  guest uart: ..."):
      the exit line comes first, so the log reads in order. */
-  char Note[96];
+  char Note[192];
   /* Guest UART output collected up to '\n'. */
   char UartLine[80];
   uint32_t UartLineLen;
@@ -102,6 +105,22 @@ struct PerCpu {
   uint64_t GuestResult; /* set when the guest ends */
   /* Exit lines print guest RIPs relative to this (struct GuestSetup). */
   uint64_t RipBase;
+
+  /* The vCPU's virtual timer (exit_vmcall.c, exit_timer.c): the virtual TSC at which
+     it fires, 0 = not armed; Blocked while the vCPU waits for it in HLT. */
+  uint64_t TimerDeadline;
+  uint8_t Blocked;
+  /* The VMX-preemption timer (0 = not in use): its rate (IA32_VMX_MISC[4:0], the timer
+     counts down once every 2^rate TSC cycles) and the value a time slice reloads at
+     every VM entry (~0u: no time slices, the timer only wakes a blocked vCPU). */
+  uint8_t PreemptionTimer;
+  uint8_t PreemptionRate;
+  uint32_t SliceTicks;
+  /* Exits of each kind the handlers served without stopping (exit_timer.c, exit_ept.c,
+     exit_exception.c). */
+  uint64_t SliceEnds, TimerWakeups, LazyMaps, Reflected, MmioAccesses;
+  /* The vCPU's registers of the emulated MMIO page (vmx/ept.h). */
+  uint64_t MmioScratch, MmioCounter;
 
   /* Capabilities read at setup. */
   uint64_t VmxBasic;
@@ -127,8 +146,10 @@ static inline struct PerCpu *perCpuFromRegs(struct GuestRegs *Regs) {
   return (struct PerCpu *)((char *)Regs - offsetof(struct PerCpu, Regs));
 }
 
-/// The boot CPU's data; sets IA32_GS_BASE to it so thisCpu() works.
-struct PerCpu *perCpuInit(void);
+/// Sets up the data of CPU CpuNumber (0 = the BSP; below HVM_MAX_CPUS) on the CPU that
+/// calls it: its trace ring (announced to the machine), its own GDT and TSS, and
+/// IA32_GS_BASE so thisCpu() works. Every CPU, BSP and AP, is set up here and only here.
+struct PerCpu *perCpuInit(uint32_t CpuNumber);
 
 #endif
 #endif

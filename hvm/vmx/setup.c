@@ -160,7 +160,7 @@ static void guestSegment(const struct SegmentFields *F, uint16_t Sel, uint64_t B
   vmw(F->AccessRights, Ar);
 }
 
-static bool setupControls(struct PerCpu *Cpu) {
+static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   /* SDM Vol. 3D, A.2: when IA32_VMX_BASIC[55] is 1, the TRUE_ MSRs say which default1
      controls may be 0 (we want CR3-store exiting off). */
   bool True = (Cpu->VmxBasic & VMX_BASIC_TRUE_CONTROLS) != 0;
@@ -173,9 +173,25 @@ static bool setupControls(struct PerCpu *Cpu) {
   uint32_t WantProc = VMX_CTL(Proc_HltExiting) | VMX_CTL(Proc_UnconditionalIoExiting) |
                       VMX_CTL(Proc_Cr3LoadExiting) | VMX_CTL(Proc_Cr8LoadExiting) |
                       VMX_CTL(Proc_Cr8StoreExiting);
+  /* The VMX-preemption timer, for time slices and to wake a vCPU blocked in HLT, when
+     the processor offers it (SDM Vol. 3C, "VMX-Preemption Timer"; Vol. 3D, A.3.1:
+     allowed-1 bit 6 of the pin-based capability MSR). */
+  uint32_t WantPin = 0;
+  uint64_t PinCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS);
+  Cpu->PreemptionTimer = 0;
+  if ((G->SliceCycles || G->Timers) &&
+      ((PinCap >> 32) & VMX_CTL(Pin_ActivateVmxPreemptionTimer))) {
+    WantPin |= VMX_CTL(Pin_ActivateVmxPreemptionTimer);
+    Cpu->PreemptionTimer = 1;
+    /* SDM Vol. 3D, A.6 "Miscellaneous Data": IA32_VMX_MISC[4:0] = the rate: the timer
+       counts down by 1 every time bit X of the TSC changes, X = that value. */
+    Cpu->PreemptionRate = (uint8_t)(rdmsr(MSR_IA32_VMX_MISC) & 0x1f);
+    uint64_t Ticks = G->SliceCycles >> Cpu->PreemptionRate;
+    Cpu->SliceTicks = !G->SliceCycles ? ~0u : Ticks == 0 ? 1 : Ticks > ~0u ? ~0u : (uint32_t)Ticks;
+  }
   if (!adjustControls("pin-based",
                       True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS,
-                      0, &Pin) ||
+                      WantPin, &Pin) ||
       !adjustControls("processor-based",
                       True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS,
                       WantProc, &Proc) ||
@@ -185,27 +201,50 @@ static bool setupControls(struct PerCpu *Cpu) {
                       VMX_CTL(Exit_HostAddressSpaceSize), &Exit) ||
       !adjustControls("VM-entry",
                       True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
-                      VMX_CTL(Entry_Ia32eModeGuest), &Entry))
+                      G->RealMode ? 0 : VMX_CTL(Entry_Ia32eModeGuest), &Entry))
     return false;
   /* Tag the guest's translations with a VPID when the processor can, as production
      hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
-     "Virtual-Processor Identifiers (VPIDs)"). No EPT and no unrestricted guest: the
-     guest shares the host's paging. */
+     "Virtual-Processor Identifiers (VPIDs)"): one per vCPU, CPU number + 1 (VPID 0 is
+     the host's). EPT when the image asks for it and the processor offers it (SDM
+     Vol. 3C, "The Extended Page Table Mechanism (EPT)"). "Unrestricted guest" only for
+     a guest that starts in real mode (GuestSetup.RealMode). */
   uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
+  bool Unrestricted = false;
   if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
     uint64_t Proc2Cap = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
+    uint32_t Proc2 = 0;
     if ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableVpid)) {
+      Proc2 |= VMX_CTL(Proc2_EnableVpid);
+      vmw(Vmcs_VirtualProcessorIdentifier, Cpu->CpuNumber + 1);
+    }
+    if (G->Eptp && ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableEpt))) {
+      Proc2 |= VMX_CTL(Proc2_EnableEpt);
+      vmw(Vmcs_EptPointer, G->Eptp);
+    }
+    /* SDM Vol. 3C, "Checks on VM-Execution Control Fields": "unrestricted guest" needs
+       "enable EPT". */
+    if (G->RealMode && (Proc2 & VMX_CTL(Proc2_EnableEpt)) &&
+        ((Proc2Cap >> 32) & VMX_CTL(Proc2_UnrestrictedGuest))) {
+      Proc2 |= VMX_CTL(Proc2_UnrestrictedGuest);
+      Unrestricted = true;
+    }
+    if (Proc2) {
       Proc |= VMX_CTL(Proc_ActivateSecondaryControls);
-      vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls,
-          (uint32_t)Proc2Cap | VMX_CTL(Proc2_EnableVpid));
-      vmw(Vmcs_VirtualProcessorIdentifier, 1);
+      vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls, (uint32_t)Proc2Cap | Proc2);
     }
   }
+  if (G->RealMode && !Unrestricted) {
+    printf("vmx: a real-mode guest needs EPT and \"unrestricted guest\"\n");
+    return false;
+  }
+  if (Cpu->PreemptionTimer)
+    vmw(Vmcs_VmxPreemptionTimerValue, Cpu->SliceTicks);
   vmw(Vmcs_PinBasedVmExecutionControls, Pin);
   vmw(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
   vmw(Vmcs_PrimaryVmExitControls, Exit);
   vmw(Vmcs_VmEntryControls, Entry);
-  vmw(Vmcs_ExceptionBitmap, 0);
+  vmw(Vmcs_ExceptionBitmap, G->ExceptionBitmap);
   vmw(Vmcs_PageFaultErrorCodeMask, 0);
   vmw(Vmcs_PageFaultErrorCodeMatch, 0);
   vmw(Vmcs_Cr3TargetCount, 0);
@@ -249,6 +288,37 @@ static void setupHostState(struct PerCpu *Cpu) {
   vmw(Vmcs_HostRsp, (uint64_t)(uintptr_t)(&Cpu->Regs + 1));
   extern char vmxExitEntry[];
   vmw(Vmcs_HostRip, (uint64_t)(uintptr_t)vmxExitEntry);
+}
+
+/* An unrestricted guest in real mode (SDM Vol. 3C, "Unrestricted Guests" and "Checks on
+   Guest Control Registers, Debug Registers, and MSRs" / "Checks on Guest Segment
+   Registers" for CR0.PE = 0): CR0.PE and PG may be 0, the other fixed bits still hold;
+   CR4 keeps only what VMX fixes; 16-bit segments with limit 0xffff (CS: execute/read,
+   accessed; the others read/write, accessed); TR a busy 32-bit TSS, as the checks for a
+   guest outside IA-32e mode require of a usable TR; the real-mode IDT at 0. Overrides
+   what setupGuestState wrote for a 64-bit guest. */
+static void setupRealModeState(struct PerCpu *Cpu, const struct GuestSetup *G) {
+  uint64_t Cr0 = ((CR0_NE | (1ull << 4) /* ET */ | Cpu->Cr0Fixed0) & ~(CR0_PE | CR0_PG)) &
+                 Cpu->Cr0Fixed1;
+  uint64_t Cr4 = (Cpu->Cr4Fixed0 | CR4_VMXE) & Cpu->Cr4Fixed1;
+  vmw(Vmcs_GuestCr0, Cr0);
+  vmw(Vmcs_GuestCr4, Cr4);
+  Cpu->Cr0Shadow = Cr0;
+  vmw(Vmcs_Cr0ReadShadow, Cr0);
+  vmw(Vmcs_Cr4ReadShadow, Cr4 & ~CR4_VMXE);
+  guestSegment(&GuestCs, 0, G->RealCsBase, 0xffff, 0x9b);
+  guestSegment(&GuestSs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestDs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestEs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestFs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestGs, 0, 0, 0xffff, 0x93);
+  guestSegment(&GuestTr, 0, 0, 0xffff, 0x8b);
+  vmw(Vmcs_GuestGdtrBase, 0);
+  vmw(Vmcs_GuestGdtrLimit, 0xffff);
+  vmw(Vmcs_GuestIdtrBase, 0);
+  vmw(Vmcs_GuestIdtrLimit, 0x3ff);
+  vmw(Vmcs_GuestRip, G->Rip - G->RealCsBase);
+  vmw(Vmcs_GuestRsp, 0);
 }
 
 static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
@@ -306,6 +376,9 @@ static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
      link pointer must be all ones. */
   vmw(Vmcs_VmcsLinkPointer, ~0ull);
 
+  if (G->RealMode)
+    setupRealModeState(Cpu, G);
+
   memset(&Cpu->Regs, 0, sizeof(Cpu->Regs));
   Cpu->Regs.Rdi = G->Rdi;
   Cpu->Regs.Rsi = G->Rsi;
@@ -328,7 +401,7 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
     vmxPrintVmFail("VMPTRLD", -(int)S);
     return false;
   }
-  if (!setupControls(Cpu))
+  if (!setupControls(Cpu, Guest))
     return false;
   setupHostState(Cpu);
   setupGuestState(Cpu, Guest);
@@ -336,6 +409,10 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
   Cpu->GuestTscAux = 0;
   Cpu->GuestTpr = 0;
   Cpu->ReportedCount = 0;
+  Cpu->TimerDeadline = 0;
+  Cpu->Blocked = 0;
+  Cpu->SliceEnds = Cpu->TimerWakeups = Cpu->LazyMaps = Cpu->Reflected = 0;
+  Cpu->MmioAccesses = Cpu->MmioScratch = Cpu->MmioCounter = 0;
   Cpu->UartLineLen = 0;
   Cpu->Note[0] = 0;
   Cpu->RipBase = Guest->RipBase;

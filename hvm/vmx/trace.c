@@ -2,14 +2,18 @@
 
 #include "lib/multiboot.h"
 #include "lib/printf.h"
+#include "lib/spinlock.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
+#include "vmx/ept.h"
 #include "vmx/exit.h"
 #include "vmx/insn.h"
 
 /* d1v<cpu>: the scheduler records' "who" word, vcpu in bits 0-15, domain in bits 16-31
    (format doc, section 5). The guest is domain 1, one vCPU per pcpu. */
 static uint32_t whoRunning(const struct PerCpu *Cpu) { return (1u << 16) | Cpu->CpuNumber; }
+
+volatile uint32_t VmxConsoleLock;
 
 static void xen30Entry(struct PerCpu *Cpu);
 
@@ -113,6 +117,16 @@ static void handlerRecord(struct PerCpu *Cpu) {
         W, 3);
     break;
   }
+  case Reason_EptViolation: {
+    /* Xen's NPF: guest-physical address (slot 1), the host frame (slot 2 for RAM; Xen's
+       INVALID_MFN, all ones, for emulated MMIO), the qualification (slot 4), the p2m type
+       (slot 3). */
+    uint64_t Mfn = T[3] == P2M_MMIO_DM ? ~0ull : T[2];
+    uint32_t W[6] = {(uint32_t)T[1], (uint32_t)(T[1] >> 32), (uint32_t)Mfn,
+                     (uint32_t)(Mfn >> 32), (uint32_t)T[4], (uint32_t)T[3]};
+    put(Cpu, XT_EV_Npf, W, 6);
+    break;
+  }
   default:
     break;
   }
@@ -137,7 +151,9 @@ static void logExit(struct PerCpu *Cpu) {
            T[2], T[3], T[4]);
   }
   if (Cpu->Note[0]) {
+    spinLock(&VmxConsoleLock);
     printf("  %s\n", Cpu->Note);
+    spinUnlock(&VmxConsoleLock);
     Cpu->Note[0] = 0;
   }
 }

@@ -25,7 +25,7 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu) {
   B->NotifiedCons = ~0ull;
   B->Lost = 0;
   B->FirstLostTsc = 0;
-  B->Who = 1; /* d1v0 until the scheduler records say otherwise */
+  B->Who = 1u | (Cpu << 16); /* d1v<cpu>: one vCPU of domain 1 per pcpu */
   B->Format = XT_TBUF_FORMAT_MODERN;
   outl(XT_TBUF_PORT_REGISTER, (uint32_t)(uintptr_t)Mem);
 }

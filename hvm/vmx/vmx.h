@@ -2,7 +2,7 @@
  * 64-bit guest that shares the host's identity-mapped address space, run it, leave.
  *
  * Use:
- *   struct PerCpu *Cpu = perCpuInit();
+ *   struct PerCpu *Cpu = perCpuInit(0);
  *   vmxEnable(Cpu);                      // VMXON
  *   vmxSetupVmcs(Cpu, &Guest);           // VMCLEAR, VMPTRLD, controls, host, guest
  *   Cpu->ExitHandler = vmxExitHandler;   // or a minimal handler of one's own
@@ -30,6 +30,23 @@ struct GuestSetup {
   /// Exit lines print guest RIPs relative to this address ("rip=guest+0x1c"), so the
   /// log does not change when unrelated code moves the guest in the image.
   uint64_t RipBase;
+  /// The EPT pointer (vmx/ept.h) when the processor offers EPT; 0 = no EPT, the guest
+  /// translates with the host's CR3 directly.
+  uint64_t Eptp;
+  /// TSC cycles of a time slice (the VMX-preemption timer reloaded at every VM entry);
+  /// 0 = no time slices. With Timers set and the timer offered, HLT blocks the vCPU until
+  /// its virtual timer (hypercall 2) fires instead of ending the guest.
+  uint64_t SliceCycles;
+  bool Timers;
+  /// The exception bitmap (bit n: exception n exits); the core reflects each such
+  /// exception back to the guest (exit_exception.c). 0 = none exits.
+  uint32_t ExceptionBitmap;
+  /// An unrestricted guest that starts in real mode (CR0.PE = PG = 0, 16-bit segments
+  /// with limit 0xffff) with CS base RealCsBase and IP = Rip - RealCsBase; needs Eptp and
+  /// the "unrestricted guest" control (SDM Vol. 3C, "Unrestricted Guests"). Tables, Rsp
+  /// and the 64-bit state are not used then.
+  bool RealMode;
+  uint64_t RealCsBase;
 };
 
 /// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts
@@ -66,6 +83,10 @@ const char *vmInstructionErrorName(uint32_t Number);
 
 /// Called by the exit stub when VMRESUME fails; stops the image.
 __attribute__((noreturn)) void vmxResumeFailed(struct GuestRegs *Regs, uint64_t Rflags);
+
+/// Held while a CPU prints a handler's note line (vmx/trace.c); images with several
+/// CPUs take it for their own lines too, so lines never interleave.
+extern volatile uint32_t VmxConsoleLock;
 
 /// Whether the setup prints the capability MSRs (model-specific, so off by default:
 /// logs must be the same on every peer).

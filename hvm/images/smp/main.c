@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "boot/boot.h"
-#include "bringup.h"
+#include "lib/smp.h"
 #include "lib/exit.h"
 #include "lib/idt.h"
 #include "lib/printf.h"

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "boot/boot.h"
-#include "images/smp/bringup.h"
+#include "lib/smp.h"
 #include "lib/exit.h"
 #include "lib/multiboot.h"
 #include "lib/printf.h"

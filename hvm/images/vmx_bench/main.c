@@ -108,7 +108,7 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
     hvmExit(HVM_EXIT_FAILURE);
   }
   printf("vmx_bench: start iters=%lu trace=%lu\n", Iters, Trace);
-  struct PerCpu *Cpu = perCpuInit();
+  struct PerCpu *Cpu = perCpuInit(0);
   vmxTraceSetFlavour(Cpu, Flavour);
   /* Chosen before vmxSetupVmcs writes the launch records (vmx_e2e/main.c says why). */
   ExitHandlerFn Handler = !Trace                      ? benchExitHandler

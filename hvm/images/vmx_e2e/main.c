@@ -57,7 +57,7 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   }
 
   printf("vmx_e2e: start\n");
-  struct PerCpu *Cpu = perCpuInit();
+  struct PerCpu *Cpu = perCpuInit(0);
   vmxTraceSetFlavour(Cpu, Flavour);
   /* Chosen here, not between vmxSetupVmcs (which writes the launch's VMENTRY) and the
      launch: the modern trace's launch interval stays what it was. */

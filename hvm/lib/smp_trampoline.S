@@ -1,10 +1,10 @@
 /*
  * The application processors' start-up code (SDM Vol. 3A, MP Initialization): a SIPI
- * with vector 0x08 starts an AP in real mode at 0x0800:0000 = physical 0x8000. main.c
+ * with vector 0x08 starts an AP in real mode at 0x0800:0000 = physical 0x8000. smpStartAps
  * copies [smpTrampoline, smpTrampolineEnd) there and fills the parameter block at its
- * end. The code takes the AP from real mode through 32-bit protected mode to 64-bit
+ * end (lib/smp.c). The code takes the AP from real mode through 32-bit protected mode to 64-bit
  * mode (SDM Vol. 3A, Initializing IA-32e Mode), on the BSP's page tables, then jumps to
- * apEntry (64-bit, linked at 1 MiB) with its stack.
+ * the caller's entry function (64-bit, linked at 1 MiB) with its stack.
  *
  * Addresses inside the copy are computed as TRAMP + (label - smpTrampoline).
  */
@@ -67,33 +67,4 @@ param_stack: .quad 0
 param_entry: .quad 0
 smpTrampolineEnd:
 
-/* The LAPIC timer interrupt and the spurious vector: save the caller-saved registers,
-   call the C handler, IRETQ. */
-        .text
-        .code64
-        .globl timerStub, spuriousStub
-timerStub:
-        pushq %rax
-        pushq %rcx
-        pushq %rdx
-        pushq %rsi
-        pushq %rdi
-        pushq %r8
-        pushq %r9
-        pushq %r10
-        pushq %r11
-        cld
-        call timerInterrupt
-        popq %r11
-        popq %r10
-        popq %r9
-        popq %r8
-        popq %rdi
-        popq %rsi
-        popq %rdx
-        popq %rcx
-        popq %rax
-        iretq
-spuriousStub:
-        iretq
         .section .note.GNU-stack, "", @progbits

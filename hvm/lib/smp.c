@@ -1,4 +1,4 @@
-#include "bringup.h"
+#include "lib/smp.h"
 
 #include "lib/string.h"
 

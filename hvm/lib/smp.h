@@ -1,6 +1,6 @@
-/* Multiprocessor bring-up shared by the smp and smp_work images: the local APIC's
+/* Multiprocessor bring-up shared by the smp, smp_work and hv images: the local APIC's
    registers, the CPUs listed in the ACPI MADT, and INIT-SIPI-SIPI through the real-mode
-   trampoline (trampoline.S). */
+   trampoline (smp_trampoline.S). */
 #pragma once
 #include <stdint.h>
 
