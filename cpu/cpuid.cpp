@@ -10,7 +10,8 @@
 // SMEP, SMAP, UMIP, FSGSBASE, NX, 1 GiB pages, SYSCALL, SYSENTER, RDTSCP; RDRAND and
 // RDSEED (deterministic streams: cpu/exec_random.cpp); x2APIC and the TSC-deadline APIC
 // timer (harness/devices/local_apic.h); MCE and MCA with 10 machine-check banks that
-// never log an error (cpu/msrs.def).
+// never log an error (cpu/msrs.def); the speculation-control MSRs, with
+// IA32_ARCH_CAPABILITIES reporting no speculative-execution vulnerability (cpu/msrs.def).
 #include "cpu/cpuid.h"
 #include "cpu/vmx/vmx_features.h"
 
@@ -53,6 +54,7 @@ CpuModel makeDefault() {
   uint32_t Ebx7 = Fsgsbase | Bmi1 | Bmi2 | Invpcid | Adx | Clflushopt | Rdseed |
                   FpuCsDsDeprecated | (M.Smep ? Smep : 0) | (M.Smap ? Smap : 0);
   uint32_t Ecx7 = Umip | (M.La57 ? La57 : 0);
+  uint32_t Edx7 = IbrsIbpb | Stibp | L1dFlush | ArchCapabilities | Ssbd;
   M.Cpuid = {
       // Leaf 0: maximum basic leaf and "GenuineIntel" in EBX, EDX, ECX.
       {0, 0, false, kMaxBasicLeaf, 0x756e6547, 0x6c65746e, 0x49656e69},
@@ -70,7 +72,7 @@ CpuModel makeDefault() {
       // Leaf 6: always-running APIC timer.
       {6, 0, false, 0x4, 0, 0, 0},
       // Leaf 7: structured extended features (subleaf 0 only).
-      {7, 0, true, 0, Ebx7, Ecx7, 0},
+      {7, 0, true, 0, Ebx7, Ecx7, Edx7},
       // Leaf 0xB: x2APIC topology (SMT then core level); EDX = x2APIC ID at query time.
       {0xb, 0, true, 0, 1, 0x100, 0},
       {0xb, 1, true, 8, 1, 0x201, 0},

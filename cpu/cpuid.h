@@ -31,6 +31,9 @@ inline constexpr uint32_t Fsgsbase = 1u << 0, Bmi1 = 1u << 3, Smep = 1u << 7,
                           Smap = 1u << 20, Clflushopt = 1u << 23,
                           Rdseed = 1u << 18, FpuCsDsDeprecated = 1u << 13;
 inline constexpr uint32_t Umip = 1u << 2, La57 = 1u << 16;
+// Leaf 7 subleaf 0 EDX: the speculation controls (cpu/msrs.def, IA32_SPEC_CTRL).
+inline constexpr uint32_t IbrsIbpb = 1u << 26, Stibp = 1u << 27, L1dFlush = 1u << 28,
+                          ArchCapabilities = 1u << 29, Ssbd = 1u << 31;
 // Leaf 0x80000001 ECX / EDX.
 inline constexpr uint32_t LahfLm = 1u << 0, Abm = 1u << 5;
 inline constexpr uint32_t Syscall = 1u << 11, Nx = 1u << 20, Page1Gb = 1u << 26,

@@ -7,6 +7,7 @@
 #include "cpu/cost_model.h"
 #include "cpu/exec.h"
 #include "cpu/segmentation.h"
+#include "cpu/task_switch.h"
 #include "cpu/vmx/vm_exit.h"
 #include "cpu/vmx/vmx_events.h"
 
@@ -112,10 +113,11 @@ Status deliverProtected(Cpu &C, const Event &E) {
     return C.raise(vec::NP, idtError(E));
   if (Type == desc::TaskGate) {
     // Task switches always cause VM exits in VMX non-root operation (SDM Vol. 3C, "Task
-    // Switches" in "Other Causes of VM Exits"); root operation does not model them.
+    // Switches" in "Other Causes of VM Exits").
     if (C.NonRoot)
       return vmxIdtTaskSwitch(C, uint16_t(Gate >> 16));
-    return C.unimplemented("task switch through an IDT task gate");
+    TaskSwitchEvent Ev{E.HasErr, E.Err, E.Ext, pushedFlags(C, E) & rflags::RF};
+    return taskGateDelivery(C, uint16_t(Gate >> 16), E.ReturnRip, Ev);
   }
 
   const bool Gate32 = Type & 8;

@@ -6,6 +6,7 @@
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
 #include "cpu/segmentation.h"
+#include "cpu/task_switch.h"
 #include "cpu/vmx/vmx_events.h"
 
 namespace vmxsim {
@@ -125,7 +126,10 @@ Status farJmp(Cpu &C, const DecodedInsn &I, uint16_t Sel, uint64_t Off) {
                           Type == desc::Tss32Avail)) {
     if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
       return vmxFarTaskSwitch(C, Sel, Lo, TaskSwitchSource::Jmp, I.Len);
-    return C.unimplemented("task switch through far JMP");
+    uint16_t TssSel;
+    uint64_t TssLo;
+    VMX_TRY(taskSwitchInitialChecks(C, Sel, Lo, TssSel, TssLo));
+    return switchTasks(C, TssSel, TssLo, TaskSwitchSource::Jmp, nextRip(C, I));
   }
   GateTarget G;
   VMX_TRY(resolveCallGate(C, Sel, Lo, false, G));
@@ -179,7 +183,10 @@ Status farCall(Cpu &C, const DecodedInsn &I, uint16_t Sel, uint64_t Off) {
                         Type == desc::Tss32Avail)) {
     if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
       return vmxFarTaskSwitch(C, Sel, Lo, TaskSwitchSource::Call, I.Len);
-    return C.unimplemented("task switch through far CALL");
+    uint16_t TssSel;
+    uint64_t TssLo;
+    VMX_TRY(taskSwitchInitialChecks(C, Sel, Lo, TssSel, TssLo));
+    return switchTasks(C, TssSel, TssLo, TaskSwitchSource::Call, Ret);
   }
   GateTarget G;
   VMX_TRY(resolveCallGate(C, Sel, Lo, true, G));
@@ -439,7 +446,7 @@ template <typename T> Status execIret(Cpu &C, const DecodedInsn &I) {
       return C.raiseGp(0);
     if (C.NonRoot) // task switches cause VM exits (SDM Vol. 3C, "Task Switches")
       return vmxIretTaskSwitch(C, I.Len);
-    return C.unimplemented("task return through IRET with NT=1");
+    return taskReturn(C, nextRip(C, I));
   }
   uint64_t Off, CsV, F;
   VMX_TRY(stackRead(C, R, 0, Off, W));

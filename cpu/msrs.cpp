@@ -107,6 +107,8 @@ Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) {
       return C.Apic->readMsr(C, Index, Value);
     Value = M.Value[Row - kMsrTable];
     break;
+  case MsrWrite::Command:
+    return C.raiseGp(0);
   case MsrWrite::VmxCapability: {
     std::optional<uint64_t> V = readVmxCapabilityMsr(C, Index);
     if (!V)
@@ -231,6 +233,10 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
     if (Value & aboveMaxPhys(C))
       return C.raiseGp(0);
     break;
+  case MsrWrite::Command:
+    // IBPB and L1D_FLUSH: barriers for predictors and caches vmxsim does not have
+    // (cpu/msrs.def); the command completes and nothing is stored.
+    return Status::Ok;
   }
   Slot = Value;
   return Status::Ok;

@@ -47,6 +47,7 @@ enum class MsrWrite : uint8_t {
   VmxCapability,  ///< IA32_VMX_*: computed from the VMX profile; WRMSR raises #GP(0)
   Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
   Debugctl,       ///< IA32_DEBUGCTL: a defined bit vmxsim does not model is unimplemented
+  Command,        ///< write-only command (IBPB, L1D flush): RDMSR raises #GP(0)
 };
 
 struct MsrInfo {

@@ -6,6 +6,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/memory.h"
 #include "cpu/segmentation.h"
+#include "cpu/task_switch.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_exit.h"
 #include "cpu/vmx/vmcs_controls.h"
@@ -381,31 +382,11 @@ Status taskSwitchExit(Cpu &C, uint16_t Sel, TaskSwitchSource Src, uint32_t InsnL
 Status vmxFarTaskSwitch(Cpu &C, uint16_t Sel, uint64_t Lo, TaskSwitchSource Src,
                         uint32_t InsnLength) {
   // The VM exit happens "only after the initial checks of the task switch pass" (SDM
-  // Vol. 3C, "Task Switches" in "Other Causes of VM Exits"); these are the privilege and
-  // presence checks of SDM Vol. 3A, "Task Switching" step 2-3 for JMP/CALL.
-  const unsigned Cpl = C.S.cpl();
-  const unsigned Rpl = Sel & 3u;
-  if (desc::dpl(Lo) < Cpl || desc::dpl(Lo) < Rpl)
-    return C.raiseGp(selectorError(Sel));
-  if (!desc::present(Lo))
-    return C.raise(vec::NP, selectorError(Sel));
-  uint16_t TssSel = Sel;
-  uint64_t TssLo = Lo;
-  if (desc::type(Lo) == desc::TaskGate) {
-    TssSel = uint16_t(Lo >> 16);
-    if (TssSel & 4) // the TSS selector of a task gate must name the GDT
-      return C.raiseGp(selectorError(TssSel));
-    VMX_TRY(readDescriptor(C, TssSel, TssLo));
-    unsigned T = desc::type(TssLo);
-    if (!desc::isSystem(TssLo) || (T != desc::Tss16Avail && T != desc::Tss32Avail))
-      return C.raiseGp(selectorError(TssSel));
-    if (!desc::present(TssLo))
-      return C.raise(vec::NP, selectorError(TssSel));
-  }
-  // A TSS limit below the minimum (67H for 32-bit, 2BH for 16-bit) is #TS(selector).
-  const uint32_t MinLimit = desc::type(TssLo) == desc::Tss32Avail ? 0x67 : 0x2b;
-  if (desc::limit(TssLo) < MinLimit)
-    return C.raise(vec::TS, selectorError(TssSel));
+  // Vol. 3C, "Task Switches" in "Other Causes of VM Exits"): the privilege, presence and
+  // TSS checks of JMP/CALL, as in root operation (cpu/task_switch.h).
+  uint16_t TssSel;
+  uint64_t TssLo;
+  VMX_TRY(taskSwitchInitialChecks(C, Sel, Lo, TssSel, TssLo));
   return taskSwitchExit(C, TssSel, Src, InsnLength, false);
 }
 

@@ -46,6 +46,11 @@ TEST_P(MsrRow, ReadsResetValueAfterReset) {
   // constant by constant.
   if (row().Write == MsrWrite::VmxCapability || x2apicRow(row()))
     return;
+  if (row().Write == MsrWrite::Command) { // write-only
+    EXPECT_EQ(readMsr(M.Cpu_, row().Address, V), Status::Fault);
+    EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
+    return;
+  }
   ASSERT_EQ(readMsr(M.Cpu_, row().Address, V), Status::Ok);
   EXPECT_EQ(V, row().Reset);
 }
@@ -78,6 +83,8 @@ TEST_P(MsrRow, WritingResetValueRoundTripsUnlessReadOnly) {
     return;
   }
   ASSERT_EQ(St, Status::Ok);
+  if (R.Write == MsrWrite::Command)
+    return; // write-only: ReadsResetValueAfterReset checks the read's #GP
   uint64_t V = ~uint64_t(0);
   ASSERT_EQ(readMsr(M.Cpu_, R.Address, V), Status::Ok);
   EXPECT_EQ(V, R.Reset);
@@ -248,4 +255,33 @@ TEST(ModelSpecificRegisters, DebugctlFeaturesAreReportedUnimplemented) {
   ASSERT_EQ(readMsr(M.Cpu_, 0x1d9, V), Status::Ok);
   EXPECT_EQ(V, 0u);
   EXPECT_EQ(writeMsr(M.Cpu_, 0x1d9, 1u << 2), Status::Fault); // reserved
+}
+
+// SDM Vol. 4, Table "IA-32 Architectural MSRs" (0x48, 0x49, 0x10a, 0x10b) and Vol. 2A,
+// CPUID leaf 7 EDX: the speculation controls exist exactly as CPUID advertises them.
+TEST(ModelSpecificRegisters, SpeculationControlsAreTheOnesCpuidAdvertises) {
+  TestMachine M;
+  CpuidResult R = cpuidQuery(M.Cpu_, 7, 0);
+  EXPECT_EQ(R.Edx, (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29) | (1u << 31));
+  // IA32_SPEC_CTRL: IBRS, STIBP and SSBD read back; bit 3 and up are reserved.
+  uint64_t V = 0;
+  EXPECT_EQ(writeMsr(M.Cpu_, 0x48, 0x7), Status::Ok);
+  ASSERT_EQ(readMsr(M.Cpu_, 0x48, V), Status::Ok);
+  EXPECT_EQ(V, 0x7u);
+  EXPECT_EQ(writeMsr(M.Cpu_, 0x48, 0x8), Status::Fault);
+  // IA32_PRED_CMD (IBPB) and IA32_FLUSH_CMD (L1D_FLUSH): bit 0 is the command; reading
+  // either raises #GP(0).
+  for (uint32_t A : {0x49u, 0x10bu}) {
+    M.Cpu_.Pending = PendingEvent{};
+    EXPECT_EQ(writeMsr(M.Cpu_, A, 1), Status::Ok) << std::hex << A;
+    EXPECT_EQ(writeMsr(M.Cpu_, A, 2), Status::Fault) << std::hex << A;
+    EXPECT_EQ(readMsr(M.Cpu_, A, V), Status::Fault) << std::hex << A;
+    EXPECT_EQ(M.Cpu_.Pending.Vector, vec::GP);
+  }
+  // IA32_ARCH_CAPABILITIES: read-only; RDCL_NO, IBRS_ALL, SKIP_L1DFL_VMENTRY, SSB_NO,
+  // MDS_NO, IF_PSCHANGE_MC_NO, TAA_NO, SBDR_SSDP_NO, FBSDP_NO, PSDP_NO, BHI_NO, PBRSB_NO,
+  // GDS_NO, RFDS_NO; not TSX_CTRL (7), RSBA (2), FB_CLEAR (17) or RRSBA (19).
+  ASSERT_EQ(readMsr(M.Cpu_, 0x10a, V), Status::Ok);
+  EXPECT_EQ(V, 0xd10e17bu);
+  EXPECT_EQ(writeMsr(M.Cpu_, 0x10a, V), Status::Fault);
 }

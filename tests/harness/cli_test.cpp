@@ -286,3 +286,36 @@ TEST(CommandLine, BadSerialInputIsOneLineAndStatus2) {
   EXPECT_EQ(R.Status, 1) << R.Err;
   std::remove(P.c_str());
 }
+
+// RDRAND's values come from --seed (cpu/exec_random.cpp): the same seed gives the same
+// value every run, another seed another value; a seed that is not a whole number is a
+// command-line error.
+TEST(CommandLine, SeedChoosesTheRdrandStream) {
+  const std::string P = tempPath("rdrand.elf"), D = tempPath("rdrand-debugcon.bin");
+  // rdrand eax; then four times: out 0xe9, al; shr eax, 8; and finally out 0xf4, al
+  std::vector<uint8_t> Code = {0x0f, 0xc7, 0xf0};
+  for (int I = 0; I < 4; ++I)
+    Code.insert(Code.end(), {0xe6, 0xe9, 0xc1, 0xe8, 0x08});
+  Code.insert(Code.end(), {0xe6, 0xf4});
+  writeFile(P, aoutImage(Code));
+  auto value = [&](const std::string &Seed) {
+    CmdResult R = runVmxsim("run -q " + Seed + " --debugcon " + D + " " + P);
+    EXPECT_EQ(R.Status, 1) << R.Err; // EAX is 0 after four shifts: exit code 0
+    std::string B = readFile(D);
+    EXPECT_EQ(B.size(), 4u);
+    uint32_t V = 0;
+    for (size_t I = 0; I < B.size() && I < 4; ++I)
+      V |= uint32_t(uint8_t(B[I])) << (8 * I);
+    return V;
+  };
+  const uint32_t Default = value(""), Five = value("--seed 5");
+  EXPECT_EQ(value("--seed 5"), Five);
+  EXPECT_EQ(value("--seed 0x766d7873696d0001"), Default);
+  EXPECT_EQ(Default, 0x85b7c7a2u);
+  EXPECT_EQ(Five, 0xa389c35au);
+  CmdResult Bad = runVmxsim("run --seed twelve " + P);
+  EXPECT_EQ(Bad.Status, 2);
+  EXPECT_EQ(lines(Bad.Err), 1u) << Bad.Err;
+  for (const std::string &F : {P, D})
+    std::remove(F.c_str());
+}
