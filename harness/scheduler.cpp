@@ -1,5 +1,6 @@
 #include "harness/scheduler.h"
 
+#include "cpu/vmx/vmx_events.h"
 #include "harness/devices/local_apic.h"
 
 #include <algorithm>
@@ -77,7 +78,10 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
         T = C.Cycles;
       else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
-        uint64_t Ev = nextEvent(I, true);
+        // Its timers' events, and what its own state wakes it for (a guest's VMX-
+        // preemption timer in the HLT activity state).
+        const uint64_t Own = C.NonRoot ? vmxWakeCycle(C) : kNever;
+        const uint64_t Ev = std::min(nextEvent(I, true), Own);
         if (Ev != kNever)
           T = Ev > C.Cycles ? Ev : C.Cycles;
       }

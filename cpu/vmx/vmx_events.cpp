@@ -217,6 +217,19 @@ EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
   return EventWindow::Again;
 }
 
+uint64_t vmxWakeCycle(const Cpu &C) {
+  const VmxState &X = *C.Vmx;
+  if (!activeOrHlt(C))
+    return ~uint64_t(0);
+  // Both are taken in the HLT state by the event window (vmxBeforeNmi; VM entry
+  // refuses HLT with blocking by MOV SS, so a debug trap is never held off there).
+  if (X.Events.MtfPending || (X.PendingDebugExceptions & kPendingDebugTraps))
+    return C.Cycles;
+  if (X.PreemptionTimerActive)
+    return std::max(C.Cycles, X.PreemptionTimerDeadline);
+  return ~uint64_t(0);
+}
+
 uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle) {
   const VmxState &X = *C.Vmx;
   // MTF needs the window after every instruction; a shadow or a pending debug trap

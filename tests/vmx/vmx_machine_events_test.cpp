@@ -224,6 +224,32 @@ TEST(VmxNonRootOperation, ApicTimerExpiringDuringAGuestNopLoopIsTakenOnTime) {
   }
 }
 
+// A guest that executes HLT (HLT exiting off) with the VMX-preemption timer armed wakes
+// at the timer's expiry with exit 52, the HLT activity state saved and RIP after the
+// HLT (SDM Vol. 3C, "VMX-Preemption Timer": the timer counts in the HLT state), however
+// many CPUs the machine has: the timer is a wake-up the scheduler knows.
+TEST(VmxNonRootOperation, PreemptionTimerWakesAGuestInHltOnAnyNumberOfCpus) {
+  constexpr uint64_t kTimer = 100;
+  const unsigned Rate = VmxProfile::full().PreemptionTimerRate;
+  for (unsigned Cpus : {1u, 2u, 3u}) {
+    SCOPED_TRACE(testing::Message() << Cpus << " CPUs");
+    VmxMachine V(Cpus);
+    V.enterVmx(0, {0xf4, 0xeb, 0xfd}); // L: hlt; jmp L
+    V.setControl(0, F::PinBasedVmExecutionControls, VmxControl::ActivateVmxPreemptionTimer);
+    V.vmcs(0).set(F::VmxPreemptionTimerValue, kTimer);
+    // VM entry loads the timer after the transition's cost (cpu/vmx/vm_entry.cpp).
+    const uint64_t Entry = V.M->cpu(0).Cycles + kTransition;
+    const uint64_t Expiry = ((Entry >> Rate) + kTimer) << Rate;
+    RunResult R = V.M->run();
+    ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+    EXPECT_EQ(R.ExitValue, 0x10u);
+    EXPECT_EQ(V.vmcs(0).get(F::ExitReason), 52u);
+    EXPECT_EQ(V.vmcs(0).get(F::GuestActivityState), 1u); // HLT
+    EXPECT_EQ(V.vmcs(0).get(F::GuestRip), kGuest + 1);
+    EXPECT_EQ(V.hostTsc(0), Expiry + kTransition);
+  }
+}
+
 namespace {
 
 /// A device's interrupt line to an I/O APIC pin, driven by port kLinePort (bit 0 of
