@@ -119,6 +119,15 @@ bool vmxBeforeNmi(Cpu &C, Status &St) {
   VmxState &X = *C.Vmx;
   VmxEventState &E = X.Events;
   const bool Awake = activeOrHlt(C);
+  // 0. An INIT held while in VMX root operation is unblocked by the VM entry: it causes a
+  // VM exit (SDM Vol. 3C, "Restrictions on VMX Operation", "Other Causes of VM Exits")
+  // with INIT's priority, above MTF (SDM Vol. 3A, "Priority Among Concurrent Events").
+  // Wait-for-SIPI blocks INIT (SDM Vol. 3C, "Activity State"): it stays held.
+  if (X.InitBlocked && C.Activity != ActivityState::WaitForSipi) {
+    X.InitBlocked = false;
+    St = simpleExit(C, ExitReason::InitSignal);
+    return true;
+  }
   // 1. MTF VM exits: below SMI/INIT, above debug traps. Not in shutdown or wait-for-
   // SIPI; in HLT the exit saves the HLT activity state.
   if (E.MtfPending) {

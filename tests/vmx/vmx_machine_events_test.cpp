@@ -336,4 +336,130 @@ TEST(VmxNonRootOperation, LevelTriggeredIoApicInterruptSetsRemoteIrrUntilTheEoi)
   }
 }
 
+namespace {
+
+constexpr uint64_t kSender = 0x800000; ///< CPU 0's code in the INIT/SIPI tests
+constexpr uint64_t kFlag = 0x810000;   ///< set to 1 by the sender after its first IPI
+constexpr uint32_t kIcrInit = 0x4500;  ///< INIT, level assert, physical
+constexpr uint32_t kIcrSipi = 0x4600;  ///< start-up, vector in bits 7:0
+
+/// CPU 0's code: for each ICR value, send it to APIC 1 through the xAPIC page, after a
+/// delay of DelayLoops iterations (2 cycles each) when it is not the first; set kFlag
+/// right after the first; at the end halt with interrupts off.
+std::vector<uint8_t> sender(std::initializer_list<uint32_t> Icrs, uint32_t DelayLoops = 0) {
+  std::vector<uint8_t> S;
+  put(S, {0xbb, 0x00, 0x00, 0xe0, 0xfe});              // mov ebx, 0xfee00000
+  put(S, {0xc7, 0x83, 0x10, 0x03, 0x00, 0x00});        // mov dword [rbx + 0x310], dest 1
+  put32(S, 0x01000000);
+  bool First = true;
+  for (uint32_t Icr : Icrs) {
+    if (!First && DelayLoops) {
+      put(S, {0xb9});                                  // mov ecx, DelayLoops
+      put32(S, DelayLoops);
+      put(S, {0xff, 0xc9, 0x75, 0xfc});                // L: dec ecx; jnz L
+    }
+    put(S, {0xc7, 0x83, 0x00, 0x03, 0x00, 0x00});      // mov dword [rbx + 0x300], Icr
+    put32(S, Icr);
+    if (First) {
+      put(S, {0xc7, 0x04, 0x25});                      // mov dword [kFlag], 1
+      put32(S, uint32_t(kFlag));
+      put32(S, 1);
+    }
+    First = false;
+  }
+  put(S, {0xfa, 0xf4, 0xeb, 0xfd});                    // cli; L: hlt; jmp L
+  return S;
+}
+
+/// Root-operation code that waits until kFlag is set: L: cmp dword [kFlag], 0; je L.
+std::vector<uint8_t> waitForFlag() {
+  std::vector<uint8_t> W = {0x83, 0x3c, 0x25};
+  put32(W, uint32_t(kFlag));
+  put(W, {0x00, 0x74, 0xf6});
+  return W;
+}
+
+/// A machine of two CPUs: CPU 0 runs Sender in 64-bit root operation outside VMX.
+std::unique_ptr<VmxMachine> senderMachine(const std::vector<uint8_t> &Sender) {
+  auto V = std::make_unique<VmxMachine>(2);
+  Cpu &C = V->M->cpu(0);
+  setupLongMode(C, V->M->mem());
+  V->write(kSender, Sender);
+  C.S.Rip = kSender;
+  C.Mmu.flushDecodeCache();
+  return V;
+}
+
+} // namespace
+
+// An INIT that another CPU sends to a guest in VMX non-root operation causes exit 3 with
+// nothing else changed (SDM Vol. 3C, "Other Causes of VM Exits": "Such exits do not
+// modify register state or clear pending events").
+TEST(VmxNonRootOperation, InitFromAnotherCpuCausesExitThree) {
+  auto V = senderMachine(sender({kIcrInit}));
+  V->enterVmx(1, {0x90, 0xeb, 0xfd}); // L: nop; jmp L
+  RunResult R = V->M->run();
+  ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  EXPECT_EQ(R.ExitValue, 0x11u);
+  VmcsData &Vmcs = V->vmcs(1);
+  EXPECT_EQ(Vmcs.get(F::ExitReason), 3u);
+  EXPECT_EQ(Vmcs.get(F::ExitQualification), 0u);
+  EXPECT_EQ(Vmcs.get(F::VmExitInterruptionInformation), 0u);
+  EXPECT_EQ(Vmcs.get(F::GuestActivityState), 0u);
+  const uint64_t Rip = Vmcs.get(F::GuestRip);
+  EXPECT_TRUE(Rip == kGuest + 0x10000 || Rip == kGuest + 0x10001) << std::hex << Rip;
+  EXPECT_EQ(V->read64(kFlag), 1u);
+}
+
+// A guest in the wait-for-SIPI activity state: INIT is blocked (no exit), a SIPI causes
+// exit 4 with its vector as the exit qualification and the activity state saved (SDM
+// Vol. 3C, "Activity State", Table "Exit Qualification for SIPIs").
+TEST(VmxNonRootOperation, SipiFromAnotherCpuWakesAWaitForSipiGuestWithExitFour) {
+  auto V = senderMachine(sender({kIcrInit, kIcrSipi | 0x12}, 500));
+  V->enterVmx(1, {0xf4});
+  V->vmcs(1).set(F::GuestActivityState, 3);
+  RunResult R = V->M->run();
+  ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  EXPECT_EQ(R.ExitValue, 0x11u);
+  VmcsData &Vmcs = V->vmcs(1);
+  EXPECT_EQ(Vmcs.get(F::ExitReason), 4u);
+  EXPECT_EQ(Vmcs.get(F::ExitQualification), 0x12u);
+  EXPECT_EQ(Vmcs.get(F::GuestActivityState), 3u);
+  EXPECT_EQ(Vmcs.get(F::GuestRip), kGuest + 0x10000);
+  // The SIPI came after the sender's delay: the exit is no earlier than that.
+  EXPECT_GE(V->hostTsc(1), 1000u + kTransition);
+}
+
+// An INIT that arrives in VMX root operation is blocked and held; the next VM entry
+// unblocks it, and exit 3 comes at the guest's first instruction boundary, before any
+// guest instruction (SDM Vol. 3C, "Restrictions on VMX Operation").
+TEST(VmxNonRootOperation, InitHeldInVmxRootOperationExitsRightAfterTheNextVmEntry) {
+  auto V = senderMachine(sender({kIcrInit}));
+  V->enterVmx(1, {0x90, 0xeb, 0xfd}, waitForFlag());
+  RunResult R = V->M->run();
+  ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  EXPECT_EQ(R.ExitValue, 0x11u);
+  VmcsData &Vmcs = V->vmcs(1);
+  EXPECT_EQ(Vmcs.get(F::ExitReason), 3u);
+  EXPECT_EQ(Vmcs.get(F::GuestRip), kGuest + 0x10000);
+  EXPECT_FALSE(V->M->cpu(1).Vmx->InitBlocked);
+}
+
+// VMXOFF unblocks a held INIT: the processor takes it at once (the code after VMXOFF
+// never runs), waits for a SIPI, and starts at the SIPI's vector.
+TEST(VmxNonRootOperation, InitHeldInVmxRootOperationIsTakenAfterVmxoff) {
+  auto V = senderMachine(sender({kIcrInit, kIcrSipi | 0x20}, 20000));
+  std::vector<uint8_t> Root = waitForFlag();
+  put(Root, {0x0f, 0x01, 0xc4}); // vmxoff
+  debugExit(Root, 0x66);
+  V->enterVmx(1, {0xf4}, Root);
+  // Real mode at 0x20000 (SIPI vector 0x20): mov al, 0x55; out 0xf4, al.
+  V->write(0x20000, {0xb0, 0x55, 0xe6, 0xf4, 0xf4});
+  RunResult R = V->M->run();
+  ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  EXPECT_EQ(R.ExitValue, 0x55u);
+  EXPECT_EQ(R.CpuId, 1u);
+  EXPECT_FALSE(V->M->cpu(1).Vmx->InVmxOperation);
+}
+
 } // namespace vmxsim::test
