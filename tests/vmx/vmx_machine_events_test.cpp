@@ -250,6 +250,44 @@ TEST(VmxNonRootOperation, PreemptionTimerWakesAGuestInHltOnAnyNumberOfCpus) {
   }
 }
 
+// The other VMX wake-ups of a guest entered in the HLT activity state, on several CPUs:
+// a pending MTF VM exit injected at entry (type 7, vector 0: SDM Vol. 3C, "Injection of
+// Pending MTF VM Exits") is not a vectoring entry, so the guest is in HLT after it, and
+// the MTF VM exit comes at once with the HLT state saved ("If an MTF VM exit occurs in
+// the HLT activity state, the logical processor returns to the active state only after
+// the VM exit completes", SDM Vol. 3C, "Activity State" in "VM Exits"); an external interrupt
+// injected at entry is delivered through the guest IDT, which makes the guest active
+// (SDM Vol. 3C, "Event Injection", "Activity State").
+TEST(VmxNonRootOperation, EventsInjectedIntoAHaltedGuestAreTakenOnAnyNumberOfCpus) {
+  for (unsigned Cpus : {1u, 2u}) {
+    SCOPED_TRACE(testing::Message() << Cpus << " CPUs");
+    {
+      VmxMachine V(Cpus);
+      V.enterVmx(0, {0xf4, 0xeb, 0xfd});
+      V.vmcs(0).set(F::GuestActivityState, 1);
+      V.vmcs(0).set(F::VmEntryInterruptionInformation, 0x80000000u | (7u << 8));
+      RunResult R = V.M->run();
+      ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+      EXPECT_EQ(R.ExitValue, 0x10u);
+      EXPECT_EQ(V.vmcs(0).get(F::ExitReason), 37u); // monitor trap flag
+      EXPECT_EQ(V.vmcs(0).get(F::GuestActivityState), 1u);
+      EXPECT_EQ(V.vmcs(0).get(F::GuestRip), kGuest);
+    }
+    {
+      VmxMachine V(Cpus);
+      V.enterVmx(0, {0xf4, 0xeb, 0xfd});
+      V.vmcs(0).set(F::GuestActivityState, 1);
+      V.vmcs(0).set(F::GuestRflags, 0x202); // an injected interrupt needs IF = 1
+      V.vmcs(0).set(F::VmEntryInterruptionInformation, 0x80000000u | kVector);
+      RunResult R = V.M->run();
+      ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+      EXPECT_EQ(R.ExitValue, kHandlerExit);
+      EXPECT_TRUE(V.M->cpu(0).NonRoot);
+      EXPECT_EQ(V.M->cpu(0).Activity, ActivityState::Active);
+    }
+  }
+}
+
 namespace {
 
 /// A device's interrupt line to an I/O APIC pin, driven by port kLinePort (bit 0 of
