@@ -1,6 +1,6 @@
 #include "harness/scheduler.h"
 
-#include "cpu/vmx/vmx_state.h"
+#include "cpu/vmx/vmx_events.h"
 #include "harness/devices/local_apic.h"
 
 #include <algorithm>
@@ -78,13 +78,10 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
         T = C.Cycles;
       else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
-        uint64_t Ev = nextEvent(I, true);
-        // A vCPU halted in VMX non-root operation also wakes when its VMX-preemption
-        // timer expires: the timer counts down in the HLT activity state (SDM Vol. 3C,
-        // "VMX-Preemption Timer"; vmxWaitForTimer runs the CPU up to it).
-        if (C.NonRoot && C.Activity == ActivityState::Hlt && C.Vmx &&
-            C.Vmx->PreemptionTimerActive)
-          Ev = std::min(Ev, C.Vmx->PreemptionTimerDeadline);
+        // Its timers' events, and what its own state wakes it for (a guest's VMX-
+        // preemption timer in the HLT activity state).
+        const uint64_t Own = C.NonRoot ? vmxWakeCycle(C) : kNever;
+        const uint64_t Ev = std::min(nextEvent(I, true), Own);
         if (Ev != kNever)
           T = Ev > C.Cycles ? Ev : C.Cycles;
       }

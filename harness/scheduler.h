@@ -19,8 +19,10 @@
 // Waiting vCPUs (HLT, shutdown excluded, and wait-for-SIPI) are not run. A waiting vCPU
 // with a wake event (NMI, INIT, SIPI, a deliverable interrupt) competes at its own time
 // (an IPI's target has already been moved to the sender's time, local_apic.cpp); one
-// whose only future event is its APIC timer competes at the timer's expiry, and when it
-// is picked its clock jumps there ("HLT advances a vCPU's time to its next event"). When
+// whose only future event is its APIC timer (or a timer of its own state: a guest's
+// VMX-preemption timer in the HLT activity state, vmxWakeCycle) competes at the
+// timer's expiry, and when it is picked its clock jumps there ("HLT advances a vCPU's
+// time to its next event"). When
 // every vCPU waits and none has an event, the machine is halted for good.
 //
 // Quantum: kDefaultQuantumCycles = 1000 virtual cycles (about 1000 simple instructions

@@ -146,7 +146,12 @@ Status injectEvent(Cpu &C, VmcsData &V) {
   uint32_t Error = uint32_t(V.get(F::VmEntryExceptionErrorCode));
   uint64_t Rip = C.S.Rip;
   uint64_t NextRip = Rip + V.get(F::VmEntryInstructionLength);
-  C.Activity = ActivityState::Active;
+  // "If the VM entry is vectoring, the logical processor is in the active state after
+  // VM entry"; a pending MTF VM exit (type 7) is not vectoring, so the guest keeps the
+  // activity state of the guest-state area (SDM Vol. 3C, "Activity State" in "Special
+  // Features of VM Entry"), and an MTF VM exit from HLT saves HLT.
+  if (Type != intinfo::OtherEvent)
+    C.Activity = ActivityState::Active;
   switch (Type) {
   case intinfo::ExternalInterrupt:
     return deliverEvent(C, EventKind::External, Vector, false, 0, Rip);

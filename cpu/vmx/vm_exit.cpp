@@ -144,10 +144,13 @@ MsrEntry readMsrEntry(const Cpu &C, uint64_t Area, uint32_t I) {
 }
 
 // SDM Vol. 3C, "Saving MSRs": RDMSR of each entry's MSR into its data; a failing read
-// causes a VMX abort.
+// causes a VMX abort, and so does an entry beyond the list limit (msrListLimit).
 bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
   uint64_t Area = V.get(F::VmExitMsrStoreAddress);
+  const uint32_t Limit = msrListLimit(C);
   for (uint32_t I = 0, N = uint32_t(V.get(F::VmExitMsrStoreCount)); I < N; ++I) {
+    if (I >= Limit)
+      return false;
     MsrEntry E = readMsrEntry(C, Area, I);
     uint64_t Value = 0;
     // IA32_SMBASE and the x2APIC MSRs (0x800-0x8ff) cannot be stored; bits 63:32 of
@@ -164,10 +167,18 @@ bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
 
 } // namespace
 
+uint32_t msrListLimit(const Cpu &C) {
+  return 512u * (uint32_t(C.Model.Vmx->MaxMsrListEntries & 7) + 1u);
+}
+
 /// Loads MSRs from an MSR-load area (SDM Vol. 3C, "Loading MSRs" on VM entry and
 /// "Loading Host MSRs" on VM exit); returns the 1-based index of the failing entry, or 0.
+/// The entry after the first msrListLimit(C) fails like an MSR that cannot be loaded.
 uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count) {
+  const uint32_t Limit = msrListLimit(C);
   for (uint32_t I = 0; I < Count; ++I) {
+    if (I >= Limit)
+      return I + 1;
     MsrEntry E = readMsrEntry(C, Area, I);
     // FS/GS base, IA32_SMBASE, the x2APIC range with 0x800-0x8ff and the microcode
     // update MSRs may not be loaded this way, and bits 63:32 of the index word are

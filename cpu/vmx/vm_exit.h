@@ -85,4 +85,18 @@ enum class VmxAbortIndicator : uint32_t {
 };
 Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator);
 
+/// The number of entries vmxsim processes in each MSR list (the VM-entry MSR-load list,
+/// the VM-exit MSR-store and MSR-load lists): 512 * (N + 1) for N = IA32_VMX_MISC[27:25],
+/// "the recommended maximum number of MSRs to be included in each list. If the limit is
+/// exceeded, undefined processor behavior may result (including a machine check during
+/// the VMX transition)" (SDM Vol. 3D, A.6 "Miscellaneous Data"; Vol. 3C, "VM-Exit
+/// Controls for MSRs" and "VM-Entry Controls for MSRs"). vmxsim gives that undefined
+/// case one defined outcome, the failure the SDM gives an entry that cannot be processed:
+/// entry Limit + 1 of the VM-entry MSR-load list fails the VM entry with exit reason 34
+/// and qualification Limit + 1 ("VM-Entry Failures During or After Loading Guest
+/// State"), and of a VM-exit list causes a VMX abort with indicator 1 (store) or 4
+/// (load) ("VMX Aborts"). The entries before it are processed. This also bounds the work
+/// of a transition whatever 32-bit count the VMCS holds.
+uint32_t msrListLimit(const Cpu &C);
+
 } // namespace vmxsim

@@ -120,6 +120,15 @@ bool vmxBeforeNmi(Cpu &C, Status &St) {
   VmxState &X = *C.Vmx;
   VmxEventState &E = X.Events;
   const bool Awake = activeOrHlt(C);
+  // 0. An INIT held while in VMX root operation is unblocked by the VM entry: it causes a
+  // VM exit (SDM Vol. 3C, "Restrictions on VMX Operation", "Other Causes of VM Exits")
+  // with INIT's priority, above MTF (SDM Vol. 3A, "Priority Among Concurrent Events").
+  // Wait-for-SIPI blocks INIT (SDM Vol. 3C, "Activity State"): it stays held.
+  if (X.InitBlocked && C.Activity != ActivityState::WaitForSipi) {
+    X.InitBlocked = false;
+    St = simpleExit(C, ExitReason::InitSignal);
+    return true;
+  }
   // 1. MTF VM exits: below SMI/INIT, above debug traps. Not in shutdown or wait-for-
   // SIPI; in HLT the exit saves the HLT activity state.
   if (E.MtfPending) {
@@ -216,6 +225,19 @@ EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
   }
   C.Cycles = std::max(C.Cycles, X.PreemptionTimerDeadline);
   return EventWindow::Again;
+}
+
+uint64_t vmxWakeCycle(const Cpu &C) {
+  const VmxState &X = *C.Vmx;
+  if (!activeOrHlt(C))
+    return ~uint64_t(0);
+  // Both are taken in the HLT state by the event window (vmxBeforeNmi; VM entry
+  // refuses HLT with blocking by MOV SS, so a debug trap is never held off there).
+  if (X.Events.MtfPending || (X.PendingDebugExceptions & kPendingDebugTraps))
+    return C.Cycles;
+  if (X.PreemptionTimerActive)
+    return std::max(C.Cycles, X.PreemptionTimerDeadline);
+  return ~uint64_t(0);
 }
 
 uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle) {

@@ -9,6 +9,7 @@
 //   event window (cpu/cpu.cpp)   vmxWindowOpens, vmxBeforeNmi, vmxNmiExit,
 //                                vmxInterruptWindowExit, vmxExternalInterruptExiting/Exit,
 //                                vmxWaitForTimer, vmxWindowDue, vmxSingleStepTrap
+//   scheduler (harness/)         vmxWakeCycle
 //   delivery (cpu/exceptions.cpp) vmxBeforeDelivery, vmxAfterDelivery,
 //                                 vmxExceptionCausesExit/vmxExceptionExit, vmxTripleFaultExit
 //   instructions (exec_far.cpp)  vmxIretUnblocksNmis, vmxFarTaskSwitch, vmxIretTaskSwitch
@@ -59,6 +60,11 @@ Status vmxExternalInterruptExit(Cpu &C);
 /// active), time advances to its expiry (Again: look at the window again) or to
 /// UntilCycle (Stop, Deadline); otherwise Stop, Halted.
 EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why);
+/// The cycle at which the VMX layer itself wakes a waiting guest, ~0 if never: the
+/// VMX-preemption timer's expiry in the HLT activity state (it "counts down in HLT",
+/// SDM Vol. 3C, "VMX-Preemption Timer"), or now for a pending MTF VM exit or debug trap
+/// that the HLT state takes. Shutdown and wait-for-SIPI wait for outside events only.
+uint64_t vmxWakeCycle(const Cpu &C);
 /// The cycle at which the run loop must next open the window: now when MTF is on or a
 /// shadow/pending debug trap covers the next instruction, else the earlier of UntilCycle
 /// and the preemption timer's expiry.

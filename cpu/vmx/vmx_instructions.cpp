@@ -203,6 +203,11 @@ Status execVmxoff(Cpu &C, const DecodedInsn &I) {
     C.Mmu.flushDecodeCache();
   }
   X.VmxonPointer = X.CurrentVmcsPointer = kInvalidVmcsPointer;
+  // Leaving VMX operation unblocks a held INIT (SDM Vol. 3C, "Restrictions on VMX
+  // Operation"): the run ends after this instruction so that the local APIC performs it
+  // at this boundary (VmxState::InitBlocked).
+  if (X.InitBlocked)
+    C.pullDeadline(C.Cycles);
   return vmSucceed(C, I);
 }
 

@@ -45,6 +45,13 @@ struct VmxState {
   bool BlockingBySmi = false;
   /// Virtual-NMI blocking when the "virtual NMIs" control is 1.
   bool VirtualNmiBlocked = false;
+  /// An INIT signal that arrived in VMX root operation: "The INIT signal is blocked
+  /// whenever a logical processor is in VMX root operation. It is not blocked in VMX
+  /// non-root operation. Instead, INITs cause VM exits" (SDM Vol. 3C, "Restrictions on
+  /// VMX Operation"). The local APIC hands it here; the next VM entry turns it into exit
+  /// 3 at the guest's first instruction boundary (cpu/vmx/vmx_events.cpp), and VMXOFF
+  /// hands it back to the APIC, which then performs the INIT (harness/devices/local_apic.cpp).
+  bool InitBlocked = false;
 
   /// VMX-preemption timer (SDM Vol. 3C, "VMX-Preemption Timer"): when active, the timer
   /// reaches zero at this value of Cpu::Cycles.

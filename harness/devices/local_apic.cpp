@@ -155,14 +155,23 @@ void LocalApic::accept(Delivery Mode, uint8_t Vector, bool LevelTrigger) {
 }
 
 void LocalApic::applySignals() {
+  // An INIT the processor held in VMX root operation is unblocked by VMXOFF.
+  if (C.Vmx->InitBlocked && !C.Vmx->InVmxOperation) {
+    C.Vmx->InitBlocked = false;
+    InitPending = true;
+  }
   if (InitPending) {
     if (C.NonRoot) {
       // SDM Vol. 3C, Other Causes of VM Exits > INIT signals: a VM exit (or blocked in
       // wait-for-SIPI).
       InitPending = false;
       (void)vmxInitSignal(C);
-    } else if (!C.Vmx->InVmxOperation) {
-      // SDM Vol. 3C, VMX Operation: INIT is blocked in VMX root operation (stays latched).
+    } else if (C.Vmx->InVmxOperation) {
+      // SDM Vol. 3C, Restrictions on VMX Operation: INIT is blocked in VMX root
+      // operation; the processor holds it until the next VM entry or VMXOFF.
+      InitPending = false;
+      C.Vmx->InitBlocked = true;
+    } else {
       InitPending = false;
       C.init();
       // Local APIC State After an INIT Reset: as after RESET, but the APIC ID survives

@@ -19,8 +19,8 @@ Segment cached(uint16_t Sel, uint64_t Base, uint32_t Limit, uint32_t Attr) {
 /// CodeAttr, every data segment flat over 4 GiB, a busy-TSS placeholder in TR, RFLAGS at its
 /// reset value, the stack at kStackTop; then the TLB is flushed and the decode mode
 /// recomputed.
-void enterFlat(TestMachine &M, uint16_t CodeSel, uint32_t CodeAttr) {
-  CpuState &S = M.S;
+void enterFlat(Cpu &C, uint16_t CodeSel, uint32_t CodeAttr) {
+  CpuState &S = C.S;
   S.Gdtr = TableReg{kGdtBase, 10 * 8 - 1};
   S.Idtr = TableReg{kIdtBase, 0};
   S.seg(SegReg::CS) = cached(CodeSel, 0, 0xffffffff, CodeAttr);
@@ -29,14 +29,13 @@ void enterFlat(TestMachine &M, uint16_t CodeSel, uint32_t CodeAttr) {
   S.Tr = cached(0, 0, 0x67, 0x8b);
   S.Rflags = rflags::Fixed1;
   S.Gpr[RSP] = kStackTop;
-  M.Cpu_.Mmu.flushTlb();
-  M.Cpu_.modeChanged();
+  C.Mmu.flushTlb();
+  C.modeChanged();
 }
 } // namespace
 
-TestMachine::TestMachine(uint64_t RamBytes, const CpuModel &Model)
-    : Mem(RamBytes), Cpu_(Mem, Io, Model), S(Cpu_.S) {
-  uint64_t Gdt[10] = {
+void writeFlatGdt(PhysMem &Mem) {
+  const uint64_t Gdt[10] = {
       0,
       descriptor(0, 0xfffff, 0x9b, 0xa), // 0x08 64-bit code, DPL0
       descriptor(0, 0xfffff, 0x93, 0xc), // 0x10 data, DPL0
@@ -47,7 +46,30 @@ TestMachine::TestMachine(uint64_t RamBytes, const CpuModel &Model)
       descriptor(0, 0xfffff, 0xfb, 0xc), // 0x38 32-bit code, DPL3
       0, 0,                              // 0x40 TSS (16 bytes in long mode), left empty
   };
-  write(kGdtBase, Gdt, sizeof(Gdt));
+  Mem.copyIn(Hpa(kGdtBase), Gdt, sizeof(Gdt));
+}
+
+void setupLongMode(Cpu &C, PhysMem &Mem) {
+  // PML4[0] -> PDPT; PDPT[0..3] -> 4 PDs of 512 x 2 MiB pages: identity 0..4 GiB.
+  const uint64_t Pdpt = kPml4Base + 0x1000, Pd = kPml4Base + 0x2000;
+  auto put = [&](uint64_t Addr, uint64_t V) { Mem.copyIn(Hpa(Addr), &V, 8); };
+  put(kPml4Base, Pdpt | 0x7);
+  for (uint64_t I = 0; I < 4; ++I) {
+    put(Pdpt + I * 8, (Pd + I * 0x1000) | 0x7);
+    for (uint64_t J = 0; J < 512; ++J)
+      put(Pd + I * 0x1000 + J * 8, ((I * 512 + J) << 21) | 0x87); // P RW US PS
+  }
+  CpuState &S = C.S;
+  S.Cr0 = cr0::PE | cr0::MP | cr0::ET | cr0::NE | cr0::WP | cr0::PG;
+  S.Cr4 = cr4::PAE | cr4::OSFXSR | cr4::OSXMMEXCPT;
+  S.Cr3 = kPml4Base;
+  S.Efer = efer::LME | efer::LMA | efer::NXE | efer::SCE;
+  enterFlat(C, kSelCode64, 0x9b | Segment::L | Segment::G);
+}
+
+TestMachine::TestMachine(uint64_t RamBytes, const CpuModel &Model)
+    : Mem(RamBytes), Cpu_(Mem, Io, Model), S(Cpu_.S) {
+  writeFlatGdt(Mem);
 }
 
 void TestMachine::write(uint64_t Gpa_, const void *Src, uint64_t Size) {
@@ -60,31 +82,13 @@ uint64_t TestMachine::read64(uint64_t Gpa_) {
   return V;
 }
 
-void TestMachine::setupLongMode() {
-  // PML4[0] -> PDPT; PDPT[0..3] -> 4 PDs of 512 x 2 MiB pages: identity 0..4 GiB.
-  const uint64_t Pdpt = kPml4Base + 0x1000, Pd = kPml4Base + 0x2000;
-  uint64_t E = Pdpt | 0x7;
-  write(kPml4Base, &E, 8);
-  for (uint64_t I = 0; I < 4; ++I) {
-    E = (Pd + I * 0x1000) | 0x7;
-    write(Pdpt + I * 8, &E, 8);
-    for (uint64_t J = 0; J < 512; ++J) {
-      uint64_t Page = ((I * 512 + J) << 21) | 0x87; // P RW US PS
-      write(Pd + I * 0x1000 + J * 8, &Page, 8);
-    }
-  }
-  S.Cr0 = cr0::PE | cr0::MP | cr0::ET | cr0::NE | cr0::WP | cr0::PG;
-  S.Cr4 = cr4::PAE | cr4::OSFXSR | cr4::OSXMMEXCPT;
-  S.Cr3 = kPml4Base;
-  S.Efer = efer::LME | efer::LMA | efer::NXE | efer::SCE;
-  enterFlat(*this, kSelCode64, 0x9b | Segment::L | Segment::G);
-}
+void TestMachine::setupLongMode() { test::setupLongMode(Cpu_, Mem); }
 
 void TestMachine::setupProtected32() {
   S.Cr0 = cr0::PE | cr0::MP | cr0::ET | cr0::NE;
   S.Cr4 = cr4::OSFXSR | cr4::OSXMMEXCPT;
   S.Efer = 0;
-  enterFlat(*this, kSelCode32, 0x9b | Segment::DB | Segment::G);
+  enterFlat(Cpu_, kSelCode32, 0x9b | Segment::DB | Segment::G);
 }
 
 void TestMachine::setupReal() {

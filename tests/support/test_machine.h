@@ -24,6 +24,13 @@ inline constexpr uint16_t kSelCode64 = 0x08, kSelData = 0x10, kSelCode32 = 0x18,
                           kSelCode16 = 0x20, kSelUserCode64 = 0x2b, kSelUserData = 0x33,
                           kSelUserCode32 = 0x3b, kSelTss = 0x40;
 
+/// The GDT with the selectors above, at kGdtBase.
+void writeFlatGdt(PhysMem &Mem);
+/// TestMachine::setupLongMode for any processor and its memory (e.g. a Machine's CPUs,
+/// which then share the tables): identity 4-level tables at kPml4Base, CS = kSelCode64.
+/// Needs the GDT of writeFlatGdt.
+void setupLongMode(Cpu &C, PhysMem &Mem);
+
 class TestMachine {
 public:
   explicit TestMachine(uint64_t RamBytes = 64ull << 20,

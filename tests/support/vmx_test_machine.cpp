@@ -18,6 +18,41 @@ const CpuModel &modelWithVmx(const VmxProfile &P) {
   return *M;
 }
 
+bool enterVmxRootOperation(Cpu &C, PhysMem &Mem, const VmxProfile &P, const KnownGoodLayout &L,
+                           uint64_t VmxonRegion, uint64_t VmcsRegion, uint64_t Scratch) {
+  setupLongMode(C, Mem);
+  C.S.Cr4 |= cr4::VMXE;
+  (*C.Msrs)[MsrSlot::IA32_FEATURE_CONTROL] = 0x5;
+  for (uint64_t Region : {VmxonRegion, VmcsRegion}) {
+    const uint32_t Rev = kVmcsRevisionId;
+    Mem.copyIn(Hpa(Region), &Rev, 4);
+  }
+  // mov rax, Scratch + 56; vmxon [rax]; mov rax, Scratch + 48; vmclear [rax];
+  // vmptrld [rax]: each leaves RFLAGS.CF and ZF clear on success.
+  const uint64_t Ptrs[2] = {VmcsRegion, VmxonRegion};
+  Mem.copyIn(Hpa(Scratch + 48), Ptrs, 16);
+  std::vector<uint8_t> Code = {0x48, 0xb8};
+  auto imm64 = [&](uint64_t V) {
+    for (unsigned I = 0; I < 8; ++I)
+      Code.push_back(uint8_t(V >> (8 * I)));
+  };
+  imm64(Scratch + 56);
+  Code.insert(Code.end(), enc::VmxonRax.begin(), enc::VmxonRax.end());
+  Code.insert(Code.end(), {0x48, 0xb8});
+  imm64(Scratch + 48);
+  Code.insert(Code.end(), enc::VmclearRax.begin(), enc::VmclearRax.end());
+  Code.insert(Code.end(), enc::VmptrldRax.begin(), enc::VmptrldRax.end());
+  Mem.copyIn(Hpa(Scratch), Code.data(), Code.size());
+  C.S.Rip = Scratch;
+  C.Activity = ActivityState::Active; // an AP waits for a SIPI
+  C.Mmu.flushDecodeCache();
+  C.run(5);
+  if (C.Retired == 0 || C.S.Rip != Scratch + Code.size() ||
+      (C.S.Rflags & (rflags::CF | rflags::ZF)) || !C.Vmx->haveCurrentVmcs())
+    return false;
+  C.Vmx->Vmcs = knownGoodVmcs(P, L);
+  return true;
+}
 
 VmxTestMachine::VmxTestMachine(const VmxProfile &P, bool DoVmxon)
     : TestMachine(64ull << 20, modelWithVmx(P)), Profile(P) {

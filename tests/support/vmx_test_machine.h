@@ -22,6 +22,15 @@ inline constexpr uint64_t kHostCode = 0x180000;    ///< host RIP of the known-go
 /// The CPU model of the default model with the given VMX profile (static storage).
 const CpuModel &modelWithVmx(const VmxProfile &P);
 
+/// Puts processor C (on memory Mem, which holds writeFlatGdt's GDT; e.g. one of a
+/// Machine's CPUs) in 64-bit mode with CR4.VMXE and IA32_FEATURE_CONTROL locked with
+/// VMXON enabled, executes VMXON, VMCLEAR and VMPTRLD with the regions at VmxonRegion and
+/// VmcsRegion (each gets the revision identifier), using Scratch (64 bytes of code and
+/// an 8-byte pointer slot) as its code, and installs knownGoodVmcs(P, L) as the current
+/// VMCS's data. False if an instruction failed. C's model must offer profile P.
+bool enterVmxRootOperation(Cpu &C, PhysMem &Mem, const VmxProfile &P, const KnownGoodLayout &L,
+                           uint64_t VmxonRegion, uint64_t VmcsRegion, uint64_t Scratch);
+
 /// What one executed instruction did.
 struct StepResult {
   StopReason Why = StopReason::InsnLimit;

@@ -407,6 +407,135 @@ TEST(VmxSupportForAddressTranslation, GuestAccessedFlagUpdateNeedsEptWrite) {
   EXPECT_EQ(M.read64(kPd1Entry) & (1u << 5), 0u); // the guest's A flag was not set
 }
 
+// Table-driven: the guest's own 4-level tables for La kLaOwn, each level in its own
+// guest-physical page (kOwnTable[4 - Level]), and every combination of EPT permissions
+// (bits 2:0) for the page holding one level, with and without EPT A/D flags, with the
+// guest's accessed flags already set or clear, for a data read and a data write. The
+// expected outcome comes from the SDM's rules, applied to the guest-physical accesses the
+// walks make in order (the instruction fetch's walk reads PML4E 0 in the same PML4 page):
+// each entry read, and each accessed/dirty update, "considered to be data writes" (SDM
+// Vol. 3C, "EPT Violations"); with EPT A/D flags every paging-structure access is "treated
+// as a write", reported with bits 0 and 1 both set (Table "Exit Qualification for EPT
+// Violations", note 1); write-only and write/execute entries are misconfigurations, and
+// execute-only (supported by this profile) permits no read ("EPT Misconfigurations",
+// "EPT Violations"). The first access EPT refuses ends the guest's instruction with exit 48
+// (qualification, guest-physical address of the entry, guest-linear address, bit 8 clear
+// for a paging-structure access) or exit 49; otherwise the guest reaches its HLT with
+// the accessed flags of every level set and the dirty flag of its PTE set for a write.
+constexpr uint64_t kOwnTable[4] = {0x20000, 0x21000, 0x22000, 0x23000}; // PML4 .. PT
+constexpr uint64_t kOwnData = 0x30000;
+constexpr uint64_t kLaOwn = 0x8000005238ull; // PML4E 1, PDPTE 0, PDE 0, PTE 5
+constexpr uint64_t kGuestA = 1u << 5, kGuestD = 1u << 6;
+
+struct PagingStructureCase {
+  int Level;      ///< the level whose page EPT restricts: 4 = PML4 .. 1 = PT
+  uint64_t Perms; ///< EPT bits 2:0 of that page
+  bool Ad;        ///< EPTP bit 6
+  bool ASet;      ///< the guest's entries already have A = 1
+  bool Write;     ///< the guest's data access
+};
+
+/// One guest-physical access to a guest paging-structure entry, in walk order.
+struct EntryAccess {
+  int Level;
+  uint64_t Gpa, Gla;
+  bool Write;
+};
+
+std::vector<EntryAccess> entryAccesses(const PagingStructureCase &K) {
+  std::vector<EntryAccess> Out;
+  // The fetch of the guest's first instruction: PML4E 0 (the PDPT and PD it leads to are
+  // TestMachine's, mapped RWX).
+  Out.push_back({4, kOwnTable[0], kGuestCode, false});
+  if (!K.ASet)
+    Out.push_back({4, kOwnTable[0], kGuestCode, true});
+  const uint64_t Index[4] = {1, 0, 0, 5};
+  for (int L = 4; L >= 1; --L) {
+    const uint64_t Gpa = kOwnTable[4 - L] + 8 * Index[4 - L];
+    Out.push_back({L, Gpa, kLaOwn, false});
+    // Non-leaf levels set A; the PTE sets A, and D for a write (D starts clear).
+    if (!K.ASet || (L == 1 && K.Write))
+      Out.push_back({L, Gpa, kLaOwn, true});
+  }
+  return Out;
+}
+
+TEST(VmxSupportForAddressTranslation, GuestPagingStructureAccessesUnderEveryEptPermission) {
+  const Bytes Guest[2] = {kRead, kWrite};
+  unsigned Cases = 0, Violations = 0, Misconfigurations = 0, Completed = 0;
+  for (int Level = 4; Level >= 1; --Level)
+    for (uint64_t Perms = 0; Perms < 8; ++Perms)
+      for (bool Ad : {false, true})
+        for (bool ASet : {false, true})
+          for (bool Write : {false, true}) {
+            const PagingStructureCase K{Level, Perms, Ad, ASet, Write};
+            SCOPED_TRACE(testing::Message() << "level " << Level << " perms " << Perms
+                                            << " A/D " << Ad << " A set " << ASet
+                                            << " write " << Write);
+            ++Cases;
+            VmxTestMachine M(eptProfile());
+            EptBuilder B(M);
+            setUp(M, B, Guest[Write], kEptp4Wb | (Ad ? kEptAd : 0));
+            // The guest's tables: PML4E 0 is TestMachine's PDPT (code and stack).
+            const uint64_t A = ASet ? kGuestA : 0;
+            auto put = [&](uint64_t Addr, uint64_t E) { M.write(Addr, &E, 8); };
+            put(kOwnTable[0], (kPml4Base + 0x1000) | 7 | A);
+            put(kOwnTable[0] + 8, kOwnTable[1] | 7 | A);
+            put(kOwnTable[1], kOwnTable[2] | 7 | A);
+            put(kOwnTable[2], kOwnTable[3] | 7 | A);
+            put(kOwnTable[3] + 8 * 5, kOwnData | 7 | A);
+            M.vmcs().set(F::GuestCr3, kOwnTable[0]);
+            const uint64_t Page = kOwnTable[4 - Level];
+            B.map(Page, Page, 1, Perms | kWb);
+            StepResult R = launch(M, kLaOwn);
+
+            // The expected outcome: the first entry access EPT refuses.
+            const bool Misconfigured = (Perms & 2) && !(Perms & 1);
+            const std::vector<EntryAccess> Accesses = entryAccesses(K);
+            const EntryAccess *Refused = nullptr;
+            for (const EntryAccess &E : Accesses) {
+              if (E.Level != Level)
+                continue;
+              const bool IsWrite = E.Write || Ad;
+              if (Misconfigured || !(Perms & 1) || (IsWrite && !(Perms & 2))) {
+                Refused = &E;
+                break;
+              }
+            }
+            if (Misconfigured) {
+              ++Misconfigurations;
+              ASSERT_NE(Refused, nullptr);
+              expectMisconfiguration(M, R, Refused->Gpa);
+              continue;
+            }
+            if (Refused) {
+              ++Violations;
+              const bool AsWrite = Refused->Write || Ad;
+              const uint64_t Qual = uint64_t(!Refused->Write || Ad) | (AsWrite ? 2 : 0) |
+                                    (Perms << 3) | 0x80;
+              expectViolation(M, R, Qual, Refused->Gpa, Refused->Gla, kGuestCode);
+              continue;
+            }
+            ++Completed;
+            EXPECT_EQ(R.Why, StopReason::Halted);
+            ASSERT_TRUE(M.Cpu_.NonRoot);
+            EXPECT_EQ(M.S.Rip, kGuestCode + 4);
+            EXPECT_EQ(M.read64(kOwnTable[0]), (kPml4Base + 0x1000) | 7 | kGuestA);
+            EXPECT_EQ(M.read64(kOwnTable[0] + 8), kOwnTable[1] | 7 | kGuestA);
+            EXPECT_EQ(M.read64(kOwnTable[1]), kOwnTable[2] | 7 | kGuestA);
+            EXPECT_EQ(M.read64(kOwnTable[2]), kOwnTable[3] | 7 | kGuestA);
+            EXPECT_EQ(M.read64(kOwnTable[3] + 8 * 5),
+                      kOwnData | 7 | kGuestA | (Write ? kGuestD : 0));
+            if (Write) {
+              EXPECT_EQ(M.read64(kOwnData + (kLaOwn & 0xfff)), kNewValue);
+            }
+          }
+  // The table's shape: 256 cases; R-only pages complete unless a write is needed.
+  EXPECT_EQ(Cases, 256u);
+  EXPECT_EQ(Misconfigurations, 4u * 2 * 2 * 2 * 2); // perms 2 and 6
+  EXPECT_EQ(Violations + Completed + Misconfigurations, Cases);
+}
+
 // --- Accessed and dirty flags for EPT -------------------------------------------------
 
 TEST(VmxSupportForAddressTranslation, AccessedAndDirtyFlagsSetExactly) {
