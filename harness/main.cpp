@@ -18,6 +18,7 @@
 #include "trace/check.h"
 #include "trace/diff.h"
 #include "trace/dump.h"
+#include "trace/ftrace_import.h"
 #include "trace/report.h"
 #include "trace/summary.h"
 
@@ -567,6 +568,14 @@ int main(int Argc, char **Argv) {
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
 
+  std::string ImportFtrace, ImportOut;
+  CLI::App *Import = Trace->add_subcommand(
+      "import", "convert KVM's ftrace text output (x86-tsc clock) into a XenTrace file "
+                "(status 0 done, 2 bad input, 3 clock not x86-tsc)");
+  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)")
+      ->required();
+  Import->add_option("-o,--output", ImportOut, "the XenTrace file to write")->required();
+
   std::string ReportFile, ReportOut;
   trace::ReportOptions ReportO;
   CLI::App *Report = Trace->add_subcommand(
@@ -664,6 +673,9 @@ int main(int Argc, char **Argv) {
   }
   if (Dump->parsed())
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
+  if (Import->parsed())
+    return checkedStdout(
+        trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
   ProgressLine TraceProgress(stderr);
