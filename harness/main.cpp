@@ -16,6 +16,7 @@
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
 #include "trace/check.h"
+#include "trace/check_kvm.h"
 #include "trace/diff.h"
 #include "trace/dump.h"
 #include "trace/ftrace_import.h"
@@ -368,7 +369,8 @@ struct TraceCheckOptions {
 
 /// `vmxsim trace check HV GT`: the hypervisor's trace against the ground truth
 /// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read
-/// or is corrupt (the records before the problem are still checked).
+/// or is corrupt (the records before the problem are still checked). A trace made by
+/// `trace import --ftrace` (KVM's) is checked by trace/check_kvm.h, with the same statuses.
 int traceCheckCommand(const TraceCheckOptions &O,
                       const trace::TraceReader::ProgressFn &Progress) {
   trace::TraceReader Hv, Gt;
@@ -377,6 +379,16 @@ int traceCheckCommand(const TraceCheckOptions &O,
   std::string Why;
   if (!Hv.open(O.Hypervisor, Why) || !Gt.open(O.GroundTruth, Why))
     fail(Why);
+  if (trace::isImportedKvmTrace(O.Hypervisor)) {
+    const trace::KvmCheckResult R = trace::checkKvmAgainstGroundTruth(Hv, Gt);
+    trace::printKvmCheck(R, stdout);
+    if (R.ReadError) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "vmxsim: error: %s\n", R.Problem.c_str());
+      return kExitUsage;
+    }
+    return R.Ok ? 0 : 1;
+  }
   const trace::CheckResult R = trace::checkAgainstGroundTruth(Hv, Gt);
   trace::printCheck(R, stdout);
   if (R.ReadError || R.WrongKind) {
@@ -563,7 +575,8 @@ int main(int Argc, char **Argv) {
   TraceCheckOptions CheckO;
   CLI::App *Check = Trace->add_subcommand(
       "check", "check a hypervisor's trace against vmxsim's ground truth of the same run");
-  Check->add_option("HV", CheckO.Hypervisor, "the hypervisor's trace (run --xentrace FILE)")
+  Check->add_option("HV", CheckO.Hypervisor,
+                    "the hypervisor's trace (run --xentrace FILE, or trace import --ftrace)")
       ->required();
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
