@@ -442,6 +442,12 @@ FtraceImportResult importFtrace(std::string_view Text, const std::string &Name, 
                  fmt::format("{}: the trace's clock is {}, not x86-tsc (the TSC): its "
                              "timestamps cannot be compared with the virtual TSC",
                              Name, Clock));
+    // ftrace's own line when a CPU's ring buffer overran: "CPU:N [LOST M EVENTS]".
+    if (L.substr(0, 4) == "CPU:" && L.find("[LOST ") != std::string_view::npos)
+      return bad(kImportBadInput, where() + fmt::format("ftrace lost events: '{}' (its ring "
+                                                        "buffer was overwritten: a larger "
+                                                        "buffer_size_kb)",
+                                                        L));
     unsigned Cpu;
     std::string_view Ts, Event, Fields;
     std::string Why;

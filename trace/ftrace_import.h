@@ -11,8 +11,8 @@
 // "# trace_clock:"; the selected clock is the name in brackets and must be x86-tsc, the
 // TSC itself: on vmxsim the virtual TSC that stamps the ground truth. A file whose start
 // line is vmxsim-kvm's must also end with "# vmxsim-kvm trace end" (else it was cut). A
-// header "# entries-in-buffer/entries-written: A/B" with A != B means the ring buffer
-// overwrote B - A events: refused. Lines may end in CR LF.
+// header "# entries-in-buffer/entries-written: A/B" with A != B, or ftrace's line
+// "CPU:N [LOST M EVENTS]", means the ring buffer overwrote events: refused. Lines may end in CR LF.
 //
 // The mapping, one event to one or two records on the event's CPU ([<cpu>]), in file order:
 //   kvm_exit     -> VMX_EXIT64 {reason (bit 31 for FAILED_VMENTRY), rip} at the event's TSC,

@@ -265,6 +265,9 @@ TEST(FtraceImport, MalformedLinesGiveOneLineWithTheLineNumber) {
       {"# entries-in-buffer/entries-written: 10/12   #P:1\n",
        "x:2: ftrace lost 2 of 12 events (its ring buffer was overwritten: a larger "
        "buffer_size_kb)"},
+      {"CPU:0 [LOST 7 EVENTS]\n",
+       "x:2: ftrace lost events: 'CPU:0 [LOST 7 EVENTS]' (its ring buffer was overwritten: a "
+       "larger buffer_size_kb)"},
       {"", "x: no events"},
   };
   for (const auto &[Body, Want] : Bad) {
