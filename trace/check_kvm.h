@@ -38,6 +38,8 @@
 // name, so no timestamp is exact): a kvm_exit's and its handler events' timestamps lie
 // between that VM exit and the next VM-entry attempt of the CPU (the last exit: after the
 // exit); a kvm_entry's between the CPU's previous VM exit (or the start) and its VM entry.
+// A ground truth without GT_VMEXIT_REGS (an older vmxsim's) is bad input (ReadError) at
+// the first handler event that needs the registers.
 // The TSC is the same clock on both sides (ftrace's x86-tsc clock reads the TSC in VMX root
 // operation: vmxsim's virtual TSC), so these are exact comparisons, equal run after run.
 #pragma once
