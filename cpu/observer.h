@@ -39,6 +39,9 @@ struct VmExitEvent {
   uint32_t IdtVectoringInfo = 0, IdtVectoringErrorCode = 0;
   bool GuestLinearValid = false, GuestPhysicalValid = false;
   uint64_t GuestLinearAddress = 0, GuestPhysicalAddress = 0;
+  /// The guest's RAX, RCX and RDX before the exit saves them (the operands of CPUID,
+  /// RDMSR/WRMSR and OUT).
+  uint64_t Rax = 0, Rcx = 0, Rdx = 0;
 };
 
 /// A VM entry that has loaded the guest and is about to run it (before the injected

@@ -9,7 +9,7 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
                              E.IdtVectoringErrorCode, E.InstructionInfo};
   R.vmExit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength, Event,
            uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
-           E.GuestLinearAddress, E.GuestPhysicalAddress);
+           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Rax, E.Rcx, E.Rdx});
 }
 
 void GroundTruthLink::vmEntry(const VmEntryEvent &E) {

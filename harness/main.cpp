@@ -16,8 +16,10 @@
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
 #include "trace/check.h"
+#include "trace/check_kvm.h"
 #include "trace/diff.h"
 #include "trace/dump.h"
+#include "trace/ftrace_import.h"
 #include "trace/report.h"
 #include "trace/summary.h"
 
@@ -376,7 +378,8 @@ struct TraceCheckOptions {
 
 /// `vmxsim trace check HV GT`: the hypervisor's trace against the ground truth
 /// (trace/check.h). Status 0 when they agree, 1 when not, 2 when a file cannot be read
-/// or is corrupt (the records before the problem are still checked).
+/// or is corrupt (the records before the problem are still checked). A trace made by
+/// `trace import --ftrace` (KVM's) is checked by trace/check_kvm.h, with the same statuses.
 int traceCheckCommand(const TraceCheckOptions &O,
                       const trace::TraceReader::ProgressFn &Progress) {
   trace::TraceReader Hv, Gt;
@@ -385,6 +388,16 @@ int traceCheckCommand(const TraceCheckOptions &O,
   std::string Why;
   if (!Hv.open(O.Hypervisor, Why) || !Gt.open(O.GroundTruth, Why))
     fail(Why);
+  if (trace::isImportedKvmTrace(O.Hypervisor)) {
+    const trace::KvmCheckResult R = trace::checkKvmAgainstGroundTruth(Hv, Gt);
+    trace::printKvmCheck(R, stdout);
+    if (R.ReadError) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "vmxsim: error: %s\n", R.Problem.c_str());
+      return kExitUsage;
+    }
+    return R.Ok ? 0 : 1;
+  }
   const trace::CheckResult R = trace::checkAgainstGroundTruth(Hv, Gt);
   trace::printCheck(R, stdout);
   if (R.ReadError || R.WrongKind) {
@@ -582,10 +595,19 @@ int main(int Argc, char **Argv) {
   TraceCheckOptions CheckO;
   CLI::App *Check = Trace->add_subcommand(
       "check", "check a hypervisor's trace against vmxsim's ground truth of the same run");
-  Check->add_option("HV", CheckO.Hypervisor, "the hypervisor's trace (run --xentrace FILE)")
+  Check->add_option("HV", CheckO.Hypervisor,
+                    "the hypervisor's trace (run --xentrace FILE, or trace import --ftrace)")
       ->required();
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
+
+  std::string ImportFtrace, ImportOut;
+  CLI::App *Import = Trace->add_subcommand(
+      "import", "convert KVM's ftrace text output (x86-tsc clock) into a XenTrace file "
+                "(status 0 done, 2 bad input, 3 clock not x86-tsc)");
+  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)")
+      ->required();
+  Import->add_option("-o,--output", ImportOut, "the XenTrace file to write")->required();
 
   std::string ReportFile, ReportOut;
   trace::ReportOptions ReportO;
@@ -684,6 +706,9 @@ int main(int Argc, char **Argv) {
   }
   if (Dump->parsed())
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
+  if (Import->parsed())
+    return checkedStdout(
+        trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
   ProgressLine TraceProgress(stderr);

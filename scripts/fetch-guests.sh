@@ -6,7 +6,8 @@
 #   busybox-static                                          -> busybox, and initramfs.cpio.gz
 #   xen-hypervisor-4.17-amd64                               -> xen-4.17-amd64.gz and its ELF
 #   (built here, with the host's gcc)                       -> initramfs-kvm.cpio.gz: busybox,
-#     the KVM modules and scripts/guests/kvm-hello.c, whose /init loads KVM and tries it
+#     the KVM modules and scripts/guests/kvm-hello.c, whose /init loads KVM and tries it,
+#     tracing KVM with ftrace and writing the trace to COM2 (docs/kvm-in-linux.md)
 #
 # Cache: $VMXSIM_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests. Nothing
 # here is ever written into the checkout, and nothing downloaded is committed.
@@ -71,7 +72,8 @@ init_sum="$(printf '%s\n' "$init_script" | sha256sum | cut -d' ' -f1)"
 # loads the KVM modules in the order of /lib/modules/load-order (kvm_modules), says
 # whether /dev/kvm appeared and which features kvm_intel chose (its module parameters),
 # prints the kernel log's KVM lines to the console (only there: they are in the kernel
-# log already), runs /bin/kvm-hello when /dev/kvm is there, and powers off.
+# log already), runs /bin/kvm-hello when /dev/kvm is there with KVM's ftrace events on
+# (x86-tsc clock), writes that trace out through COM2 (/dev/ttyS1), and powers off.
 kvm_init_script="$(cat <<'EOF'
 #!/bin/busybox sh
 b=/bin/busybox
@@ -102,9 +104,41 @@ fi
 $b dmesg | $b grep -i kvm | $b grep -v vmxsim-kvm: | while read -r l; do
   echo "vmxsim-kvm: dmesg: $l"
 done
+# KVM's own trace (docs/kvm-in-linux.md, "KVM's own trace"): ftrace's kvm events with the
+# x86-tsc clock (the TSC itself, i.e. vmxsim's virtual TSC), from kvm-hello's start to its
+# end, written out raw through COM2 (/dev/ttyS1; `vmxsim run --serial2 FILE`): a first
+# line "# vmxsim-kvm trace_clock: <trace_clock>" (ftrace's own header does not name its
+# clock), the text of the trace file, and a last line "# vmxsim-kvm trace end".
+t=/sys/kernel/tracing
+ev="kvm_exit kvm_entry kvm_pio kvm_mmio kvm_msr kvm_cr kvm_cpuid kvm_inj_virq"
+traced=""
+if [ -c /dev/kvm ] && $b mount -t tracefs tracefs $t 2>/dev/null; then
+  echo 0 >$t/tracing_on
+  echo x86-tsc >$t/trace_clock
+  n=0
+  for e in $ev; do
+    if [ -w $t/events/kvm/$e/enable ]; then echo 1 >$t/events/kvm/$e/enable; n=$((n + 1))
+    else say "ftrace: no event kvm:$e"; fi
+  done
+  : >$t/trace
+  say "ftrace: $n kvm events, clock $($b cat $t/trace_clock), $($b cat $t/buffer_size_kb) KB per cpu"
+  traced=1
+fi
 if [ -c /dev/kvm ]; then
+  [ -n "$traced" ] && echo 1 >$t/tracing_on
   /bin/kvm-hello
-  say "kvm-hello: exit status $?"
+  st=$?
+  [ -n "$traced" ] && echo 0 >$t/tracing_on
+  say "kvm-hello: exit status $st"
+fi
+if [ -n "$traced" ] && [ -c /dev/ttyS1 ]; then
+  $b stty -F /dev/ttyS1 raw -echo 2>/dev/null
+  {
+    echo "# vmxsim-kvm trace_clock: $($b cat $t/trace_clock)"
+    $b cat $t/trace
+    echo "# vmxsim-kvm trace end"
+  } >/dev/ttyS1
+  say "ftrace: written to ttyS1, $($b grep -vc '^#' $t/trace) events"
 fi
 say "done"
 $b poweroff -f

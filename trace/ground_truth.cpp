@@ -10,7 +10,7 @@ uint32_t hi(uint64_t V) { return uint32_t(V >> 32); }
 void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip,
                                  uint64_t Qualification, uint32_t InstructionLength,
                                  const uint32_t (&Event)[5], uint32_t AddrValid, uint64_t Gla,
-                                 uint64_t Gpa) {
+                                 uint64_t Gpa, const uint64_t (&Regs)[3]) {
   const uint32_t Exit[7] = {Cpu,     Reason, lo(Rip), hi(Rip), lo(Qualification),
                             hi(Qualification), InstructionLength};
   W.recordTsc(Cpu, XT_EV_GtVmExit, Tsc, Exit);
@@ -21,6 +21,11 @@ void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, ui
   if (AddrValid) {
     const uint32_t Addr[5] = {AddrValid, lo(Gla), hi(Gla), lo(Gpa), hi(Gpa)};
     W.record(Cpu, XT_EV_GtVmExitAddr, Addr);
+  }
+  if (exitHasRegs(Reason)) {
+    const uint32_t R[6] = {lo(Regs[0]), hi(Regs[0]), lo(Regs[1]), hi(Regs[1]), lo(Regs[2]),
+                           hi(Regs[2])};
+    W.record(Cpu, XT_EV_GtVmExitRegs, R);
   }
 }
 

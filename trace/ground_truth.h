@@ -14,6 +14,16 @@
 
 namespace vmxsim::trace {
 
+/// Whether a VM exit with this full exit-reason field has a GT_VMEXIT_REGS record: the
+/// basic reasons CPUID (10), control-register access (28), I/O instruction (30), RDMSR
+/// (31), WRMSR (32), not for a VM-entry failure (bit 31).
+constexpr bool exitHasRegs(uint32_t Reason) {
+  if (Reason & 0x80000000u)
+    return false;
+  const uint32_t Basic = Reason & 0xffff;
+  return Basic == 10 || Basic == 28 || Basic == 30 || Basic == 31 || Basic == 32;
+}
+
 class GroundTruthRecorder {
 public:
   explicit GroundTruthRecorder(TraceWriter &W) : W(W) {}
@@ -22,10 +32,11 @@ public:
   /// information, its error code, IDT-vectoring information, its error code, instruction
   /// information} unless all five are 0 (a missing record means exactly that); and
   /// GT_VMEXIT_ADDR {valid, gla, gpa} when AddrValid (bit 0 linear, bit 1 physical) is
-  /// not 0.
+  /// not 0; and GT_VMEXIT_REGS {rax, rcx, rdx} = Regs for the exits whose instruction
+  /// takes its operands there (exitHasRegs).
   void vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip, uint64_t Qualification,
               uint32_t InstructionLength, const uint32_t (&Event)[5], uint32_t AddrValid,
-              uint64_t Gla, uint64_t Gpa);
+              uint64_t Gla, uint64_t Gpa, const uint64_t (&Regs)[3] = {0, 0, 0});
   /// GT_VMENTRY {cpu, rip, launch, inj_info, inj_err}.
   void vmEntry(unsigned Cpu, uint64_t Tsc, uint64_t Rip, bool IsLaunch, uint32_t InjectedInfo,
                uint32_t InjectedError);

@@ -197,6 +197,15 @@ public:
       if (C.Hv.Open && R.NumWords >= 1)
         access(C.Hv.ExitPair->Msrs, C.Hv.Msr, R.Words[0], R.Event == XT_EV_MsrWrite);
       return;
+    // KVM's, imported from ftrace (trace/ftrace_import.h): {write, port, ...}, {write, msr, ...}.
+    case XT_EV_KvmPio:
+      if (C.Hv.Open && R.NumWords >= 2)
+        access(C.Hv.ExitPair->Ports, C.Hv.Port, R.Words[1] & 0xffff, R.Words[0] == 1);
+      return;
+    case XT_EV_KvmMsr:
+      if (C.Hv.Open && R.NumWords >= 2)
+        access(C.Hv.ExitPair->Msrs, C.Hv.Msr, R.Words[1], R.Words[0] == 1);
+      return;
     case XT_EV_ContinueRunning:
       if (R.NumWords >= 1)
         setRunning(C, R.Words[0]);

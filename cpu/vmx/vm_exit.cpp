@@ -311,6 +311,9 @@ static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
   E.GuestPhysicalValid = Info.GuestPhysicalValid;
   E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
   E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
+  E.Rax = C.S.Gpr[0];
+  E.Rcx = C.S.Gpr[1];
+  E.Rdx = C.S.Gpr[2];
   return E;
 }
 

@@ -15,18 +15,32 @@
 // interrupt window (KVM_EXIT_IRQ_WINDOW_OPEN) and KVM_INTERRUPT's injection of a vector
 // through the real-mode IVT, and HLT (KVM_EXIT_HLT).
 //
+// KVM's own trace, checked: the /init enables KVM's ftrace events (kvm_exit, kvm_entry,
+// kvm_pio, kvm_mmio, kvm_msr, kvm_cr, kvm_cpuid, kvm_inj_virq) with the x86-tsc clock and
+// writes the trace out through COM2 after kvm-hello; the test imports it (`trace import
+// --ftrace`), checks it against vmxsim's ground truth of the same run (`trace check`:
+// every kvm_exit, kvm_entry and handler event paired, fields equal, timestamps within
+// their windows) and compares the exits per reason with the ground truth's 27.
+//
 // Expected next (project issue 16): a protected- and long-mode guest under KVM (paging
 // through EPT, interrupts injected by KVM's in-kernel LAPIC), more than one vCPU on more
 // than one host CPU, and then a whole Linux guest under kvm_intel.
 #include "cpu/vmx/vmx_features.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/kvm_trace_mutation.h"
+#include "trace/check_kvm.h"
+#include "trace/ftrace_import.h"
+#include "trace/reader.h"
+#include "trace/summary.h"
+#include "trace/writer.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
@@ -42,21 +56,26 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
                  << "': run scripts/fetch-guests.sh";
   const std::string Serial = std::filesystem::temp_directory_path() /
                              fmt::format("vmxsim_kvm_guest_test_{}", ::getpid());
+  const std::string Ftrace = Serial + ".ftrace", GroundTruth = Serial + ".gt.xt";
   MachineConfig Cfg;
   Cfg.Vmx = &VmxProfile::full(); // the default CPU model's profile, named: the lines depend on it
   Cfg.Kernel = Kernel;
   Cfg.Modules = {Initrd};
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
-  Cfg.MaxInsns = 12'000'000'000; // the whole boot is about 6.7e9
+  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,747,067,059
   Cfg.Serial = OutputSpec::file(Serial);
+  Cfg.Serial2 = OutputSpec::file(Ftrace); // COM2: KVM's ftrace output
+  Cfg.GroundTruthFile = GroundTruth;
   Error Err;
   auto M = Machine::create(Cfg, Err);
   ASSERT_NE(M, nullptr) << Err.str();
   const RunResult R = M->run();
   M.reset(); // closes the serial file
   const std::string Out = readFile(Serial);
+  const std::string FtraceText = readFile(Ftrace);
   std::filesystem::remove(Serial);
+  std::filesystem::remove(Ftrace);
 
   ASSERT_EQ(R.Reason, RunReason::PowerOff) << R.describe() << "\nserial output:\n" << Out;
   EXPECT_EQ(R.ExitValue, 0x604u); // PM1a_CNT: SLP_EN with \_S5's SLP_TYP
@@ -73,6 +92,9 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
       // flexpriority or APICv), no VMCS shadowing, no PML (vmxsim does not model them).
       "\nvmxsim-kvm: kvm_intel: ept=Y unrestricted_guest=Y vpid=Y flexpriority=N "
       "enable_apicv=N enable_shadow_vmcs=N pml=N preemption_timer=Y nested=Y\r\n",
+      // Debian 6.1's kvm module has all eight events; ftrace's per-CPU ring buffer.
+      "\nvmxsim-kvm: ftrace: 8 kvm events, clock local global counter uptime perf mono "
+      "mono_raw boot tai [x86-tsc], 1410 KB per cpu\r\n",
       "\nkvm-hello: KVM_GET_API_VERSION 12\r\n",
       // 1. Port I/O: OUT, then an IN kvm-hello answers, echoed back by OUT.
       "\nkvm-hello: exit io port 0x3f8 size 1 out data 0x41\r\n",
@@ -111,8 +133,12 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
       "\nkvm-hello: ept fault-in ok: the guest's marks are in all 4 pages\r\n",
       "\nkvm-hello: all steps ok\r\n",
       "\nvmxsim-kvm: kvm-hello: exit status 0\r\n",
+      "\nvmxsim-kvm: ftrace: written to ttyS1, 75 events\r\n",
       "\nvmxsim-kvm: done\r\n",
   };
+  ASSERT_NE(Out.find("vmxsim-kvm: ftrace: "), std::string::npos)
+      << "the kvm initramfs in " << Cache << " predates KVM's trace: run "
+         "scripts/fetch-guests.sh (it rebuilds initramfs-kvm.cpio.gz)\n" << Out;
   size_t At = 0;
   for (const char *Line : Lines) {
     const size_t Found = Out.find(Line, At);
@@ -125,4 +151,54 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
   EXPECT_EQ(Out.find("vmxsim-kvm: dmesg:"), std::string::npos) << Out;
   EXPECT_EQ(Out.find("Kernel panic"), std::string::npos) << Out;
   EXPECT_EQ(Out.find("WARNING:"), std::string::npos) << Out;
+
+  // KVM's own trace: 75 events (27 kvm_exit, 27 kvm_entry, 21 handler events), imported.
+  trace::MemoryOutput Imported;
+  const trace::FtraceImportResult I = trace::importFtrace(FtraceText, "ftrace", Imported);
+  ASSERT_EQ(I.Status, 0) << I.Problem << "\n" << FtraceText;
+  EXPECT_EQ(I.Events, 75u);
+  EXPECT_EQ(I.Exits, 27u);
+  EXPECT_EQ(I.Entries, 27u);
+  EXPECT_EQ(I.Handlers, 21u);
+  EXPECT_EQ(I.Unknown, 0u);
+  // Checked against the ground truth: every pair agrees, every window holds.
+  const std::string GtBytes = readFile(GroundTruth);
+  std::filesystem::remove(GroundTruth);
+  trace::TraceReader K, G;
+  K.openMemory(Imported.Bytes.data(), Imported.Bytes.size());
+  G.openMemory(GtBytes.data(), GtBytes.size());
+  const trace::KvmCheckResult C = trace::checkKvmAgainstGroundTruth(K, G);
+  ASSERT_TRUE(C.Ok) << C.Problem << "\n" << FtraceText;
+  ASSERT_EQ(C.Cpus.size(), 1u);
+  EXPECT_EQ(C.Cpus[0].Exits, 27u);
+  EXPECT_EQ(C.Cpus[0].Entries, 27u);
+  EXPECT_EQ(C.Cpus[0].Handlers, 21u);
+  // Every single-bit change of the imported records' payload words, but in the free
+  // fields (trace/check_kvm.h), is caught.
+  const std::vector<uint8_t> GtVec(GtBytes.begin(), GtBytes.end());
+  const vmxsim::test::KvmMutationResult Mut =
+      vmxsim::test::mutateKvmPayload(Imported.Bytes, GtVec);
+  for (const std::string &Line : Mut.NotCaught)
+    ADD_FAILURE() << "single-bit change not caught: " << Line;
+  EXPECT_EQ(Mut.Mutants, 12317u);
+  // The golden exit counts per basic reason (SDM Vol. 3C, Appendix C), from KVM's trace.
+  trace::TraceReader S;
+  S.openMemory(Imported.Bytes.data(), Imported.Bytes.size());
+  const trace::TraceSummary Sum = trace::summarizeTrace(S);
+  ASSERT_EQ(Sum.Cpus.size(), 1u);
+  std::map<uint32_t, uint64_t> Exits;
+  for (const trace::ReasonRow &Row : Sum.Cpus[0].Reasons)
+    Exits[Row.Reason] = Row.Exits;
+  const std::map<uint32_t, uint64_t> Golden = {
+      {7, 1},   // interrupt window
+      {10, 1},  // CPUID
+      {12, 1},  // HLT
+      {30, 13}, // I/O instruction
+      {31, 1},  // RDMSR (IA32_PAT)
+      {32, 1},  // WRMSR (IA32_PAT)
+      {48, 7},  // EPT violation
+      {49, 1},  // EPT misconfiguration (the MMIO load)
+      {52, 1},  // VMX-preemption timer expired (KVM's immediate exit)
+  };
+  EXPECT_EQ(Exits, Golden);
 }

@@ -137,6 +137,9 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
     Cpuid.Reason = 10; // CPUID
     Cpuid.Rip = 0x401000;
     Cpuid.InstructionLength = 2;
+    Cpuid.Rax = 0x80000001;
+    Cpuid.Rcx = 0x1234567800000002;
+    Cpuid.Rdx = 0xfedcba9876543210;
     L.vmExit(Cpuid);
     VmExitEvent Pf;
     Pf.Reason = 0; // exception or NMI
@@ -147,15 +150,21 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
     L.vmExit(Pf);
   }
   const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
-  ASSERT_EQ(R.size(), 3u);
+  ASSERT_EQ(R.size(), 4u);
   EXPECT_EQ(R[0].Event, uint32_t(XT_EV_GtVmExit));
   EXPECT_EQ(R[0].Words[1], 10u);
-  EXPECT_EQ(R[1].Event, uint32_t(XT_EV_GtVmExit));
-  EXPECT_EQ(R[1].Words[1], 0u);
-  ASSERT_EQ(R[2].Event, uint32_t(XT_EV_GtVmExitEvent));
-  EXPECT_EQ(R[2].Words[0], 0x80000b0eu);
-  EXPECT_EQ(R[2].Words[1], 6u);
-  EXPECT_EQ(R[2].Words[2], 0u);
-  EXPECT_EQ(R[2].Words[3], 0u);
-  EXPECT_EQ(R[2].Words[4], 0u);
+  // CPUID takes its operands in RAX and RCX: GT_VMEXIT_REGS follows its exit (the #PF
+  // exit below has none).
+  ASSERT_EQ(R[1].Event, uint32_t(XT_EV_GtVmExitRegs));
+  const uint32_t Regs[6] = {0x80000001u, 0, 2, 0x12345678u, 0x76543210u, 0xfedcba98u};
+  for (unsigned I = 0; I < 6; ++I)
+    EXPECT_EQ(R[1].Words[I], Regs[I]) << I;
+  EXPECT_EQ(R[2].Event, uint32_t(XT_EV_GtVmExit));
+  EXPECT_EQ(R[2].Words[1], 0u);
+  ASSERT_EQ(R[3].Event, uint32_t(XT_EV_GtVmExitEvent));
+  EXPECT_EQ(R[3].Words[0], 0x80000b0eu);
+  EXPECT_EQ(R[3].Words[1], 6u);
+  EXPECT_EQ(R[3].Words[2], 0u);
+  EXPECT_EQ(R[3].Words[3], 0u);
+  EXPECT_EQ(R[3].Words[4], 0u);
 }
