@@ -4,6 +4,7 @@
 #include "lib/string.h"
 #include "vmx/arch.h"
 #include "vmx/descriptors.h"
+#include "vmx/trace_layout.h"
 
 /* One CPU today; the array and CpuNumber are there so a second one needs no new
    layout. Page-aligned because the VMXON region and VMCS inside must be. */
@@ -42,6 +43,9 @@ struct PerCpu *perCpuInit(void) {
   memset(Cpu, 0, sizeof(*Cpu));
   Cpu->Self = Cpu;
   Cpu->CpuNumber = 0;
+  /* The slots hold their boot value (0, the memset): vmxsim records every store to
+     them from here on (trace_layout.h). Before tbufInit, so before any trace record. */
+  vmxTracePublishCpu(Cpu);
   tbufInit(&Cpu->Trace, TraceRings[0], Cpu->CpuNumber);
   descriptorTablesInit(&HostTables);
   /* Reloading GS clears its base: set the base after. */
