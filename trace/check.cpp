@@ -65,9 +65,6 @@ public:
   Checker(TraceReader &Hv, TraceReader &Gt) : Hv(Hv), Gt(Gt) {}
 
   CheckResult run() {
-    // The ground truth says first whether it watched trace slots (GT_SLOT_LAYOUT).
-    while (!Strict && Pending.empty() && readGt()) {
-    }
     TraceRecord R;
     while (Res.Ok && Hv.next(R)) {
       ++Res.HypervisorRecords;
@@ -94,8 +91,13 @@ public:
         Res.Cpus.push_back(C);
     // A record that found no partner because the other file ends early or is corrupt:
     // the cause is the read error, not a disagreement.
-    if (!Res.Ok && !Res.WrongKind && (Hv.failed() || Gt.failed()))
+    if (!Res.Ok && !Res.WrongKind && (Hv.failed() || Gt.failed())) {
       Res.ReadError = true;
+      // Name the read error when the disagreement did not (a record whose sources lie
+      // past the damage).
+      if (Gt.failed() && Res.Problem.find("ground truth: ") == std::string::npos)
+        Res.Problem += " (ground truth: " + Gt.error().str() + ")";
+    }
     if (Res.Ok && Res.Cpus.empty())
       fail(fmt::format("nothing was checked: the hypervisor's trace holds no VMX_EXIT or "
                        "VMENTRY record ({} records read) and the ground truth no VM exit "
@@ -871,6 +873,14 @@ private:
                                    "offset {:#x}): it is vmxsim's ground truth, not a "
                                    "hypervisor's trace (the order is: trace check HV GT)",
                                    formatRecord(R, 0), R.Offset));
+    // The ground truth says first whether it watched trace slots (GT_SLOT_LAYOUT, its
+    // first record): read up to its first item before pairing anything.
+    if (!GtPrimed) {
+      GtPrimed = true;
+      readGt();
+      if (!Res.Ok)
+        return;
+    }
     cpu(R.Cpu);
     if (Strict && R.Cpu < Ended.size() && Ended[R.Cpu])
       return fail(fmt::format("cpu{}: {} at offset {:#x} follows the guest's end", R.Cpu,
@@ -929,6 +939,7 @@ private:
   /// is proven, not only the pairing.
   bool Strict = false;
   bool Xen30 = false; ///< the hypervisor's trace is a xen-3.0 one (slots reset to 9)
+  bool GtPrimed = false; ///< the ground truth's first item has been read
 };
 
 std::string lagText(const LagStats &L) {
