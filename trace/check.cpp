@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -38,8 +37,11 @@ struct GtEvent {
   uint64_t Rip = 0, Qual = 0;
   uint32_t IntrInfo = 0, IntrErr = 0; ///< GT_VMEXIT_EVENT (0 without one)
   uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY
-  uint64_t Gpr[16] = {};              ///< GT_GPR records that followed it
-  uint32_t GprMask = 0;
+  /// GT_GPR records that followed it: RAX, RCX, RDX, RBX (registers 0-3) in Gpr[0..3],
+  /// any other register (a CR access's) in Gpr[4] with its number in ExtraReg.
+  uint64_t Gpr[5] = {};
+  uint32_t GprMask = 0; ///< bit n: register n was recorded
+  uint8_t ExtraReg = 0;
   uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE
   uint64_t Value = 0;           ///< GT_SLOT_STORE, GT_ROOT_TSC
 };
@@ -59,6 +61,32 @@ constexpr uint32_t kIntrValid = 1u << 31, kIntrErrorCode = 1u << 11;
 constexpr uint32_t kVectorGp = 13;
 
 using SlotArray = std::array<uint64_t, kSlots>;
+
+/// A FIFO of one CPU's ground-truth items in one growing array (a deque would allocate
+/// a node per item of this size). References stay valid until the next push_back.
+class GtQueue {
+public:
+  bool empty() const { return Head == Items.size(); }
+  size_t size() const { return Items.size() - Head; }
+  GtEvent &front() { return Items[Head]; }
+  GtEvent &operator[](size_t I) { return Items[Head + I]; }
+  void push_back(const GtEvent &E) { Items.push_back(E); }
+  void pop_front() {
+    if (++Head == Items.size()) {
+      Items.clear();
+      Head = 0;
+    } else if (Head >= 4096 && Head * 2 >= Items.size()) {
+      Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
+      Head = 0;
+    }
+  }
+  auto begin() const { return Items.begin() + std::ptrdiff_t(Head); }
+  auto end() const { return Items.end(); }
+
+private:
+  std::vector<GtEvent> Items;
+  size_t Head = 0;
+};
 
 class Checker {
 public:
@@ -120,7 +148,12 @@ private:
   }
 
   CpuCheck &cpu(uint16_t N) {
-    if (N >= Cpus.size()) {
+    if (N < Cpus.size()) [[likely]]
+      return Cpus[N];
+    return addCpus(N);
+  }
+  [[gnu::noinline]] CpuCheck &addCpus(uint16_t N) {
+    {
       const size_t Old = Cpus.size();
       Cpus.resize(N + 1);
       Pending.resize(N + 1);
@@ -173,8 +206,11 @@ private:
         continue;
       if (Held[R.Cpu] && R.Event == XT_EV_GtGpr && R.NumWords >= 4) {
         const unsigned Reg = R.Words[1] & 15;
-        Held[R.Cpu]->Gpr[Reg] = word64(R, 2);
-        Held[R.Cpu]->GprMask |= 1u << Reg;
+        GtEvent &H = *Held[R.Cpu];
+        if (Reg >= 4)
+          H.ExtraReg = uint8_t(Reg);
+        H.Gpr[Reg < 4 ? Reg : 4] = word64(R, 2);
+        H.GprMask |= 1u << Reg;
         continue;
       }
       bool Queued = flushHeld(R.Cpu);
@@ -350,7 +386,7 @@ private:
                           E == &X ? "exit" : "entry");
         return false;
       }
-      V = E->Gpr[Reg];
+      V = E->Gpr[Reg < 4 ? Reg : 4];
       return true;
     };
     const bool GpInjected = Entry && (Entry->InjInfo & kIntrValid) &&
@@ -439,7 +475,7 @@ private:
         Why = fmt::format("the ground truth has no register {} at the entry", Reg);
         return false;
       }
-      V = E->Gpr[Reg];
+      V = E->Gpr[Reg < 4 ? Reg : 4];
       return true;
     };
     uint64_t V = 0;
@@ -928,7 +964,7 @@ private:
   TraceReader &Hv, &Gt;
   CheckResult Res;
   std::vector<CpuCheck> Cpus;
-  std::vector<std::deque<GtEvent>> Pending;
+  std::vector<GtQueue> Pending;
   std::vector<GtEvent> LastExit;
   std::vector<std::optional<GtEvent>> Held;
   std::vector<WindowState> Window;
