@@ -181,6 +181,19 @@ private:
     return true;
   }
 
+  /// A transition read from the ground truth: with slot watching it is held until the
+  /// records that belong to it have been read; without, nothing follows it that the
+  /// check reads, and it is queued at once. (GT_SLOT_LAYOUT is the first record: Strict
+  /// is settled before any transition.)
+  void hold(uint16_t N, const GtEvent &E, bool &Queued) {
+    if (Strict) {
+      Held[N] = E;
+      return;
+    }
+    Pending[N].push_back(E);
+    Queued = true;
+  }
+
   /// Reads the ground truth until an item of any CPU is queued; false at its end. A
   /// transition is queued once the records that belong to it (GT_VMEXIT_EVENT, GT_GPR:
   /// untimed, right after it on its CPU) have been read.
@@ -221,15 +234,15 @@ private:
         E.Reason = R.Words[1];
         E.Rip = word64(R, 2);
         E.Qual = word64(R, 4);
-        Held[R.Cpu] = E;
+        hold(R.Cpu, E, Queued);
       } else if (R.Event == XT_EV_GtVmEntry && R.NumWords >= 6) {
         E.Rip = word64(R, 1);
         E.InjInfo = R.Words[4];
         E.InjErr = R.Words[5];
-        Held[R.Cpu] = E;
+        hold(R.Cpu, E, Queued);
       } else if (R.Event == XT_EV_GtVmEntryFail && R.NumWords >= 3) {
         E.IsFail = true;
-        Held[R.Cpu] = E;
+        hold(R.Cpu, E, Queued);
       } else if (R.Event == XT_EV_GtSlotLayout && R.NumWords >= 3 &&
                  R.Words[2] == kSlots) {
         Strict = true;
