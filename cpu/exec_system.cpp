@@ -7,6 +7,7 @@
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
 #include "cpu/vmx/nonroot.h"
+#include "cpu/vmx/vmx_state.h"
 
 namespace vmxsim {
 
@@ -42,6 +43,10 @@ template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
   if (C.NonRoot) [[unlikely]] {
     VMX_TRY(nonroot::onRdtsc(C, I, WithAux));
     Tsc = nonroot::guestTsc(C, Tsc);
+  } else if (VmxTransitionObserver *O = C.Transitions) [[unlikely]] {
+    // The ground truth of a hypervisor's trace timestamps (trace/slot_layout.h).
+    if (C.Vmx->InVmxOperation)
+      O->rootTsc(C.Id, C.Cycles, C.S.Rip, Tsc);
   }
   C.S.Gpr[RAX] = uint32_t(Tsc);
   C.S.Gpr[RDX] = uint32_t(Tsc >> 32);

@@ -99,6 +99,7 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
     if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
       std::memcpy(H, S, N);
       C.Mem.noteWrite(Pa, N);
+      noteWatchedStore(C, Pa, N);
       return;
     }
     C.breakBlock(); // device access, as in readLinearSlow

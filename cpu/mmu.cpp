@@ -77,7 +77,7 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
     placeEntry(TlbRead, Slot, E);
     break;
   case Access::Write:
-    if (!Mem.pageHoldsCode(Pfn))
+    if (!Mem.pageHoldsCode(Pfn) && !Mem.pageWatched(Pfn))
       placeEntry(TlbWrite, Slot, E);
     else
       TlbWriteCode[Slot] = E;
@@ -97,7 +97,8 @@ uint8_t *Mmu::writeHostBesideCode(Gla Linear, unsigned Size, bool Supervisor) co
   const uint64_t La = Linear.value();
   const TlbEntry &K = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (K.Tag == tag(La, Supervisor) && (La & 0xfff) + Size <= kPageSize &&
-      !(Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), Size)))
+      !(Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), Size)) &&
+      !Mem.rangeWatched((K.Pfn << 12) | (La & 0xfff), Size))
     return reinterpret_cast<uint8_t *>(La + K.Addend);
   return nullptr;
 }
@@ -110,14 +111,30 @@ bool Mmu::writeCodePage(Gla Linear, unsigned Size, const void *In, bool Supervis
   TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (E.Tag != tag(La, Supervisor) || (La & 0xfff) + Size > kPageSize)
     return false;
-  if (!Mem.pageHoldsCode(E.Pfn)) [[unlikely]] {
+  if (!Mem.pageHoldsCode(E.Pfn) && !Mem.pageWatched(E.Pfn)) [[unlikely]] {
     E.Tag = kTlbEmpty;
     return false;
   }
   std::memcpy(reinterpret_cast<void *>(La + E.Addend), In, Size);
-  if (Mem.noteWrite(Hpa((E.Pfn << 12) | (La & 0xfff)), Size)) [[unlikely]]
+  const Hpa Pa((E.Pfn << 12) | (La & 0xfff));
+  if (Mem.noteWrite(Pa, Size)) [[unlikely]]
     Owner.breakBlock();
+  noteWatchedStore(Owner, Pa, Size);
   return true;
+}
+
+void noteWatchedStore(Cpu &C, Hpa Pa, unsigned SizeBytes) {
+  if (!C.Mem.watching() || !C.Mem.rangeWatched(Pa.value(), SizeBytes)) [[likely]]
+    return;
+  if (VmxTransitionObserver *O = C.Transitions) {
+    WatchedStoreEvent E;
+    E.Cpu = C.Id;
+    E.Tsc = C.Cycles;
+    E.Rip = C.S.Rip;
+    E.Addr = Pa.value();
+    E.SizeBytes = SizeBytes;
+    O->watchedStore(E);
+  }
 }
 
 void Mmu::blockDecoded(uint64_t Pfn, uint64_t Lines) {

@@ -363,4 +363,9 @@ private:
   Cpu *Self;
 };
 
+/// A store by C into [Pa, Pa + SizeBytes) is complete: tells C's transition observer
+/// when the bytes overlap a watched range (PhysMem::watchWrites). Every store slow path
+/// calls it; one test when nothing is watched.
+void noteWatchedStore(Cpu &C, Hpa Pa, unsigned SizeBytes);
+
 } // namespace vmxsim

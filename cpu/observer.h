@@ -39,9 +39,9 @@ struct VmExitEvent {
   uint32_t IdtVectoringInfo = 0, IdtVectoringErrorCode = 0;
   bool GuestLinearValid = false, GuestPhysicalValid = false;
   uint64_t GuestLinearAddress = 0, GuestPhysicalAddress = 0;
-  /// The guest's RAX, RCX and RDX before the exit saves them (the operands of CPUID,
-  /// RDMSR/WRMSR and OUT).
-  uint64_t Rax = 0, Rcx = 0, Rdx = 0;
+  /// The guest's general registers (SDM numbering: 0 RAX, 1 RCX, ... 15 R15) as the
+  /// exiting instruction left them: what an OUT, WRMSR, CPUID or MOV to CR used.
+  uint64_t Gpr[16] = {};
 };
 
 /// A VM entry that has loaded the guest and is about to run it (before the injected
@@ -54,6 +54,9 @@ struct VmEntryEvent {
   /// The event injected by this entry: the VM-entry interruption-information field when
   /// its valid bit is set (else 0), and its error code when it delivers one (else 0).
   uint32_t InjectedInfo = 0, InjectedErrorCode = 0;
+  /// The guest's general registers the entry runs it with (as the hypervisor left them:
+  /// what an IN, RDMSR, CPUID or MOV from CR returned).
+  uint64_t Gpr[16] = {};
 };
 
 /// How a VM entry failed (SDM Vol. 3C, "VM Entries").
@@ -75,13 +78,32 @@ struct VmEntryFailureEvent {
   uint64_t Qualification = 0;
 };
 
-/// VMX transitions, as they happen; the ground truth listens here.
+/// A completed store by a processor that touched a watched range of physical memory
+/// (PhysMem::watchWrites): the bytes [Addr, Addr + SizeBytes) now hold what it stored.
+struct WatchedStoreEvent {
+  unsigned Cpu = 0;
+  uint64_t Tsc = 0; ///< the virtual TSC (Cpu::Cycles) at the storing instruction
+  uint64_t Rip = 0; ///< the storing instruction's RIP
+  uint64_t Addr = 0; ///< machine-physical
+  unsigned SizeBytes = 0;
+};
+
+/// VMX transitions, as they happen; the ground truth listens here. It is also told of
+/// the two events a hypervisor's trace is proven with (trace/slot_layout.h): stores into
+/// watched memory, and the TSC values RDTSC/RDTSCP return in VMX root operation.
 class VmxTransitionObserver {
 public:
   virtual ~VmxTransitionObserver() = default;
   virtual void vmExit(const VmExitEvent &E) = 0;
   virtual void vmEntry(const VmEntryEvent &E) = 0;
   virtual void vmEntryFailure(const VmEntryFailureEvent &E) = 0;
+  /// RDTSC or RDTSCP in VMX root operation returns Value (the TSC: no offset or scaling
+  /// applies there; SDM Vol. 2B, RDTSC). Rip is the instruction's.
+  virtual void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
+    (void)Cpu, (void)Tsc, (void)Rip, (void)Value;
+  }
+  /// A store touched watched memory (only while PhysMem watches something).
+  virtual void watchedStore(const WatchedStoreEvent &E) { (void)E; }
 };
 
 } // namespace vmxsim

@@ -1,19 +1,117 @@
 #include "harness/ground_truth_link.h"
 
 #include "cpu/cpu.h"
+#include "trace/slot_layout.h"
 
 namespace vmxsim {
+
+namespace {
+/// SDM Vol. 3D, Appendix C: basic exit reason 28, control-register accesses; its
+/// qualification names the general register in bits 11:8 (SDM Vol. 3C, "Exit
+/// Qualification for Control-Register Accesses").
+constexpr uint32_t kCrAccessReason = 28;
+} // namespace
+
+void GroundTruthLink::recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg) {
+  for (unsigned Reg = 0; Reg < 4; ++Reg)
+    R.gpr(Cpu, Reg, Gpr[Reg]);
+  if (ExtraReg >= 4)
+    R.gpr(Cpu, unsigned(ExtraReg), Gpr[ExtraReg]);
+}
 
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
   const uint32_t Event[5] = {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
                              E.IdtVectoringErrorCode, E.InstructionInfo};
   R.vmExit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength, Event,
            uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
-           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Rax, E.Rcx, E.Rdx});
+           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
+  if (!Mem)
+    return;
+  if (E.Cpu >= CrGpr.size())
+    CrGpr.resize(E.Cpu + 1, -1);
+  const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
+  CrGpr[E.Cpu] = Cr ? int((E.Qualification >> 8) & 15) : -1;
+  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu]);
 }
 
 void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
   R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
+  if (!Mem)
+    return;
+  if (E.Cpu >= CrGpr.size())
+    CrGpr.resize(E.Cpu + 1, -1);
+  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu]);
+  CrGpr[E.Cpu] = -1;
+}
+
+void GroundTruthLink::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
+  if (Mem)
+    R.rootTsc(Cpu, Tsc, Value, Rip);
+}
+
+bool GroundTruthLink::watchSlotTable(PhysMem &M, std::span<Cpu *const> All, uint64_t TablePa) {
+  xt_slot_layout T;
+  if (!M.copyOut(Hpa(TablePa), &T, sizeof(T)) || T.magic != XT_SLOT_LAYOUT_MAGIC ||
+      T.version != XT_SLOT_LAYOUT_VERSION || T.slot_count != XT_SLOT_LAYOUT_SLOTS ||
+      T.max_cpus != XT_SLOT_LAYOUT_MAX_CPUS)
+    return false;
+  Mem = &M;
+  Cpus.assign(All.begin(), All.end());
+  Table = TablePa;
+  SlotsPa.assign(XT_SLOT_LAYOUT_MAX_CPUS, 0);
+  R.slotLayout(TablePa, XT_SLOT_LAYOUT_SLOTS, XT_SLOT_LAYOUT_MAX_CPUS);
+  M.watchWrites(Hpa(TablePa), sizeof(T));
+  for (Cpu *C : Cpus)
+    for (uint64_t P = TablePa >> 12; P <= (TablePa + sizeof(T) - 1) >> 12; ++P)
+      C->Mmu.dropWriteMappings(P);
+  // A table published before the watch (the image's own data): its CPUs count from now.
+  for (uint32_t N = 0; N < XT_SLOT_LAYOUT_MAX_CPUS; ++N)
+    if (T.slots_pa[N])
+      publish(0, 0, N, T.slots_pa[N]);
+  return true;
+}
+
+void GroundTruthLink::publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner,
+                              uint64_t Pa) {
+  const uint64_t Bytes = 8ull * XT_SLOT_LAYOUT_SLOTS;
+  if (Pa == SlotsPa[Owner] || (Pa & 7) || !Mem->isRam(Hpa(Pa), Bytes))
+    return;
+  SlotsPa[Owner] = Pa;
+  R.slotPublish(StoringCpu, Tsc, Owner, Pa);
+  Mem->watchWrites(Hpa(Pa), Bytes);
+  for (Cpu *C : Cpus)
+    for (uint64_t P = Pa >> 12; P <= (Pa + Bytes - 1) >> 12; ++P)
+      C->Mmu.dropWriteMappings(P);
+}
+
+void GroundTruthLink::watchedStore(const WatchedStoreEvent &E) {
+  if (!Mem)
+    return;
+  const uint64_t Begin = E.Addr, End = E.Addr + E.SizeBytes;
+  // A store into the table's slots_pa entries publishes CPUs' slots.
+  const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
+  for (uint32_t N = 0; N < XT_SLOT_LAYOUT_MAX_CPUS; ++N) {
+    const uint64_t A = Entries + 8ull * N;
+    if (Begin < A + 8 && A < End) {
+      uint64_t V = 0;
+      Mem->copyOut(Hpa(A), &V, 8);
+      if (V)
+        publish(E.Cpu, E.Tsc, N, V);
+    }
+  }
+  for (uint32_t N = 0; N < SlotsPa.size(); ++N) {
+    const uint64_t Base = SlotsPa[N];
+    if (!Base || End <= Base || Begin >= Base + 8ull * XT_SLOT_LAYOUT_SLOTS)
+      continue;
+    for (uint32_t S = 0; S < XT_SLOT_LAYOUT_SLOTS; ++S) {
+      const uint64_t A = Base + 8ull * S;
+      if (Begin < A + 8 && A < End) {
+        uint64_t V = 0;
+        Mem->copyOut(Hpa(A), &V, 8);
+        R.slotStore(E.Cpu, E.Tsc, N, S, V, E.Rip);
+      }
+    }
+  }
 }
 
 void GroundTruthLink::vmEntryFailure(const VmEntryFailureEvent &E) {

@@ -5,19 +5,45 @@
 #include "cpu/observer.h"
 #include "trace/ground_truth.h"
 
+#include <cstdint>
+#include <span>
+#include <vector>
+
 namespace vmxsim {
 
+class Cpu;
+class PhysMem;
+
 /// Every VM exit, entry and entry failure of the CPUs it is attached to (Cpu::Transitions)
-/// becomes a ground-truth record.
+/// becomes a ground-truth record. With watchSlotTable, also every store to a hypervisor's
+/// published trace_values slots (trace/slot_layout.h), every RDTSC/RDTSCP in VMX root
+/// operation, and the guest registers at each exit and entry (GT_SLOT_*, GT_ROOT_TSC,
+/// GT_GPR in trace/events.def): what `trace check` proves a hypervisor's records with.
 class GroundTruthLink : public VmxTransitionObserver {
 public:
   explicit GroundTruthLink(trace::GroundTruthRecorder &R) : R(R) {}
   void vmExit(const VmExitEvent &E) override;
   void vmEntry(const VmEntryEvent &E) override;
   void vmEntryFailure(const VmEntryFailureEvent &E) override;
+  void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override;
+  void watchedStore(const WatchedStoreEvent &E) override;
+
+  /// Reads the slot table at TablePa (loaded from the image) and, when its header is the
+  /// one trace/slot_layout.h defines, writes GT_SLOT_LAYOUT and watches the table: each
+  /// CPU's slots are watched from the store that publishes them. Before any CPU runs.
+  /// False (nothing watched, nothing written) for any other header.
+  bool watchSlotTable(PhysMem &Mem, std::span<Cpu *const> Cpus, uint64_t TablePa);
 
 private:
+  void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
+  void recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg);
+
   trace::GroundTruthRecorder &R;
+  PhysMem *Mem = nullptr; ///< set by watchSlotTable
+  std::vector<Cpu *> Cpus;
+  uint64_t Table = 0;
+  std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
+  std::vector<int> CrGpr;        ///< per CPU: the register of the open CR-access exit, or -1
 };
 
 /// A CpuObserver that records every instruction into the ground truth and forwards to

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vmxsim {
@@ -92,6 +93,12 @@ struct LinuxParams {
 
 /// True if the image has the Linux setup header signature "HdrS" at offset 0x202.
 bool isBzImage(std::span<const uint8_t> Image);
+
+/// The physical address and size of the object Name in an ELF64 image's symbol table
+/// (its virtual address mapped through the loadable segment holding it). False when the
+/// image is not such an ELF, has no symbol table or no such symbol in a loaded segment.
+bool findElfSymbol(std::span<const uint8_t> Image, std::string_view Name, uint64_t &Pa,
+                   uint64_t &SizeBytes);
 
 /// Loads a Linux bzImage per Documentation/x86/boot.rst: boot protocol 2.06 or later,
 /// protected-mode kernel at pref_address (relocatable, protocol 2.10+) else at 1 MiB,

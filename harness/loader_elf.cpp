@@ -2,6 +2,7 @@
 // a.out kludge the loader uses the ELF program headers). Field offsets are those of the
 // System V ABI (gABI) "ELF Header" and "Program Header" tables.
 #include "harness/boot_state.h"
+#include "harness/loader.h"
 #include "harness/loader_internal.h"
 #include "mmu/phys_mem.h"
 
@@ -132,3 +133,62 @@ Error placeSegments(PhysMem &Mem, std::span<const uint8_t> Image, const LoadPlan
 }
 
 } // namespace vmxsim::loader
+
+namespace vmxsim {
+
+// gABI "Sections" and "Symbol Table": the first SHT_SYMTAB section, its sh_link string
+// table; a symbol's value is its virtual address, mapped to the physical one through the
+// PT_LOAD segment holding it (as planElf maps the entry point).
+bool findElfSymbol(std::span<const uint8_t> Image, std::string_view Name, uint64_t &Pa,
+                   uint64_t &SizeBytes) {
+  using namespace loader;
+  const uint64_t Size = Image.size();
+  if (!isElf(Image) || Size < sizeof(Elf64_Ehdr) || Image[EI_CLASS] != ELFCLASS64 ||
+      Image[EI_DATA] != ELFDATA2LSB)
+    return false;
+  const uint64_t ShOff = le64(Image, 40), PhOff = le64(Image, 32);
+  const unsigned ShEntSize = le16(Image, 58), ShNum = le16(Image, 60);
+  const unsigned PhEntSize = le16(Image, 54), PhNum = le16(Image, 56);
+  if (ShEntSize < sizeof(Elf64_Shdr) || !inFile(Size, ShOff, uint64_t(ShEntSize) * ShNum) ||
+      PhEntSize < sizeof(Elf64_Phdr) || !inFile(Size, PhOff, uint64_t(PhEntSize) * PhNum))
+    return false;
+  for (unsigned S = 0; S < ShNum; ++S) {
+    const uint64_t Sh = ShOff + uint64_t(S) * ShEntSize;
+    if (le32(Image, Sh + 4) != SHT_SYMTAB)
+      continue;
+    const uint64_t SymOff = le64(Image, Sh + 24), SymSize = le64(Image, Sh + 32);
+    const uint32_t Link = le32(Image, Sh + 40);
+    const uint64_t EntSize = le64(Image, Sh + 56);
+    if (Link >= ShNum || EntSize < sizeof(Elf64_Sym) || !inFile(Size, SymOff, SymSize))
+      return false;
+    const uint64_t Str = ShOff + uint64_t(Link) * ShEntSize;
+    const uint64_t StrOff = le64(Image, Str + 24), StrSize = le64(Image, Str + 32);
+    if (!inFile(Size, StrOff, StrSize))
+      return false;
+    for (uint64_t E = 0; E + EntSize <= SymSize; E += EntSize) {
+      const uint64_t Sym = SymOff + E;
+      const uint32_t NameOff = le32(Image, Sym);
+      if (NameOff >= StrSize || StrSize - NameOff <= Name.size() ||
+          std::memcmp(Image.data() + StrOff + NameOff, Name.data(), Name.size()) != 0 ||
+          Image[StrOff + NameOff + Name.size()] != 0)
+        continue;
+      const uint64_t Value = le64(Image, Sym + 8), SymBytes = le64(Image, Sym + 16);
+      for (unsigned P = 0; P < PhNum; ++P) {
+        const uint64_t Ph = PhOff + uint64_t(P) * PhEntSize;
+        const uint64_t VAddr = le64(Image, Ph + 16), PAddr = le64(Image, Ph + 24),
+                       MemSz = le64(Image, Ph + 40);
+        if (le32(Image, Ph) == PT_LOAD && Value >= VAddr && Value - VAddr < MemSz &&
+            SymBytes <= MemSz - (Value - VAddr)) {
+          Pa = PAddr + (Value - VAddr);
+          SizeBytes = SymBytes;
+          return true;
+        }
+      }
+      return false;
+    }
+    return false;
+  }
+  return false;
+}
+
+} // namespace vmxsim

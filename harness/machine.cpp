@@ -6,6 +6,7 @@
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "trace/ground_truth.h"
+#include "trace/slot_layout.h"
 #include "trace/writer.h"
 
 #include <fmt/format.h>
@@ -179,6 +180,10 @@ Error Machine::init() {
     GroundTruthWriter = std::make_unique<trace::TraceWriter>(*GroundTruthOut, Cfg.NumCpus);
     GroundTruth = std::make_unique<trace::GroundTruthRecorder>(*GroundTruthWriter);
     GroundTruthTransitions = std::make_unique<GroundTruthLink>(*GroundTruth);
+    // An image that publishes its trace slots (trace/slot_layout.h): the ground truth
+    // records every store to them, so `trace check` can prove each recorded value.
+    if (SlotTablePa)
+      GroundTruthTransitions->watchSlotTable(Mem, CpuPtrs, *SlotTablePa);
     for (auto &C : Cpus) {
       C->Transitions = GroundTruthTransitions.get();
       if (Cfg.GroundTruthInsns) {
@@ -319,6 +324,10 @@ Error Machine::loadImage() {
       P.Modules.push_back(std::move(M));
     }
     E = loadMultiboot(bsp(), Image, P, &Layout);
+    uint64_t TablePa = 0, TableBytes = 0;
+    if (!E && findElfSymbol(Image, XT_SLOT_LAYOUT_SYMBOL, TablePa, TableBytes) &&
+        TableBytes == XT_SLOT_LAYOUT_BYTES)
+      SlotTablePa = TablePa;
   }
   if (E)
     E.Path = Name;

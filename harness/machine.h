@@ -322,6 +322,8 @@ private:
   std::unique_ptr<TraceBufferDrain> TraceDrain;
   CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)
   BootLayout Layout;
+  /// The image's trace-slot table (trace/slot_layout.h), when its ELF names one.
+  std::optional<uint64_t> SlotTablePa;
 };
 
 } // namespace vmxsim

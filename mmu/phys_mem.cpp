@@ -155,6 +155,15 @@ bool PhysMem::noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes) {
   return Any;
 }
 
+void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) {
+  if (!SizeBytes || Base.value() + SizeBytes < Base.value())
+    return;
+  for (const WatchRange &W : Watches)
+    if (W.Base == Base.value() && W.Size == SizeBytes)
+      return;
+  Watches.push_back({Base.value(), SizeBytes});
+}
+
 bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {
   if (SizeBytes == 0)
     return true;

@@ -176,6 +176,35 @@ public:
   /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
 
+  // --- Write watches (the ground truth of a hypervisor's trace slots) ---
+  //
+  // A watched range's stores by processors are reported (VmxTransitionObserver::
+  // watchedStore) with the storing CPU, its TSC and RIP. How: no processor keeps a fast
+  // write mapping (TlbWrite) of a page holding a watched range, exactly as for a page
+  // holding decoded code, so every store into such a page takes a slow path (the
+  // TlbWriteCode entry or the full translation in cpu/memory.cpp), which compares it
+  // with the ranges. The TLB hit path is unchanged. Whoever adds a range must drop every
+  // CPU's TlbWrite entries of its pages (Mmu::dropWriteMappings) before they run on.
+  // Ranges are few (one table and one slot array per CPU) and never removed.
+  void watchWrites(Hpa Base, uint64_t SizeBytes);
+  bool watching() const { return !Watches.empty(); }
+  /// True if page Pfn holds a byte of a watched range.
+  bool pageWatched(uint64_t Pfn) const {
+    if (Watches.empty()) [[likely]]
+      return false;
+    for (const WatchRange &W : Watches)
+      if (Pfn >= W.Base >> 12 && Pfn <= (W.Base + W.Size - 1) >> 12)
+        return true;
+    return false;
+  }
+  /// True if [Addr, Addr + SizeBytes) overlaps a watched range.
+  bool rangeWatched(uint64_t Addr, uint64_t SizeBytes) const {
+    for (const WatchRange &W : Watches)
+      if (Addr < W.Base + W.Size && W.Base < Addr + SizeBytes)
+        return true;
+    return false;
+  }
+
   // --- The A20 gate (the platform's A20M# input of every processor) ---
   //
   // SDM Vol. 3A, "Address Translation" / "A20M#" (and Vol. 3A, "Real-Address Mode
@@ -221,6 +250,10 @@ private:
   uint64_t GlobalCodeWrites = 0;
   uint64_t A20Mask = ~uint64_t(0); ///< enabled at start-up, as SeaBIOS leaves it
   uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
+  struct WatchRange {
+    uint64_t Base, Size;
+  };
+  std::vector<WatchRange> Watches;
   void invalidateLines(uint64_t Pfn, uint64_t Lines);
   bool noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes);
 };

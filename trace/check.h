@@ -31,11 +31,60 @@
 // TSC that stamps the ground truth), so lags and leads are exact, and equal run after
 // run. LOST_RECORDS in the hypervisor's trace ends the check (nothing after it can be
 // paired) and fails it.
+//
+// # Every word proven: ground truth with slot watching
+//
+// When the image publishes its trace slots (trace/slot_layout.h; the bundled core does,
+// hvm/vmx/trace_layout.c), the ground truth starts with GT_SLOT_LAYOUT and also holds
+// every store to the slots (GT_SLOT_STORE: slot, value, TSC, RIP), every RDTSC/RDTSCP of
+// VMX root operation (GT_ROOT_TSC: the value it returned) and the guest registers at each
+// exit and entry (GT_GPR). The check then proves every word of the hypervisor's trace;
+// beyond the pairing above, per CPU:
+// - TSCs are exact. Each timed record carries the value one root-mode RDTSC returned,
+//   taken in order between the CPU's transitions: a VMX_EXIT64 / TRC_VMX_VMEXIT the
+//   first RDTSC after its GT_VMEXIT whose value is its TSC, a VMENTRY / TRC_VMX_VMENTRY
+//   the last one before its GT_VMENTRY (no RDTSC may be left between it and the entry),
+//   a RUNSTATE record (this core's d1v<cpu>, launch and guest end) one between. The
+//   RDTSCs skipped on the way are the hypervisor's own reads of the TSC (the core's
+//   virtual timer). The virtual TSC differs at every RDTSC of a CPU, so the value names
+//   the instruction exactly; a timed record whose TSC no RDTSC of its window returned
+//   fails the check.
+// - The slots as the handler left them (the stores before the RDTSC of the record that
+//   closes the exit: VMENTRY, TRC_VMX_VMENTRY or RUNSTATE_RUNNING_TO_OFFLINE) equal what
+//   the exit's architectural sources give under this core's mapping (hvm/vmx/README.md,
+//   "Exit handling"): slot 0 the full exit-reason field; I/O: port, direction, size
+//   (qualification) and the data (RAX at the exit for OUT, at the entry for IN, masked
+//   to the size); CR access: access type, CR number, register, qualification; CPUID:
+//   EAX/ECX at the exit; VMCALL: RAX, RBX at the exit; RDMSR: ECX at the exit, EAX/EDX at
+//   the entry, or 13 in slot 4 when the entry injects #GP; WRMSR: ECX, EAX, EDX at the
+//   exit, 13 in slot 4 with #GP; exception: vector, error code (GT_VMEXIT_EVENT),
+//   qualification; EPT violation: the guest-physical address (GT_VMEXIT_ADDR) and the
+//   qualification, with slots 2 and 3 (host frame or MMIO data, p2m type) the
+//   hypervisor's own choice; EPT misconfiguration: the guest-physical address;
+//   VMX-preemption timer: slot 1 is the guest's activity state, which the ground truth
+//   does not record yet, so it is taken as stored. A slot the handler does not fill
+//   holds the reset value.
+// - Modern flavour: exactly one handler record per exit that calls for one, untimed, with
+//   the event id the reason and direction give (IOPORT_READ/WRITE by slot 2, CR_READ64 /
+//   CR_WRITE64 / CLTS / LMSW64 by slot 1, PF_XEN64 or TRAP by the vector, CPUID, HLT,
+//   VMMCALL, MSR_READ/WRITE, NPF for an EPT violation) and every word equal to the slot it comes from, or to the
+//   guest register it comes from (CPUID's EAX..EDX and a CR's value: at the entry);
+//   INJ_EXC exactly when the entry injects, with its vector and error code.
+// - xen-3.0 flavour: each TRC_VMX_VMENTRY's five items equal the slots at its RDTSC (the
+//   launch's: the boot value 0).
+// - After each entry record, the stores up to the VM entry reset every slot (0 modern,
+//   the marker 9 xen-3.0).
+// - No record the core does not write for its exits (any other id fails), and nothing
+//   on a CPU after its guest's end.
+// Fields a format leaves free are listed in one table, kFreeFields in check.cpp
+// (freeFields()); nothing else is left unread. Without GT_SLOT_LAYOUT (a Xen or Linux
+// run, an older ground truth) only the pairing above is checked.
 #pragma once
 #include "trace/reader.h"
 
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +114,19 @@ struct CheckResult {
   std::vector<CpuCheck> Cpus; ///< ascending CPU number
   uint64_t HypervisorRecords = 0, GroundTruthRecords = 0;
 };
+
+/// A field of a hypervisor record that the format leaves free: nothing about the exit
+/// determines what a hypervisor writes there, so no ground truth can prove it, and the
+/// check does not read it. The one list of them is kFreeFields in trace/check.cpp.
+struct FreeField {
+  bool Xen30;     ///< a field of xen-3.0 records (else of modern ones)
+  uint32_t Event; ///< the record's event id; 0: every record of the flavour
+  /// Bytes [Offset, Offset + Bytes) of the record as stored in the file, counted from
+  /// TraceRecord::Offset (xen-3.0: from the pcpu number before the record).
+  uint8_t Offset, Bytes;
+  const char *Why;
+};
+std::span<const FreeField> freeFields();
 
 /// Reads both traces to the end (or to the first disagreement) and pairs their records.
 /// A reader error in either file fails the check with ReadError set ("hypervisor trace:

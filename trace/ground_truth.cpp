@@ -43,6 +43,33 @@ void GroundTruthRecorder::vmEntryFailure(unsigned Cpu, uint64_t Tsc, uint32_t Ou
   W.recordTsc(Cpu, XT_EV_GtVmEntryFail, Tsc, Words);
 }
 
+void GroundTruthRecorder::gpr(unsigned Cpu, unsigned Reg, uint64_t Value) {
+  const uint32_t Words[4] = {Cpu, Reg, lo(Value), hi(Value)};
+  W.record(Cpu, XT_EV_GtGpr, Words);
+}
+
+void GroundTruthRecorder::slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus) {
+  const uint32_t Words[4] = {lo(TablePa), hi(TablePa), Slots, MaxCpus};
+  W.recordTsc(0, XT_EV_GtSlotLayout, 0, Words);
+}
+
+void GroundTruthRecorder::slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner,
+                                      uint64_t SlotsPa) {
+  const uint32_t Words[3] = {Owner, lo(SlotsPa), hi(SlotsPa)};
+  W.recordTsc(Cpu, XT_EV_GtSlotPublish, Tsc, Words);
+}
+
+void GroundTruthRecorder::slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot,
+                                    uint64_t Value, uint64_t Rip) {
+  const uint32_t Words[7] = {Cpu, Owner, Slot, lo(Value), hi(Value), lo(Rip), hi(Rip)};
+  W.recordTsc(Cpu, XT_EV_GtSlotStore, Tsc, Words);
+}
+
+void GroundTruthRecorder::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip) {
+  const uint32_t Words[5] = {Cpu, lo(Value), hi(Value), lo(Rip), hi(Rip)};
+  W.recordTsc(Cpu, XT_EV_GtRootTsc, Tsc, Words);
+}
+
 void GroundTruthRecorder::instruction(unsigned Cpu, uint64_t Tsc, uint64_t Rip, unsigned Length,
                                       bool NonRoot) {
   const uint32_t Words[4] = {Cpu, lo(Rip), hi(Rip), (Length & 0xf) | (NonRoot ? 1u << 8 : 0u)};

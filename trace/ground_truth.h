@@ -43,6 +43,17 @@ public:
   /// GT_VMENTRY_FAIL {cpu, outcome, number, check, qual}.
   void vmEntryFailure(unsigned Cpu, uint64_t Tsc, uint32_t Outcome, uint32_t Number,
                       uint32_t CheckId, uint64_t Qualification);
+  /// GT_GPR {cpu, reg, value}: after the vmExit or vmEntry it belongs to.
+  void gpr(unsigned Cpu, unsigned Reg, uint64_t Value);
+  /// GT_SLOT_LAYOUT {table, slots, max_cpus}, at TSC 0: the first record.
+  void slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus);
+  /// GT_SLOT_PUBLISH {owner, slots_pa}, on the publishing CPU's record stream.
+  void slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
+  /// GT_SLOT_STORE {cpu, owner, slot, value, rip}.
+  void slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot, uint64_t Value,
+                 uint64_t Rip);
+  /// GT_ROOT_TSC {cpu, value, rip}.
+  void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip);
   /// GT_INSN {cpu, rip, flags = length | non-root << 8}, before the instruction executes.
   void instruction(unsigned Cpu, uint64_t Tsc, uint64_t Rip, unsigned Length, bool NonRoot);
 

@@ -17,6 +17,9 @@
 #include "cpu/vmx/vmx_instructions.h"
 #include "cpu/vmx/vmx_state.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace vmxsim {
 
 namespace {
@@ -269,6 +272,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
     E.InjectedInfo = Info;
     E.InjectedErrorCode =
         Info & intinfo::DeliverErrorCode ? uint32_t(V.get(F::VmEntryExceptionErrorCode)) : 0;
+    std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
     O->vmEntry(E);
   }
   return injectEvent(C, V);

@@ -14,6 +14,9 @@
 #include "cpu/vmx/vmcs_segments.h"
 #include "cpu/vmx/vmx_state.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace vmxsim {
 
 namespace {
@@ -311,9 +314,7 @@ static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
   E.GuestPhysicalValid = Info.GuestPhysicalValid;
   E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
   E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
-  E.Rax = C.S.Gpr[0];
-  E.Rcx = C.S.Gpr[1];
-  E.Rdx = C.S.Gpr[2];
+  std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
   return E;
 }
 

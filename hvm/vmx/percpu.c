@@ -4,6 +4,7 @@
 #include "lib/string.h"
 #include "vmx/arch.h"
 #include "vmx/descriptors.h"
+#include "vmx/trace_layout.h"
 
 /* One per logical processor, indexed by CPU number (0 = the BSP). Page-aligned
    because the VMXON region and VMCS inside must be. */
@@ -43,6 +44,9 @@ struct PerCpu *perCpuInit(uint32_t CpuNumber) {
   memset(Cpu, 0, sizeof(*Cpu));
   Cpu->Self = Cpu;
   Cpu->CpuNumber = CpuNumber;
+  /* The slots hold their boot value (0, the memset): vmxsim records every store to
+     them from here on (trace_layout.h). Before tbufInit, so before any trace record. */
+  vmxTracePublishCpu(Cpu);
   tbufInit(&Cpu->Trace, TraceRings[CpuNumber], Cpu->CpuNumber);
   descriptorTablesInit(&HostTables[CpuNumber]);
   /* Reloading GS clears its base: set the base after. */

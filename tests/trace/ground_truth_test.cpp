@@ -137,9 +137,9 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
     Cpuid.Reason = 10; // CPUID
     Cpuid.Rip = 0x401000;
     Cpuid.InstructionLength = 2;
-    Cpuid.Rax = 0x80000001;
-    Cpuid.Rcx = 0x1234567800000002;
-    Cpuid.Rdx = 0xfedcba9876543210;
+    Cpuid.Gpr[0] = 0x80000001;
+    Cpuid.Gpr[1] = 0x1234567800000002;
+    Cpuid.Gpr[2] = 0xfedcba9876543210;
     L.vmExit(Cpuid);
     VmExitEvent Pf;
     Pf.Reason = 0; // exception or NMI

@@ -63,7 +63,9 @@ static inline __attribute__((always_inline)) void tracedExit(struct GuestRegs *R
     TRACE_VMEXIT(3, EXIT_QUAL(E->Qualification, io, SizeOfAccess) + 1);
     TRACE_VMEXIT(4, Regs->Rax & 0xff);
   } else if (E->Reason == Reason_Vmcall) {
+    /* Number and argument, as vmx/exit_vmcall.c (vmx/README.md, "Exit handling"). */
     TRACE_VMEXIT(1, Regs->Rax);
+    TRACE_VMEXIT(2, Regs->Rbx);
     if (Regs->Rax == 1) {
       if (Xen30)
         vmxTrace30GuestEnd(Cpu);
@@ -72,8 +74,9 @@ static inline __attribute__((always_inline)) void tracedExit(struct GuestRegs *R
       vmxGuestDone(Cpu);
     }
   } else if (E->Reason == Reason_Cpuid) {
-    TRACE_VMEXIT(1, Regs->Rax);
-    TRACE_VMEXIT(2, Regs->Rcx);
+    /* CPUID reads EAX and ECX only (SDM Vol. 2A, CPUID), as vmx/exit_cpuid.c records. */
+    TRACE_VMEXIT(1, (uint32_t)Regs->Rax);
+    TRACE_VMEXIT(2, (uint32_t)Regs->Rcx);
   } else {
     printf("vmx_bench: unexpected exit reason 0x%x (%s) at rip 0x%lx\n", E->Reason,
            exitReasonName(EXIT_REASON_BASIC(E->Reason)), E->GuestRip);
