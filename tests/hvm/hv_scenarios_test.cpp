@@ -9,6 +9,7 @@
 // the exit).
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/traced_run.h"
 #include "tests/trace/trace_test_util.h"
 #include "trace/check.h"
 #include "trace/reader.h"
@@ -28,47 +29,13 @@ using vmxsim::test::readFile;
 
 namespace {
 
-std::string tempPath(const std::string &Name) {
-  const char *Dir = std::getenv("TMPDIR");
-  return std::string(Dir ? Dir : "/tmp") + "/vmxsim-hv-" + std::to_string(getpid()) + "-" +
-         Name;
+using vmxsim::test::TracedRun;
+
+TracedRun runHv(const std::string &Append, unsigned Cpus, const std::string &Tag) {
+  return vmxsim::test::runTraced("hv.elf", Append, Cpus, 50'000'000, "hv-" + Tag);
 }
 
-struct HvRun {
-  RunResult Result;
-  std::string Hv, Gt; ///< file paths
-  std::vector<std::string> Problems;
-  std::string Serial;
-};
-
-HvRun runHv(const std::string &Append, unsigned Cpus, const std::string &Tag) {
-  HvRun T;
-  T.Hv = tempPath(Tag + ".hv.xt");
-  T.Gt = tempPath(Tag + ".gt.xt");
-  MachineConfig Cfg;
-  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/hv.elf";
-  Cfg.Append = Append;
-  Cfg.NumCpus = Cpus;
-  Cfg.Serial = OutputSpec::capture();
-  Cfg.Debugcon = OutputSpec::discard();
-  Cfg.MaxInsns = 50'000'000;
-  Cfg.XentraceFile = T.Hv;
-  Cfg.GroundTruthFile = T.Gt;
-  Error Err;
-  auto M = Machine::create(Cfg, Err);
-  EXPECT_TRUE(M) << Err.str();
-  if (!M)
-    return T;
-  T.Result = M->run();
-  T.Problems = M->traceBuffers()->problems();
-  T.Serial = M->serialOutput();
-  return T;
-}
-
-void removeFiles(const HvRun &T) {
-  std::remove(T.Hv.c_str());
-  std::remove(T.Gt.c_str());
-}
+void removeFiles(const TracedRun &T) { vmxsim::test::removeTraceFiles(T); }
 
 /// "scenario cpus=N cpuC: reason=count ..." lines, one per CPU, from the VMX_EXIT64
 /// records of the hypervisor's trace.
@@ -124,7 +91,7 @@ TEST(HvScenarios, EveryScenarioPassesTraceCheckWithTheGoldenExitMix) {
   const std::string Golden = std::getenv("VMXSIM_UPDATE_GOLDEN") ? "" : readFile(goldenPath());
   for (const Case &C : kCases) {
     SCOPED_TRACE(std::string(C.Scenario) + " on " + std::to_string(C.Cpus) + " CPUs");
-    HvRun T = runHv(std::string("scenario=") + C.Scenario, C.Cpus,
+    TracedRun T = runHv(std::string("scenario=") + C.Scenario, C.Cpus,
                     std::string(C.Scenario) + std::to_string(C.Cpus));
     ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe() << "\n" << T.Serial;
     EXPECT_EQ(T.Result.ExitValue, 0u) << T.Serial;
@@ -154,7 +121,7 @@ TEST(HvScenarios, EveryScenarioPassesTraceCheckWithTheGoldenExitMix) {
 }
 
 TEST(HvScenarios, MixedOnFourCpusTwiceWritesByteIdenticalFiles) {
-  HvRun A = runHv("", 4, "det-a"), B = runHv("", 4, "det-b");
+  TracedRun A = runHv("", 4, "det-a"), B = runHv("", 4, "det-b");
   ASSERT_EQ(A.Result.Reason, RunReason::GuestExit) << A.Result.describe();
   ASSERT_EQ(B.Result.Reason, RunReason::GuestExit) << B.Result.describe();
   const std::string HvA = readFile(A.Hv), GtA = readFile(A.Gt);
@@ -167,7 +134,7 @@ TEST(HvScenarios, MixedOnFourCpusTwiceWritesByteIdenticalFiles) {
 }
 
 TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
-  HvRun T = runHv("scenario=bogus", 2, "bogus");
+  TracedRun T = runHv("scenario=bogus", 2, "bogus");
   ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
@@ -177,7 +144,7 @@ TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
 }
 
 TEST(HvScenarios, TripleFaultStopsWithBothTracesValidUpToTheExit) {
-  HvRun T = runHv("scenario=triple-fault", 2, "triple");
+  TracedRun T = runHv("scenario=triple-fault", 2, "triple");
   ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
   EXPECT_EQ(T.Result.ExitValue, 1u);
   // The first CPU to reach its handler's stop ends the machine: three lines (the RIP
@@ -202,7 +169,7 @@ TEST(HvScenarios, TripleFaultStopsWithBothTracesValidUpToTheExit) {
 }
 
 TEST(HvScenarios, MixedInTheXen30FlavourPassesTraceCheckOnTwoCpus) {
-  HvRun T = runHv("scenario=mixed trace=xen-3.0", 2, "xen30");
+  TracedRun T = runHv("scenario=mixed trace=xen-3.0", 2, "xen30");
   ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
   EXPECT_EQ(T.Result.ExitValue, 0u) << T.Serial;
   EXPECT_TRUE(T.Problems.empty());

@@ -8,6 +8,7 @@
 // not know.
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/traced_run.h"
 #include "tests/trace/trace_test_util.h"
 #include "trace/check.h"
 #include "trace/reader.h"
@@ -26,39 +27,11 @@ using vmxsim::test::readFile;
 
 namespace {
 
-std::string tempPath(const std::string &Name) {
-  const char *Dir = std::getenv("TMPDIR");
-  return std::string(Dir ? Dir : "/tmp") + "/vmxsim-hvtrace-" + std::to_string(getpid()) +
-         "-" + Name;
-}
-
-struct TracedRun {
-  RunResult Result;
-  std::string Hv, Gt; ///< file paths
-  std::vector<std::string> Problems;
-};
+using vmxsim::test::TracedRun;
 
 TracedRun runTraced(const std::string &Image, const std::string &Append,
                     const std::string &Tag) {
-  TracedRun T;
-  T.Hv = tempPath(Tag + ".hv.xt");
-  T.Gt = tempPath(Tag + ".gt.xt");
-  MachineConfig Cfg;
-  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
-  Cfg.Append = Append;
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
-  Cfg.MaxInsns = 200'000'000;
-  Cfg.XentraceFile = T.Hv;
-  Cfg.GroundTruthFile = T.Gt;
-  Error Err;
-  auto M = Machine::create(Cfg, Err);
-  EXPECT_TRUE(M) << Err.str();
-  if (!M)
-    return T;
-  T.Result = M->run();
-  T.Problems = M->traceBuffers()->problems();
-  return T;
+  return vmxsim::test::runTraced(Image, Append, 1, 200'000'000, "hvtrace-" + Tag);
 }
 
 CheckResult checkFiles(const TracedRun &T) {
@@ -81,10 +54,7 @@ std::vector<uint32_t> bochsExitReasons() {
   return Reasons;
 }
 
-void removeFiles(const TracedRun &T) {
-  std::remove(T.Hv.c_str());
-  std::remove(T.Gt.c_str());
-}
+void removeFiles(const TracedRun &T) { vmxsim::test::removeTraceFiles(T); }
 
 } // namespace
 

@@ -1,0 +1,63 @@
+// A guest image run with both traces written to temporary files: the hypervisor's
+// XenTrace (--xentrace) and vmxsim's ground truth (--trace-ground-truth), for the tests
+// that check one against the other (tests/hvm/).
+#pragma once
+#include "harness/machine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace vmxsim::test {
+
+struct TracedRun {
+  RunResult Result;
+  std::string Hv, Gt; ///< file paths
+  std::vector<std::string> Problems; ///< what the trace drain reported
+  std::string Serial;                ///< COM1's output
+};
+
+/// A temporary file name of this process: $TMPDIR (or /tmp)/vmxsim-Prefix-PID-Name.
+inline std::string tracedTempPath(const std::string &Prefix, const std::string &Name) {
+  const char *Dir = std::getenv("TMPDIR");
+  return std::string(Dir ? Dir : "/tmp") + "/vmxsim-" + Prefix + "-" +
+         std::to_string(getpid()) + "-" + Name;
+}
+
+/// Runs VMXSIM_IMAGE_DIR/Image with Append on Cpus CPUs (at most MaxInsns instructions),
+/// the traces going to files named after Tag.
+inline TracedRun runTraced(const std::string &Image, const std::string &Append, unsigned Cpus,
+                           uint64_t MaxInsns, const std::string &Tag) {
+  TracedRun T;
+  T.Hv = tracedTempPath("traced", Tag + ".hv.xt");
+  T.Gt = tracedTempPath("traced", Tag + ".gt.xt");
+  MachineConfig Cfg;
+  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
+  Cfg.Append = Append;
+  Cfg.NumCpus = Cpus;
+  Cfg.Serial = OutputSpec::capture();
+  Cfg.Debugcon = OutputSpec::discard();
+  Cfg.MaxInsns = MaxInsns;
+  Cfg.XentraceFile = T.Hv;
+  Cfg.GroundTruthFile = T.Gt;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_TRUE(M) << Err.str();
+  if (!M)
+    return T;
+  T.Result = M->run();
+  T.Problems = M->traceBuffers()->problems();
+  T.Serial = M->serialOutput();
+  return T;
+}
+
+inline void removeTraceFiles(const TracedRun &T) {
+  std::remove(T.Hv.c_str());
+  std::remove(T.Gt.c_str());
+}
+
+} // namespace vmxsim::test
