@@ -19,6 +19,7 @@
 #   VMXSIM              the vmxsim program (default build-bench/vmxsim, else build/vmxsim)
 #   BOCHS_TIMEOUT       seconds before Bochs is stopped (default 1800)
 #   BOCHS_IPS           Bochs' instructions per emulated second (default 50000000)
+#   BOCHS_CPU           Bochs cpu model (default corei7_skylake_x)
 #   COMPARE_KEEP        a directory: keep both consoles and the Bochs log there
 set -euo pipefail
 Cpus=1 BochsConsole= VmxsimConsole=
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 Here=$(cd "$(dirname "$0")" && pwd)
+source "$Here/bochs-lib.sh"
 Root=$(cd "$Here/../.." && pwd)
 Cache=${VMXSIM_GUEST_CACHE:-$HOME/.cache/vmxsim/guests}
 # Boots the kit on Bochs, then on vmxsim, and prints both wall times.
@@ -64,23 +66,7 @@ menuentry "xen" {
 }
 CFG
 grub-mkrescue -o "$Work/xen.iso" "$Work/iso" >"$Work/grub.txt" 2>&1 || { cat "$Work/grub.txt" >&2; exit 1; }
-cat > "$Work/bochsrc" <<RC
-megs: 1024
-cpu: model=corei7_skylake_x, count=$Cpus, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
-clock: sync=none, time0=946681200
-romimage: file=/usr/share/bochs/BIOS-bochs-latest
-vgaromimage: file=/usr/share/vgabios/vgabios.bin
-display_library: sdl2
-ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
-ata0-slave: type=cdrom, path="$Work/xen.iso", status=inserted
-boot: cdrom
-com1: enabled=1, mode=file, dev="$Work/bochs-console.txt"
-speaker: enabled=0
-sound: waveoutdrv=dummy, waveindrv=dummy, midioutdrv=dummy
-panic: action=fatal
-error: action=report
-log: $Work/bochs.log
-RC
+BOCHS_CPUS=$Cpus writeBochsrc "$Work/bochsrc" "$Work/xen.iso" 1024 "$Work/bochs-console.txt" "$Work/bochs.log"
 echo c > "$Work/rc"
 
 # Bochs: stopped at the timeout or when the dom0 powers the machine off (Bochs then

@@ -32,6 +32,7 @@ image=$(readlink -f "$1")
 cmdline=${2:-}
 [ -f "$image" ] || { echo "run-bochs: no such image: $1" >&2; exit 2; }
 "$(dirname "$0")/install-bochs.sh" || true
+source "$(dirname "$0")/bochs-lib.sh"
 bochs=${BOCHS_BIN:-bochs}
 if ! command -v "$bochs" >/dev/null 2>&1; then
   echo "run-bochs: Bochs is not installed ('$bochs' not found; scripts/peers/install-bochs.sh installs it)" >&2
@@ -65,25 +66,7 @@ grub-mkrescue -o "$work/image.iso" "$work/iso" >"$work/grub-mkrescue.log" 2>&1 |
   exit 1
 }
 
-# clock: sync=none with a fixed time0 makes runs repeatable (no host clock).
-cat > "$work/bochsrc" <<RC
-megs: 256
-cpu: model=${BOCHS_CPU:-corei7_skylake_x}, count=${BOCHS_CPUS:-1}, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
-clock: sync=none, time0=946681200
-romimage: file=/usr/share/bochs/BIOS-bochs-latest
-vgaromimage: file=/usr/share/vgabios/vgabios.bin
-display_library: sdl2
-ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
-ata0-slave: type=cdrom, path="$work/image.iso", status=inserted
-boot: cdrom
-com1: enabled=1, mode=file, dev="$work/com1.txt"
-port_e9_hack: enabled=1
-speaker: enabled=0
-sound: waveoutdrv=dummy, waveindrv=dummy, midioutdrv=dummy
-panic: action=fatal
-error: action=report
-log: $work/bochs.log
-RC
+writeBochsrc "$work/bochsrc" "$work/image.iso" 256 "$work/com1.txt" "$work/bochs.log"
 # The debugger is compiled into Debian's Bochs: "c" continues instead of stopping at
 # its prompt.
 echo c > "$work/rc"
