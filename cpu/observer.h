@@ -42,6 +42,9 @@ struct VmExitEvent {
   /// The guest's general registers (SDM numbering: 0 RAX, 1 RCX, ... 15 R15) as the
   /// exiting instruction left them: what an OUT, WRMSR, CPUID or MOV to CR used.
   uint64_t Gpr[16] = {};
+  /// The guest's activity state as the exit saves it (SDM Vol. 3C, "Guest Non-Register
+  /// State": 0 active, 1 HLT, 2 shutdown, 3 wait-for-SIPI).
+  uint32_t ActivityState = 0;
 };
 
 /// A VM entry that has loaded the guest and is about to run it (before the injected

@@ -32,6 +32,7 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
   const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
   CrGpr[E.Cpu] = Cr ? int((E.Qualification >> 8) & 15) : -1;
   recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu]);
+  R.activity(E.Cpu, E.ActivityState);
 }
 
 void GroundTruthLink::vmEntry(const VmEntryEvent &E) {

@@ -37,6 +37,8 @@ struct GtEvent {
   uint64_t Rip = 0, Qual = 0;
   uint32_t IntrInfo = 0, IntrErr = 0; ///< GT_VMEXIT_EVENT (0 without one)
   uint64_t Gpa = 0;                   ///< GT_VMEXIT_ADDR's guest-physical address (0 without)
+  uint32_t Activity = 0;              ///< GT_ACTIVITY's state
+  bool HasActivity = false;           ///< a GT_ACTIVITY followed the exit
   uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY
   /// GT_GPR records that followed it: RAX, RCX, RDX, RBX (registers 0-3) in Gpr[0..3],
   /// any other register (a CR access's) in Gpr[4] with its number in ExtraReg.
@@ -228,6 +230,11 @@ private:
       }
       if (Held[R.Cpu] && (R.Event == XT_EV_GtVmExitAddr || R.Event == XT_EV_GtVmExitRegs))
         continue;
+      if (Held[R.Cpu] && R.Event == XT_EV_GtActivity && R.NumWords >= 2) {
+        Held[R.Cpu]->Activity = R.Words[1];
+        Held[R.Cpu]->HasActivity = true;
+        continue;
+      }
       if (Held[R.Cpu] && R.Event == XT_EV_GtGpr && R.NumWords >= 4) {
         const unsigned Reg = R.Words[1] & 15;
         GtEvent &H = *Held[R.Cpu];
@@ -428,8 +435,6 @@ private:
     switch (X.Reason & 0xffff) {
     case kEptViolationReason:
       return (1u << 2) | (1u << 3); // host frame or MMIO data; p2m type
-    case kPreemptionTimerReason:
-      return 1u << 1; // the guest's activity state: not in the ground truth yet
     default:
       return 0;
     }
@@ -503,6 +508,14 @@ private:
       return true;
     case kEptMisconfigReason:
       S[1] = X.Gpa;
+      return true;
+    case kPreemptionTimerReason:
+      // The guest's activity state the exit saved (GT_ACTIVITY).
+      if (!X.HasActivity) {
+        Why = "the ground truth has no activity state at the exit";
+        return false;
+      }
+      S[1] = X.Activity;
       return true;
     case kRdmsrReason:
       if (!gpr(&X, 1, A))

@@ -61,9 +61,8 @@
 //   qualification; EPT violation: the guest-physical address (GT_VMEXIT_ADDR) and the
 //   qualification, with slots 2 and 3 (host frame or MMIO data, p2m type) the
 //   hypervisor's own choice; EPT misconfiguration: the guest-physical address;
-//   VMX-preemption timer: slot 1 is the guest's activity state, which the ground truth
-//   does not record yet, so it is taken as stored. A slot the handler does not fill
-//   holds the reset value.
+//   VMX-preemption timer: the guest's activity state the exit saved (GT_ACTIVITY). A
+//   slot the handler does not fill holds the reset value.
 // - Modern flavour: exactly one handler record per exit that calls for one, untimed, with
 //   the event id the reason and direction give (IOPORT_READ/WRITE by slot 2, CR_READ64 /
 //   CR_WRITE64 / CLTS / LMSW64 by slot 1, PF_XEN64 or TRAP by the vector, CPUID, HLT,

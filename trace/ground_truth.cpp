@@ -48,6 +48,11 @@ void GroundTruthRecorder::gpr(unsigned Cpu, unsigned Reg, uint64_t Value) {
   W.record(Cpu, XT_EV_GtGpr, Words);
 }
 
+void GroundTruthRecorder::activity(unsigned Cpu, uint32_t State) {
+  const uint32_t Words[2] = {Cpu, State};
+  W.record(Cpu, XT_EV_GtActivity, Words);
+}
+
 void GroundTruthRecorder::slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus) {
   const uint32_t Words[4] = {lo(TablePa), hi(TablePa), Slots, MaxCpus};
   W.recordTsc(0, XT_EV_GtSlotLayout, 0, Words);

@@ -45,6 +45,8 @@ public:
                       uint32_t CheckId, uint64_t Qualification);
   /// GT_GPR {cpu, reg, value}: after the vmExit or vmEntry it belongs to.
   void gpr(unsigned Cpu, unsigned Reg, uint64_t Value);
+  /// GT_ACTIVITY {cpu, activity}: after a vmExit's GT_GPR records.
+  void activity(unsigned Cpu, uint32_t State);
   /// GT_SLOT_LAYOUT {table, slots, max_cpus}, at TSC 0: the first record.
   void slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus);
   /// GT_SLOT_PUBLISH {owner, slots_pa}, on the publishing CPU's record stream.

@@ -315,6 +315,7 @@ static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
   E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
   E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
   std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
+  E.ActivityState = uint32_t(C.Activity); // the value saveGuestState stores
   return E;
 }
 
