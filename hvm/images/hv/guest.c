@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "images/hv/scenarios.h"
+#include "lib/io.h"
 #include "vmx/ept.h"
 
 #define UART_THR 0x3f8
@@ -30,19 +31,6 @@ static inline void gcpuid(uint32_t Leaf, uint32_t *A, uint32_t *B, uint32_t *C, 
   __asm__ volatile("cpuid" : "=a"(*A), "=b"(*B), "=c"(*C), "=d"(*D) : "a"(Leaf), "c"(0));
 }
 
-static inline uint8_t ginb(uint16_t Port) {
-  uint8_t V;
-  __asm__ volatile("inb %1, %0" : "=a"(V) : "Nd"(Port));
-  return V;
-}
-static inline uint16_t ginw(uint16_t Port) {
-  uint16_t V;
-  __asm__ volatile("inw %1, %0" : "=a"(V) : "Nd"(Port));
-  return V;
-}
-static inline void goutb(uint16_t Port, uint8_t V) {
-  __asm__ volatile("outb %0, %1" : : "a"(V), "Nd"(Port));
-}
 static inline void goutl(uint16_t Port, uint32_t V) {
   __asm__ volatile("outl %0, %1" : : "a"(V), "Nd"(Port));
 }
@@ -55,9 +43,9 @@ static inline uint64_t grdtsc(void) {
 
 /* A polling UART driver: wait for THRE, send. */
 static void putChar(char C) {
-  while (!(ginb(UART_LSR) & UART_LSR_THRE))
+  while (!(inb(UART_LSR) & UART_LSR_THRE))
     ;
-  goutb(UART_THR, (uint8_t)C);
+  outb(UART_THR, (uint8_t)C);
 }
 
 /* io: "hv: vN io\n" through the UART (IN + OUT per character: 20 exits), then a 16-bit
@@ -66,7 +54,7 @@ static int scenarioIo(uint64_t Vcpu) {
   static const char Text[] = "hv: v_ io\n";
   for (const char *P = Text; *P; ++P)
     putChar(*P == '_' ? (char)('0' + Vcpu % 10) : *P);
-  int Bad = ginw(UNCLAIMED_PORT) != 0xffff;
+  int Bad = inw(UNCLAIMED_PORT) != 0xffff;
   goutl(UNCLAIMED_PORT, 0xdeadbeef);
   return Bad;
 }
