@@ -56,7 +56,9 @@ uint64_t word64(const TraceRecord &R, unsigned I) {
 /// Basic exit reasons (SDM Vol. 3D, Appendix C) whose records the slot check knows.
 constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kRdmsrReason = 31, kWrmsrReason = 32, kEptViolationReason = 48,
-                   kEptMisconfigReason = 49, kPreemptionTimerReason = 52;
+                   kEptMisconfigReason = 49, kPreemptionTimerReason = 52,
+                   kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
+                   kXsetbvReason = 55;
 constexpr unsigned kSlots = 5;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
@@ -531,6 +533,8 @@ private:
       S[3] = uint32_t(B);
       return true;
     case kWrmsrReason:
+    case kXsetbvReason:
+      // WRMSR: the MSR index; XSETBV: the XCR index (both from ECX). Then EDX:EAX.
       if (!gpr(&X, 1, A))
         return false;
       S[1] = uint32_t(A);
@@ -541,7 +545,26 @@ private:
       if (GpInjected)
         S[4] = kVectorGp;
       return true;
+    case kInvlpgReason:
+      // The exit qualification is INVLPG's linear-address operand.
+      S[1] = Q;
+      return true;
+    case kRdtscReason:
+      // The value the guest got: EDX:EAX at the entry that follows.
+      if (!gpr(Entry, 0, A) || !gpr(Entry, 2, B))
+        return false;
+      S[1] = (uint64_t(uint32_t(B)) << 32) | uint32_t(A);
+      return true;
+    case kMovDrReason:
+      // Exit qualification for MOV DR: bits 2:0 DR number, bit 4 direction (1 = MOV from
+      // DR), bits 11:8 general register.
+      S[1] = Q & 7;
+      S[2] = (Q >> 4) & 1;
+      S[3] = (Q >> 8) & 15;
+      S[4] = Q;
+      return true;
     default:
+      // PAUSE and WBINVD: only the exit reason.
       return true;
     }
   }
@@ -626,7 +649,20 @@ private:
       Event = (X.Reason & 0xffff) == kRdmsrReason ? XT_EV_MsrRead : XT_EV_MsrWrite;
       W = {uint32_t(S[1]), uint32_t(S[2]), uint32_t(S[3])};
       return true;
+    case kInvlpgReason:
+      Event = XT_EV_Invlpg64;
+      W = {0, uint32_t(S[1]), uint32_t(S[1] >> 32)}; // 0: INVLPG, not INVLPGA
+      return true;
+    case kRdtscReason:
+      Event = XT_EV_Rdtsc;
+      W = {uint32_t(S[1]), uint32_t(S[1] >> 32)};
+      return true;
+    case kMovDrReason:
+      Event = XT_EV_DrWrite; // Xen's, for every MOV DR exit, with no payload
+      return true;
     default:
+      // PAUSE, WBINVD and XSETBV have none (format doc, section 7), nor has any reason
+      // this core does not handle.
       return false;
     }
   }

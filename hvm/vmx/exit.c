@@ -28,6 +28,12 @@ static const ExitFamilyFn ExitFamilies[Reason_Count] = {
     [Reason_EptViolation] = handleEptViolation,
     [Reason_EptMisconfiguration] = handleEptMisconfig,
     [Reason_VmxPreemptionTimerExpired] = handlePreemptionTimer,
+    [Reason_Invlpg] = handleInvlpg,
+    [Reason_Rdtsc] = handleRdtsc,
+    [Reason_MovDr] = handleDrAccess,
+    [Reason_Pause] = handlePause,
+    [Reason_WbinvdOrWbnoinvd] = handleWbinvd,
+    [Reason_Xsetbv] = handleXsetbv,
 };
 
 uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {

@@ -1,6 +1,7 @@
 /* The exit handler's internal interface: what each exit family returns, and the helpers
  * the families share. One file per family (STYLE 2.7): exit_exception.c, exit_cpuid.c,
- * exit_io.c, exit_msr.c, exit_cr.c, exit_vmcall.c, exit_timer.c, exit_ept.c, exit_fail.c.
+ * exit_io.c, exit_msr.c, exit_cr.c, exit_dr.c, exit_vmcall.c, exit_timer.c, exit_ept.c,
+ * exit_system.c (INVLPG, WBINVD, PAUSE, XSETBV), exit_fail.c.
  */
 #ifndef HVM_VMX_EXIT_H
 #define HVM_VMX_EXIT_H
@@ -40,6 +41,12 @@ enum ExitAction handlePreemptionTimer(struct PerCpu *Cpu, struct GuestRegs *Regs
 enum ExitAction handleEptViolation(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleEptMisconfig(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleTripleFault(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleInvlpg(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleRdtsc(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleDrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handlePause(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleWbinvd(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleXsetbv(struct PerCpu *Cpu, struct GuestRegs *Regs);
 /// For an exit reason with bit 31 set (VM-entry failure); not in the dispatch table.
 enum ExitAction handleEntryFailure(struct PerCpu *Cpu, struct GuestRegs *Regs);
 

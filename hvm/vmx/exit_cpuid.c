@@ -9,8 +9,10 @@
 #define HV_LEAF_BASE 0x40000000u
 #define HV_LEAF_LAST 0x4fffffffu
 
+#define CPUID1_ECX_OSXSAVE (1u << 27)
+#define CR4_OSXSAVE_BIT (1ull << 18)
+
 enum ExitAction handleCpuid(struct PerCpu *Cpu, struct GuestRegs *Regs) {
-  (void)Cpu;
   uint32_t Leaf = (uint32_t)Regs->Rax, Subleaf = (uint32_t)Regs->Rcx;
   TRACE_VMEXIT(1, Leaf);
   TRACE_VMEXIT(2, Subleaf);
@@ -32,6 +34,11 @@ enum ExitAction handleCpuid(struct PerCpu *Cpu, struct GuestRegs *Regs) {
       /* Nested VMX is not offered: CPUID.1:ECX.VMX = 0 (the guest's CR4.VMXE reads 0
          too, through the CR4 read shadow). */
       R.Ecx = (R.Ecx & ~CPUID1_ECX_VMX) | CPUID1_ECX_HYPERVISOR;
+      /* OSXSAVE (bit 27) mirrors CR4.OSXSAVE: the guest's, from the shadow, not the
+         host's that executed this CPUID (SDM Vol. 2A, CPUID, Table "Feature
+         Information Returned in the ECX Register"). */
+      R.Ecx = (R.Ecx & ~CPUID1_ECX_OSXSAVE) |
+              ((Cpu->Cr4Shadow & CR4_OSXSAVE_BIT) ? CPUID1_ECX_OSXSAVE : 0);
     }
   }
   /* SDM Vol. 2A, CPUID: in 64-bit mode the high 32 bits of RAX, RBX, RCX and RDX are

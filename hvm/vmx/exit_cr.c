@@ -9,9 +9,12 @@
  * - MOV to CR3 exits always (CR3-target count 0): the value becomes the guest CR3.
  * - MOV from CR3 exits only on processors whose CR3-store exiting cannot be turned off
  *   (no TRUE_ controls): the guest CR3 is returned.
+ * - MOV to CR4 exits when it would change an owned bit (VMXE; OSXSAVE with the system
+ *   exits): see movToCr4.
  * - MOV to/from CR8 exits (CR8-load/store exiting; "use TPR shadow" is 0): a virtual
  *   TPR is kept per CPU.
  */
+#include "lib/cpu.h"
 #include "vmx/exit.h"
 #include "vmx/insn.h"
 
@@ -35,6 +38,44 @@ static enum ExitAction movToCr0(struct PerCpu *Cpu, uint64_t Value) {
   return Action_Advance;
 }
 
+/* SDM Vol. 3A, "Control Registers": CR4 bits. */
+#define CR4_PSE (1ull << 4)
+#define CR4_PAE (1ull << 5)
+#define CR4_PGE (1ull << 7)
+#define CR4_PCIDE (1ull << 17)
+#define CR4_OSXSAVE (1ull << 18)
+#define CR4_SMEP (1ull << 20)
+#define CPUID1_ECX_XSAVE (1u << 26)
+
+/* MOV to CR4 with the system exits: it exits when it would change CR4.OSXSAVE (or
+   VMXE) relative to the shadow. The whole value is checked as the processor would (SDM
+   Vol. 2A, MOV (control registers): #GP(0) for a reserved bit, for clearing PAE in IA-32e
+   mode, for a feature the processor lacks), then becomes the guest's CR4 with VMXE kept
+   1 in the real register and 0 in the shadow. A change of a paging bit flushes the
+   guest's translations, as the instruction would have (SDM Vol. 3A, "Invalidation of TLBs
+   and Paging-Structure Caches"). */
+static enum ExitAction movToCr4(struct PerCpu *Cpu, uint64_t Value) {
+  uint64_t Mask = Cpu->Cr4Mask;
+  bool Xsave = (cpuid(1, 0).Ecx & CPUID1_ECX_XSAVE) != 0;
+  if ((Value & CR4_VMXE) || (Value & ~(Cpu->Cr4Fixed1 | CR4_VMXE)) || !(Value & CR4_PAE) ||
+      ((Value & CR4_OSXSAVE) && !Xsave))
+    return injectHardwareException(VECTOR_GP, 0);
+  uint64_t Old = vmread(Vmcs_GuestCr4);
+  uint64_t Real = ((Value & ~Mask) | (Old & Mask) | Cpu->Cr4Fixed0 | CR4_VMXE) & ~CR4_OSXSAVE;
+  Real |= Value & CR4_OSXSAVE;
+  Cpu->Cr4Shadow = (Cpu->Cr4Shadow & ~Mask) | (Value & Mask);
+  vmwrite(Vmcs_Cr4ReadShadow, Cpu->Cr4Shadow);
+  vmwrite(Vmcs_GuestCr4, Real);
+  if ((Real ^ Old) & (CR4_PSE | CR4_PAE | CR4_PGE | CR4_PCIDE | CR4_SMEP)) {
+    uint8_t Types = Cpu->InvvpidTypes;
+    if (Types & (1u << 1))
+      invvpid(1, (uint16_t)(Cpu->CpuNumber + 1), 0);
+    else if (Types & (1u << 2))
+      invvpid(2, 0, 0);
+  }
+  return Action_Advance;
+}
+
 enum ExitAction handleCrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   uint64_t Q = Cpu->Exit.Qualification;
   uint32_t Type = EXIT_QUAL(Q, cr_access, AccessType);
@@ -55,6 +96,8 @@ enum ExitAction handleCrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs) {
       /* The guest runs on the host's identity map, and so on any CR3 it loads. */
       vmwrite(Vmcs_GuestCr3, Value);
       return Action_Advance;
+    case 4:
+      return movToCr4(Cpu, Value);
     case 8:
       /* SDM Vol. 2A, MOV (control registers): bits 63:4 of CR8 are reserved. */
       if (Value & ~0xfull)

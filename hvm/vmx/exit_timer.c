@@ -44,6 +44,17 @@ enum ExitAction vcpuBlock(struct PerCpu *Cpu) {
   return Action_Advance;
 }
 
+enum ExitAction handleRdtsc(struct PerCpu *Cpu, struct GuestRegs *Regs) {
+  /* RDTSC exiting (hypercall 4): the guest reads what it would have read with TSC
+     offsetting (SDM Vol. 3C, "Time-Stamp Counter Offset and Multiplier"), here; EDX:EAX,
+     with the high halves of RAX and RDX cleared (SDM Vol. 2B, RDTSC). */
+  uint64_t Value = rdtsc() + Cpu->TscOffset;
+  TRACE_VMEXIT(1, Value);
+  Regs->Rax = (uint32_t)Value;
+  Regs->Rdx = Value >> 32;
+  return Action_Advance;
+}
+
 enum ExitAction handlePreemptionTimer(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   (void)Regs;
   /* The activity state the exit saved: 1 (HLT) when a blocked vCPU's timer fired, 0 when

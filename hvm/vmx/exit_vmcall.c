@@ -6,16 +6,23 @@
  *   0  print RBX (recorded in Cpu->Reported for the image to check); returns 0
  *   1  end the guest with status RBX
  *   2  set the vCPU's virtual timer: it fires RBX TSC cycles from now; returns the
- *      deadline (virtual TSC), or -1 when the VMX-preemption timer is not in use (HLT
- *      would then end the guest: exit_timer.c)
+ *      deadline as the guest's TSC reads it (the machine's virtual TSC plus the TSC
+ *      offset), or -1 when the VMX-preemption timer is not in use (HLT would then end
+ *      the guest: exit_timer.c)
+ *   3  yield the pcpu; returns 0 (with one vCPU per pcpu the same vCPU runs on)
+ *   4  RDTSC exiting on (RBX = 1) or off (RBX = 0): with it on, the core emulates
+ *      RDTSC (exit_timer.c); returns 0, or -1 without the system exits
  *   any other number returns -1 (all ones).
  */
 #include "vmx/exit.h"
+#include "vmx/insn.h"
 #include "vmx/tracebuf.h"
 
 #define HYPERCALL_PRINT 0
 #define HYPERCALL_EXIT 1
 #define HYPERCALL_SET_TIMER 2
+#define HYPERCALL_YIELD 3
+#define HYPERCALL_RDTSC_EXITING 4
 
 enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   uint64_t Number = Regs->Rax, Arg = Regs->Rbx;
@@ -37,8 +44,26 @@ enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
       return Action_Advance;
     }
     Cpu->TimerDeadline = rdtsc() + Arg;
-    Regs->Rax = Cpu->TimerDeadline;
+    Regs->Rax = Cpu->TimerDeadline + Cpu->TscOffset;
     return Action_Advance;
+  case HYPERCALL_YIELD:
+    Regs->Rax = 0;
+    return Action_Advance;
+  case HYPERCALL_RDTSC_EXITING: {
+    if (!Cpu->SystemExits) {
+      Regs->Rax = ~0ull;
+      return Action_Advance;
+    }
+    /* SDM Vol. 3C, "Primary Processor-Based VM-Execution Controls": RDTSC exiting,
+       bit 12, which every processor with VMX allows either way. */
+    uint64_t Proc = vmread(Vmcs_PrimaryProcessorBasedVmExecutionControls);
+    Cpu->RdtscExiting = Arg & 1;
+    Proc = Cpu->RdtscExiting ? Proc | VMX_CTL(Proc_RdtscExiting)
+                             : Proc & ~VMX_CTL(Proc_RdtscExiting);
+    vmwrite(Vmcs_PrimaryProcessorBasedVmExecutionControls, Proc);
+    Regs->Rax = 0;
+    return Action_Advance;
+  }
   default:
     Regs->Rax = ~0ull;
     return Action_Advance;

@@ -63,6 +63,21 @@ static inline enum VmxStatus vmwriteChecked(enum VmcsField Field, uint64_t Value
 
 /* For the exit path, where the current VMCS is known to be valid and every field read
    exists on every VMX processor: no status. */
+/* INVVPID (SDM Vol. 3C, "INVVPID—Invalidate Translations Based on VPID"): the descriptor
+   is the VPID in bits 15:0 and a linear address in bits 127:64; Type 0 individual
+   address, 1 single context, 2 all contexts, 3 single context retaining globals. */
+static inline enum VmxStatus invvpid(uint64_t Type, uint16_t Vpid, uint64_t Linear) {
+  struct {
+    uint64_t Vpid, Linear;
+  } Descriptor = {Vpid, Linear};
+  uint8_t Cf, Zf;
+  __asm__ volatile("invvpid %[D], %[T]"
+                   : "=@ccc"(Cf), "=@ccz"(Zf)
+                   : [D] "m"(Descriptor), [T] "r"(Type)
+                   : "memory");
+  return vmxStatus(Cf, Zf);
+}
+
 static inline uint64_t vmread(enum VmcsField Field) {
   uint64_t V;
   __asm__ volatile("vmread %[F], %[V]" : [V] "=r"(V) : [F] "r"((uint64_t)Field) : "cc");

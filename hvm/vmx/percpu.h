@@ -99,6 +99,25 @@ struct PerCpu {
   uint64_t GuestTpr; /* CR8, bits 3:0 */
   uint64_t Cr0Mask;  /* the CR0 guest/host mask in the VMCS */
   uint64_t Cr0Shadow;
+  uint64_t Cr4Mask; /* the CR4 guest/host mask in the VMCS */
+  uint64_t Cr4Shadow;
+  /* With the system exits (GuestSetup.SystemExits; exit_system.c, exit_dr.c): the
+     guest's IA32_PAT when the MSR bitmaps cannot pass it through, its XCR0, and its
+     debug registers (DR0-DR3 live in the processor's: the core itself never uses them). */
+  uint64_t GuestPat;
+  uint64_t GuestXcr0;
+  uint64_t GuestDr6, GuestDr7;
+  /* The guest's TSC is the processor's plus this (the VMCS TSC offset); with RdtscExiting
+     the core emulates RDTSC with the same offset (exit_timer.c, hypercall 4). */
+  uint64_t TscOffset;
+  uint8_t RdtscExiting;
+  uint8_t SystemExits;
+  /* IA32_PAT is switched by the VMCS (the PAT load/save controls), so GuestPat is in
+     the guest-state area, not here. */
+  uint8_t PatInVmcs;
+  /* INVVPID types the processor offers (IA32_VMX_EPT_VPID_CAP bits 40-43), 0 = none or
+     no VPID. */
+  uint8_t InvvpidTypes;
   /* Values the guest reported with hypercall 0, for the image to check. */
   uint64_t Reported[32];
   uint32_t ReportedCount;

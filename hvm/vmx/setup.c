@@ -53,6 +53,23 @@ static uint16_t readTr(void) {
 static void writeCr0(uint64_t V) { __asm__ volatile("mov %0, %%cr0" : : "r"(V) : "memory"); }
 static void writeCr4(uint64_t V) { __asm__ volatile("mov %0, %%cr4" : : "r"(V) : "memory"); }
 
+/* The MSR bitmaps of the system exits (SDM Vol. 3C, "MSR-Bitmap Address"): four 1 KiB
+   bitmaps (read low, read high, write low, write high MSRs), a set bit makes the access
+   exit. Every MSR exits except IA32_PAT, whose reads and writes the guest does itself
+   (the PAT load/save controls switch it). The same for every vCPU, so one page, filled
+   by whichever CPU sets up first (the same bytes each time). */
+static uint8_t MsrBitmaps[4096] __attribute__((aligned(4096)));
+
+static void msrBitmapsInit(void) {
+  memset(MsrBitmaps, 0xff, sizeof(MsrBitmaps));
+  MsrBitmaps[MSR_IA32_PAT / 8] &= (uint8_t)~(1u << (MSR_IA32_PAT % 8));
+  MsrBitmaps[2048 + MSR_IA32_PAT / 8] &= (uint8_t)~(1u << (MSR_IA32_PAT % 8));
+}
+
+/* SDM Vol. 2A, CPUID: CPUID.1:ECX.XSAVE[bit 26]; Vol. 3A, "Control Registers". */
+#define CPUID1_ECX_XSAVE (1u << 26)
+#define CR4_OSXSAVE (1ull << 18)
+
 /* The base of the 64-bit system descriptor Sel in the GDT at GdtBase (SDM Vol. 3A,
    "TSS Descriptor in 64-bit mode"). */
 static uint64_t systemDescriptorBase(uint64_t GdtBase, uint16_t Sel) {
@@ -173,6 +190,49 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   uint32_t WantProc = VMX_CTL(Proc_HltExiting) | VMX_CTL(Proc_UnconditionalIoExiting) |
                       VMX_CTL(Proc_Cr3LoadExiting) | VMX_CTL(Proc_Cr8LoadExiting) |
                       VMX_CTL(Proc_Cr8StoreExiting);
+  uint32_t WantExit = VMX_CTL(Exit_HostAddressSpaceSize);
+  uint32_t WantEntry = G->RealMode ? 0 : VMX_CTL(Entry_Ia32eModeGuest);
+  /* The system exits (GuestSetup.SystemExits): INVLPG, MOV DR and PAUSE exiting (SDM
+     Vol. 3C, "Primary Processor-Based VM-Execution Controls") and TSC offsetting, which
+     every processor with VMX has; MSR bitmaps and the PAT controls when offered (SDM
+     Vol. 3D, A.3.2, A.4, A.5: allowed-1 bits 28, 18/19 and 14). */
+  uint64_t ExitCap = rdmsr(True ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS);
+  uint64_t EntryCap = rdmsr(True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS);
+  uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
+  Cpu->SystemExits = G->SystemExits;
+  Cpu->PatInVmcs = 0;
+  Cpu->RdtscExiting = 0;
+  Cpu->TscOffset = 0;
+  if (G->SystemExits) {
+    WantProc |= VMX_CTL(Proc_InvlpgExiting) | VMX_CTL(Proc_MovDrExiting) |
+                VMX_CTL(Proc_PauseExiting) | VMX_CTL(Proc_UseTscOffsetting);
+    uint32_t PatExit = VMX_CTL(Exit_SaveIa32Pat) | VMX_CTL(Exit_LoadIa32PatOnExit);
+    uint32_t PatEntry = VMX_CTL(Entry_LoadIa32PatOnEntry);
+    if (((ExitCap >> 32) & PatExit) == PatExit && ((EntryCap >> 32) & PatEntry) == PatEntry) {
+      WantExit |= PatExit;
+      WantEntry |= PatEntry;
+      Cpu->PatInVmcs = 1;
+      if ((ProcCap >> 32) & VMX_CTL(Proc_UseMsrBitmaps)) {
+        WantProc |= VMX_CTL(Proc_UseMsrBitmaps);
+        msrBitmapsInit();
+        vmw(Vmcs_MsrBitmapsAddress, (uint64_t)(uintptr_t)MsrBitmaps);
+      }
+    }
+    /* The host's IA32_PAT, which the guest starts with (in the VMCS or emulated). */
+    Cpu->GuestPat = rdmsr(MSR_IA32_PAT);
+    if (Cpu->PatInVmcs) {
+      vmw(Vmcs_GuestIa32Pat, Cpu->GuestPat);
+      vmw(Vmcs_HostIa32Pat, Cpu->GuestPat);
+    }
+    /* XSETBV is emulated by executing it here, in VMX root operation (the processor
+       does not switch XCR0 at VM entry or exit), which needs CR4.OSXSAVE (SDM Vol. 2C,
+       XSETBV: #UD otherwise). The guest's own CR4.OSXSAVE is separate (owned; exit_cr.c). */
+    if (cpuid(1, 0).Ecx & CPUID1_ECX_XSAVE)
+      writeCr4(readCr4() | CR4_OSXSAVE);
+    Cpu->GuestXcr0 = 1; /* x87 only: XCR0 at reset (SDM Vol. 1, "XSAVE-Supported Features") */
+    Cpu->GuestDr6 = 0xffff0ff0;
+    Cpu->GuestDr7 = 0x400;
+  }
   /* The VMX-preemption timer, for time slices and to wake a vCPU blocked in HLT, when
      the processor offers it (SDM Vol. 3C, "VMX-Preemption Timer"; Vol. 3D, A.3.1:
      allowed-1 bit 6 of the pin-based capability MSR). */
@@ -198,10 +258,10 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
       /* A 64-bit host needs "host address-space size" (SDM Vol. 3C, "Checks on
          VM-Exit Control Fields" and "Checks Related to Address-Space Size"). */
       !adjustControls("VM-exit", True ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS,
-                      VMX_CTL(Exit_HostAddressSpaceSize), &Exit) ||
+                      WantExit, &Exit) ||
       !adjustControls("VM-entry",
                       True ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
-                      G->RealMode ? 0 : VMX_CTL(Entry_Ia32eModeGuest), &Entry))
+                      WantEntry, &Entry))
     return false;
   /* Tag the guest's translations with a VPID when the processor can, as production
      hypervisors do, so VM entries and exits need not flush the TLB (SDM Vol. 3C,
@@ -209,15 +269,22 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
      the host's). EPT when the image asks for it and the processor offers it (SDM
      Vol. 3C, "The Extended Page Table Mechanism (EPT)"). "Unrestricted guest" only for
      a guest that starts in real mode (GuestSetup.RealMode). */
-  uint64_t ProcCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
   bool Unrestricted = false;
+  Cpu->InvvpidTypes = 0;
   if ((ProcCap >> 32) & VMX_CTL(Proc_ActivateSecondaryControls)) {
     uint64_t Proc2Cap = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
     uint32_t Proc2 = 0;
     if ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableVpid)) {
       Proc2 |= VMX_CTL(Proc2_EnableVpid);
       vmw(Vmcs_VirtualProcessorIdentifier, Cpu->CpuNumber + 1);
+      /* SDM Vol. 3D, A.10: IA32_VMX_EPT_VPID_CAP bit 32 INVVPID, bits 40-43 its types. */
+      uint64_t EptVpidCap = rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+      if (EptVpidCap & (1ull << 32))
+        Cpu->InvvpidTypes = (uint8_t)((EptVpidCap >> 40) & 0xf);
     }
+    /* WBINVD exiting (secondary bit 6) with the system exits, when offered. */
+    if (G->SystemExits && ((Proc2Cap >> 32) & VMX_CTL(Proc2_WbinvdExiting)))
+      Proc2 |= VMX_CTL(Proc2_WbinvdExiting);
     if (G->Eptp && ((Proc2Cap >> 32) & VMX_CTL(Proc2_EnableEpt))) {
       Proc2 |= VMX_CTL(Proc2_EnableEpt);
       vmw(Vmcs_EptPointer, G->Eptp);
@@ -254,7 +321,13 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   vmw(Vmcs_VmEntryInterruptionInformation, 0);
   vmw(Vmcs_VmEntryExceptionErrorCode, 0);
   vmw(Vmcs_VmEntryInstructionLength, 0);
-  vmw(Vmcs_TscOffset, 0);
+  if (G->SystemExits) {
+    /* SDM Vol. 3C, "Time-Stamp Counter Offset and Multiplier": the guest reads TSC +
+       offset; the offset makes its TSC 0 here, at its setup (Xen gives a new domain's
+       TSC the same start). */
+    Cpu->TscOffset = 0 - rdtsc();
+  }
+  vmw(Vmcs_TscOffset, Cpu->TscOffset);
   return true;
 }
 
@@ -305,7 +378,8 @@ static void setupRealModeState(struct PerCpu *Cpu, const struct GuestSetup *G) {
   vmw(Vmcs_GuestCr4, Cr4);
   Cpu->Cr0Shadow = Cr0;
   vmw(Vmcs_Cr0ReadShadow, Cr0);
-  vmw(Vmcs_Cr4ReadShadow, Cr4 & ~CR4_VMXE);
+  Cpu->Cr4Shadow = Cr4 & ~CR4_VMXE;
+  vmw(Vmcs_Cr4ReadShadow, Cpu->Cr4Shadow);
   guestSegment(&GuestCs, 0, G->RealCsBase, 0xffff, 0x9b);
   guestSegment(&GuestSs, 0, 0, 0xffff, 0x93);
   guestSegment(&GuestDs, 0, 0, 0xffff, 0x93);
@@ -340,9 +414,17 @@ static void setupGuestState(struct PerCpu *Cpu, const struct GuestSetup *G) {
   Cpu->Cr0Shadow = Cr0;
   vmw(Vmcs_Cr0GuestHostMask, Cpu->Cr0Mask);
   vmw(Vmcs_Cr0ReadShadow, Cpu->Cr0Shadow);
-  /* CR4.VMXE is ours: the guest reads 0 (it has no VMX: CPUID says so too). */
-  vmw(Vmcs_Cr4GuestHostMask, CR4_VMXE);
-  vmw(Vmcs_Cr4ReadShadow, Cr4 & ~CR4_VMXE);
+  /* CR4.VMXE is ours: the guest reads 0 (it has no VMX: CPUID says so too). With the
+     system exits CR4.OSXSAVE is ours too: the guest starts with it clear, in the real
+     CR4 as in the shadow (the host's is set for XSETBV), and setting it exits. */
+  Cpu->Cr4Mask = CR4_VMXE | (G->SystemExits ? CR4_OSXSAVE : 0);
+  if (G->SystemExits) {
+    Cr4 &= ~CR4_OSXSAVE;
+    vmw(Vmcs_GuestCr4, Cr4);
+  }
+  Cpu->Cr4Shadow = Cr4 & ~CR4_VMXE;
+  vmw(Vmcs_Cr4GuestHostMask, Cpu->Cr4Mask);
+  vmw(Vmcs_Cr4ReadShadow, Cpu->Cr4Shadow);
   vmw(Vmcs_GuestDr7, 0x400);
   vmw(Vmcs_GuestRsp, G->Rsp);
   vmw(Vmcs_GuestRip, G->Rip);

@@ -127,7 +127,23 @@ static void handlerRecord(struct PerCpu *Cpu) {
     put(Cpu, XT_EV_Npf, W, 6);
     break;
   }
+  case Reason_Invlpg:
+    /* Xen's INVLPG64: 0 (INVLPG, not SVM's INVLPGA) and the address (slot 1). */
+    put64(Cpu, XT_EV_Invlpg64, 0, T[1]);
+    break;
+  case Reason_Rdtsc: {
+    /* Xen's RDTSC (written when it emulates the TSC): the value returned (slot 1). */
+    uint32_t W[2] = {(uint32_t)T[1], (uint32_t)(T[1] >> 32)};
+    put(Cpu, XT_EV_Rdtsc, W, 2);
+    break;
+  }
+  case Reason_MovDr:
+    /* Xen writes DR_WRITE, with no payload, for every MOV DR exit. */
+    put(Cpu, XT_EV_DrWrite, 0, 0);
+    break;
   default:
+    /* PAUSE, WBINVD and XSETBV exits have no handler record, as in Xen (format doc,
+       section 7). */
     break;
   }
 }

@@ -47,6 +47,12 @@ struct GuestSetup {
   /// and the 64-bit state are not used then.
   bool RealMode;
   uint64_t RealCsBase;
+  /// The system exits (README.md, "Exit handling"): INVLPG, MOV DR, PAUSE and WBINVD
+  /// exiting, CR4.OSXSAVE owned (so XSETBV is meaningful), MSR bitmaps that pass
+  /// IA32_PAT through when the processor offers them (with the PAT load/save controls),
+  /// TSC offsetting (the guest's TSC starts at 0 at its launch), and RDTSC exiting on
+  /// request (hypercall 4). Off, the VMCS is what it was before these families existed.
+  bool SystemExits;
 };
 
 /// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts

@@ -19,7 +19,11 @@
 #define MSR_IA32_TSC_AUX 0xc0000103u
 #define HYPERCALL_EXIT 1
 #define HYPERCALL_SET_TIMER 2
+#define HYPERCALL_YIELD 3
+#define HYPERCALL_RDTSC_EXITING 4
 #define CR0_CD (1ull << 30)
+#define CR4_OSXSAVE (1ull << 18)
+#define MSR_IA32_PAT 0x277u
 
 static inline uint64_t hypercall(uint64_t Number, uint64_t Arg) {
   uint64_t R;
@@ -188,6 +192,91 @@ static int scenarioMmio(uint64_t Vcpu) {
   return Bad;
 }
 
+static inline uint64_t grdmsr(uint32_t Msr) {
+  uint32_t Lo, Hi;
+  __asm__ volatile("rdmsr" : "=a"(Lo), "=d"(Hi) : "c"(Msr));
+  return ((uint64_t)Hi << 32) | Lo;
+}
+
+static inline void gwrmsr(uint32_t Msr, uint64_t V) {
+  __asm__ volatile("wrmsr" : : "c"(Msr), "a"((uint32_t)V), "d"((uint32_t)(V >> 32)));
+}
+
+/* system (with the system exits, README.md):
+   - INVLPG of a mapped and of an unmapped address: 2 exits (14);
+   - DR0 written and read back, DR7 read (0x400), DR6 written with BS and read back
+     (0xffff4ff0): 5 exits (29);
+   - IA32_PAT written, read back and restored: no exit when the MSR bitmaps pass it
+     through (the processor has them and the PAT controls), 3 exits (32, 31, 32) else;
+   - when CPUID.1 (1 exit) says XSAVE: CR4.OSXSAVE set (1 exit, 28), seen in CR4's shadow
+     and in CPUID.1:ECX.OSXSAVE (1 exit), XSETBV of XCR0 = x87|SSE (1 exit, 55), read back
+     with XGETBV (no exit), XSETBV of 0 (1 exit, #GP(0) injected and handled by traps.S),
+     CR4.OSXSAVE cleared (1 exit);
+   - WBINVD (1 exit, 54), PAUSE twice (2 exits, 40);
+   - RDTSC exiting on (hypercall 4: 1 exit), RDTSC twice (2 exits, 16), off again (1
+     exit), RDTSC (no exit): the three values increase;
+   - yield (hypercall 3: 1 exit).
+   21 exits with XSAVE and MSR bitmaps. */
+static int scenarioSystem(uint64_t Vcpu) {
+  volatile uint64_t Probe = Vcpu; /* on this vCPU's stack */
+  int Bad = 0;
+  __asm__ volatile("invlpg (%0)" : : "r"(&Probe) : "memory");
+  __asm__ volatile("invlpg (%0)" : : "r"(HV_UNMAPPED) : "memory");
+  Bad |= Probe != Vcpu;
+
+  uint64_t Dr0 = 0x1000 + Vcpu * 8, Seen;
+  __asm__ volatile("mov %0, %%dr0" : : "r"(Dr0));
+  __asm__ volatile("mov %%dr0, %0" : "=r"(Seen));
+  Bad |= Seen != Dr0;
+  __asm__ volatile("mov %%dr7, %0" : "=r"(Seen));
+  Bad |= Seen != 0x400;
+  __asm__ volatile("mov %0, %%dr6" : : "r"(0x4000ull));
+  __asm__ volatile("mov %%dr6, %0" : "=r"(Seen));
+  Bad |= Seen != 0xffff4ff0ull;
+
+  /* Entry 2 of the PAT made write-combining (1), then the old value back. */
+  uint64_t Pat = 0x0007010600070406ull;
+  gwrmsr(MSR_IA32_PAT, Pat);
+  Bad |= grdmsr(MSR_IA32_PAT) != Pat;
+  gwrmsr(MSR_IA32_PAT, 0x0007040600070406ull);
+
+  uint32_t A, B, C, D;
+  gcpuid(1, &A, &B, &C, &D);
+  if (C & (1u << 26)) {
+    uint64_t Cr4;
+    __asm__ volatile("mov %%cr4, %0" : "=r"(Cr4));
+    __asm__ volatile("mov %0, %%cr4" : : "r"(Cr4 | CR4_OSXSAVE));
+    __asm__ volatile("mov %%cr4, %0" : "=r"(Seen));
+    Bad |= !(Seen & CR4_OSXSAVE);
+    gcpuid(1, &A, &B, &C, &D);
+    Bad |= !(C & (1u << 27));
+    __asm__ volatile("xsetbv" : : "c"(0), "a"(3), "d"(0));
+    uint32_t Lo, Hi;
+    __asm__ volatile("xgetbv" : "=a"(Lo), "=d"(Hi) : "c"(0));
+    Bad |= Lo != 3 || Hi != 0;
+    register uint64_t Count __asm__("r14") = 0;
+    register uint64_t Error __asm__("r13") = ~0ull;
+    __asm__ volatile("leaq 1f(%%rip), %%r15\n\txsetbv\n1:"
+                     : "+r"(Count), "+r"(Error)
+                     : "c"(0), "a"(0), "d"(0)
+                     : "r15", "memory");
+    Bad |= Count != 1 || Error != 0;
+    __asm__ volatile("mov %0, %%cr4" : : "r"(Cr4 & ~CR4_OSXSAVE));
+  }
+
+  __asm__ volatile("wbinvd" : : : "memory");
+  __asm__ volatile("pause");
+  __asm__ volatile("pause");
+
+  Bad |= hypercall(HYPERCALL_RDTSC_EXITING, 1) != 0;
+  uint64_t T0 = grdtsc(), T1 = grdtsc();
+  Bad |= hypercall(HYPERCALL_RDTSC_EXITING, 0) != 0;
+  uint64_t T2 = grdtsc();
+  Bad |= !(T0 < T1 && T1 < T2);
+  Bad |= hypercall(HYPERCALL_YIELD, 0) != 0;
+  return Bad;
+}
+
 /* triple-fault: an IDT with limit 0, then UD2: #UD cannot be delivered (#GP), nor can
    the #GP (#DF), nor the #DF: a triple fault (SDM Vol. 3A, "Interrupt 8—Double Fault
    Exception"), which exits (reason 2). The exception bitmap is 0 in this scenario, so
@@ -220,6 +309,8 @@ void hvGuest(uint64_t Mask, uint64_t Vcpu) {
     Status |= HV_SC_EXCEPTIONS;
   if ((Mask & HV_SC_MMIO) && scenarioMmio(Vcpu))
     Status |= HV_SC_MMIO;
+  if ((Mask & HV_SC_SYSTEM) && scenarioSystem(Vcpu))
+    Status |= HV_SC_SYSTEM;
   hypercall(HYPERCALL_EXIT, Status);
   for (;;)
     __asm__ volatile("hlt");

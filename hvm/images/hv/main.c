@@ -30,7 +30,8 @@ static const struct {
 } Scenarios[] = {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
-    {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"mixed", HV_SC_ALL},
+    {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"system", HV_SC_SYSTEM},
+    {"mixed", HV_SC_ALL},
     {"realmode", HV_SC_REALMODE},      {"triple-fault", HV_SC_TRIPLE_FAULT},
 };
 
@@ -87,6 +88,7 @@ static void runVcpu(uint32_t N) {
       .ExceptionBitmap = Mask == HV_SC_TRIPLE_FAULT ? 0 : HV_EXCEPTION_BITMAP,
       .RealMode = Mask == HV_SC_REALMODE,
       .RealCsBase = (uint64_t)(uintptr_t)hvRealModeGuest,
+      .SystemExits = Mask != HV_SC_REALMODE,
   };
   if (Guest.RealMode)
     Guest.Rip = Guest.RipBase = Guest.RealCsBase;
@@ -155,7 +157,7 @@ static void parseCommandLine(const char *Cmdline) {
       return;
     }
   printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-         "mmio, mixed, realmode or triple-fault)\n",
+         "mmio, system, mixed, realmode or triple-fault)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }
