@@ -58,7 +58,7 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kRdmsrReason = 31, kWrmsrReason = 32, kEptViolationReason = 48,
                    kEptMisconfigReason = 49, kPreemptionTimerReason = 52,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
-                   kXsetbvReason = 55;
+                   kXsetbvReason = 55, kExternalInterruptReason = 1;
 constexpr unsigned kSlots = 5;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
@@ -168,6 +168,7 @@ private:
       LastExit.resize(N + 1);
       Held.resize(N + 1);
       Window.resize(N + 1);
+      Promised.resize(N + 1, -1);
       for (size_t I = Old; I < Cpus.size(); ++I)
         Cpus[I].Cpu = uint16_t(I);
     }
@@ -549,6 +550,10 @@ private:
       // The exit qualification is INVLPG's linear-address operand.
       S[1] = Q;
       return true;
+    case kExternalInterruptReason:
+      // "Acknowledge interrupt on exit": the vector in the exit's interruption information.
+      S[1] = X.IntrInfo & 0xff;
+      return true;
     case kRdtscReason:
       // The value the guest got: EDX:EAX at the entry that follows.
       if (!gpr(Entry, 0, A) || !gpr(Entry, 2, B))
@@ -649,6 +654,10 @@ private:
       Event = (X.Reason & 0xffff) == kRdmsrReason ? XT_EV_MsrRead : XT_EV_MsrWrite;
       W = {uint32_t(S[1]), uint32_t(S[2]), uint32_t(S[3])};
       return true;
+    case kExternalInterruptReason:
+      Event = XT_EV_Intr;
+      W = {uint32_t(S[1])};
+      return true;
     case kInvlpgReason:
       Event = XT_EV_Invlpg64;
       W = {0, uint32_t(S[1]), uint32_t(S[1] >> 32)}; // 0: INVLPG, not INVLPGA
@@ -664,6 +673,28 @@ private:
       // PAUSE, WBINVD and XSETBV have none (format doc, section 7), nor has any reason
       // this core does not handle.
       return false;
+    }
+  }
+
+  /// The record the hypervisor writes for the event the entry injects (hvm/vmx/README.md,
+  /// as Xen's vmx_intr_assist and vmx_inject_event): INJ_VIRQ {vector, 0} for an external
+  /// interrupt, none for an NMI, INJ_EXC {vector, error code or 0} for the rest; false
+  /// when it writes none.
+  static bool injectionRecord(const GtEvent *Entry, uint32_t &Event, std::vector<uint32_t> &W) {
+    if (!Entry || !(Entry->InjInfo & kIntrValid))
+      return false;
+    const uint32_t Type = (Entry->InjInfo >> 8) & 7, Vector = Entry->InjInfo & 0xff;
+    switch (Type) {
+    case 0: // external interrupt
+      Event = XT_EV_InjVirq;
+      W = {Vector, 0};
+      return true;
+    case 2: // NMI
+      return false;
+    default:
+      Event = XT_EV_InjExc;
+      W = {Vector, (Entry->InjInfo & kIntrErrorCode) ? Entry->InjErr : 0};
+      return true;
     }
   }
 
@@ -697,11 +728,14 @@ private:
     if (Window[R.Cpu].Handler != Records)
       return fail(versus(R, X, fmt::format("{}: {} handler record(s), the exit calls for {}",
                                            Nth, Window[R.Cpu].Handler, Records)));
-    const bool Inject = Entry && (Entry->InjInfo & kIntrValid);
+    uint32_t InjEvent = 0;
+    std::vector<uint32_t> InjWords;
+    const bool Inject = injectionRecord(Entry, InjEvent, InjWords);
     if (Window[R.Cpu].Inj != Inject)
       return fail(versus(R, X, Nth + (Inject ? ": the entry injects an event and no INJ_EXC "
-                                               "says so"
-                                             : ": INJ_EXC, and the entry injects nothing")));
+                                               "or INJ_VIRQ says so"
+                                             : ": INJ_EXC or INJ_VIRQ, and the entry injects "
+                                               "no such event")));
   }
 
   /// After a VM entry record's RDTSC: the stores up to the entry must reset every slot.
@@ -825,6 +859,10 @@ private:
       if (!LastExit[R.Cpu].IsExit)
         return fail(fmt::format("cpu{}: {} at offset {:#x} ends no exit", R.Cpu,
                                 formatRecord(R, 0), R.Offset));
+      if (Promised[R.Cpu] >= 0)
+        return fail(fmt::format("cpu{}: {} at offset {:#x}: the interrupt (vector {:#x}) an "
+                                "INTR_WINDOW said was waiting was never injected",
+                                R.Cpu, formatRecord(R, 0), R.Offset, Promised[R.Cpu]));
       closeWindow(R, nullptr);
       LastExit[R.Cpu] = GtEvent{};
       Window[R.Cpu] = {};
@@ -898,15 +936,46 @@ private:
     uint32_t Event = 0;
     std::vector<uint32_t> W;
     std::string Why;
-    if (R.Event == XT_EV_InjExc) {
-      if (!Entry || !(Entry->InjInfo & kIntrValid) || Window[R.Cpu].Inj)
-        return fail(versus(R, X, Nth + ": INJ_EXC, and the entry injects no such event"));
-      Event = XT_EV_InjExc;
-      W = {Entry->InjInfo & 0xff, (Entry->InjInfo & kIntrErrorCode) ? Entry->InjErr : 0};
+    if (R.Event == XT_EV_InjExc || R.Event == XT_EV_InjVirq) {
+      if (!injectionRecord(Entry, Event, W) || Window[R.Cpu].Inj)
+        return fail(versus(R, X, Nth + ": " + findEvent(R.Event)->Name +
+                                     ", and the entry injects no such event"));
       Window[R.Cpu].Inj = true;
+      // The interrupt an earlier INTR_WINDOW said was waiting is the one injected now.
+      if (Event == XT_EV_InjVirq && Promised[R.Cpu] >= 0) {
+        if (W[0] != uint32_t(Promised[R.Cpu]))
+          return fail(versus(R, X, fmt::format("{}: INJ_VIRQ of vector {:#x}; INTR_WINDOW "
+                                               "said vector {:#x} was waiting",
+                                               Nth, W[0], Promised[R.Cpu])));
+        Promised[R.Cpu] = -1;
+      }
+    } else if (R.Event == XT_EV_IntrWindow) {
+      // Written when the hypervisor opens the interrupt window: the pending vector and its
+      // source are its own (trace/check.h); the third word is the event the entry injects
+      // instead, or all ones. It comes before the injection record, once, and never when
+      // the entry injects an external interrupt (that would have been the one waiting).
+      const bool Injects = Entry && (Entry->InjInfo & kIntrValid);
+      if (Window[R.Cpu].IntrWindow || Window[R.Cpu].Inj ||
+          (Injects && ((Entry->InjInfo >> 8) & 7) == 0))
+        return fail(versus(R, X, Nth + ": INTR_WINDOW where the interrupt window cannot be "
+                                       "waiting"));
+      Window[R.Cpu].IntrWindow = true;
+      Event = XT_EV_IntrWindow;
+      // The vector waiting must be the next external interrupt the CPU's entries inject
+      // (checked there, and at the guest's end: none may be left waiting); a vector
+      // already waiting must not change. The source is free (kFreeFields).
+      const uint32_t Vector = R.NumWords > 0 ? R.Words[0] : 0;
+      if (Vector > 0xff || (Promised[R.Cpu] >= 0 && Vector != uint32_t(Promised[R.Cpu])))
+        return fail(versus(R, X, fmt::format("{}: INTR_WINDOW for vector {:#x}, and vector "
+                                             "{:#x} is waiting",
+                                             Nth, Vector, Promised[R.Cpu])));
+      Promised[R.Cpu] = int(Vector);
+      W = {Vector, R.NumWords > 1 ? R.Words[1] : 0,
+           Injects ? (Entry->InjInfo & 0xff) : ~0u};
     } else {
-      if (Window[R.Cpu].Handler || Window[R.Cpu].Inj)
-        return fail(versus(R, X, Nth + ": a second handler record, or one after INJ_EXC"));
+      if (Window[R.Cpu].Handler || Window[R.Cpu].Inj || Window[R.Cpu].IntrWindow)
+        return fail(versus(R, X, Nth + ": a second handler record, or one after INTR_WINDOW, "
+                                       "INJ_EXC or INJ_VIRQ"));
       ++Window[R.Cpu].Handler;
       if (!expectedHandlerRecord(X, Entry, S, Event, W, Why))
         return fail(versus(R, X, Nth + ": the exit calls for no handler record"));
@@ -1091,7 +1160,10 @@ private:
   struct WindowState {
     unsigned Handler = 0;
     bool Inj = false;
+    bool IntrWindow = false;
   };
+  /// Per CPU, the vector the last INTR_WINDOW said was waiting, -1 when none is.
+  std::vector<int> Promised;
 
   TraceReader &Hv, &Gt;
   CheckResult Res;
@@ -1124,6 +1196,10 @@ constexpr FreeField kFreeFields[] = {
      "xen-3.0: the 32 bits after the event id (bytes 12-15 of Xen 3.0.3's struct t_rec "
      "on a 64-bit hypervisor: padding the compiler puts there to align data[0]). Xen "
      "never wrote them, so they hold whatever the ring held; the reader skips them"},
+    {false, XT_EV_IntrWindow, 8, 4,
+     "INTR_WINDOW's second word, the interrupt source: the hypervisor's own classification "
+     "of where the waiting interrupt comes from (Xen's enum hvm_intsrc); no architectural "
+     "state names it (the untimed record's words start at byte 4)"},
 };
 
 } // namespace

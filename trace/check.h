@@ -61,14 +61,23 @@
 //   qualification; EPT violation: the guest-physical address (GT_VMEXIT_ADDR) and the
 //   qualification, with slots 2 and 3 (host frame or MMIO data, p2m type) the
 //   hypervisor's own choice; EPT misconfiguration: the guest-physical address;
-//   VMX-preemption timer: the guest's activity state the exit saved (GT_ACTIVITY). A
-//   slot the handler does not fill holds the reset value.
+//   VMX-preemption timer: the guest's activity state the exit saved (GT_ACTIVITY);
+//   external interrupt: the vector (GT_VMEXIT_EVENT); INVLPG: the qualification;
+//   RDTSC: EDX:EAX at the entry; MOV DR: DR number, direction, register, qualification;
+//   XSETBV: ECX, EAX, EDX at the exit, 13 in slot 4 with #GP. A slot the handler does
+//   not fill holds the reset value.
 // - Modern flavour: exactly one handler record per exit that calls for one, untimed, with
 //   the event id the reason and direction give (IOPORT_READ/WRITE by slot 2, CR_READ64 /
 //   CR_WRITE64 / CLTS / LMSW64 by slot 1, PF_XEN64 or TRAP by the vector, CPUID, HLT,
-//   VMMCALL, MSR_READ/WRITE, NPF for an EPT violation) and every word equal to the slot it comes from, or to the
+//   VMMCALL, MSR_READ/WRITE, NPF for an EPT violation, INTR for an external interrupt,
+//   INVLPG64, RDTSC, DR_WRITE; none for PAUSE, WBINVD, XSETBV and the interrupt and NMI
+//   windows) and every word equal to the slot it comes from, or to the
 //   guest register it comes from (CPUID's EAX..EDX and a CR's value: at the entry);
-//   INJ_EXC exactly when the entry injects, with its vector and error code.
+//   INJ_VIRQ {vector, 0} exactly when the entry injects an external interrupt, INJ_EXC
+//   {vector, error code} exactly when it injects an exception, nothing for an NMI (as
+//   Xen). At most one INTR_WINDOW before them, never when the entry injects an external
+//   interrupt; its third word is the vector the entry injects or all ones, its first two
+//   (the vector waiting and its source) are the hypervisor's own.
 // - xen-3.0 flavour: each TRC_VMX_VMENTRY's five items equal the slots at its RDTSC (the
 //   launch's: the boot value 0).
 // - After each entry record, the stores up to the VM entry reset every slot (0 modern,

@@ -85,6 +85,7 @@ enum ArchMsr {
    used here: vector 7:0, type 10:8, deliver/valid error code 11, valid 31). */
 #define INTR_INFO_VECTOR(V) ((V) & 0xff)
 #define INTR_INFO_TYPE(V) (((V) >> 8) & 7)
+#define INTR_INFO_TYPE_EXTERNAL (0u << 8)
 #define INTR_INFO_TYPE_NMI (2u << 8)
 #define INTR_INFO_TYPE_HW_EXCEPTION (3u << 8)
 #define INTR_INFO_TYPE_SW_EXCEPTION (6u << 8)
@@ -114,6 +115,15 @@ enum CrAccessType { CrAccess_MovToCr = 0, CrAccess_MovFromCr = 1, CrAccess_Clts 
 
 /* The exception vectors the hypervisor injects (SDM Vol. 3A, "Exception and Interrupt
    Reference"). */
+#define VECTOR_NMI 2
 #define VECTOR_GP 13
+
+/* SDM Vol. 1, "EFLAGS Register": IF. */
+#define RFLAGS_IF (1ull << 9)
+/* SDM Vol. 3C, Table "Format of Interruptibility State": blocking by STI, by MOV SS,
+   by NMI. */
+#define INTERRUPTIBILITY_STI (1u << 0)
+#define INTERRUPTIBILITY_MOV_SS (1u << 1)
+#define INTERRUPTIBILITY_NMI (1u << 3)
 
 #endif

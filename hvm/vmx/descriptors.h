@@ -42,7 +42,7 @@ _Static_assert(sizeof(struct Tss64) == 104, "64-bit TSS is 104 bytes");
 struct DescriptorTables {
   uint64_t Gdt[GDT_ENTRIES] __attribute__((aligned(16)));
   struct Tss64 Tss __attribute__((aligned(16)));
-  struct IdtGate64 Idt[32] __attribute__((aligned(16)));
+  struct IdtGate64 Idt[64] __attribute__((aligned(16)));
 };
 
 /// Fills T->Gdt (null, code64, data, available 64-bit TSS for T->Tss) and T->Tss.

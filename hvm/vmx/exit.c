@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 
+#include "lib/cpu.h"
 #include "lib/exit.h"
 #include "lib/printf.h"
 #include "lib/spinlock.h"
@@ -34,6 +35,9 @@ static const ExitFamilyFn ExitFamilies[Reason_Count] = {
     [Reason_Pause] = handlePause,
     [Reason_WbinvdOrWbnoinvd] = handleWbinvd,
     [Reason_Xsetbv] = handleXsetbv,
+    [Reason_ExternalInterrupt] = handleExternalInterrupt,
+    [Reason_InterruptWindow] = handleInterruptWindow,
+    [Reason_NmiWindow] = handleNmiWindow,
 };
 
 uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {
@@ -121,6 +125,11 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
   case Action_Resume:
     break;
   case Action_GuestDone:
+    /* The guest's virtual timer must not fire into the next guest or VMXOFF. */
+    if (Cpu->VirqsLeft) {
+      wrmsr(MSR_IA32_TSC_DEADLINE, 0);
+      Cpu->VirqsLeft = 0;
+    }
     if (Xen30)
       vmxTrace30GuestEnd(Cpu);
     else
@@ -136,6 +145,8 @@ static inline __attribute__((always_inline)) void handleExit(struct GuestRegs *R
     printf("vmx: stopping at exit %lu\n", Cpu->ExitCount);
     hvmExit(HVM_EXIT_FAILURE);
   }
+  if (Cpu->SystemExits)
+    vmxIntrAssist(Cpu);
   if (Xen30)
     vmxTrace30Vmentry(Cpu);
   else

@@ -1,7 +1,8 @@
 /* The exit handler's internal interface: what each exit family returns, and the helpers
  * the families share. One file per family (STYLE 2.7): exit_exception.c, exit_cpuid.c,
  * exit_io.c, exit_msr.c, exit_cr.c, exit_dr.c, exit_vmcall.c, exit_timer.c, exit_ept.c,
- * exit_system.c (INVLPG, WBINVD, PAUSE, XSETBV), exit_fail.c.
+ * exit_system.c (INVLPG, WBINVD, PAUSE, XSETBV), exit_intr.c (external interrupts, the
+ * interrupt and NMI windows), exit_fail.c.
  */
 #ifndef HVM_VMX_EXIT_H
 #define HVM_VMX_EXIT_H
@@ -47,6 +48,23 @@ enum ExitAction handleDrAccess(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handlePause(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleWbinvd(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleXsetbv(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleExternalInterrupt(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleInterruptWindow(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleNmiWindow(struct PerCpu *Cpu, struct GuestRegs *Regs);
+
+/// The host's local APIC timer vector, and the guest's virtual timer interrupt
+/// (exit_intr.c).
+#define HV_HOST_TIMER_VECTOR 0xf0
+#define HV_GUEST_TIMER_VECTOR 0x30
+
+/// Hypercall 5: the guest's virtual timer fires Arg[63:32] times, Arg[31:0] TSC cycles
+/// apart (Action_Stop when already armed, or without the system exits).
+enum ExitAction vmxStartVirqs(struct PerCpu *Cpu, uint64_t Arg);
+/// Hypercall 6: one virtual NMI for the guest, through the NMI window.
+enum ExitAction vmxQueueNmi(struct PerCpu *Cpu);
+/// Before every VM entry: injects a pending virtual interrupt or NMI the guest can take
+/// now, or opens the window for it (exit_intr.c).
+void vmxIntrAssist(struct PerCpu *Cpu);
 /// For an exit reason with bit 31 set (VM-entry failure); not in the dispatch table.
 enum ExitAction handleEntryFailure(struct PerCpu *Cpu, struct GuestRegs *Regs);
 

@@ -12,6 +12,10 @@
  *   3  yield the pcpu; returns 0 (with one vCPU per pcpu the same vCPU runs on)
  *   4  RDTSC exiting on (RBX = 1) or off (RBX = 0): with it on, the core emulates
  *      RDTSC (exit_timer.c); returns 0, or -1 without the system exits
+ *   5  the guest's virtual timer interrupt (vector 0x30) fires RBX[63:32] times,
+ *      RBX[31:0] TSC cycles apart (exit_intr.c); returns 0; stops the image if already
+ *      armed or without the system exits
+ *   6  one virtual NMI, through the NMI window (exit_intr.c); returns 0
  *   any other number returns -1 (all ones).
  */
 #include "vmx/exit.h"
@@ -23,6 +27,8 @@
 #define HYPERCALL_SET_TIMER 2
 #define HYPERCALL_YIELD 3
 #define HYPERCALL_RDTSC_EXITING 4
+#define HYPERCALL_START_VIRQS 5
+#define HYPERCALL_NMI 6
 
 enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   uint64_t Number = Regs->Rax, Arg = Regs->Rbx;
@@ -64,6 +70,21 @@ enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
     Regs->Rax = 0;
     return Action_Advance;
   }
+  case HYPERCALL_START_VIRQS:
+    Regs->Rax = 0;
+    if (vmxStartVirqs(Cpu, Arg) == Action_Stop) {
+      exitNote(Cpu, "hypercall 5 (0x%lx): the virtual timer is armed already, or there "
+                    "are no system exits", Arg);
+      return Action_Stop;
+    }
+    return Action_Advance;
+  case HYPERCALL_NMI:
+    Regs->Rax = 0;
+    if (vmxQueueNmi(Cpu) == Action_Stop) {
+      exitNote(Cpu, "hypercall 6: no system exits");
+      return Action_Stop;
+    }
+    return Action_Advance;
   default:
     Regs->Rax = ~0ull;
     return Action_Advance;
@@ -72,8 +93,14 @@ enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
 
 enum ExitAction handleHlt(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   (void)Regs;
-  /* The guest runs with IF = 0: only its virtual timer can wake it (exit_timer.c);
-     without one, HLT ends it. */
+  /* With IF = 1 and its virtual interrupt source armed (exit_intr.c), the vCPU waits in
+     the HLT activity state for the next interrupt (vmxIntrAssist injects it, which ends
+     the HLT state). Otherwise only its virtual timer can wake it (exit_timer.c); without
+     one, HLT ends it. */
+  if ((Cpu->VirqsLeft || Cpu->VirqPending) && (vmread(Vmcs_GuestRflags) & RFLAGS_IF)) {
+    vmwrite(Vmcs_GuestActivityState, 1); /* HLT */
+    return Action_Advance;
+  }
   Cpu->GuestResult = 0;
   return vcpuBlock(Cpu);
 }

@@ -118,6 +118,17 @@ struct PerCpu {
   /* INVVPID types the processor offers (IA32_VMX_EPT_VPID_CAP bits 40-43), 0 = none or
      no VPID. */
   uint8_t InvvpidTypes;
+  /* The guest's virtual interrupt source (exit_intr.c, hypercall 5): the host's local
+     APIC timer fires VirqsLeft more times, Period TSC cycles apart; each becomes the
+     virtual interrupt HV_GUEST_TIMER_VECTOR, pending in VirqPending until the guest can
+     take it. NmiPending: a virtual NMI asked for with hypercall 6. IntrWindowOpened: the
+     entry being prepared waits for an interrupt window (INTR_WINDOW is written). */
+  uint32_t VirqsLeft;
+  uint64_t VirqPeriod;
+  uint8_t VirqPending;
+  uint8_t NmiPending;
+  uint8_t IntrWindowOpened;
+  uint64_t VirqsInjected, NmisInjected;
   /* Values the guest reported with hypercall 0, for the image to check. */
   uint64_t Reported[32];
   uint32_t ReportedCount;

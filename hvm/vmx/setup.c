@@ -236,7 +236,14 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   /* The VMX-preemption timer, for time slices and to wake a vCPU blocked in HLT, when
      the processor offers it (SDM Vol. 3C, "VMX-Preemption Timer"; Vol. 3D, A.3.1:
      allowed-1 bit 6 of the pin-based capability MSR). */
-  uint32_t WantPin = 0;
+  /* With the system exits: external-interrupt exiting with "acknowledge interrupt on
+     exit", NMI exiting and virtual NMIs (for the NMI window), which every processor with
+     VMX offers (SDM Vol. 3D, A.3.1, A.4). */
+  uint32_t WantPin = G->SystemExits ? VMX_CTL(Pin_ExternalInterruptExiting) |
+                                          VMX_CTL(Pin_NmiExiting) | VMX_CTL(Pin_VirtualNmis)
+                                    : 0;
+  if (G->SystemExits)
+    WantExit |= VMX_CTL(Exit_AcknowledgeInterruptOnExit);
   uint64_t PinCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS);
   Cpu->PreemptionTimer = 0;
   if ((G->SliceCycles || G->Timers) &&
@@ -498,6 +505,9 @@ bool vmxSetupVmcs(struct PerCpu *Cpu, const struct GuestSetup *Guest) {
   Cpu->UartLineLen = 0;
   Cpu->Note[0] = 0;
   Cpu->RipBase = Guest->RipBase;
+  Cpu->VirqsLeft = 0;
+  Cpu->VirqPending = Cpu->NmiPending = Cpu->IntrWindowOpened = 0;
+  Cpu->VirqsInjected = Cpu->NmisInjected = 0;
   if (SetupErrors) {
     printf("vmx: %u VMWRITEs failed\n", SetupErrors);
     return false;

@@ -141,9 +141,15 @@ static void handlerRecord(struct PerCpu *Cpu) {
     /* Xen writes DR_WRITE, with no payload, for every MOV DR exit. */
     put(Cpu, XT_EV_DrWrite, 0, 0);
     break;
+  case Reason_ExternalInterrupt: {
+    /* Xen's INTR: the host vector (slot 1). */
+    uint32_t W[1] = {(uint32_t)T[1]};
+    put(Cpu, XT_EV_Intr, W, 1);
+    break;
+  }
   default:
-    /* PAUSE, WBINVD and XSETBV exits have no handler record, as in Xen (format doc,
-       section 7). */
+    /* PAUSE, WBINVD, XSETBV and the interrupt and NMI windows have no handler record,
+       as in Xen (format doc, section 7). */
     break;
   }
 }
@@ -185,8 +191,19 @@ void vmxTraceVmentry(struct PerCpu *Cpu) {
   handlerRecord(Cpu);
   /* SDM Vol. 3C, "VM-Entry Control Fields for Event Injection": the event the entry
      will inject; the processor clears the valid bit after a successful entry. */
+  /* As Xen's vmx_intr_assist: INTR_WINDOW {vector waiting, its source (1: the virtual
+     timer, Xen's hvm_intsrc_lapic), the vector being injected instead or ~0} when the
+     interrupt window opens; INJ_VIRQ {vector, 0} for an external interrupt injected; no
+     record for an NMI; INJ_EXC {vector, error code} for an exception. */
   uint32_t Inj = (uint32_t)vmread(Vmcs_VmEntryInterruptionInformation);
-  if (Inj & INTR_INFO_VALID) {
+  if (Cpu->IntrWindowOpened) {
+    uint32_t W[3] = {HV_GUEST_TIMER_VECTOR, 1, (Inj & INTR_INFO_VALID) ? (Inj & 0xff) : ~0u};
+    put(Cpu, XT_EV_IntrWindow, W, 3);
+  }
+  if ((Inj & INTR_INFO_VALID) && INTR_INFO_TYPE(Inj) == 0) {
+    uint32_t W[2] = {Inj & 0xff, 0};
+    put(Cpu, XT_EV_InjVirq, W, 2);
+  } else if ((Inj & INTR_INFO_VALID) && (Inj & (7u << 8)) != INTR_INFO_TYPE_NMI) {
     uint32_t W[2] = {Inj & 0xff,
                      (Inj & INTR_INFO_ERROR_CODE)
                          ? (uint32_t)vmread(Vmcs_VmEntryExceptionErrorCode)

@@ -81,7 +81,7 @@ const Case kCases[] = {
     {"msr", 2},       {"cr", 1},        {"cr", 2},    {"hlt-timer", 1},
     {"hlt-timer", 2}, {"ept", 1},       {"ept", 2},   {"exceptions", 1},
     {"exceptions", 2}, {"mmio", 1},     {"mmio", 2},  {"system", 1},
-    {"system", 2},    {"mixed", 1},
+    {"system", 2},    {"irq", 1},       {"irq", 2},   {"mixed", 1},
     {"mixed", 2},     {"mixed", 4},     {"realmode", 1}, {"realmode", 2},
 };
 
@@ -140,7 +140,7 @@ TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
             "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-            "mmio, system, mixed, realmode or triple-fault)\n");
+            "mmio, system, irq, mixed, realmode or triple-fault)\n");
   removeFiles(T);
 }
 
@@ -182,11 +182,11 @@ TEST(HvScenarios, MixedInTheXen30FlavourPassesTraceCheckOnTwoCpus) {
   EXPECT_TRUE(R.Ok) << R.Problem;
   ASSERT_EQ(R.Cpus.size(), 2u);
   for (const CpuCheck &P : R.Cpus) {
-    EXPECT_EQ(P.Exits, 161u) << "cpu" << P.Cpu;
-    EXPECT_EQ(P.Entries, 161u) << "cpu" << P.Cpu;
+    EXPECT_EQ(P.Exits, 173u) << "cpu" << P.Cpu;
+    EXPECT_EQ(P.Entries, 173u) << "cpu" << P.Cpu;
   }
   // One TRC_VMX_VMEXIT and one TRC_VMX_VMENTRY per exit, the launch's entry included
-  // and the last exit's left out: 2 * 161 fixed-size records per CPU.
-  EXPECT_EQ(readFile(T.Hv).size(), 2u * 2u * 161u * XT30_FILE_RECORD_BYTES);
+  // and the last exit's left out: 2 * 173 fixed-size records per CPU.
+  EXPECT_EQ(readFile(T.Hv).size(), 2u * 2u * 173u * XT30_FILE_RECORD_BYTES);
   removeFiles(T);
 }

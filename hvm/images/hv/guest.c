@@ -21,6 +21,8 @@
 #define HYPERCALL_SET_TIMER 2
 #define HYPERCALL_YIELD 3
 #define HYPERCALL_RDTSC_EXITING 4
+#define HYPERCALL_START_VIRQS 5
+#define HYPERCALL_NMI 6
 #define CR0_CD (1ull << 30)
 #define CR4_OSXSAVE (1ull << 18)
 #define MSR_IA32_PAT 0x277u
@@ -277,6 +279,35 @@ static int scenarioSystem(uint64_t Vcpu) {
   return Bad;
 }
 
+/* irq (with the system exits; IF is 0 outside the asm blocks, so the handlers' R12 is
+   only live inside them):
+   - the virtual timer armed for 3 interrupts 20,000 cycles apart (hypercall 5: 1 exit);
+     the vCPU waits for each with STI; HLT (12, blocking in the HLT activity state) and
+     takes it when the host's APIC timer exits (1) and the core injects it: 6 exits;
+   - armed for 1 interrupt 3,000 cycles ahead (1 exit); it comes (1) during a loop run
+     with IF = 0, so the core opens the interrupt window; STI; NOP: the window's exit (7)
+     comes after the NOP, and the interrupt is taken: 2 exits;
+   - a virtual NMI (hypercall 6: 1 exit) through the NMI window (8: 1 exit), taken right
+     after the VMCALL.
+   12 exits, plus the time slices that end during them. */
+static int scenarioIrq(void) {
+  register uint64_t Events __asm__("r12") = 0;
+  int Bad = hypercall(HYPERCALL_START_VIRQS, (3ull << 32) | 20000) != 0;
+  __asm__ volatile("1:\tcli\n\tcmpq $3, %%r12\n\tjae 2f\n\tsti\n\thlt\n\tjmp 1b\n2:"
+                   : "+r"(Events)
+                   :
+                   : "memory", "cc");
+  Bad |= hypercall(HYPERCALL_START_VIRQS, (1ull << 32) | 3000) != 0;
+  __asm__ volatile("movl $20000, %%ecx\n1:\tdecl %%ecx\n\tjnz 1b\n\tsti\n\tnop\n\tcli"
+                   : "+r"(Events)
+                   :
+                   : "rcx", "memory", "cc");
+  uint64_t R;
+  __asm__ volatile("vmcall\n\tnop" : "=a"(R), "+r"(Events) : "a"(HYPERCALL_NMI), "b"(0)
+                   : "memory");
+  return Bad | (R != 0) | (Events != 0x10004);
+}
+
 /* triple-fault: an IDT with limit 0, then UD2: #UD cannot be delivered (#GP), nor can
    the #GP (#DF), nor the #DF: a triple fault (SDM Vol. 3A, "Interrupt 8—Double Fault
    Exception"), which exits (reason 2). The exception bitmap is 0 in this scenario, so
@@ -311,6 +342,8 @@ void hvGuest(uint64_t Mask, uint64_t Vcpu) {
     Status |= HV_SC_MMIO;
   if ((Mask & HV_SC_SYSTEM) && scenarioSystem(Vcpu))
     Status |= HV_SC_SYSTEM;
+  if ((Mask & HV_SC_IRQ) && scenarioIrq())
+    Status |= HV_SC_IRQ;
   hypercall(HYPERCALL_EXIT, Status);
   for (;;)
     __asm__ volatile("hlt");

@@ -31,6 +31,7 @@ static const struct {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
     {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"system", HV_SC_SYSTEM},
+    {"irq", HV_SC_IRQ},
     {"mixed", HV_SC_ALL},
     {"realmode", HV_SC_REALMODE},      {"triple-fault", HV_SC_TRIPLE_FAULT},
 };
@@ -74,6 +75,8 @@ static void runVcpu(uint32_t N) {
   idtSetGate(&GuestTables[N], 6, (uint64_t)(uintptr_t)hvTrapNoError);
   idtSetGate(&GuestTables[N], 13, (uint64_t)(uintptr_t)hvTrapError);
   idtSetGate(&GuestTables[N], 14, (uint64_t)(uintptr_t)hvTrapError);
+  idtSetGate(&GuestTables[N], 2, (uint64_t)(uintptr_t)hvNmi);
+  idtSetGate(&GuestTables[N], HV_VIRQ_VECTOR, (uint64_t)(uintptr_t)hvVirq);
   struct GuestSetup Guest = {
       .Rip = (uint64_t)(uintptr_t)hvGuest,
       /* As if called: RSP + 8 16-byte aligned at the function's first instruction. */
@@ -157,7 +160,7 @@ static void parseCommandLine(const char *Cmdline) {
       return;
     }
   printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-         "mmio, system, mixed, realmode or triple-fault)\n",
+         "mmio, system, irq, mixed, realmode or triple-fault)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }

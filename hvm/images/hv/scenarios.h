@@ -13,7 +13,12 @@
 /* system: INVLPG, MOV DR, IA32_PAT, CR4.OSXSAVE and XSETBV, WBINVD, PAUSE, emulated
    RDTSC, yield (bit 10: bits 8 and 9 are the scenarios that run on their own). */
 #define HV_SC_SYSTEM (1u << 10)
-#define HV_SC_ALL (((1u << 8) - 1) | HV_SC_SYSTEM)
+/* irq: the virtual timer interrupt taken in HLT and through the interrupt window, and a
+   virtual NMI through the NMI window (with the system exits). */
+#define HV_SC_IRQ (1u << 11)
+#define HV_SC_ALL (((1u << 8) - 1) | HV_SC_SYSTEM | HV_SC_IRQ)
+/* The guest's vectors: the virtual timer interrupt (vmx/exit.h HV_GUEST_TIMER_VECTOR). */
+#define HV_VIRQ_VECTOR 0x30
 /* A failure case, not part of mixed: the guest triple-faults (exit 2), which stops the
    image with status 1. */
 #define HV_SC_TRIPLE_FAULT (1u << 8)
@@ -43,6 +48,8 @@
 __attribute__((noreturn)) void hvGuest(uint64_t Mask, uint64_t Vcpu);
 /// traps.S: the guest's handlers for exceptions without and with an error code.
 void hvTrapNoError(void), hvTrapError(void);
+/// traps.S: the irq scenario's interrupt and NMI handlers.
+void hvVirq(void), hvNmi(void);
 /// realmode.S: the real-mode guest.
 void hvRealModeGuest(void);
 #endif

@@ -3,11 +3,12 @@
  * scenario (guest.c). Before an instruction that faults on purpose the guest puts the
  * address to resume at in R15; the handler counts the exception in R14, keeps the error
  * code (if the vector pushes one) in R13, and returns to R15 with IRETQ. Exceptions
- * change no general register, so this needs no memory of its own per vCPU.
+ * change no general register, so this needs no memory of its own per vCPU. hvVirq and
+ * hvNmi count the irq scenario's interrupts and NMIs in R12.
  */
         .text
         .code64
-        .globl hvTrapNoError, hvTrapError
+        .globl hvTrapNoError, hvTrapError, hvVirq, hvNmi
 hvTrapNoError:
         movq %r15, (%rsp)       /* the frame's RIP */
         incq %r14
@@ -16,5 +17,13 @@ hvTrapError:
         popq %r13               /* the error code */
         movq %r15, (%rsp)
         incq %r14
+        iretq
+/* The irq scenario's handlers: the virtual timer interrupt (vector 0x30) adds 1 to R12,
+   an NMI adds 0x10000; both return where the guest was. */
+hvVirq:
+        incq %r12
+        iretq
+hvNmi:
+        addq $0x10000, %r12
         iretq
         .section .note.GNU-stack, "", @progbits
