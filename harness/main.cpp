@@ -20,6 +20,7 @@
 #include "trace/diff.h"
 #include "trace/dump.h"
 #include "trace/ftrace_import.h"
+#include "trace/stream_import.h"
 #include "trace/report.h"
 #include "trace/summary.h"
 
@@ -601,12 +602,15 @@ int main(int Argc, char **Argv) {
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
 
-  std::string ImportFtrace, ImportOut;
+  std::string ImportFtrace, ImportCapture, ImportOut;
   CLI::App *Import = Trace->add_subcommand(
-      "import", "convert KVM's ftrace text output (x86-tsc clock) into a XenTrace file "
-                "(status 0 done, 2 bad input, 3 clock not x86-tsc)");
-  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)")
-      ->required();
+      "import", "rebuild a XenTrace file from a serial-console capture of a hypervisor's "
+                "trace stream (CAPTURE: status 0 done, 2 damaged or missing frames, kept "
+                "out, or bad input), or convert KVM's ftrace text output (--ftrace: "
+                "status 0 done, 2 bad input, 3 clock not x86-tsc)");
+  Import->add_option("CAPTURE", ImportCapture,
+                     "a console capture with \"@XT1 ...\" frames (trace/tbuf.h)");
+  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)");
   Import->add_option("-o,--output", ImportOut, "the XenTrace file to write")->required();
 
   std::string ReportFile, ReportOut;
@@ -706,9 +710,15 @@ int main(int Argc, char **Argv) {
   }
   if (Dump->parsed())
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
-  if (Import->parsed())
+  if (Import->parsed()) {
+    if (ImportFtrace.empty() == ImportCapture.empty())
+      fail("trace import: give either CAPTURE or --ftrace FILE");
+    if (!ImportFtrace.empty())
+      return checkedStdout(
+          trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);
     return checkedStdout(
-        trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);
+        trace::traceImportStreamCommand(ImportCapture, ImportOut, stdout, stderr), kExitUsage);
+  }
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
   ProgressLine TraceProgress(stderr);

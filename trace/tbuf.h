@@ -32,6 +32,18 @@
  *   XT_TBUF_PORT_NOTIFY    a cpu number: its buffer passed half full; the machine copies
  *                          [cons, prod) into the trace file as one window and sets
  *                          cons = prod before the OUT instruction completes
+ * A 32-bit IN from XT_TBUF_PORT_REGISTER returns XT_TBUF_DRAIN_ID when the machine drains
+ * rings (vmxsim run --xentrace); an unassigned port reads all ones.
+ *
+ * The UART stream, for machines without the drain (Bochs, QEMU/KVM, hardware): the
+ * producer copies [cons, prod) out itself, as text lines on its serial console, each
+ * holding whole records of one ring:
+ *   "@XT1 " cpu " " seq " " format " " payload " " crc "\n"
+ * cpu, seq and format in lower-case hex without leading zeros (seq counts a CPU's frames
+ * from 0), payload 2 lower-case hex digits per byte (at most XT_STREAM_MAX_PAYLOAD bytes,
+ * a multiple of 4), crc the CRC-32 (IEEE 802.3, as zlib's crc32) of the 12 bytes cpu,
+ * seq, format (32-bit little-endian each) followed by the payload, as 8 hex digits.
+ * `vmxsim trace import CAPTURE` rebuilds the trace file from a capture of the console.
  */
 #ifndef VMXSIM_TRACE_TBUF_H
 #define VMXSIM_TRACE_TBUF_H
@@ -43,6 +55,9 @@
 #define XT_TBUF_MAX_SIZE (64u << 20)
 #define XT_TBUF_PORT_REGISTER 0x0f10u
 #define XT_TBUF_PORT_NOTIFY 0x0f14u
+#define XT_TBUF_DRAIN_ID 0x4e524458u /* "XDRN" */
+#define XT_STREAM_MAGIC "@XT1 "
+#define XT_STREAM_MAX_PAYLOAD 192u
 #define XT_TBUF_FORMAT_MODERN 0u
 #define XT_TBUF_FORMAT_XEN30 1u
 

@@ -36,7 +36,12 @@ public:
   static constexpr uint16_t kPort = 0x0f10, kSize = 8;
   TraceBufferDrain(PhysMem &Mem, trace::TraceWriter &Writer);
 
-  uint32_t ioRead(uint16_t, unsigned SizeBytes) override {
+  /// A 32-bit IN from XT_TBUF_PORT_REGISTER says the drain is there (XT_TBUF_DRAIN_ID:
+  /// a hypervisor that could stream its rings itself need not, trace/tbuf.h); anything
+  /// else reads all ones, as an unassigned port.
+  uint32_t ioRead(uint16_t Port, unsigned SizeBytes) override {
+    if (Port == XT_TBUF_PORT_REGISTER && SizeBytes == 4)
+      return XT_TBUF_DRAIN_ID;
     return SizeBytes == 4 ? 0xffffffffu : (1u << (8 * SizeBytes)) - 1;
   }
   void ioWrite(uint16_t Port, unsigned SizeBytes, uint32_t Value) override;

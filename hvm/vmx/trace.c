@@ -220,6 +220,8 @@ void vmxTraceGuestEnd(struct PerCpu *Cpu) {
   uint32_t W[1] = {whoRunning(Cpu)};
   tbufPut(&Cpu->Trace, XT_EV_RunstateRunningToOffline, 1, W, 1);
   resetSlots(Cpu);
+  if (Cpu->Trace.Consume)
+    Cpu->Trace.Consume(&Cpu->Trace);
 }
 
 /* The xen-3.0 flavour: Xen 3.0.3's vmx_trace_vmexit / vmx_trace_vmentry. */
@@ -245,6 +247,8 @@ void vmxTrace30GuestEnd(struct PerCpu *Cpu) {
   logExit(Cpu);
   for (unsigned I = 0; I < HVM_TRACE_VALUES; ++I)
     Cpu->TraceValues[I] = XT30_SLOT_MARKER;
+  if (Cpu->Trace.Consume)
+    Cpu->Trace.Consume(&Cpu->Trace);
 }
 
 bool vmxTraceFlavourOption(const char *Cmdline, enum VmxTraceFlavour *Flavour) {

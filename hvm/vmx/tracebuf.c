@@ -2,6 +2,14 @@
 
 #include "lib/io.h"
 
+/* The ring passed half full: tell the machine's drain, or consume it here. */
+static void notify(struct TraceBuffer *B) {
+  if (B->Consume)
+    B->Consume(B);
+  else
+    outl(XT_TBUF_PORT_NOTIFY, B->Shared->cpu);
+}
+
 static uint32_t recordBytes(int Timed, unsigned NumWords) {
   return 4u * (1u + (Timed ? 2u : 0u) + NumWords);
 }
@@ -27,6 +35,7 @@ void tbufInit(struct TraceBuffer *B, void *Mem, uint32_t Cpu) {
   B->FirstLostTsc = 0;
   B->Who = 1u | (Cpu << 16); /* d1v<cpu>: one vCPU of domain 1 per pcpu */
   B->Format = XT_TBUF_FORMAT_MODERN;
+  B->Consume = 0;
   outl(XT_TBUF_PORT_REGISTER, (uint32_t)(uintptr_t)Mem);
 }
 
@@ -90,7 +99,7 @@ void tbufPut(struct TraceBuffer *B, uint32_t Event, int Timed, const uint32_t *W
   T->prod = B->Prod;
   if (B->Prod - Cons >= B->Size / 2 && B->NotifiedCons != Cons) {
     B->NotifiedCons = Cons;
-    outl(XT_TBUF_PORT_NOTIFY, T->cpu);
+    notify(B);
   }
   return;
 drop:
@@ -145,6 +154,6 @@ void tbufPut30(struct TraceBuffer *B, uint32_t Event, const uint64_t *Items) {
   T->prod = B->Prod;
   if (B->Prod - Cons >= B->Size / 2 && B->NotifiedCons != Cons) {
     B->NotifiedCons = Cons;
-    outl(XT_TBUF_PORT_NOTIFY, T->cpu);
+    notify(B);
   }
 }

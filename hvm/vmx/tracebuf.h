@@ -32,6 +32,10 @@ struct TraceBuffer {
   uint64_t FirstLostTsc;
   uint32_t Who;          /* LOST_RECORDS "who": domain in bits 0-15, vcpu in 16-31 */
   uint32_t Format;       /* XT_TBUF_FORMAT_MODERN or XT_TBUF_FORMAT_XEN30 */
+  /* When set, called instead of the OUT to XT_TBUF_PORT_NOTIFY: the producer consumes its
+     own ring (vmx/tracestream.c, the UART stream of trace/tbuf.h). */
+  void (*Consume)(struct TraceBuffer *B);
+  uint32_t StreamSeq; /* frames streamed so far (vmx/tracestream.c) */
 };
 
 #ifdef __cplusplus

@@ -8,6 +8,8 @@
  * "... FAIL" (status 1). An unknown scenario prints one line and exits with status 1.
  *
  * "trace=xen-3.0" writes Xen 3.0.3's records instead of a modern Xen's (vmx/trace.h).
+ * "tstream=auto" streams the trace rings through COM1 when the machine has no drain
+ * (Bochs, QEMU/KVM, hardware), "tstream=uart" always (vmx/tracestream.h, trace/tbuf.h).
  */
 #include <stdint.h>
 
@@ -22,6 +24,7 @@
 #include "vmx/arch.h"
 #include "vmx/ept.h"
 #include "vmx/trace.h"
+#include "vmx/tracestream.h"
 #include "vmx/vmx.h"
 
 static const struct {
@@ -39,6 +42,7 @@ static const struct {
 /* Set by the BSP before any AP starts; read-only afterwards. */
 static uint32_t Mask;
 static enum VmxTraceFlavour Flavour = VmxTrace_Modern;
+static enum TraceStreamMode StreamMode = TraceStream_Off;
 static uint64_t Eptp;
 static uint8_t Ids[SMP_MAX_CPUS];
 static unsigned NumCpus;
@@ -67,6 +71,7 @@ static void fail(uint32_t N, const char *What) {
 static void runVcpu(uint32_t N) {
   struct PerCpu *Cpu = perCpuInit(N);
   vmxTraceSetFlavour(Cpu, Flavour);
+  tbufStreamSetup(&Cpu->Trace, StreamMode);
   ExitHandlerFn Handler = Flavour == VmxTrace_Xen30 ? vmxExitHandlerXen30 : vmxExitHandler;
   if (!vmxEnable(Cpu))
     fail(N, "VMXON failed");
@@ -149,6 +154,10 @@ static bool hasPreemptionTimer(void) {
 static void parseCommandLine(const char *Cmdline) {
   if (!vmxTraceFlavourOption(Cmdline, &Flavour)) {
     printf("hv: bad trace= in command line \"%s\" (modern or xen-3.0)\n", Cmdline);
+    hvmExit(HVM_EXIT_FAILURE);
+  }
+  if (!tbufStreamOption(Cmdline, &StreamMode)) {
+    printf("hv: bad tstream= in command line \"%s\" (off, auto or uart)\n", Cmdline);
     hvmExit(HVM_EXIT_FAILURE);
   }
   const char *V = "mixed";
