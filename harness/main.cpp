@@ -641,6 +641,9 @@ int main(int Argc, char **Argv) {
   Diff->add_flag("--ignore-tsc", DiffO.IgnoreTsc,
                  "compare all but TSC values, time payload words and LOST_RECORDS (other "
                  "implementations, real hardware)");
+  Diff->add_flag("--cycles", DiffO.Cycles,
+                 "print, per exit reason, both sides' exits and mean handler cycles and their "
+                 "ratio (status 0)");
   Diff->add_flag("--distribution", DiffO.Distribution,
                  "compare per-CPU/per-vCPU exit counts per reason instead of records");
   Diff->add_option_function<std::string>(

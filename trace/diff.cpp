@@ -284,12 +284,13 @@ void printRecordDiff(const RecordDiff &D, std::FILE *Out) {
   std::fwrite(T.data(), 1, T.size(), Out);
 }
 
-std::vector<DistributionDifference> diffDistributions(const TraceSummary &A,
-                                                      const TraceSummary &B,
-                                                      const DiffOptions &O) {
-  std::vector<DistributionDifference> Out;
-  auto Compare = [&](const std::vector<ScopeSummary> &SA, const std::vector<ScopeSummary> &SB) {
-    // Scopes by name, reasons by number, both in a stable order.
+namespace {
+
+/// Calls F(scope name, reason, row of A or null, row of B or null) for every reason of
+/// every scope either summary has, scopes in first-seen order (A's, then B's new ones),
+/// reasons ascending; CPUs first, then vCPUs.
+template <typename Fn> void pairReasons(const TraceSummary &A, const TraceSummary &B, Fn &&F) {
+  auto Pair = [&](const std::vector<ScopeSummary> &SA, const std::vector<ScopeSummary> &SB) {
     std::map<std::string, std::pair<const ScopeSummary *, const ScopeSummary *>> Scopes;
     std::vector<std::string> Order;
     for (const ScopeSummary &S : SA)
@@ -311,29 +312,57 @@ std::vector<DistributionDifference> diffDistributions(const TraceSummary &A,
       if (PB)
         for (const ReasonRow &R : PB->Reasons)
           Rows[R.Reason].second = &R;
-      for (auto &[Reason, P] : Rows) {
-        const uint64_t EA = P.first ? P.first->Exits : 0, EB = P.second ? P.second->Exits : 0;
-        if (EA != EB)
-          Out.push_back({Name, Reason, "exits", double(EA), double(EB)});
-        if (O.Tolerance < 0 || !P.first || !P.second || !P.first->Cycles.Count ||
-            !P.second->Cycles.Count)
-          continue;
-        const CycleStats &CA = P.first->Cycles, &CB = P.second->Cycles;
-        const std::pair<const char *, std::pair<double, double>> Fields[] = {
-            {"avg", {CA.Avg, CB.Avg}},
-            {"median", {double(CA.Median), double(CB.Median)}},
-            {"p99", {double(CA.P99), double(CB.P99)}}};
-        for (auto &[Field, V] : Fields) {
-          const double Hi = std::max(std::fabs(V.first), std::fabs(V.second));
-          if (std::fabs(V.first - V.second) > O.Tolerance * Hi)
-            Out.push_back({Name, Reason, Field, V.first, V.second});
-        }
-      }
+      for (auto &[Reason, P] : Rows)
+        F(Name, Reason, P.first, P.second);
     }
   };
-  Compare(A.Cpus, B.Cpus);
-  Compare(A.Vcpus, B.Vcpus);
+  Pair(A.Cpus, B.Cpus);
+  Pair(A.Vcpus, B.Vcpus);
+}
+
+} // namespace
+
+std::vector<DistributionDifference> diffDistributions(const TraceSummary &A,
+                                                      const TraceSummary &B,
+                                                      const DiffOptions &O) {
+  std::vector<DistributionDifference> Out;
+  pairReasons(A, B, [&](const std::string &Name, uint32_t Reason, const ReasonRow *RA,
+                        const ReasonRow *RB) {
+    const uint64_t EA = RA ? RA->Exits : 0, EB = RB ? RB->Exits : 0;
+    if (EA != EB)
+      Out.push_back({Name, Reason, "exits", double(EA), double(EB)});
+    if (O.Tolerance < 0 || !RA || !RB || !RA->Cycles.Count || !RB->Cycles.Count)
+      return;
+    const CycleStats &CA = RA->Cycles, &CB = RB->Cycles;
+    const std::pair<const char *, std::pair<double, double>> Fields[] = {
+        {"avg", {CA.Avg, CB.Avg}},
+        {"median", {double(CA.Median), double(CB.Median)}},
+        {"p99", {double(CA.P99), double(CB.P99)}}};
+    for (auto &[Field, V] : Fields) {
+      const double Hi = std::max(std::fabs(V.first), std::fabs(V.second));
+      if (std::fabs(V.first - V.second) > O.Tolerance * Hi)
+        Out.push_back({Name, Reason, Field, V.first, V.second});
+    }
+  });
   return Out;
+}
+
+void printCyclesView(const TraceSummary &A, const TraceSummary &B, std::FILE *Out) {
+  std::string T = "handler cycles (exit to next entry) per exit reason; ratio = mean B / mean A\n";
+  T += fmt::format("  {:<6} {:<34} {:>8} {:>8} {:>10} {:>10} {:>7}\n", "scope", "exit reason",
+                   "exits A", "exits B", "mean A", "mean B", "ratio");
+  pairReasons(A, B, [&](const std::string &Name, uint32_t Reason, const ReasonRow *RA,
+                        const ReasonRow *RB) {
+    auto Mean = [](const ReasonRow *R) {
+      return R && R->Cycles.Count ? fmt::format("{:.1f}", R->Cycles.Avg) : std::string("-");
+    };
+    const bool Both = RA && RB && RA->Cycles.Count && RB->Cycles.Count && RA->Cycles.Avg > 0;
+    T += fmt::format("  {:<6} {:<34} {:>8} {:>8} {:>10} {:>10} {:>7}\n", Name,
+                     scopeReasonName(Reason), RA ? RA->Exits : 0, RB ? RB->Exits : 0, Mean(RA),
+                     Mean(RB), Both ? fmt::format("{:.2f}", RB->Cycles.Avg / RA->Cycles.Avg)
+                                    : std::string("-"));
+  });
+  std::fwrite(T.data(), 1, T.size(), Out);
 }
 
 void printDistributionDiff(const TraceSummary &A, const TraceSummary &B,
@@ -366,7 +395,9 @@ int traceDiffCommand(const std::string &PathA, const std::string &PathB, const D
     return 2;
   }
   bool Differ = false;
-  if (O.Distribution) {
+  if (O.Cycles) {
+    printCyclesView(summarizeTrace(A), summarizeTrace(B), Out);
+  } else if (O.Distribution) {
     const TraceSummary SA = summarizeTrace(A), SB = summarizeTrace(B);
     const auto D = diffDistributions(SA, SB, O);
     printDistributionDiff(SA, SB, D, Out);

@@ -26,6 +26,8 @@
 // Distribution mode: the two summaries (trace/summary.h) are compared scope by scope
 // (per CPU and per vCPU) and reason by reason: exit counts always, and with a tolerance
 // the cycle statistics avg, median and p99 (relative difference |a-b| / max(a,b)).
+// --cycles is a view, not a comparison: per scope and reason, both sides' exits and mean
+// handler cycles and their ratio; status 0 unless a file cannot be read (2).
 #pragma once
 #include "trace/reader.h"
 #include "trace/summary.h"
@@ -41,6 +43,7 @@ struct DiffOptions {
   bool IgnoreTsc = false;
   unsigned Context = 3;      ///< equal records shown before the divergence
   bool Distribution = false; ///< compare summaries instead of records
+  bool Cycles = false;       ///< print the handler cycles of both per reason (a view)
   double Tolerance = -1;     ///< distribution mode: < 0 compares counts only
 };
 
@@ -87,6 +90,10 @@ std::vector<DistributionDifference> diffDistributions(const TraceSummary &A,
                                                       const DiffOptions &O);
 void printDistributionDiff(const TraceSummary &A, const TraceSummary &B,
                            const std::vector<DistributionDifference> &D, std::FILE *Out);
+/// --cycles: per scope and exit reason, the exits and mean handler cycles (exit to next
+/// entry) of A and of B and the ratio B / A: how another machine's (Bochs', real
+/// hardware's) exit costs compare with vmxsim's.
+void printCyclesView(const TraceSummary &A, const TraceSummary &B, std::FILE *Out);
 
 /// `vmxsim trace diff A B`: status 0 identical, 1 different, 2 error (a file that cannot
 /// be opened or that ends at an error: "vmxsim: error: PATH: offset 0x..: what" on Err;

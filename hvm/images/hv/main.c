@@ -19,6 +19,7 @@
 #include "lib/multiboot.h"
 #include "lib/printf.h"
 #include "lib/smp.h"
+#include "lib/io.h"
 #include "lib/spinlock.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
@@ -192,6 +193,12 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
     printf("hv: the boot processor is not among the MADT's first %u\n", NumCpus);
     hvmExit(HVM_EXIT_FAILURE);
   }
+  /* The legacy 8259 PICs masked, as a hypervisor that owns the local APICs does: with
+     external-interrupt exiting every host interrupt exits, and a BIOS (Bochs', SeaBIOS)
+     leaves the PIT ticking into IRQ 0 (8259A data sheet: OCW1, the interrupt mask
+     register, at ports 0x21 and 0xa1). */
+  outb(0x21, 0xff);
+  outb(0xa1, 0xff);
   Eptp = eptInit(HV_LAZY_BASE);
   bool Timer = hasPreemptionTimer();
   if ((!Eptp && (Mask & HV_SC_NEED_EPT)) || (!Timer && (Mask & HV_SC_HLT_TIMER))) {
