@@ -70,6 +70,27 @@ constexpr uint64_t kP2mMmio = 4;
 
 using SlotArray = std::array<uint64_t, kSlots>;
 
+/// "exit 12", "entry 3" or a fixed text: what a failure names, formatted only when a
+/// message is built (the check runs without building one per record).
+struct Ordinal {
+  const char *What;
+  uint64_t N = ~uint64_t(0); ///< ~0: What alone
+  std::string str() const { return N == ~uint64_t(0) ? What : fmt::format("{} {}", What, N); }
+};
+std::string operator+(const Ordinal &A, const char *B) { return A.str() + B; }
+
+} // namespace
+} // namespace vmxsim::trace
+
+template <> struct fmt::formatter<vmxsim::trace::Ordinal> : fmt::formatter<std::string> {
+  template <typename Ctx> auto format(const vmxsim::trace::Ordinal &O, Ctx &C) const {
+    return fmt::formatter<std::string>::format(O.str(), C);
+  }
+};
+
+namespace vmxsim::trace {
+namespace {
+
 /// A FIFO of one CPU's ground-truth items in one growing array (a deque would allocate
 /// a node per item of this size). References stay valid until the next push_back.
 class GtQueue {
@@ -347,7 +368,7 @@ private:
   /// until one returned exactly R's TSC (the others are the hypervisor's own reads of the
   /// TSC). Last: it must also be the last RDTSC before that transition (a VM entry
   /// record).
-  bool takeTsc(const TraceRecord &R, const std::string &What, bool Last) {
+  bool takeTsc(const TraceRecord &R, const Ordinal &What, bool Last) {
     std::optional<GtEvent> First;
     for (;;) {
       applyStores(R.Cpu);
@@ -707,7 +728,7 @@ private:
   /// and every record the exit called for written.
   void closeWindow(const TraceRecord &R, const GtEvent *Entry) {
     const GtEvent X = LastExit[R.Cpu];
-    const std::string Nth = fmt::format("exit {}", cpu(R.Cpu).Exits);
+    const Ordinal Nth{"exit", cpu(R.Cpu).Exits};
     SlotArray Want;
     std::string Why;
     if (!expectedSlots(X, Entry, Want, Why))
@@ -770,7 +791,7 @@ private:
     GtEvent E;
     if (!pull(R.Cpu, E))
       return fail(missing(R, "VM exit"));
-    const std::string Nth = fmt::format("exit {}", C.Exits + 1);
+    const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
     const uint32_t Reason = R.Words[0];
@@ -800,7 +821,7 @@ private:
         fail(missing(R, "VM entry"));
       return false;
     }
-    const std::string Nth = fmt::format("entry {}", C.Entries + 1);
+    const Ordinal Nth{"entry", C.Entries + 1};
     if (E.IsExit) {
       fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
       return false;
@@ -823,7 +844,7 @@ private:
   void entryRecord(const TraceRecord &R) {
     GtEvent E;
     if (Strict) {
-      const std::string Nth = fmt::format("entry {}", cpu(R.Cpu).Entries + 1);
+      const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (R.NumWords != 0)
         return fail(fmt::format("cpu{}: malformed {} at offset {:#x}", R.Cpu,
                                 formatRecord(R, 0), R.Offset));
@@ -853,7 +874,7 @@ private:
       return fail(fmt::format("cpu{}: {} at offset {:#x} is not this CPU's d1v{} with a TSC",
                               R.Cpu, formatRecord(R, 0), R.Offset, R.Cpu));
     const bool Offline = R.Event == XT_EV_RunstateRunningToOffline;
-    if (!takeTsc(R, Offline ? "the guest's end" : "the launch", false))
+    if (!takeTsc(R, Ordinal{Offline ? "the guest's end" : "the launch"}, false))
       return;
     if (Offline) {
       if (!LastExit[R.Cpu].IsExit)
@@ -927,7 +948,7 @@ private:
     if (!X.IsExit)
       return fail(fmt::format("cpu{}: {} at offset {:#x} is not inside an exit", R.Cpu,
                               formatRecord(R, 0), R.Offset));
-    const std::string Nth = fmt::format("exit {}", C.Exits);
+    const Ordinal Nth{"exit", C.Exits};
     if (R.HasTsc)
       return fail(versus(R, X, Nth + ": a handler record carries a TSC"));
     SlotArray S;
@@ -1005,7 +1026,7 @@ private:
     GtEvent E;
     if (!pull(R.Cpu, E))
       return fail(missing(R, "VM exit"));
-    const std::string Nth = fmt::format("exit {}", C.Exits + 1);
+    const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
     if (R.Tsc < E.Rec.Tsc)
@@ -1019,7 +1040,7 @@ private:
 
   /// The slots of the exit before a xen-3.0 entry record against its ground truth.
   void xen30Slots(const TraceRecord &R, const GtEvent &Exit, CpuCheck &C) {
-    const std::string Nth = fmt::format("exit {}", C.Exits);
+    const Ordinal Nth{"exit", C.Exits};
     const uint64_t *S = R.Items, Q = Exit.Qual;
     if (S[0] != Exit.Reason)
       return fail(versus(R, Exit, Nth + ": the exit reason in slot 0 differs"));
@@ -1050,7 +1071,7 @@ private:
   void xen30Entry(const TraceRecord &R) {
     GtEvent E;
     if (Strict) {
-      const std::string Nth = fmt::format("entry {}", cpu(R.Cpu).Entries + 1);
+      const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (!takeTsc(R, Nth, true))
         return;
       // The record carries the slots as its RDTSC saw them.
