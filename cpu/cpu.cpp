@@ -50,7 +50,9 @@ void Cpu::reset() {
   NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
   DeliveryDepth = 0;
+  Debug = DebugState{};
   Mmu.reset();
+  debugRegistersChanged(*this);
   modeChanged();
 }
 
@@ -143,6 +145,12 @@ EventWindow Cpu::afterEvent(Status St, StopReason &Why) {
 }
 
 EventWindow Cpu::eventWindow(StopReason &Why) {
+  // Data and I/O breakpoints matched by the instruction that just completed are traps on
+  // it: above NMIs and interrupts (SDM Vol. 3A, "Priority Among Concurrent Events"). In
+  // non-root operation they join the pending debug exceptions, below an MTF VM exit.
+  commitDebugHits(*this);
+  if (!NonRoot && takeRootDebugTraps(*this)) [[unlikely]]
+    return afterEvent(Status::Fault, Why);
   if (NonRoot) [[unlikely]]
     vmxWindowOpens(*this);
   for (;;) {
@@ -217,7 +225,9 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
 
     const DecodedInsn *I = B->Insns;
     const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnEnd - Retired);
-    if (Observer || (S.Rflags & rflags::TF)) [[unlikely]]
+    // One instruction at a time while single-stepping, while RF must be cleared after
+    // the next instruction, and while an instruction breakpoint is armed (cpu/debug.h).
+    if (Observer || (S.Rflags & (rflags::TF | rflags::RF)) || Debug.InsnArmed) [[unlikely]]
       return runBlockSlow(I, End, Why);
     for (;;) {
       Status St = I->Fn(*this, *I);
@@ -235,27 +245,51 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
 
 bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why) {
   for (; I != End; ++I) {
-    bool SingleStep = S.Rflags & rflags::TF;
+    const bool SingleStep = S.Rflags & rflags::TF;
+    // SDM Vol. 3B, "Instruction-Breakpoint Exception Condition": an enabled instruction
+    // breakpoint at this instruction is a #DB fault before it executes, unless RF is
+    // set; "the RF flag is cleared at the start of the instruction after the check for
+    // code breakpoint" (IRET and task switches load it again from their images).
+    if (S.Rflags & rflags::RF) {
+      S.Rflags &= ~rflags::RF;
+      Debug.HeldRf = true;
+    } else if (Debug.InsnArmed) {
+      if (uint32_t Bits = instructionBreakpoints(*this)) {
+        Pending = PendingEvent{vec::DB, false, 0, Bits};
+        return handleStatus(Status::Fault, Why);
+      }
+    }
+    const uint64_t Fallthrough = (S.Rip + I->Len) & RipMask;
+    const uint16_t OldCs = S.cs().Selector;
     if (Observer)
       Observer->beforeInsn(*this, *I);
     Status St = I->Fn(*this, *I);
+    Debug.HeldRf = false;
     if (St != Status::Ok)
       return handleStatus(St, Why);
     Cycles += I->Cost;
     ++Retired;
     if (Observer)
       Observer->afterInsn(*this, *I);
+    // Single-step trap after the instruction (SDM Vol. 3B, "Single-Step Exception
+    // Condition"), DR6.BS; with IA32_DEBUGCTL.BTF only after a taken branch ("Single-
+    // Stepping on Branches": a control transfer that did not fall through).
     if (SingleStep) {
-      if (NonRoot) [[unlikely]] {
-        // Through the non-root event window, where an MTF VM exit takes priority.
-        vmxSingleStepTrap(*this);
+      const bool Btf = (*Msrs)[MsrSlot::IA32_DEBUGCTL] & debugctl::BTF;
+      const bool Taken = (I->Flags & insnflag::EndsBlock) &&
+                         (S.Rip != Fallthrough || S.cs().Selector != OldCs);
+      if (!Btf || Taken)
+        noteDebugTraps(*this, dr6::BS);
+    }
+    if (SingleStep || Debug.Hits) {
+      commitDebugHits(*this);
+      // Non-root operation takes them in its event window, below an MTF VM exit; root
+      // operation delivers them now unless MOV SS / POP SS holds them.
+      if (NonRoot) [[unlikely]]
         return false;
-      }
-      // Single-step trap after the instruction (SDM Vol. 3A, Single-Step Exception
-      // Condition): DR6.BS, #DB delivered with RIP of the next instruction.
-      S.Dr[6] |= 1u << 14;
-      Pending = PendingEvent{vec::DB, false, 0, 0};
-      return handleStatus(Status::Fault, Why);
+      if (takeRootDebugTraps(*this))
+        return handleStatus(Status::Fault, Why);
+      return false;
     }
     if (Cycles >= WindowDue)
       return false;
@@ -268,6 +302,8 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
   case Status::Ok:
     return false;
   case Status::Fault:
+    // A faulting instruction did not complete: its breakpoint matches are not traps.
+    Debug.Hits = 0;
     if (Observer)
       Observer->onException(*this, Pending);
     if (deliverPendingException(*this) == Status::Shutdown)
@@ -277,6 +313,7 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
     Activity = ActivityState::Shutdown;
     return false;
   case Status::VmExit:
+    Debug.Hits = 0; // the instruction did not complete (or was VMLAUNCH/VMRESUME)
     // vmExit (cpu/vmx/vm_exit.cpp) has already performed the whole exit: the processor
     // is in the host (or the VM entry completed); continue at the new RIP.
     breakBlock();

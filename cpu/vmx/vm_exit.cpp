@@ -229,8 +229,12 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::HostCr0) & ~Cr0Keep & ~Cr0Fixed) | Cr0Fixed;
   S.Cr3 = V.get(F::HostCr3) & ((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
   S.Cr4 = (V.get(F::HostCr4) & ~cr4::VMXE) | cr4::VMXE | (Host64 ? cr4::PAE : 0);
+  // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs": DR7 is 400H
+  // and IA32_DEBUGCTL 0, whatever the controls; no breakpoint stays armed.
   S.Dr[7] = 0x400;
-  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = 0; // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs"
+  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = 0;
+  C.Debug.Traps = C.Debug.Hits = 0;
+  debugRegistersChanged(C);
   MsrState &M = *C.Msrs;
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);

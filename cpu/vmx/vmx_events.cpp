@@ -252,11 +252,6 @@ uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle) {
   return UntilCycle;
 }
 
-void vmxSingleStepTrap(Cpu &C) {
-  C.Vmx->PendingDebugExceptions |= kSingleStepBit;
-  C.breakBlock();
-}
-
 bool vmxBeforeDelivery(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
                        uint32_t ErrorCode, uint64_t ReturnRip, Status &St) {
   VmxState &X = *C.Vmx;
