@@ -288,6 +288,12 @@ bool isContributory(uint8_t V) {
 
 } // namespace
 
+bool exceptionImageSetsRf(uint8_t Vector, uint64_t Dr6Bits) {
+  // A general-detect #DB (BD) is a fault; the other #DBs are traps or instruction
+  // breakpoints.
+  return isFaultClass(Vector) || (Vector == vec::DB && (Dr6Bits & dr6::BD));
+}
+
 Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
                     uint32_t ErrorCode, uint64_t ReturnRip) {
   const bool Soft = Kind == EventKind::SoftwareInt || Kind == EventKind::SoftwareException;

@@ -94,7 +94,9 @@ void saveGuestState(Cpu &C, VmcsData &V) {
 
   V.set(F::GuestRip, S.Rip);
   V.set(F::GuestRsp, S.Gpr[RSP]);
-  V.set(F::GuestRflags, S.Rflags);
+  // An instruction that started with RF = 1 and causes the VM exit has not completed:
+  // RF is saved as it was before it (SDM Vol. 3C, "Saving RIP, RSP, RFLAGS, and SSP").
+  V.set(F::GuestRflags, S.Rflags | (C.Debug.HeldRf ? rflags::RF : 0));
 
   // Non-register state (SDM Vol. 3C, "Saving Non-Register State").
   V.set(F::GuestActivityState, uint32_t(C.Activity));
