@@ -13,6 +13,24 @@
 
 namespace vmxsim {
 
+namespace {
+
+// An enabled instruction breakpoint matches CS:RIP and MOV SS does not inhibit it: its
+// #DB fault is now in C.Pending (cpu/debug.h). The caller has checked RF. MOV SS / POP
+// SS inhibit debug exceptions up to the boundary after the next instruction (SDM Vol.
+// 3A, "Masking Exceptions and Interrupts When Switching Stacks"): a code breakpoint on
+// that instruction is not taken.
+bool codeBreakpoint(Cpu &C) {
+  if (C.Retired < C.ShadowUntil && C.ShadowIsMovSs)
+    return false;
+  const uint32_t Bits = instructionBreakpoints(C);
+  if (Bits)
+    C.Pending = PendingEvent{vec::DB, false, 0, Bits};
+  return Bits;
+}
+
+} // namespace
+
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
       Vmx(std::make_unique<VmxState>()), Id(Id), Mmu(*this, Mem) {
@@ -214,6 +232,11 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
   // become deliverable through an instruction that ends its block with breakBlock() (I/O,
   // MMIO, CR/flag writes) or at the cycle deadline, both of which leave this loop.
   for (;;) {
+    // An instruction breakpoint comes before the faults of fetching and decoding the
+    // instruction (SDM Vol. 3A, "Priority Among Concurrent Events": code breakpoint,
+    // then fetch faults, then decode faults); runBlockSlow checks each later one.
+    if (Debug.InsnArmed && !(S.Rflags & rflags::RF) && codeBreakpoint(*this)) [[unlikely]]
+      return handleStatus(Status::Fault, Why);
     Block *B = nullptr;
     if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]]
       B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode); // 64-bit: CS base 0
@@ -253,11 +276,8 @@ bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason 
     if (S.Rflags & rflags::RF) {
       S.Rflags &= ~rflags::RF;
       Debug.HeldRf = true;
-    } else if (Debug.InsnArmed) {
-      if (uint32_t Bits = instructionBreakpoints(*this)) {
-        Pending = PendingEvent{vec::DB, false, 0, Bits};
-        return handleStatus(Status::Fault, Why);
-      }
+    } else if (Debug.InsnArmed && codeBreakpoint(*this)) {
+      return handleStatus(Status::Fault, Why);
     }
     const uint64_t Fallthrough = (S.Rip + I->Len) & RipMask;
     const uint16_t OldCs = S.cs().Selector;

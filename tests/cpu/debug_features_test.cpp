@@ -83,6 +83,20 @@ TEST(DebugFeatures, InstructionBreakpointFaultsBeforeTheInstruction) {
   EXPECT_EQ(M.S.Dr[7], 0x401u);
 }
 
+// The code breakpoint has priority over the faults of fetching the instruction: at a
+// non-canonical RIP the #DB comes first (pushed RIP = that address), not the #GP.
+TEST(DebugFeatures, InstructionBreakpointComesBeforeTheFetchFault) {
+  TestMachine M;
+  longMode(M);
+  const uint64_t Bad = uint64_t(1) << 47;
+  setDebugRegisters(M, {{0, Bad}, {7, dr7For(0, 0, 0)}});
+  M.S.Rip = Bad;
+  EXPECT_EQ(M.run(), StopReason::Halted);
+  EXPECT_EQ(M.S.Rip, handlerOf(vec::DB));
+  EXPECT_EQ(pushedRip(M), Bad);
+  EXPECT_EQ(M.S.Dr[6], kDr6Clear | 1);
+}
+
 // RF = 1 suppresses the instruction breakpoint of one instruction and is cleared when
 // it completes, so the breakpoint on the next one is taken; IRETQ loads RF.
 TEST(DebugFeatures, ResumeFlagSuppressesOneInstructionBreakpointAndIsCleared) {
@@ -360,6 +374,22 @@ TEST(DebugFeatures, MovSsHoldsADataBreakpointTrapForOneInstruction) {
   EXPECT_EQ(M.S.Rip, handlerOf(vec::DB));
   EXPECT_EQ(pushedRip(M), kCodeBase + 3);
   EXPECT_EQ(M.S.Dr[6], kDr6Clear | 1);
+}
+
+// The same inhibition covers a code breakpoint on the instruction after MOV SS: it is
+// not taken; one on the instruction after that is.
+TEST(DebugFeatures, MovSsInhibitsTheCodeBreakpointOfTheNextInstruction) {
+  TestMachine M;
+  longMode(M);
+  M.S.Gpr[RAX] = kSelData;
+  M.loadCode({0x8e, 0xd0, 0x48, 0xff, 0xc1, 0x90, 0xf4}); // mov ss, ax ; inc rcx ; nop ; hlt
+  setDebugRegisters(M, {{0, kCodeBase + 2}, {1, kCodeBase + 5},
+                        {7, dr7For(0, 0, 0) | dr7For(1, 0, 0)}});
+  EXPECT_EQ(M.run(), StopReason::Halted);
+  EXPECT_EQ(M.S.Rip, handlerOf(vec::DB));
+  EXPECT_EQ(M.S.Gpr[RCX], 1u);
+  EXPECT_EQ(pushedRip(M), kCodeBase + 5);
+  EXPECT_EQ(M.S.Dr[6], kDr6Clear | 2);
 }
 
 // ICEBP (INT1, F1): a #DB trap through the IDT that sets no DR6 bit.
