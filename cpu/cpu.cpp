@@ -13,6 +13,24 @@
 
 namespace vmxsim {
 
+namespace {
+
+// An enabled instruction breakpoint matches CS:RIP and MOV SS does not inhibit it: its
+// #DB fault is now in C.Pending (cpu/debug.h). The caller has checked RF. MOV SS / POP
+// SS inhibit debug exceptions up to the boundary after the next instruction (SDM Vol.
+// 3A, "Masking Exceptions and Interrupts When Switching Stacks"): a code breakpoint on
+// that instruction is not taken.
+bool codeBreakpoint(Cpu &C) {
+  if (C.Retired < C.ShadowUntil && C.ShadowIsMovSs)
+    return false;
+  const uint32_t Bits = instructionBreakpoints(C);
+  if (Bits)
+    C.Pending = PendingEvent{vec::DB, false, 0, Bits};
+  return Bits;
+}
+
+} // namespace
+
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
       Vmx(std::make_unique<VmxState>()), Id(Id), Mmu(*this, Mem) {
@@ -50,7 +68,9 @@ void Cpu::reset() {
   NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
   DeliveryDepth = 0;
+  Debug = DebugState{};
   Mmu.reset();
+  debugRegistersChanged(*this);
   modeChanged();
 }
 
@@ -143,6 +163,12 @@ EventWindow Cpu::afterEvent(Status St, StopReason &Why) {
 }
 
 EventWindow Cpu::eventWindow(StopReason &Why) {
+  // Data and I/O breakpoints matched by the instruction that just completed are traps on
+  // it: above NMIs and interrupts (SDM Vol. 3A, "Priority Among Concurrent Events"). In
+  // non-root operation they join the pending debug exceptions, below an MTF VM exit.
+  commitDebugHits(*this);
+  if (!NonRoot && takeRootDebugTraps(*this)) [[unlikely]]
+    return afterEvent(Status::Fault, Why);
   if (NonRoot) [[unlikely]]
     vmxWindowOpens(*this);
   for (;;) {
@@ -206,6 +232,11 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
   // become deliverable through an instruction that ends its block with breakBlock() (I/O,
   // MMIO, CR/flag writes) or at the cycle deadline, both of which leave this loop.
   for (;;) {
+    // An instruction breakpoint comes before the faults of fetching and decoding the
+    // instruction (SDM Vol. 3A, "Priority Among Concurrent Events": code breakpoint,
+    // then fetch faults, then decode faults); runBlockSlow checks each later one.
+    if (Debug.InsnArmed && !(S.Rflags & rflags::RF) && codeBreakpoint(*this)) [[unlikely]]
+      return handleStatus(Status::Fault, Why);
     Block *B = nullptr;
     if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]]
       B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode); // 64-bit: CS base 0
@@ -217,7 +248,9 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
 
     const DecodedInsn *I = B->Insns;
     const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnEnd - Retired);
-    if (Observer || (S.Rflags & rflags::TF)) [[unlikely]]
+    // One instruction at a time while single-stepping, while RF must be cleared after
+    // the next instruction, and while an instruction breakpoint is armed (cpu/debug.h).
+    if (Observer || (S.Rflags & (rflags::TF | rflags::RF)) || Debug.InsnArmed) [[unlikely]]
       return runBlockSlow(I, End, Why);
     for (;;) {
       Status St = I->Fn(*this, *I);
@@ -235,27 +268,48 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
 
 bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why) {
   for (; I != End; ++I) {
-    bool SingleStep = S.Rflags & rflags::TF;
+    const bool SingleStep = S.Rflags & rflags::TF;
+    // SDM Vol. 3B, "Instruction-Breakpoint Exception Condition": an enabled instruction
+    // breakpoint at this instruction is a #DB fault before it executes, unless RF is
+    // set; "the RF flag is cleared at the start of the instruction after the check for
+    // code breakpoint" (IRET and task switches load it again from their images).
+    if (S.Rflags & rflags::RF) {
+      S.Rflags &= ~rflags::RF;
+      Debug.HeldRf = true;
+    } else if (Debug.InsnArmed && codeBreakpoint(*this)) {
+      return handleStatus(Status::Fault, Why);
+    }
+    const uint64_t Fallthrough = (S.Rip + I->Len) & RipMask;
+    const uint16_t OldCs = S.cs().Selector;
     if (Observer)
       Observer->beforeInsn(*this, *I);
     Status St = I->Fn(*this, *I);
+    Debug.HeldRf = false;
     if (St != Status::Ok)
       return handleStatus(St, Why);
     Cycles += I->Cost;
     ++Retired;
     if (Observer)
       Observer->afterInsn(*this, *I);
+    // Single-step trap after the instruction (SDM Vol. 3B, "Single-Step Exception
+    // Condition"), DR6.BS; with IA32_DEBUGCTL.BTF only after a taken branch ("Single-
+    // Stepping on Branches": a control transfer that did not fall through).
     if (SingleStep) {
-      if (NonRoot) [[unlikely]] {
-        // Through the non-root event window, where an MTF VM exit takes priority.
-        vmxSingleStepTrap(*this);
+      const bool Btf = (*Msrs)[MsrSlot::IA32_DEBUGCTL] & debugctl::BTF;
+      const bool Taken = (I->Flags & insnflag::EndsBlock) &&
+                         (S.Rip != Fallthrough || S.cs().Selector != OldCs);
+      if (!Btf || Taken)
+        noteDebugTraps(*this, dr6::BS);
+    }
+    if (SingleStep || Debug.Hits) {
+      commitDebugHits(*this);
+      // Non-root operation takes them in its event window, below an MTF VM exit; root
+      // operation delivers them now unless MOV SS / POP SS holds them.
+      if (NonRoot) [[unlikely]]
         return false;
-      }
-      // Single-step trap after the instruction (SDM Vol. 3A, Single-Step Exception
-      // Condition): DR6.BS, #DB delivered with RIP of the next instruction.
-      S.Dr[6] |= 1u << 14;
-      Pending = PendingEvent{vec::DB, false, 0, 0};
-      return handleStatus(Status::Fault, Why);
+      if (takeRootDebugTraps(*this))
+        return handleStatus(Status::Fault, Why);
+      return false;
     }
     if (Cycles >= WindowDue)
       return false;
@@ -268,6 +322,8 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
   case Status::Ok:
     return false;
   case Status::Fault:
+    // A faulting instruction did not complete: its breakpoint matches are not traps.
+    Debug.Hits = 0;
     if (Observer)
       Observer->onException(*this, Pending);
     if (deliverPendingException(*this) == Status::Shutdown)
@@ -277,6 +333,7 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
     Activity = ActivityState::Shutdown;
     return false;
   case Status::VmExit:
+    Debug.Hits = 0; // the instruction did not complete (or was VMLAUNCH/VMRESUME)
     // vmExit (cpu/vmx/vm_exit.cpp) has already performed the whole exit: the processor
     // is in the host (or the VM entry completed); continue at the new RIP.
     breakBlock();

@@ -2,6 +2,7 @@
 // caches of translations and decoded code belong to its MMU (cpu/mmu.h, with their
 // coherence contract). Instruction semantics live in free functions in cpu/exec_*.cpp.
 #pragma once
+#include "cpu/debug.h"
 #include "cpu/decoded_insn.h"
 #include "cpu/mmu.h"
 #include "cpu/observer.h"
@@ -140,6 +141,8 @@ public:
   bool ShadowIsMovSs = false;
   bool NmiBlocked = false;
   bool NmiPending = false;
+  /// Breakpoints armed by DR7 and debug traps waiting for a boundary (cpu/debug.h).
+  DebugState Debug;
   /// Set by a nested fault while delivering an event, to detect #DF and triple faults.
   uint8_t DeliveryDepth = 0;
   StopReason LastStop = StopReason::InsnLimit;

@@ -6,6 +6,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cost_model.h"
 #include "cpu/exec.h"
+#include "cpu/msrs.h"
 #include "cpu/segmentation.h"
 #include "cpu/task_switch.h"
 #include "cpu/vmx/vm_exit.h"
@@ -259,6 +260,25 @@ Status deliverLong(Cpu &C, const Event &E) {
   return Status::Ok;
 }
 
+// A #DB about to be delivered through the IDT (not one the exception bitmap turned into
+// a VM exit, which leaves DR6 and DR7 alone: SDM Vol. 3C, "Exit Qualification for Debug
+// Exceptions"). Its DR6 bits ride in PendingEvent::FaultAddr. SDM Vol. 3B, "Debug Status
+// Register (DR6)": B0-B3 are replaced by the cause's ("certain debug exceptions may clear
+// bits 0-3"), "the remaining contents of DR6 are never cleared by the processor"; "the
+// processor clears the GD flag upon entering to the debug exception handler" ("Debug
+// Control Register (DR7)"); "the processor clears the BTF flag when it generates a debug
+// exception" ("Single-Stepping on Branches"). A general-detect #DB is a fault other than
+// an instruction breakpoint, so the EFLAGS image carries RF = 1 ("Instruction-Breakpoint
+// Exception Condition"): setting RF now puts it in the image, and delivery clears it.
+void enterDebugHandler(Cpu &C, uint32_t Bits) {
+  CpuState &S = C.S;
+  S.Dr[6] = (S.Dr[6] & ~uint64_t(dr6::B0toB3)) | (Bits & (dr6::B0toB3 | dr6::BD | dr6::BS | dr6::BT));
+  S.Dr[7] &= ~dr7::GD;
+  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] &= ~debugctl::BTF;
+  if (Bits & dr6::BD)
+    S.Rflags |= rflags::RF;
+}
+
 // Contributory exceptions (SDM Vol. 3A, Interrupt 8—Double Fault Exception (#DF),
 // table "Interrupt and Exception Classes").
 bool isContributory(uint8_t V) {
@@ -267,6 +287,12 @@ bool isContributory(uint8_t V) {
 }
 
 } // namespace
+
+bool exceptionImageSetsRf(uint8_t Vector, uint64_t Dr6Bits) {
+  // A general-detect #DB (BD) is a fault; the other #DBs are traps or instruction
+  // breakpoints.
+  return isFaultClass(Vector) || (Vector == vec::DB && (Dr6Bits & dr6::BD));
+}
 
 Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
                     uint32_t ErrorCode, uint64_t ReturnRip) {
@@ -323,7 +349,7 @@ Status deliverPendingException(Cpu &C) {
     if (E.Vector == vec::PF)
       C.S.Cr2 = E.FaultAddr; // CR2 is loaded as the #PF is delivered
     if (E.Vector == vec::DB)
-      C.S.Dr[6] |= E.FaultAddr; // DR6 bits of a #DB raised as a pending debug trap
+      enterDebugHandler(C, uint32_t(E.FaultAddr));
     ++C.DeliveryDepth;
     Status St = deliverEvent(C, EventKind::Exception, E.Vector, E.HasErrorCode,
                              E.ErrorCode, C.S.Rip);

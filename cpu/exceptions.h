@@ -18,6 +18,11 @@ enum class EventKind : uint8_t {
   PrivSoftwareException, ///< INT1 (ICEBP)
 };
 
+/// RFLAGS.RF in the image of hardware exception Vector (Dr6Bits: a #DB's DR6 bits, in
+/// PendingEvent::FaultAddr): 1 for a fault other than an instruction-breakpoint #DB (SDM
+/// Vol. 3B, "Instruction-Breakpoint Exception Condition"); else RF as it is.
+bool exceptionImageSetsRf(uint8_t Vector, uint64_t Dr6Bits);
+
 /// Delivers the exception pending in C.Pending, escalating to #DF and to a triple fault
 /// (returns Status::Shutdown) per SDM Vol. 3A, Interrupt 8—Double Fault Exception.
 Status deliverPendingException(Cpu &C);

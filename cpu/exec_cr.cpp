@@ -146,6 +146,8 @@ Status writeCr4(Cpu &C, uint64_t V) {
   S.Cr4 = V;
   if (pagingStructuresChanged(Old, V, TlbBits))
     C.Mmu.flushTlb();
+  if ((Old ^ V) & cr4::DE)
+    debugRegistersChanged(C); // CR4.DE defines R/W = 10b as I/O breakpoints
   C.modeChanged();
   return Status::Ok;
 }
@@ -231,22 +233,23 @@ template <bool ToDr> Status execMovDr(Cpu &C, const DecodedInsn &I) {
   }
   if (S.cpl() != 0)
     return C.raiseGp(0);
-  if (S.Dr[7] & (1u << 13)) {
-    S.Dr[6] = (S.Dr[6] & ~uint64_t(0xf)) | (1u << 13);
-    S.Dr[7] &= ~uint64_t(1u << 13);
-    return C.raise(vec::DB);
+  if (S.Dr[7] & dr7::GD) {
+    // General detect: a #DB fault with DR6.BD; DR6 and DR7.GD change as the #DB is
+    // delivered (cpu/exceptions.cpp), not when the exception bitmap makes it a VM exit.
+    C.Pending = PendingEvent{vec::DB, false, 0, dr6::BD};
+    return Status::Fault;
   }
   if constexpr (ToDr) {
     uint64_t V = crOperand(C, I.Reg[1]);
     if ((N == 6 || N == 7) && (V >> 32))
       return C.raiseGp(0);
     if (N == 6)
-      V = (V & 0xe00f) | 0xffff0ff0; // reserved bits read as 1 (bit 16 too: no RTM)
-    else if (N == 7 && (V & 0xff))
-      return C.unimplemented(kDr7BreakpointsUnimplemented);
+      V = (V & 0xe00f) | dr6::FixedOnes; // reserved bits read as 1 (bit 16 too: no RTM)
     else if (N == 7)
       V = (V & 0xffff23ff) | 0x400;
     S.Dr[N] = V;
+    if (N != 6)
+      debugRegistersChanged(C); // DR0-DR3 and DR7 arm breakpoints (cpu/debug.h)
   } else {
     setCrOperand(C, I.Reg[0], S.Dr[N]);
   }

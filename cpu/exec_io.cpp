@@ -53,6 +53,8 @@ template <typename T, bool ImmPort> Status execIn(Cpu &C, const DecodedInsn &I) 
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onIo(C, I, {Port, sizeof(T), true, false, false, ImmPort}));
   setReg<T>(C, RAX, T(C.Io.read(Port, sizeof(T))));
+  if (C.Debug.IoArmed) [[unlikely]]
+    ioBreakpointAccess(C, Port, sizeof(T));
   C.breakBlock();
   return next(C, I);
 }
@@ -63,6 +65,8 @@ template <typename T, bool ImmPort> Status execOut(Cpu &C, const DecodedInsn &I)
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onIo(C, I, {Port, sizeof(T), false, false, false, ImmPort}));
   C.Io.write(Port, sizeof(T), getReg<T>(C, RAX));
+  if (C.Debug.IoArmed) [[unlikely]]
+    ioBreakpointAccess(C, Port, sizeof(T));
   C.breakBlock();
   return next(C, I);
 }
@@ -101,9 +105,15 @@ template <typename T, bool IsIns, bool Rep> Status execInsOuts(Cpu &C, const Dec
         break;
       if (!First) {
         C.Cycles += I.Cost;
-        if (C.Io.stopRequested()) {
+        // A device stop request, or an I/O or data breakpoint matched by the element
+        // before: the REP resumes later at the same RIP. The debug trap comes after the
+        // iteration that matched (SDM Vol. 3B, "Data Memory and I/O Breakpoint
+        // Exception Conditions"), and an event taken between iterations pushes RF = 1
+        // ("Instruction-Breakpoint Exception Condition").
+        if (C.Io.stopRequested() || C.Debug.Hits) {
+          C.S.Rflags |= rflags::RF;
           C.breakBlock();
-          return Status::Ok; // resume the REP later at the same RIP
+          return Status::Ok;
         }
       }
     }
@@ -122,6 +132,8 @@ template <typename T, bool IsIns, bool Rep> Status execInsOuts(Cpu &C, const Dec
       VMX_TRY(readMem(C, SegReg(I.Seg), Off, V));
       C.Io.write(Port, sizeof(T), V);
     }
+    if (C.Debug.IoArmed) [[unlikely]]
+      ioBreakpointAccess(C, Port, sizeof(T));
     setAddrReg(C, IndexReg, Off + Step, As);
     if constexpr (!Rep)
       break;

@@ -122,6 +122,16 @@ inline uint64_t fastChunk(Cpu &C, const DecodedInsn &I, uint64_t Count) {
   return N;
 }
 
+/// A REP string instruction stopped between iterations, RIP still on it. An event taken
+/// there pushes RF = 1, so that an instruction breakpoint on the REP is not taken again
+/// when it resumes (SDM Vol. 3B, "Instruction-Breakpoint Exception Condition": "for any
+/// interrupt arriving after any iteration of a repeated string instruction but the last
+/// iteration, the value pushed for RF is 1"); the resumed iteration clears it.
+inline Status resumeLater(Cpu &C) {
+  C.S.Rflags |= rflags::RF;
+  return Status::Ok;
+}
+
 template <typename T, typename A, StrOp Op, RepKind Rep>
 Status execString(Cpu &C, const DecodedInsn &I) {
   const int64_t Delta = (C.S.Rflags & rflags::DF) ? -int64_t(sizeof(T)) : int64_t(sizeof(T));
@@ -143,7 +153,7 @@ Status execString(Cpu &C, const DecodedInsn &I) {
             if (Count == 0)
               break;
             if (C.Cycles >= C.WindowDue)
-              return Status::Ok; // interrupt window: resume at this instruction
+              return resumeLater(C); // interrupt window: resume at this instruction
             continue;
           }
         }
@@ -159,8 +169,10 @@ Status execString(Cpu &C, const DecodedInsn &I) {
       if constexpr (Rep == RepKind::Repne)
         if (C.S.Rflags & rflags::ZF)
           break;
+      // The window is due now after an iteration that matched a data breakpoint too
+      // (cpu/debug.cpp): its trap follows that iteration.
       if (C.Cycles >= C.WindowDue)
-        return Status::Ok; // interrupt window: resume at this instruction
+        return resumeLater(C); // interrupt window: resume at this instruction
     }
     return next(C, I);
   }

@@ -79,6 +79,10 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
   copy(Pa0, Dst, First);
   if (First < SizeBytes)
     copy(Pa1, Dst + First, SizeBytes - First);
+  // Pages with an armed data breakpoint never get TLB entries, so their accesses all
+  // come here (cpu/debug.h).
+  if (C.Debug.DataArmed) [[unlikely]]
+    dataBreakpointAccess(C, La, SizeBytes, false);
   return Status::Ok;
 }
 
@@ -86,8 +90,11 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                        bool Supervisor) {
   // A store that TlbWrite cannot take because its page holds decoded code goes through
   // the page's TlbWriteCode entry when there is one and the store stays in the page.
-  if (C.Mmu.writeCodePage(Gla(La), SizeBytes, In, Supervisor))
+  if (C.Mmu.writeCodePage(Gla(La), SizeBytes, In, Supervisor)) {
+    if (C.Debug.DataArmed) [[unlikely]]
+      dataBreakpointAccess(C, La, SizeBytes, true);
     return Status::Ok;
+  }
   const uint8_t *Src = static_cast<const uint8_t *>(In);
   Hpa Pa0, Pa1;
   unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
@@ -118,6 +125,8 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
   // Self-modifying code: leave the current block so the next fetch sees the new bytes.
   if (C.Mem.codeWriteCount() != Before)
     C.breakBlock();
+  if (C.Debug.DataArmed) [[unlikely]]
+    dataBreakpointAccess(C, La, SizeBytes, true);
   return Status::Ok;
 }
 

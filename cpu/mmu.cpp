@@ -70,6 +70,11 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   // without a TLB flush.
   if (!User && T.User && (Owner.S.Cr4 & cr4::SMAP))
     return Status::Ok;
+  // A page holding an armed data breakpoint is never mapped for data: every access to
+  // it takes the slow paths, which check the breakpoints (cpu/debug.h).
+  if (Kind != Access::Fetch && Owner.Debug.DataArmed && dataBreakpointPage(Owner, La))
+      [[unlikely]]
+    return Status::Ok;
   const TlbEntry E{tag(La, Supervisor), reinterpret_cast<uintptr_t>(Host) - (La & kPageMask),
                    Pfn};
   switch (Kind) {

@@ -63,6 +63,10 @@
 //   VMXON and VMXOFF change whether the mask applies: VMXON needs the gate on (#GP in
 //   A20M mode), so the mask is all-ones both before and after it; VMXOFF with the gate
 //   off flushes as a gate change does.
+// - Data breakpoints (cpu/debug.h): a linear page holding an armed data breakpoint is
+//   never given a read, write or write-code entry, so its accesses take the slow paths
+//   that check the breakpoints; arming a new page flushes every context
+//   (debugRegistersChanged), which drops the entries filled before.
 // Why it is enough: a TLB entry is used only when its tag matches the current context
 // and privilege, every architectural event that may change a translation of that
 // context gives it a fresh generation, and code changes are seen through PhysMem's

@@ -200,10 +200,12 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
       return C.raiseGp(0);
     break;
   case MsrWrite::Debugctl:
-    // Storage of 0 only: last-branch records, branch single-stepping (BTF), branch trace
-    // messages and stores and the PMI freeze bits are not modelled, so enabling any of
-    // them stops the run rather than being silently ignored.
-    if (Value)
+    // BTF (single-step on branches) is modelled by the run loop (cpu/cpu.cpp); LBR is
+    // stored, with no last-branch-record MSRs to fill (vmxsim has none: they raise #GP
+    // as unknown MSRs). Branch trace messages and stores and the PMI/SMM freeze bits
+    // are not modelled, so enabling any of them stops the run rather than being silently
+    // ignored.
+    if (Value & ~debugctl::Modelled)
       return C.unimplemented(kDebugctlUnimplemented);
     break;
   case MsrWrite::MiscEnable: {

@@ -46,7 +46,7 @@ enum class MsrWrite : uint8_t {
   MtrrPhysMask,   ///< mask bits up to MAXPHYADDR
   VmxCapability,  ///< IA32_VMX_*: computed from the VMX profile; WRMSR raises #GP(0)
   Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
-  Debugctl,       ///< IA32_DEBUGCTL: a defined bit vmxsim does not model is unimplemented
+  Debugctl,       ///< IA32_DEBUGCTL: LBR, BTF stored; other defined bits unimplemented
   Command,        ///< write-only command (IBPB, L1D flush): RDMSR raises #GP(0)
 };
 
@@ -72,17 +72,12 @@ struct MsrState {
   uint64_t operator[](MsrSlot S) const { return Value[unsigned(S)]; }
 };
 
-/// What a run stopped by a non-zero IA32_DEBUGCTL (WRMSR, or a VM entry that loads the
-/// debug controls) reports as unimplemented: branch recording and BTF are not modelled.
+/// What a run stopped by IA32_DEBUGCTL bits vmxsim does not model (WRMSR, or a VM entry
+/// that loads the debug controls) reports as unimplemented: branch trace messages and
+/// stores (TR, BTS, BTINT, BTS_OFF_OS/USR) and the PMI/SMM freezes (bits 15:6). LBR and
+/// BTF are modelled (cpu/debug.h).
 inline constexpr const char *kDebugctlUnimplemented =
-    "IA32_DEBUGCTL features (LBR, BTF, branch trace, PMI freezes)";
-
-/// What a run stopped by DR7 enabling a breakpoint (L0-L3/G0-G3: MOV to DR7, or a VM
-/// entry that loads the debug controls) reports as unimplemented: DR0-DR3 instruction,
-/// data and I/O breakpoints are not modelled (SDM Vol. 3B, Debug Registers). DR7's other
-/// bits (GD included) are.
-inline constexpr const char *kDr7BreakpointsUnimplemented =
-    "debug-register breakpoints (DR7 L0-L3/G0-G3)";
+    "IA32_DEBUGCTL features (branch trace, PMI freezes)";
 
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.

@@ -256,6 +256,7 @@ Status switchTasks(Cpu &C, uint16_t TssSel, uint64_t TssLo, TaskSwitchSource Src
   // Local breakpoint enables are cleared by every task switch (SDM Vol. 3B, Debug
   // Control Register (DR7): L0-L3 and LE).
   S.Dr[7] &= ~uint64_t(0x155);
+  debugRegistersChanged(C);
   if (New32 && (S.Cr0 & cr0::PG))
     VMX_TRY(writeCr3(C, T.Cr3));
   else if (New32)

@@ -210,10 +210,9 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
 
   // A guest IA32_DEBUGCTL loaded with features vmxsim does not model (as WRMSR would
   // report them; cpu/msrs.cpp) stops the run before anything of the guest is loaded.
-  if (controlSet(V, VmxControl::LoadDebugControls) && V.get(F::GuestIa32Debugctl))
+  if (controlSet(V, VmxControl::LoadDebugControls) &&
+      (V.get(F::GuestIa32Debugctl) & ~debugctl::Modelled))
     return C.unimplemented(kDebugctlUnimplemented);
-  if (controlSet(V, VmxControl::LoadDebugControls) && (V.get(F::GuestDr7) & 0xff))
-    return C.unimplemented(kDr7BreakpointsUnimplemented);
   // From here the processor is committed to the guest: failures are VM exits that load
   // host state (SDM Vol. 3C, "VM-Entry Failures During or After Loading Guest State").
   C.Cycles += costOf(CostClass::VmTransition);
@@ -241,6 +240,10 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   else if (EnableVpid)
     C.Mmu.switchTlbContext(Vpid);
   C.modeChanged();
+  // The guest's DR7 and CR4.DE arm its breakpoints; debug traps pending in root
+  // operation do not follow into the guest, whose own are the pending debug exceptions.
+  C.Debug.Traps = C.Debug.Hits = 0;
+  debugRegistersChanged(C);
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
                                  uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
     reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,

@@ -94,7 +94,9 @@ void saveGuestState(Cpu &C, VmcsData &V) {
 
   V.set(F::GuestRip, S.Rip);
   V.set(F::GuestRsp, S.Gpr[RSP]);
-  V.set(F::GuestRflags, S.Rflags);
+  // An instruction that started with RF = 1 and causes the VM exit has not completed:
+  // RF is saved as it was before it (SDM Vol. 3C, "Saving RIP, RSP, RFLAGS, and SSP").
+  V.set(F::GuestRflags, S.Rflags | (C.Debug.HeldRf ? rflags::RF : 0));
 
   // Non-register state (SDM Vol. 3C, "Saving Non-Register State").
   V.set(F::GuestActivityState, uint32_t(C.Activity));
@@ -229,8 +231,12 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   S.Cr0 = (S.Cr0 & Cr0Keep) | (V.get(F::HostCr0) & ~Cr0Keep & ~Cr0Fixed) | Cr0Fixed;
   S.Cr3 = V.get(F::HostCr3) & ((uint64_t(1) << C.Model.MaxPhysAddrBits) - 1);
   S.Cr4 = (V.get(F::HostCr4) & ~cr4::VMXE) | cr4::VMXE | (Host64 ? cr4::PAE : 0);
+  // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs": DR7 is 400H
+  // and IA32_DEBUGCTL 0, whatever the controls; no breakpoint stays armed.
   S.Dr[7] = 0x400;
-  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = 0; // SDM Vol. 3C, "Loading Host Control Registers, Debug Registers, MSRs"
+  (*C.Msrs)[MsrSlot::IA32_DEBUGCTL] = 0;
+  C.Debug.Traps = C.Debug.Hits = 0;
+  debugRegistersChanged(C);
   MsrState &M = *C.Msrs;
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);

@@ -29,6 +29,13 @@ constexpr uint64_t kPendingDebugTraps = 0xf | (1u << 14);
 constexpr uint64_t kDebugQualificationBits = 0xf | (1u << 13) | (1u << 14);
 constexpr uint64_t kSingleStepBit = 1u << 14;
 
+// "There are valid pending debug exceptions if either the BS bit (bit 14) or the
+// enable-breakpoint bit (bit 12) is 1" (SDM Vol. 3C, "Delivery of Pending Debug
+// Exceptions after VM Entry"); B3-B0 alone deliver nothing.
+bool validPendingDebug(uint64_t P) {
+  return P & (kSingleStepBit | kPendingDebugEnabledBreakpoint);
+}
+
 uint32_t interruptionType(EventKind K) {
   switch (K) {
   case EventKind::External:
@@ -142,8 +149,8 @@ bool vmxBeforeNmi(Cpu &C, Status &St) {
   // exceptions loaded by VM entry): #DB, which the exception bitmap may turn into a VM
   // exit with the DR6-style bits as qualification (SDM Vol. 3C, "Delivery of Pending
   // Debug Exceptions after VM Entry"). Blocked by MOV SS.
-  if (uint64_t Traps = X.PendingDebugExceptions & kPendingDebugTraps;
-      Traps && Awake && !blockedByMovSs(C)) {
+  if (validPendingDebug(X.PendingDebugExceptions) && Awake && !blockedByMovSs(C)) {
+    const uint64_t Traps = X.PendingDebugExceptions & kPendingDebugTraps;
     X.PendingDebugExceptions = 0;
     C.Pending = PendingEvent{vec::DB, false, 0, Traps};
     St = Status::Fault;
@@ -233,7 +240,7 @@ uint64_t vmxWakeCycle(const Cpu &C) {
     return ~uint64_t(0);
   // Both are taken in the HLT state by the event window (vmxBeforeNmi; VM entry
   // refuses HLT with blocking by MOV SS, so a debug trap is never held off there).
-  if (X.Events.MtfPending || (X.PendingDebugExceptions & kPendingDebugTraps))
+  if (X.Events.MtfPending || validPendingDebug(X.PendingDebugExceptions))
     return C.Cycles;
   if (X.PreemptionTimerActive)
     return std::max(C.Cycles, X.PreemptionTimerDeadline);
@@ -245,16 +252,11 @@ uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle) {
   // MTF needs the window after every instruction; a shadow or a pending debug trap
   // after the next one.
   if (inShadow(C) || controlSet(C.Vmx->Vmcs, VmxControl::MonitorTrapFlag) ||
-      (X.PendingDebugExceptions & kPendingDebugTraps))
+      validPendingDebug(X.PendingDebugExceptions))
     return C.Cycles;
   if (X.PreemptionTimerActive)
     return std::min(UntilCycle, X.PreemptionTimerDeadline);
   return UntilCycle;
-}
-
-void vmxSingleStepTrap(Cpu &C) {
-  C.Vmx->PendingDebugExceptions |= kSingleStepBit;
-  C.breakBlock();
 }
 
 bool vmxBeforeDelivery(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
@@ -344,6 +346,15 @@ Status vmxExceptionExit(Cpu &C, const PendingEvent &P, uint32_t Type, uint32_t I
   else if (Type == intinfo::HardwareException && P.Vector == vec::DB)
     Info.Qualification = P.FaultAddr & kDebugQualificationBits;
   Info.InstructionLength = InsnLength;
+  // "If the VM exit is caused directly by an event that would normally be delivered
+  // through the IDT, the value saved [for RFLAGS.RF] is that which would appear in the
+  // saved RFLAGS image" (SDM Vol. 3C, "Saving RIP, RSP, RFLAGS, and SSP"): 1 for a fault
+  // other than an instruction breakpoint. During the delivery of another event the
+  // image would be that event's, which RF already is. (The guest's RFLAGS is saved here
+  // and then replaced by the host's, so the bit set now is seen by nothing else.)
+  if (Type == intinfo::HardwareException && !E.DeliveringInfo &&
+      exceptionImageSetsRf(P.Vector, P.FaultAddr))
+    C.S.Rflags |= rflags::RF;
   vmxFillIdtVectoring(C, Info);
   // Bit 12, "NMI unblocking due to IRET": the exit is due to a fault on an IRET that
   // removed (virtual-)NMI blocking; undefined (left 0) when IDT-vectoring is valid or

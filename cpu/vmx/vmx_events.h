@@ -8,7 +8,7 @@
 // Hooks, each called only when Cpu::NonRoot is set, so root operation pays nothing:
 //   event window (cpu/cpu.cpp)   vmxWindowOpens, vmxBeforeNmi, vmxNmiExit,
 //                                vmxInterruptWindowExit, vmxExternalInterruptExiting/Exit,
-//                                vmxWaitForTimer, vmxWindowDue, vmxSingleStepTrap
+//                                vmxWaitForTimer, vmxWindowDue
 //   scheduler (harness/)         vmxWakeCycle
 //   delivery (cpu/exceptions.cpp) vmxBeforeDelivery, vmxAfterDelivery,
 //                                 vmxExceptionCausesExit/vmxExceptionExit, vmxTripleFaultExit
@@ -69,9 +69,6 @@ uint64_t vmxWakeCycle(const Cpu &C);
 /// shadow/pending debug trap covers the next instruction, else the earlier of UntilCycle
 /// and the preemption timer's expiry.
 uint64_t vmxWindowDue(const Cpu &C, uint64_t UntilCycle);
-/// A single-step (RFLAGS.TF) trap after a guest instruction: becomes a pending debug
-/// exception (BS) so that a pending MTF VM exit takes priority over it.
-void vmxSingleStepTrap(Cpu &C);
 
 /// Before an event is delivered through the guest IDT: INT3/INTO/INT1 consult the
 /// exception bitmap (true: St holds the VM exit); records the event for IDT-vectoring.

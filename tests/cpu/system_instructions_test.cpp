@@ -222,21 +222,7 @@ TEST(SystemArchitectureOverview, MovToDr7KeepsFixedBits) {
   EXPECT_EQ(M.S.Dr[7], 0xffff2700u);
 }
 
-// Breakpoints are not modelled: enabling one stops the run naming it, rather than
-// leaving a breakpoint the guest believes armed silently dead.
-TEST(SystemArchitectureOverview, MovToDr7EnablingABreakpointStopsAsUnimplemented) {
-  for (uint64_t Enable = 1; Enable < 0x100; Enable <<= 1) {
-    TestMachine M;
-    M.setupLongMode();
-    M.S.Gpr[RAX] = 0x400 | Enable;
-    M.loadCode({0x0f, 0x23, 0xf8, 0xf4}); // mov dr7, rax
-    EXPECT_EQ(M.run(), StopReason::Unimplemented) << Enable;
-    ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-    EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "debug-register breakpoints (DR7 L0-L3/G0-G3)");
-    EXPECT_EQ(M.S.Dr[7], 0x400u);
-    EXPECT_EQ(M.S.Rip, kCodeBase);
-  }
-}
+// Enabling breakpoints in DR7, and what they do: tests/cpu/debug_features_test.cpp.
 
 TEST(SystemArchitectureOverview, RdtscAtCpl3WithTsdRaisesGp) {
   TestMachine M;
