@@ -27,6 +27,35 @@ bool modeBasedExecute(const Cpu &C) {
          controlSet(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
 }
 
+// --- Page-modification logging (SDM Vol. 3C, "VMX Support for Address Translation" >
+// "Page-Modification Logging") ------------------------------------------------------------
+
+/// "The page-modification log comprises 512 entries": a PML index outside 0-511 means
+/// the log is full.
+constexpr uint64_t kPmlEntries = 512;
+
+bool pmlEnabled(const Cpu &C) { return controlSet(C.Vmx->Vmcs, VmxControl::EnablePml); }
+
+/// "Before allowing a guest-physical access, the processor may determine that it first
+/// needs to set an accessed or dirty flag for EPT. When this happens, the processor
+/// examines the PML index. If the PML index is not in the range 0-511, there is a
+/// page-modification log-full event": the walker is told not to set flags.
+bool pmlLogFull(const Cpu &C) {
+  return pmlEnabled(C) && C.Vmx->Vmcs.get(F::PmlIndex) >= kPmlEntries;
+}
+
+/// After a walk that changed a dirty flag for EPT from 0 to 1: the 4-KByte aligned
+/// guest-physical address of the access goes to the physical address PML address + 8 *
+/// PML index, and the index is decremented (from 0 to FFFFH, after which the next flag
+/// update is a log-full event). The index is in range: the walk would have been refused
+/// otherwise.
+void pmlLog(Cpu &C, Gpa Address) {
+  VmcsData &V = C.Vmx->Vmcs;
+  const uint64_t Index = V.get(F::PmlIndex);
+  C.Mem.write(Hpa(V.get(F::PmlAddress) + 8 * Index), 8, Address.value() & ~uint64_t(0xfff));
+  V.set(F::PmlIndex, Index - 1);
+}
+
 } // namespace
 
 bool eptActive(const Cpu &C) {
@@ -40,6 +69,7 @@ EptWalkerConfig eptWalkerConfig(const Cpu &C) {
   Cfg.Pages1G = P && P->Ept1GPages;
   Cfg.ModeBasedExecute = modeBasedExecute(C);
   Cfg.MaxPhysAddrBits = C.Model.MaxPhysAddrBits;
+  Cfg.AdUpdatesBlocked = C.NonRoot && pmlLogFull(C);
   return Cfg;
 }
 
@@ -89,8 +119,11 @@ EptWalk eptTranslateNoExit(Cpu &C, Gpa Address, const EptAccess &A) {
     return Out;
   }
   EptWalk Out = eptWalk(C, Eptp, Address, A);
-  if (Out.Outcome == EptOutcome::Translated) [[likely]]
+  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
     C.Mmu.rememberGuestPhysical(Address, Out, Ad, !Ad || IsWrite);
+    if (Out.DirtySet && pmlEnabled(C))
+      pmlLog(C, Address);
+  }
   return Out;
 }
 
@@ -103,6 +136,12 @@ Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
     // SDM Vol. 3C, "EPT Misconfigurations": exit reason 49; the qualification is
     // undefined (0) and only the guest-physical address is reported.
     Info.Reason = ExitReason::EptMisconfiguration;
+  } else if (W.Outcome == EptOutcome::AdUpdateBlocked) {
+    // SDM Vol. 3C, "Page-Modification Logging": exit reason 62, page-modification log
+    // full. Only bit 12 of the qualification is defined (below); the guest-physical and
+    // guest-linear address fields are undefined for it and are left unchanged.
+    Info.Reason = ExitReason::PageModificationLogFull;
+    Info.GuestPhysicalValid = false;
   } else {
     Info.Reason = ExitReason::EptViolation;
     Info.Qualification = eptViolationQualification(C, W, Eptp, A);
@@ -111,18 +150,22 @@ Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
       Info.GuestLinearValid = true;
     }
   }
-  // Both are fault-like exits; during event delivery they report IDT-vectoring
+  // All three are fault-like exits; during event delivery they report IDT-vectoring
   // information (SDM Vol. 3C, "Information for VM Exits That Occur During Event
   // Delivery").
   vmxFillIdtVectoring(C, Info);
   VmxEventState &E = C.Vmx->Events;
-  // Bit 12, "NMI unblocking due to IRET": the EPT violation is a fault on an IRET that
-  // unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit Qualification
-  // for EPT Violations"; same rule as for vectored events).
-  if (Info.Reason == ExitReason::EptViolation && !E.DeliveringInfo &&
+  // Bit 12, "NMI unblocking due to IRET": the EPT violation or log-full event is caused
+  // by an IRET that unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit
+  // Qualification for EPT Violations" and "Exit Qualification" for page-modification
+  // log-full events; same rule as for vectored events).
+  if (Info.Reason != ExitReason::EptMisconfiguration && !E.DeliveringInfo &&
       E.IretNmiMark == C.Retired + 1)
-    Info.Qualification = exitqual::ept_violation::NmiUnblockingDueToIret.set(
-        Info.Qualification, 1);
+    Info.Qualification =
+        (Info.Reason == ExitReason::EptViolation
+             ? exitqual::ept_violation::NmiUnblockingDueToIret
+             : exitqual::page_modification_log_full::NmiUnblockingDueToIret)
+            .set(Info.Qualification, 1);
   E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
   E.InjectingEvent = E.MtfPending = false;
   E.IretNmiMark = 0;

@@ -55,8 +55,8 @@ TEST(VirtualMachineControlStructures, EverySupportedFieldRoundTripsWithWidthTrun
     ++Checked;
   }
   // The fields the full profile has (no XSS-exiting bitmap: no XSAVES), with the
-  // VMREAD/VMWRITE-bitmap addresses.
-  EXPECT_EQ(Checked, 138u);
+  // VMREAD/VMWRITE-bitmap addresses, the PML address and index.
+  EXPECT_EQ(Checked, 140u);
 }
 
 TEST(VirtualMachineControlStructures, HighAccessOfSixtyFourBitFieldsReadsAndWritesBits63To32) {

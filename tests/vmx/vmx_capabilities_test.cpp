@@ -40,8 +40,8 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
   EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
   // Secondary: EPT, descriptor tables, RDTSCP, VPID, WBINVD, unrestricted guest, PLE,
-  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, TSC scaling.
-  EXPECT_EQ(cap(P, 0x48b), 0x02017cee00000000ull);
+  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, PML, TSC scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02037cee00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
   EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
@@ -81,7 +81,7 @@ TEST(VmxCapabilities, MinimalProfileMsrs) {
 
 TEST(VmxCapabilities, KvmNestedProfileLacksPauseLoopExiting) {
   const VmxProfile &P = VmxProfile::kvmNested();
-  EXPECT_EQ(cap(P, 0x48b), 0x020178ee00000000ull); // with VMCS shadowing (bit 14)
+  EXPECT_EQ(cap(P, 0x48b), 0x020378ee00000000ull); // with VMCS shadowing (14), PML (17)
   EXPECT_EQ(cap(P, 0x485), 0x600401e5ull);
 }
 
