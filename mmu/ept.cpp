@@ -74,6 +74,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
       // SDM Vol. 3C, "EPT Violations": a not-present entry.
       W.Outcome = EptOutcome::Violation;
       W.Rights = 0;
+      W.SuppressVe = E & SuppressVe;
       return W;
     }
     Rights &= uint8_t((E & Read ? eptright::R : 0) | (E & Write ? eptright::W : 0) |
@@ -119,6 +120,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
     W.PageLevel = uint8_t(Level);
     if (!eptAllows(Mbec, Rights, A, IsWrite)) {
       W.Outcome = EptOutcome::Violation;
+      W.SuppressVe = E & SuppressVe; // the entry that maps the page
       return W;
     }
     const uint64_t OffMask = (uint64_t(1) << Shift) - 1;

@@ -22,7 +22,8 @@ class PhysMem;
 namespace eptentry {
 inline constexpr uint64_t Read = 1u << 0, Write = 1u << 1, Execute = 1u << 2,
                           MemTypeMask = 7u << 3, IgnorePat = 1u << 6, LargePage = 1u << 7,
-                          Accessed = 1u << 8, Dirty = 1u << 9, UserExecute = 1u << 10;
+                          Accessed = 1u << 8, Dirty = 1u << 9, UserExecute = 1u << 10,
+                          SuppressVe = uint64_t(1) << 63;
 inline constexpr unsigned MemTypeShift = 3;
 } // namespace eptentry
 
@@ -66,6 +67,10 @@ struct EptWalk {
   bool IgnorePat = false;  ///< leaf bit 6
   uint8_t PageLevel = 0;   ///< 1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB
   bool DirtySet = false;   ///< the walk set the leaf's dirty flag (it was 0)
+  /// Of a violation: bit 63 ("suppress #VE") of the one entry that decides whether it is
+  /// convertible — the entry that is not present, or the entry that maps the page (SDM
+  /// Vol. 3C, "Convertible EPT Violations").
+  bool SuppressVe = false;
 };
 
 /// What the walker needs of the processor: its VMX capabilities and the controls in

@@ -56,6 +56,51 @@ void pmlLog(Cpu &C, Gpa Address) {
   V.set(F::PmlIndex, Index - 1);
 }
 
+// --- Virtualization exceptions (SDM Vol. 3C, "VMX Non-Root Operation" > "Virtualization
+// Exceptions") -----------------------------------------------------------------------------
+
+/// Offsets in the virtualization-exception information area (SDM Vol. 3C, Table "Format
+/// of the Virtualization-Exception Information Area"): what a VM exit would have saved
+/// as exit reason, exit qualification, guest-linear and guest-physical address, the
+/// word software clears to allow the next #VE, and the EPTP index.
+namespace ve_info {
+constexpr uint64_t ExitReason = 0, Busy = 4, Qualification = 8, GuestLinearAddress = 16,
+                   GuestPhysicalAddress = 24, EptpIndex = 32;
+}
+
+/// A convertible EPT violation (the walk's "suppress #VE" bit is 0) causes a
+/// virtualization exception instead of a VM exit if "EPT-violation #VE" is 1, CR0.PE =
+/// 1, the processor is not delivering an event through the IDT, and the 32 bits at offset
+/// 4 of the information area are 0 (SDM Vol. 3C, "Convertible EPT Violations").
+bool eptViolationBecomesVe(const Cpu &C) {
+  const VmxState &X = *C.Vmx;
+  if (!controlSet(X.Vmcs, VmxControl::EptViolationVe) || !(C.S.Cr0 & cr0::PE) ||
+      X.Events.DeliveringInfo)
+    return false;
+  const uint64_t Area = X.Vmcs.get(F::VirtualizationExceptionInformationAddress);
+  return C.Mem.read(Hpa(Area + ve_info::Busy), 4) == 0;
+}
+
+/// Saves the virtualization-exception information of the EPT violation whose VM exit
+/// would have recorded Info, then raises #VE (vector 20, a fault without error code),
+/// which the caller delivers like any exception: a VM exit if bit 20 of the exception
+/// bitmap is 1, else through IDT gate 20 (SDM Vol. 3C, "Virtualization-Exception
+/// Information" and "Delivery of Virtualization Exceptions"). The guest-linear address
+/// is undefined when the qualification's bit 7 is 0: vmxsim writes 0.
+Status virtualizationException(Cpu &C, const VmExitInfo &Info) {
+  const VmcsData &V = C.Vmx->Vmcs;
+  const uint64_t Area = V.get(F::VirtualizationExceptionInformationAddress);
+  C.Mem.write(Hpa(Area + ve_info::ExitReason), 4, uint32_t(Info.Reason));
+  C.Mem.write(Hpa(Area + ve_info::Busy), 4, 0xffffffffu);
+  C.Mem.write(Hpa(Area + ve_info::Qualification), 8, Info.Qualification);
+  C.Mem.write(Hpa(Area + ve_info::GuestLinearAddress), 8,
+              Info.GuestLinearValid ? Info.GuestLinearAddress : 0);
+  C.Mem.write(Hpa(Area + ve_info::GuestPhysicalAddress), 8, Info.GuestPhysicalAddress);
+  C.Mem.write(Hpa(Area + ve_info::EptpIndex), 2, V.get(F::EptpIndex));
+  C.Pending = PendingEvent{vec::VE, false, 0, 0};
+  return Status::Fault;
+}
+
 } // namespace
 
 bool eptActive(const Cpu &C) {
@@ -166,6 +211,9 @@ Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
              ? exitqual::ept_violation::NmiUnblockingDueToIret
              : exitqual::page_modification_log_full::NmiUnblockingDueToIret)
             .set(Info.Qualification, 1);
+  if (Info.Reason == ExitReason::EptViolation && !W.SuppressVe &&
+      eptViolationBecomesVe(C))
+    return virtualizationException(C, Info);
   E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
   E.InjectingEvent = E.MtfPending = false;
   E.IretNmiMark = 0;

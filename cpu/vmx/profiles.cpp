@@ -19,10 +19,10 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, minus APIC virtualization, posted interrupts, #VE and XSAVES (the CPU model
-  // has no XSAVES), which vmxsim does not model. VMCS shadowing comes with
-  // IA32_VMX_MISC[29] (VMWRITE to any field), PML with EPT accessed and dirty flags, as
-  // on processors that offer them.
+  // uses, minus APIC virtualization, posted interrupts and XSAVES (the CPU model has no
+  // XSAVES), which vmxsim does not model. VMCS shadowing comes with IA32_VMX_MISC[29]
+  // (VMWRITE to any field), PML with EPT accessed and dirty flags, as on processors that
+  // offer them.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -32,7 +32,8 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml}),
+                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
+                VmxFeature::EptViolationVe}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,

@@ -55,8 +55,9 @@ TEST(VirtualMachineControlStructures, EverySupportedFieldRoundTripsWithWidthTrun
     ++Checked;
   }
   // The fields the full profile has (no XSS-exiting bitmap: no XSAVES), with the
-  // VMREAD/VMWRITE-bitmap addresses, the PML address and index.
-  EXPECT_EQ(Checked, 140u);
+  // VMREAD/VMWRITE-bitmap addresses, the PML address and index, the
+  // virtualization-exception information address and the EPTP index.
+  EXPECT_EQ(Checked, 142u);
 }
 
 TEST(VirtualMachineControlStructures, HighAccessOfSixtyFourBitFieldsReadsAndWritesBits63To32) {

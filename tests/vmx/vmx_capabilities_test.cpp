@@ -40,8 +40,9 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
   EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
   // Secondary: EPT, descriptor tables, RDTSCP, VPID, WBINVD, unrestricted guest, PLE,
-  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, PML, TSC scaling.
-  EXPECT_EQ(cap(P, 0x48b), 0x02037cee00000000ull);
+  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, PML, EPT-violation #VE, TSC
+  // scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02077cee00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
   EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
