@@ -285,6 +285,9 @@ bool isContributory(uint8_t V) {
   return V == vec::DE || V == vec::TS || V == vec::NP || V == vec::SS || V == vec::GP ||
          V == vec::CP;
 }
+// The "page faults" class of the same table: #PF and #VE (the virtualization exception
+// of "EPT-violation #VE", SDM Vol. 3A, Interrupt 20—Virtualization Exception (#VE)).
+bool isPageFaultClass(uint8_t V) { return V == vec::PF || V == vec::VE; }
 
 } // namespace
 
@@ -333,10 +336,11 @@ Status deliverEvent(Cpu &C, EventKind Kind, uint8_t Vector, bool HasErrorCode,
 Status deliverPendingException(Cpu &C) {
   // Double-fault conditions (SDM Vol. 3A, Interrupt 8—Double Fault Exception (#DF),
   // table "Conditions for Generating a Double Fault"): a contributory exception during
-  // delivery of a contributory one, or a contributory/#PF during delivery of a #PF,
-  // becomes #DF; any fault while delivering #DF is a triple fault (shutdown). Every
+  // delivery of a contributory one, or a contributory/#PF during delivery of a #PF or
+  // #VE, becomes #DF; any fault while delivering #DF is a triple fault (shutdown). Every
   // other combination is handled serially. Delivery can only fault with #TS, #NP, #SS,
-  // #GP or #PF, so the loop is bounded; the counter guards emulator bugs.
+  // #GP or #PF (an EPT violation during delivery is never a #VE), so the loop is
+  // bounded; the counter guards emulator bugs.
   //
   // In VMX non-root operation the exception bitmap is consulted for each exception
   // before it is delivered, a nested exception before it is merged into #DF, and a
@@ -362,7 +366,8 @@ Status deliverPendingException(Cpu &C) {
     if (E.Vector == vec::DF)
       return C.NonRoot ? vmxTripleFaultExit(C) : Status::Shutdown;
     bool Df = (isContributory(E.Vector) && isContributory(Second)) ||
-              (E.Vector == vec::PF && (isContributory(Second) || Second == vec::PF));
+              (isPageFaultClass(E.Vector) &&
+               (isContributory(Second) || isPageFaultClass(Second)));
     if (Df) {
       // A #DF that exits does so directly: not "during event delivery".
       if (C.NonRoot)

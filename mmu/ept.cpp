@@ -74,6 +74,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
       // SDM Vol. 3C, "EPT Violations": a not-present entry.
       W.Outcome = EptOutcome::Violation;
       W.Rights = 0;
+      W.SuppressVe = E & SuppressVe;
       return W;
     }
     Rights &= uint8_t((E & Read ? eptright::R : 0) | (E & Write ? eptright::W : 0) |
@@ -119,6 +120,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
     W.PageLevel = uint8_t(Level);
     if (!eptAllows(Mbec, Rights, A, IsWrite)) {
       W.Outcome = EptOutcome::Violation;
+      W.SuppressVe = E & SuppressVe; // the entry that maps the page
       return W;
     }
     const uint64_t OffMask = (uint64_t(1) << Shift) - 1;
@@ -128,9 +130,23 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
       // the page for a write (SDM Vol. 3C, "Accessed and Dirty Flags for EPT"). Set
       // only by a walk that completes: a walk that ends in a VM exit leaves the EPT
       // unchanged (vmxsim's choice within "may set").
+      const uint64_t LeafBits = Accessed | (IsWrite ? Dirty : 0);
+      if (Cfg.AdUpdatesBlocked) {
+        // SDM Vol. 3C, "Page-Modification Logging": with the log full, "the accessed or
+        // dirty flag is not set, and the guest-physical access that triggered the event
+        // does not occur" — only when some flag needs setting.
+        bool Needed = (E & LeafBits) != LeafBits;
+        for (unsigned K = 0; K + 1 < NumUsed && !Needed; ++K)
+          Needed = !(readEptEntry(Mem, Hpa(Used[K])) & Accessed);
+        if (Needed) {
+          W.Outcome = EptOutcome::AdUpdateBlocked;
+          return W;
+        }
+      }
       for (unsigned K = 0; K + 1 < NumUsed; ++K)
         setEptBits(Mem, Hpa(Used[K]), readEptEntry(Mem, Hpa(Used[K])), Accessed);
-      setEptBits(Mem, Hpa(EAddr), E, Accessed | (IsWrite ? Dirty : 0));
+      setEptBits(Mem, Hpa(EAddr), E, LeafBits);
+      W.DirtySet = IsWrite && !(E & Dirty);
     }
     return W;
   }

@@ -22,7 +22,8 @@ class PhysMem;
 namespace eptentry {
 inline constexpr uint64_t Read = 1u << 0, Write = 1u << 1, Execute = 1u << 2,
                           MemTypeMask = 7u << 3, IgnorePat = 1u << 6, LargePage = 1u << 7,
-                          Accessed = 1u << 8, Dirty = 1u << 9, UserExecute = 1u << 10;
+                          Accessed = 1u << 8, Dirty = 1u << 9, UserExecute = 1u << 10,
+                          SuppressVe = uint64_t(1) << 63;
 inline constexpr unsigned MemTypeShift = 3;
 } // namespace eptentry
 
@@ -50,7 +51,10 @@ struct EptAccess {
   bool UserAddress = false;
 };
 
-enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration };
+/// AdUpdateBlocked: the translation needed an accessed or dirty flag set while the
+/// walker was told not to set any (EptWalkerConfig::AdUpdatesBlocked); nothing was set
+/// and the access does not occur (the processor's page-modification log is full).
+enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration, AdUpdateBlocked };
 
 /// Result of one walk. For a violation Rights holds the AND of the entries used up to
 /// the one that stopped the walk (0 past a not-present entry), as qualification bits
@@ -62,6 +66,11 @@ struct EptWalk {
   uint8_t MemType = 0;     ///< EPT memory type of the page (leaf bits 5:3)
   bool IgnorePat = false;  ///< leaf bit 6
   uint8_t PageLevel = 0;   ///< 1 = 4 KiB, 2 = 2 MiB, 3 = 1 GiB
+  bool DirtySet = false;   ///< the walk set the leaf's dirty flag (it was 0)
+  /// Of a violation: bit 63 ("suppress #VE") of the one entry that decides whether it is
+  /// convertible — the entry that is not present, or the entry that maps the page (SDM
+  /// Vol. 3C, "Convertible EPT Violations").
+  bool SuppressVe = false;
 };
 
 /// What the walker needs of the processor: its VMX capabilities and the controls in
@@ -71,10 +80,13 @@ struct EptWalkerConfig {
   bool Pages1G = false;          ///< 1-GByte pages (IA32_VMX_EPT_VPID_CAP[17])
   bool ModeBasedExecute = false; ///< mode-based execute control in effect
   unsigned MaxPhysAddrBits = 46; ///< MAXPHYADDR
+  /// A walk that would set an EPT accessed or dirty flag sets none and ends with
+  /// EptOutcome::AdUpdateBlocked (page-modification logging with a full log).
+  bool AdUpdatesBlocked = false;
 };
 
 /// Walks the EPT paging structures of Eptp, in Mem, for Address (no VM exit; sets EPT A/D
-/// flags when Eptp[6] = 1 and the translation succeeds).
+/// flags when Eptp[6] = 1 and the translation succeeds, unless Cfg.AdUpdatesBlocked).
 EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Address,
                 const EptAccess &A);
 

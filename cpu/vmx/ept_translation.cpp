@@ -27,6 +27,80 @@ bool modeBasedExecute(const Cpu &C) {
          controlSet(C.Vmx->Vmcs, VmxControl::ModeBasedExecuteControlForEpt);
 }
 
+// --- Page-modification logging (SDM Vol. 3C, "VMX Support for Address Translation" >
+// "Page-Modification Logging") ------------------------------------------------------------
+
+/// "The page-modification log comprises 512 entries": a PML index outside 0-511 means
+/// the log is full.
+constexpr uint64_t kPmlEntries = 512;
+
+bool pmlEnabled(const Cpu &C) { return controlSet(C.Vmx->Vmcs, VmxControl::EnablePml); }
+
+/// "Before allowing a guest-physical access, the processor may determine that it first
+/// needs to set an accessed or dirty flag for EPT. When this happens, the processor
+/// examines the PML index. If the PML index is not in the range 0-511, there is a
+/// page-modification log-full event": the walker is told not to set flags.
+bool pmlLogFull(const Cpu &C) {
+  return pmlEnabled(C) && C.Vmx->Vmcs.get(F::PmlIndex) >= kPmlEntries;
+}
+
+/// After a walk that changed a dirty flag for EPT from 0 to 1: the 4-KByte aligned
+/// guest-physical address of the access goes to the physical address PML address + 8 *
+/// PML index, and the index is decremented (from 0 to FFFFH, after which the next flag
+/// update is a log-full event). The index is in range: the walk would have been refused
+/// otherwise.
+void pmlLog(Cpu &C, Gpa Address) {
+  VmcsData &V = C.Vmx->Vmcs;
+  const uint64_t Index = V.get(F::PmlIndex);
+  C.Mem.write(Hpa(V.get(F::PmlAddress) + 8 * Index), 8, Address.value() & ~uint64_t(0xfff));
+  V.set(F::PmlIndex, Index - 1);
+}
+
+// --- Virtualization exceptions (SDM Vol. 3C, "VMX Non-Root Operation" > "Virtualization
+// Exceptions") -----------------------------------------------------------------------------
+
+/// Offsets in the virtualization-exception information area (SDM Vol. 3C, Table "Format
+/// of the Virtualization-Exception Information Area"): what a VM exit would have saved
+/// as exit reason, exit qualification, guest-linear and guest-physical address, the
+/// word software clears to allow the next #VE, and the EPTP index.
+namespace ve_info {
+constexpr uint64_t ExitReason = 0, Busy = 4, Qualification = 8, GuestLinearAddress = 16,
+                   GuestPhysicalAddress = 24, EptpIndex = 32;
+}
+
+/// A convertible EPT violation (the walk's "suppress #VE" bit is 0) causes a
+/// virtualization exception instead of a VM exit if "EPT-violation #VE" is 1, CR0.PE =
+/// 1, the processor is not delivering an event through the IDT, and the 32 bits at offset
+/// 4 of the information area are 0 (SDM Vol. 3C, "Convertible EPT Violations").
+bool eptViolationBecomesVe(const Cpu &C) {
+  const VmxState &X = *C.Vmx;
+  if (!controlSet(X.Vmcs, VmxControl::EptViolationVe) || !(C.S.Cr0 & cr0::PE) ||
+      X.Events.DeliveringInfo)
+    return false;
+  const uint64_t Area = X.Vmcs.get(F::VirtualizationExceptionInformationAddress);
+  return C.Mem.read(Hpa(Area + ve_info::Busy), 4) == 0;
+}
+
+/// Saves the virtualization-exception information of the EPT violation whose VM exit
+/// would have recorded Info, then raises #VE (vector 20, a fault without error code),
+/// which the caller delivers like any exception: a VM exit if bit 20 of the exception
+/// bitmap is 1, else through IDT gate 20 (SDM Vol. 3C, "Virtualization-Exception
+/// Information" and "Delivery of Virtualization Exceptions"). The guest-linear address
+/// is undefined when the qualification's bit 7 is 0: vmxsim writes 0.
+Status virtualizationException(Cpu &C, const VmExitInfo &Info) {
+  const VmcsData &V = C.Vmx->Vmcs;
+  const uint64_t Area = V.get(F::VirtualizationExceptionInformationAddress);
+  C.Mem.write(Hpa(Area + ve_info::ExitReason), 4, uint32_t(Info.Reason));
+  C.Mem.write(Hpa(Area + ve_info::Busy), 4, 0xffffffffu);
+  C.Mem.write(Hpa(Area + ve_info::Qualification), 8, Info.Qualification);
+  C.Mem.write(Hpa(Area + ve_info::GuestLinearAddress), 8,
+              Info.GuestLinearValid ? Info.GuestLinearAddress : 0);
+  C.Mem.write(Hpa(Area + ve_info::GuestPhysicalAddress), 8, Info.GuestPhysicalAddress);
+  C.Mem.write(Hpa(Area + ve_info::EptpIndex), 2, V.get(F::EptpIndex));
+  C.Pending = PendingEvent{vec::VE, false, 0, 0};
+  return Status::Fault;
+}
+
 } // namespace
 
 bool eptActive(const Cpu &C) {
@@ -40,6 +114,7 @@ EptWalkerConfig eptWalkerConfig(const Cpu &C) {
   Cfg.Pages1G = P && P->Ept1GPages;
   Cfg.ModeBasedExecute = modeBasedExecute(C);
   Cfg.MaxPhysAddrBits = C.Model.MaxPhysAddrBits;
+  Cfg.AdUpdatesBlocked = C.NonRoot && pmlLogFull(C);
   return Cfg;
 }
 
@@ -89,8 +164,11 @@ EptWalk eptTranslateNoExit(Cpu &C, Gpa Address, const EptAccess &A) {
     return Out;
   }
   EptWalk Out = eptWalk(C, Eptp, Address, A);
-  if (Out.Outcome == EptOutcome::Translated) [[likely]]
+  if (Out.Outcome == EptOutcome::Translated) [[likely]] {
     C.Mmu.rememberGuestPhysical(Address, Out, Ad, !Ad || IsWrite);
+    if (Out.DirtySet && pmlEnabled(C))
+      pmlLog(C, Address);
+  }
   return Out;
 }
 
@@ -103,6 +181,12 @@ Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
     // SDM Vol. 3C, "EPT Misconfigurations": exit reason 49; the qualification is
     // undefined (0) and only the guest-physical address is reported.
     Info.Reason = ExitReason::EptMisconfiguration;
+  } else if (W.Outcome == EptOutcome::AdUpdateBlocked) {
+    // SDM Vol. 3C, "Page-Modification Logging": exit reason 62, page-modification log
+    // full. Only bit 12 of the qualification is defined (below); the guest-physical and
+    // guest-linear address fields are undefined for it and are left unchanged.
+    Info.Reason = ExitReason::PageModificationLogFull;
+    Info.GuestPhysicalValid = false;
   } else {
     Info.Reason = ExitReason::EptViolation;
     Info.Qualification = eptViolationQualification(C, W, Eptp, A);
@@ -111,18 +195,25 @@ Status eptFaultExit(Cpu &C, Gpa Address, const EptAccess &A, const EptWalk &W) {
       Info.GuestLinearValid = true;
     }
   }
-  // Both are fault-like exits; during event delivery they report IDT-vectoring
+  // All three are fault-like exits; during event delivery they report IDT-vectoring
   // information (SDM Vol. 3C, "Information for VM Exits That Occur During Event
   // Delivery").
   vmxFillIdtVectoring(C, Info);
   VmxEventState &E = C.Vmx->Events;
-  // Bit 12, "NMI unblocking due to IRET": the EPT violation is a fault on an IRET that
-  // unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit Qualification
-  // for EPT Violations"; same rule as for vectored events).
-  if (Info.Reason == ExitReason::EptViolation && !E.DeliveringInfo &&
+  // Bit 12, "NMI unblocking due to IRET": the EPT violation or log-full event is caused
+  // by an IRET that unblocked NMIs, and not during event delivery (SDM Vol. 3C, "Exit
+  // Qualification for EPT Violations" and "Exit Qualification" for page-modification
+  // log-full events; same rule as for vectored events).
+  if (Info.Reason != ExitReason::EptMisconfiguration && !E.DeliveringInfo &&
       E.IretNmiMark == C.Retired + 1)
-    Info.Qualification = exitqual::ept_violation::NmiUnblockingDueToIret.set(
-        Info.Qualification, 1);
+    Info.Qualification =
+        (Info.Reason == ExitReason::EptViolation
+             ? exitqual::ept_violation::NmiUnblockingDueToIret
+             : exitqual::page_modification_log_full::NmiUnblockingDueToIret)
+            .set(Info.Qualification, 1);
+  if (Info.Reason == ExitReason::EptViolation && !W.SuppressVe &&
+      eptViolationBecomesVe(C))
+    return virtualizationException(C, Info);
   E.DeliveringInfo = E.DeliveringErrorCode = E.DeliveringInsnLength = 0;
   E.InjectingEvent = E.MtfPending = false;
   E.IretNmiMark = 0;

@@ -19,8 +19,10 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, minus APIC virtualization, posted interrupts, PML, #VE and XSAVES (the CPU
-  // model has no XSAVES), which vmxsim does not model.
+  // uses, minus APIC virtualization, posted interrupts and XSAVES (the CPU model has no
+  // XSAVES), which vmxsim does not model. VMCS shadowing comes with IA32_VMX_MISC[29]
+  // (VMWRITE to any field), PML with EPT accessed and dirty flags, as on processors that
+  // offer them.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -30,7 +32,8 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching}),
+                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
+                VmxFeature::EptViolationVe}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -44,8 +47,12 @@ const VmxProfile &VmxProfile::full() {
 
 const VmxProfile &VmxProfile::kvmNested() {
   // What Linux KVM's nested VMX reports to an L1 hypervisor on a recent Intel host
-  // (arch/x86/kvm/vmx/nested.c, nested_vmx_setup_ctls_msrs), restricted to what vmxsim
-  // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field.
+  // (arch/x86/kvm/vmx/nested.c, nested_vmx_setup_ctls_msrs and the helpers it calls),
+  // restricted to what vmxsim models: no PLE, emulated preemption timer at rate 5,
+  // VMWRITE to any field, VMCS shadowing (KVM emulates it for L1 whatever the host has:
+  // nested_vmx_setup_secondary_ctls sets SECONDARY_EXEC_SHADOW_VMCS), PML (emulated for
+  // L1 when EPT A/D bits are on: SECONDARY_EXEC_ENABLE_PML with VMX_EPT_AD_BIT); no
+  // EPT-violation #VE (not in KVM's list).
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -55,7 +62,7 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching}),
+                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

@@ -119,19 +119,24 @@ inline bool fieldSupported(const VmxProfile &P, VmcsField F) {
   return P.has(fieldInfo(F).Feature);
 }
 
-/// The value a VMREAD of the field returns (SDM Vol. 3C, VMREAD: the high access of a
-/// 64-bit field reads bits 63:32).
-inline uint64_t vmcsReadValue(const VmcsData &D, const VmcsLookup &L) {
-  uint64_t V = D.get(L.Field);
-  return L.High ? V >> 32 : V;
+/// The value a VMREAD of the field returns from its stored value (SDM Vol. 3C, VMREAD:
+/// the high access of a 64-bit field reads bits 63:32).
+inline uint64_t vmcsReadValue(uint64_t Stored, const VmcsLookup &L) {
+  return L.High ? Stored >> 32 : Stored;
 }
-/// Stores a VMWRITE value (SDM Vol. 3C, VMWRITE: a high access writes bits 63:32 and
-/// leaves 31:0; other accesses truncate to the field width).
-inline void vmcsWriteValue(VmcsData &D, const VmcsLookup &L, uint64_t V) {
+inline uint64_t vmcsReadValue(const VmcsData &D, const VmcsLookup &L) {
+  return vmcsReadValue(D.get(L.Field), L);
+}
+/// The stored value after a VMWRITE of V to a field holding Stored (SDM Vol. 3C, VMWRITE:
+/// a high access writes bits 63:32 and leaves 31:0; other accesses truncate to the field
+/// width).
+inline uint64_t vmcsWrittenValue(uint64_t Stored, const VmcsLookup &L, uint64_t V) {
   if (L.High)
-    D.Values[unsigned(L.Field)] = (D.get(L.Field) & 0xffffffffull) | (uint64_t(uint32_t(V)) << 32);
-  else
-    D.set(L.Field, V);
+    return (Stored & 0xffffffffull) | (uint64_t(uint32_t(V)) << 32);
+  return VmcsData::truncateToWidth(L.Field, V);
+}
+inline void vmcsWriteValue(VmcsData &D, const VmcsLookup &L, uint64_t V) {
+  D.Values[unsigned(L.Field)] = vmcsWrittenValue(D.get(L.Field), L, V);
 }
 
 enum class VmInstructionError : uint8_t {

@@ -44,9 +44,11 @@ Status vmfuncEptpSwitching(Cpu &C, const DecodedInsn &I) {
   if (checkEptp(Tentative, Cap, C.Model.MaxPhysAddrBits) != VmEntryCheckId::None)
     return vmfuncExit(C, I);
   V.set(F::EptPointer, Tentative);
-  // The EPTP-index field is written only by processors that support "EPT-violation
-  // #VE", which no profile advertises: it is left unchanged.
-  //
+  // "If the processor supports the 1-setting of the 'EPT-violation #VE' VM-execution
+  // control, an EPTP-switching VMFUNC loads the value in ECX[15:0] into the EPTP-index
+  // field"; later virtualization exceptions save it (cpu/vmx/ept_translation.cpp).
+  if (C.Model.Vmx->has(VmxFeature::EptViolationVe))
+    V.set(F::EptpIndex, Index & 0xffff);
   // "The logical processor starts creating and using guest-physical and combined
   // mappings associated with the new value of bits 51:12 of EPTP"; "if the 'enable
   // VPID' VM-execution control is 0, an EPTP-switching VMFUNC invalidates combined

@@ -70,7 +70,7 @@ struct VmxProfile {
   /// The default: a modern Intel core (EPT with A/D, execute-only and 1 GiB pages,
   /// VPID, unrestricted guest, EPTP switching, preemption timer, MSR/I-O bitmaps, TPR
   /// shadow, MTF, PLE, RDTSCP/INVPCID/RDRAND/RDSEED controls, TSC offsetting and
-  /// scaling, VMWRITE to any field).
+  /// scaling, VMWRITE to any field, VMCS shadowing, PML, EPT-violation #VE).
   static const VmxProfile &full();
   /// What KVM's nested VMX offers an L1 hypervisor.
   static const VmxProfile &kvmNested();

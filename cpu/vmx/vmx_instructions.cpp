@@ -265,6 +265,7 @@ Status execVmptrld(Cpu &C, const DecodedInsn &I) {
         C.Mem.read(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4) == uint32_t(LaunchState::Launched)
             ? LaunchState::Launched
             : LaunchState::Clear;
+    X.CurrentIsShadow = Rev >> 31;
     X.CurrentVmcsPointer = Addr;
   }
   return vmSucceed(C, I);
@@ -294,22 +295,77 @@ uint32_t vmreadWriteInfo(const DecodedInsn &I, uint8_t RmReg, uint8_t EncodingRe
   return V | (uint32_t(EncodingReg) << 28);
 }
 
+// --- VMCS shadowing (SDM Vol. 3C, "VMCS Types: Ordinary and Shadow", "VMCS Shadowing
+// Bitmap Addresses", and the VMREAD/VMWRITE pseudo-code) ------------------------------
+
+/// Whether VMREAD (Bitmap = VMREAD-bitmap address) or VMWRITE (VMWRITE-bitmap address)
+/// in VMX non-root operation causes a VM exit: "VMCS shadowing" is 0, the field encoding
+/// sets a bit in 63:15, or the bitmap bit that bits 14:0 of the encoding select is 1.
+/// The bitmaps are 4-KByte physical pages (bit n is bit n % 8 of byte n / 8).
+bool shadowAccessExits(Cpu &C, uint64_t Encoding, VmcsField Bitmap) {
+  const VmcsData &V = C.Vmx->Vmcs;
+  if (!controlSet(V, VmxControl::VmcsShadowing) || (Encoding >> 15))
+    return true;
+  const uint64_t Byte = C.Mem.read(Hpa(V.get(Bitmap) + (Encoding >> 3)), 1);
+  return (Byte >> (Encoding & 7)) & 1;
+}
+
+/// The VMCS a VMREAD/VMWRITE accesses: the current VMCS in VMX root operation; in VMX
+/// non-root operation (with no VM exit) the shadow VMCS the VMCS link pointer references,
+/// or none if the link pointer is FFFFFFFF_FFFFFFFFH ("not valid": VMfailInvalid). A
+/// shadow VMCS is never current then (VM entry checks that the link pointer is not the
+/// current-VMCS pointer), so its data is the copy in its region, where VMCLEAR and
+/// VMPTRLD keep a non-current VMCS's data (vmcs_layout).
+struct AccessedVmcs {
+  bool Valid = false;
+  uint64_t ShadowRegion = kInvalidVmcsPointer; ///< the shadow VMCS; invalid: current VMCS
+};
+AccessedVmcs accessedVmcs(const Cpu &C) {
+  const VmxState &X = *C.Vmx;
+  AccessedVmcs A;
+  if (!C.NonRoot) {
+    A.Valid = X.haveCurrentVmcs();
+    return A;
+  }
+  A.ShadowRegion = X.Vmcs.get(VmcsField::VmcsLinkPointer);
+  A.Valid = A.ShadowRegion != kInvalidVmcsPointer;
+  return A;
+}
+
+uint64_t readAccessedField(Cpu &C, const AccessedVmcs &A, const VmcsLookup &L) {
+  if (A.ShadowRegion == kInvalidVmcsPointer)
+    return vmcsReadValue(C.Vmx->Vmcs, L);
+  const uint64_t Stored = C.Mem.read(Hpa(A.ShadowRegion + vmcs_layout::fieldOffset(L.Field)), 8);
+  return vmcsReadValue(VmcsData::truncateToWidth(L.Field, Stored), L);
+}
+
+void writeAccessedField(Cpu &C, const AccessedVmcs &A, const VmcsLookup &L, uint64_t V) {
+  if (A.ShadowRegion == kInvalidVmcsPointer)
+    return vmcsWriteValue(C.Vmx->Vmcs, L, V);
+  const Hpa Slot(A.ShadowRegion + vmcs_layout::fieldOffset(L.Field));
+  const uint64_t Stored = VmcsData::truncateToWidth(L.Field, C.Mem.read(Slot, 8));
+  C.Mem.write(Slot, 8, vmcsWrittenValue(Stored, L, V));
+}
+
 // Zydis operand order: VMREAD r/m, reg (Reg[0] = destination, Reg[1] = encoding);
 // VMWRITE reg, r/m (Reg[0] = encoding, Reg[1] = source).
 template <bool IsMem> Status execVmread(Cpu &C, const DecodedInsn &I) {
   if (vmxUd(C))
     return C.raiseUd();
-  if (C.NonRoot) // no VMCS shadowing: every VMREAD exits
+  const uint64_t Encoding = regOperand(C, I.Reg[1]);
+  if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmreadBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmread, vmreadWriteInfo(I, I.Reg[0], I.Reg[1]));
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
-  VmxState &X = *C.Vmx;
-  if (!X.haveCurrentVmcs())
+  const AccessedVmcs A = accessedVmcs(C);
+  if (!A.Valid)
     return vmFailInvalid(C, I);
-  VmcsLookup L = lookupEncoding(regOperand(C, I.Reg[1]));
+  // An unsupported encoding fails with error 12 in the current VMCS, also when a shadow
+  // VMCS is being accessed (VMfailValid writes the current VMCS's VM-instruction error).
+  VmcsLookup L = lookupEncoding(Encoding);
   if (!L.Found || !fieldSupported(*C.Model.Vmx, L.Field))
     return vmFailValid(C, I, uint32_t(VmInstructionError::UnsupportedVmcsComponent));
-  uint64_t Value = vmcsReadValue(X.Vmcs, L);
+  uint64_t Value = readAccessedField(C, A, L);
   // The operand size is 64 bits in 64-bit mode and 32 bits otherwise; a longer field is
   // truncated, a shorter one zero-extended.
   const bool Is64 = C.S.in64BitMode();
@@ -331,12 +387,13 @@ template <bool IsMem> Status execVmread(Cpu &C, const DecodedInsn &I) {
 template <bool IsMem> Status execVmwrite(Cpu &C, const DecodedInsn &I) {
   if (vmxUd(C))
     return C.raiseUd();
-  if (C.NonRoot)
+  const uint64_t Encoding = regOperand(C, I.Reg[0]);
+  if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmwriteBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmwrite, vmreadWriteInfo(I, I.Reg[1], I.Reg[0]));
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
-  VmxState &X = *C.Vmx;
-  if (!X.haveCurrentVmcs())
+  const AccessedVmcs A = accessedVmcs(C);
+  if (!A.Valid)
     return vmFailInvalid(C, I);
   // The source is read before the field checks, as Bochs's reference VMX does.
   const bool Is64 = C.S.in64BitMode();
@@ -353,12 +410,13 @@ template <bool IsMem> Status execVmwrite(Cpu &C, const DecodedInsn &I) {
   } else {
     Value = regOperand(C, I.Reg[1]);
   }
-  VmcsLookup L = lookupEncoding(regOperand(C, I.Reg[0]));
+  VmcsLookup L = lookupEncoding(Encoding);
   if (!L.Found || !fieldSupported(*C.Model.Vmx, L.Field))
     return vmFailValid(C, I, uint32_t(VmInstructionError::UnsupportedVmcsComponent));
+  // IA32_VMX_MISC[29] decides for the shadow VMCS as for the current one.
   if (fieldInfo(L.Field).Type == VmcsType::ExitInfo && !C.Model.Vmx->VmwriteAnyField)
     return vmFailValid(C, I, uint32_t(VmInstructionError::VmwriteReadOnlyComponent));
-  vmcsWriteValue(X.Vmcs, L, Value);
+  writeAccessedField(C, A, L, Value);
   return vmSucceed(C, I);
 }
 
@@ -372,7 +430,9 @@ template <bool IsLaunch> Status execVmlaunch(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
   VmxState &X = *C.Vmx;
-  if (!X.haveCurrentVmcs())
+  // SDM Vol. 3C, "Basic VM-Entry Checks": no current VMCS, or a current VMCS that is a
+  // shadow VMCS, fails with VMfailInvalid; then MOV-SS blocking and the launch state.
+  if (!X.haveCurrentVmcs() || X.CurrentIsShadow)
     return vmFailInvalid(C, I);
   if (C.Retired < C.ShadowUntil && C.ShadowIsMovSs)
     return vmFailValid(C, I, uint32_t(VmInstructionError::EntryEventsBlockedByMovSs));

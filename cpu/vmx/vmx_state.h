@@ -36,6 +36,10 @@ struct VmxState {
   VmcsData Vmcs;
   /// Launch state of the current VMCS (also in its region at LaunchStateOffset).
   LaunchState CurrentLaunch = LaunchState::Clear;
+  /// The shadow-VMCS indicator (bit 31 of the revision word) of the current VMCS, as
+  /// VMPTRLD found it (SDM Vol. 3C, "VMCS Types: Ordinary and Shadow": software must not
+  /// change it while the VMCS is active). VM entry with a shadow VMCS fails.
+  bool CurrentIsShadow = false;
 
   /// Guest state VM entry loads that has no other home in the core yet; VM exit saves
   /// it back (SDM Vol. 3C, "Loading Guest Non-Register State", "Saving Non-Register

@@ -309,6 +309,31 @@ TEST(UnrestrictedGuests, PaePdpteLoadGoesThroughEptAndItsViolationExits) {
   EXPECT_EQ(M.get(F::GuestPdpte0), Pdpte0);
 }
 
+TEST(UnrestrictedGuests, ConvertibleEptViolationWithCr0PeClearIsAVmExitNotVe) {
+  // SDM Vol. 3C, "Convertible EPT Violations": a #VE needs CR0.PE = 1. The real-mode guest
+  // reads guest-physical 0x90000, whose EPT entry is not present with "suppress #VE" 0,
+  // with "EPT-violation #VE" on and the information area's word at offset 4 clear.
+  RealModeMachine M;
+  M.Ept.identity4K(0, 0x200000); // 4-KByte pages over the first 2 MiB
+  const uint64_t NotPresent = 0;
+  M.write(M.Ept.leafAddress(0x90000), &NotPresent, 8);
+  constexpr uint64_t kVeArea = 0x330000;
+  const std::vector<uint8_t> Zero(4096, 0);
+  M.write(kVeArea, Zero.data(), Zero.size());
+  VmcsData &V = M.vmcs();
+  V.set(F::SecondaryProcessorBasedVmExecutionControls,
+        V.get(F::SecondaryProcessorBasedVmExecutionControls) |
+            controlBit(VmxControl::EptViolationVe));
+  V.set(F::VirtualizationExceptionInformationAddress, kVeArea);
+  // mov ax, 0x9000; mov ds, ax; mov al, [0]
+  const uint8_t Code[] = {0xb8, 0x00, 0x90, 0x8e, 0xd8, 0xa0, 0x00, 0x00};
+  M.write(kRealBase, Code, sizeof(Code));
+  M.enter(true);
+  EXPECT_EQ(M.get(F::ExitReason), 48u);
+  EXPECT_EQ(M.get(F::GuestPhysicalAddress), 0x90000u);
+  EXPECT_EQ(M.get(F::GuestRip), 5u);
+  EXPECT_EQ(M.Mem.read(Hpa(kVeArea + 4), 4), 0u); // no #VE information saved
+}
 
 } // namespace
 } // namespace vmxsim::test

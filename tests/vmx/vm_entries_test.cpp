@@ -345,10 +345,10 @@ TEST(VmEntries, EnableEptUnderMinimalProfileFailsWith7) {
 }
 
 TEST(VmEntries, UnadvertisedSecondaryControlFailsWith7) {
-  // "full" does not advertise PML.
+  // "full" does not advertise XSAVES/XRSTORS (the CPU model has no XSAVES).
   Env E(VmxProfile::full());
   E.setup(SetupKind::Ept);
-  E.control(F::SecondaryProcessorBasedVmExecutionControls, VmxControl::EnablePml);
+  E.control(F::SecondaryProcessorBasedVmExecutionControls, VmxControl::EnableXsavesXrstors);
   expectFails(E.check(), Id::SecondaryReserved);
 }
 

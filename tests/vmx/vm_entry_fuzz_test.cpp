@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -127,6 +128,48 @@ void expectConsistent(const VmEntryCheckResult &R, const VmcsData &V, const VmxP
   }
 }
 
+/// Where richVmcs puts what its controls reference (TestMachine RAM, untouched by the
+/// known-good VMCS).
+constexpr uint64_t kRichEpt = 0x3a0000, kRichPmlLog = 0x3a1000, kRichVeArea = 0x3a2000,
+                   kRichVmreadBitmap = 0x3a3000, kRichVmwriteBitmap = 0x3a4000,
+                   kRichShadowVmcs = 0x3a5000;
+
+/// Good with the controls of issue 15 on where P offers them, so that mutations also
+/// start from VMCSs that use them: VMCS shadowing (bitmaps, a shadow VMCS as the VMCS link
+/// pointer), EPT with accessed and dirty flags (an empty EPT: every guest access is an EPT
+/// violation), PML, and EPT-violation #VE. The shadow VMCS's header goes into M.
+VmcsData richVmcs(TestMachine &M, const VmxProfile &P, VmcsData V) {
+  if (!P.has(VmxFeature::SecondaryControls))
+    return V;
+  const uint32_t ShadowRevision = kVmcsRevisionId | 0x80000000u;
+  M.write(kRichShadowVmcs, &ShadowRevision, 4);
+  uint64_t Ctl2 = V.get(F::SecondaryProcessorBasedVmExecutionControls);
+  if (P.has(VmxFeature::VmcsShadowing)) {
+    Ctl2 |= controlBit(VmxControl::VmcsShadowing);
+    V.set(F::VmreadBitmapAddress, kRichVmreadBitmap);
+    V.set(F::VmwriteBitmapAddress, kRichVmwriteBitmap);
+    V.set(F::VmcsLinkPointer, kRichShadowVmcs);
+  }
+  if (P.has(VmxFeature::Ept) && P.EptAccessedDirty) {
+    Ctl2 |= controlBit(VmxControl::EnableEpt);
+    V.set(F::EptPointer, kRichEpt | 0x5e); // WB, 4-level, A/D
+    if (P.has(VmxFeature::Pml)) {
+      Ctl2 |= controlBit(VmxControl::EnablePml);
+      V.set(F::PmlAddress, kRichPmlLog);
+      V.set(F::PmlIndex, 511);
+    }
+    if (P.has(VmxFeature::EptViolationVe)) {
+      Ctl2 |= controlBit(VmxControl::EptViolationVe);
+      V.set(F::VirtualizationExceptionInformationAddress, kRichVeArea);
+    }
+  }
+  V.set(F::PrimaryProcessorBasedVmExecutionControls,
+        V.get(F::PrimaryProcessorBasedVmExecutionControls) |
+            controlBit(VmxControl::ActivateSecondaryControls));
+  V.set(F::SecondaryProcessorBasedVmExecutionControls, Ctl2);
+  return V;
+}
+
 /// Mutates 1-3 fields of V (or restarts from Good), VMWRITE-style.
 void mutate(SplitMix64 &R, const std::vector<F> &Fields, const VmcsData &Good, VmcsData &V) {
   if (R.below(8) == 0)
@@ -147,13 +190,14 @@ TEST(VmEntries, FuzzedVmcsChecksNeverCrashAndStayConsistent) {
     TestMachine M;
     M.setupLongMode();
     const VmcsData Good = knownGoodVmcs(*P);
+    const VmcsData Rich = richVmcs(M, *P, Good);
     const std::vector<F> Fields = writableFields(*P);
     SplitMix64 R{0x5eed0000u + Seed++};
     VmcsData V = Good;
     std::set<VmEntryCheckId> Seen;
     unsigned Accepted = 0;
     for (unsigned I = 0; I < kIterationsPerProfile; ++I) {
-      mutate(R, Fields, Good, V);
+      mutate(R, Fields, (I / 1000) % 2 ? Rich : Good, V);
       // Now and then the processor itself is outside IA-32e mode.
       if (I % 5000 == 2500)
         M.setupProtected32();
@@ -191,11 +235,13 @@ TEST(VmEntries, FuzzedVmcsVmlaunchNeverCrashesAndMatchesTheChecks) {
   VmcsData V = Good;
   unsigned Entered = 0;
   for (unsigned I = 0; I < kEntries; ++I) {
+    VmxTestMachine M(P);
+    // Every other entry starts from the VMCS with shadowing, PML and #VE on.
+    const VmcsData Base = I % 2 ? richVmcs(M, P, Good) : Good;
     // Few mutations per entry, so that a fair share still enters.
     if (R.below(2) == 0)
-      V = Good;
-    mutate(R, Fields, Good, V);
-    VmxTestMachine M(P);
+      V = Base;
+    mutate(R, Fields, Base, V);
     M.vmcs() = V;
     // Guest and host code: a few NOPs then HLT.
     const uint8_t Code[] = {0x90, 0x90, 0x90, 0xf4};
@@ -218,6 +264,16 @@ TEST(VmEntries, FuzzedVmcsVmlaunchNeverCrashesAndMatchesTheChecks) {
   }
   std::printf("%u of %u fuzzed VMCSs entered the guest\n", Entered, kEntries);
   EXPECT_GT(Entered, 10u);
+}
+
+TEST(VmEntries, FuzzerWritesTheFieldsOfShadowingPmlAndVe) {
+  // The full profile advertises them, so the walk above VMWRITEs them like any field.
+  const std::vector<F> Fields = writableFields(VmxProfile::full());
+  for (F Field : {F::VmreadBitmapAddress, F::VmwriteBitmapAddress, F::VmcsLinkPointer,
+                  F::PmlAddress, F::PmlIndex, F::VirtualizationExceptionInformationAddress,
+                  F::EptpIndex})
+    EXPECT_NE(std::find(Fields.begin(), Fields.end(), Field), Fields.end())
+        << fieldInfo(Field).Name;
 }
 
 } // namespace

@@ -54,8 +54,10 @@ TEST(VirtualMachineControlStructures, EverySupportedFieldRoundTripsWithWidthTrun
     EXPECT_EQ(R.Value, truncated(F.Width, kPattern));
     ++Checked;
   }
-  // The fields the full profile has (no XSS-exiting bitmap: no XSAVES).
-  EXPECT_EQ(Checked, 136u);
+  // The fields the full profile has (no XSS-exiting bitmap: no XSAVES), with the
+  // VMREAD/VMWRITE-bitmap addresses, the PML address and index, the
+  // virtualization-exception information address and the EPTP index.
+  EXPECT_EQ(Checked, 142u);
 }
 
 TEST(VirtualMachineControlStructures, HighAccessOfSixtyFourBitFieldsReadsAndWritesBits63To32) {

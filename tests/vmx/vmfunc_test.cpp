@@ -88,11 +88,11 @@ TEST(VmFunctions, EptpSwitchingChangesTheHostPageOfAGuestRead) {
   EXPECT_EQ(M.S.Gpr[RDX], kValue0);
   EXPECT_EQ(M.S.Gpr[RSI], kValue1);
   EXPECT_EQ(M.vmcs().get(F::EptPointer), M.Ept1.eptp());
-  // No register is modified by the VM function; the EPTP index is not written without
-  // "EPT-violation #VE" support.
+  // No register is modified by the VM function; with "EPT-violation #VE" support the
+  // EPTP index is loaded from ECX[15:0].
   EXPECT_EQ(M.S.Gpr[RAX], 0u);
   EXPECT_EQ(M.S.Gpr[RCX], 1u);
-  EXPECT_EQ(M.vmcs().get(F::EptpIndex), 0u);
+  EXPECT_EQ(M.vmcs().get(F::EptpIndex), 1u);
 }
 
 TEST(VmFunctions, EptpSwitchingBackAndForthSeesEachHierarchy) {

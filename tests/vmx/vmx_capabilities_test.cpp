@@ -40,8 +40,9 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
   EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
   // Secondary: EPT, descriptor tables, RDTSCP, VPID, WBINVD, unrestricted guest, PLE,
-  // RDRAND, INVPCID, VM functions, RDSEED, TSC scaling.
-  EXPECT_EQ(cap(P, 0x48b), 0x02013cee00000000ull);
+  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, PML, EPT-violation #VE, TSC
+  // scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02077cee00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
   EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
@@ -81,7 +82,7 @@ TEST(VmxCapabilities, MinimalProfileMsrs) {
 
 TEST(VmxCapabilities, KvmNestedProfileLacksPauseLoopExiting) {
   const VmxProfile &P = VmxProfile::kvmNested();
-  EXPECT_EQ(cap(P, 0x48b), 0x020138ee00000000ull);
+  EXPECT_EQ(cap(P, 0x48b), 0x020378ee00000000ull); // with VMCS shadowing (14), PML (17)
   EXPECT_EQ(cap(P, 0x485), 0x600401e5ull);
 }
 

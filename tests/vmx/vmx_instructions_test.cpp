@@ -282,7 +282,7 @@ TEST(VmxInstructions, VmptrldWrongRevisionFailsWithError11) {
 }
 
 TEST(VmxInstructions, VmptrldShadowIndicatorWithoutShadowingFailsWithError11) {
-  VmxTestMachine M;
+  VmxTestMachine M(VmxProfile::minimal()); // no VMCS shadowing
   uint32_t Shadow = kVmcsRevisionId | 0x80000000u;
   M.write(kVmcsRegion2, &Shadow, 4);
   M.execWithPointer(enc::VmptrldRax, kVmcsRegion2);
