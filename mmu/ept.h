@@ -50,7 +50,10 @@ struct EptAccess {
   bool UserAddress = false;
 };
 
-enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration };
+/// ApicAccess is never produced by eptWalk: the processor's translator of guest
+/// paging-structure accesses reports with it a translation that lands on the APIC-access
+/// page, which causes an APIC-access VM exit instead (cpu/vmx/apic_virtualization.h).
+enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration, ApicAccess };
 
 /// Result of one walk. For a violation Rights holds the AND of the entries used up to
 /// the one that stopped the walk (0 past a not-present entry), as qualification bits
