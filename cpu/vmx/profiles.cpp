@@ -19,8 +19,10 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, minus APIC virtualization, posted interrupts, PML, #VE and XSAVES (the CPU
-  // model has no XSAVES), which vmxsim does not model.
+  // uses, with "virtualize APIC accesses" (cpu/vmx/apic_virtualization.cpp), minus
+  // x2APIC and APIC-register virtualization, virtual-interrupt delivery, posted
+  // interrupts, PML, #VE and XSAVES (the CPU model has no XSAVES), which vmxsim does not
+  // advertise yet.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -30,7 +32,7 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching}),
+                VmxFeature::EptpSwitching, VmxFeature::VirtualizeApicAccesses}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -45,7 +47,8 @@ const VmxProfile &VmxProfile::full() {
 const VmxProfile &VmxProfile::kvmNested() {
   // What Linux KVM's nested VMX reports to an L1 hypervisor on a recent Intel host
   // (arch/x86/kvm/vmx/nested.c, nested_vmx_setup_ctls_msrs), restricted to what vmxsim
-  // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field.
+  // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field;
+  // "virtualize APIC accesses" with flexpriority (KVM's default when the host has it).
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -55,7 +58,7 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching}),
+                VmxFeature::EptpSwitching, VmxFeature::VirtualizeApicAccesses}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }
