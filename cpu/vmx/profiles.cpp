@@ -19,10 +19,10 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, with "virtualize APIC accesses", "virtualize x2APIC mode" and "APIC-register
-  // virtualization" (cpu/vmx/apic_virtualization.cpp), minus virtual-interrupt delivery,
-  // posted interrupts, PML, #VE and XSAVES (the CPU model has no XSAVES), which vmxsim
-  // does not advertise yet.
+  // uses, with APIC virtualization ("virtualize APIC accesses", "virtualize x2APIC
+  // mode", "APIC-register virtualization", "virtual-interrupt delivery", "process posted
+  // interrupts": cpu/vmx/apic_virtualization.cpp), minus PML, #VE and XSAVES (the CPU
+  // model has no XSAVES), which vmxsim does not model.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -33,7 +33,8 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
                 VmxFeature::EptpSwitching, VmxFeature::VirtualizeApicAccesses,
-                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization}),
+                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
+                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -50,8 +51,9 @@ const VmxProfile &VmxProfile::kvmNested() {
   // (arch/x86/kvm/vmx/nested.c, nested_vmx_setup_ctls_msrs), restricted to what vmxsim
   // models: no PLE, no PML, emulated preemption timer at rate 5, VMWRITE to any field;
   // "virtualize APIC accesses" with flexpriority (KVM's default when the host has it),
-  // "virtualize x2APIC mode" and "APIC-register virtualization" (in its mask of
-  // secondary controls, offered when the host has them).
+  // "virtualize x2APIC mode", "APIC-register virtualization" and "virtual-interrupt
+  // delivery" (in its mask of secondary controls, offered when the host has them), and
+  // "process posted interrupts" (with enable_apicv).
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -62,7 +64,8 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
                 VmxFeature::EptpSwitching, VmxFeature::VirtualizeApicAccesses,
-                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization}),
+                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
+                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

@@ -88,12 +88,13 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
       "\nvmxsim-kvm: insmod kvm-intel: ok\r\n",
       "\nvmxsim-kvm: /dev/kvm: present\r\n",
       // What kvm_intel chose from the full profile's capability MSRs: EPT, unrestricted
-      // guest, VPID, flexpriority (TPR shadow and "virtualize APIC accesses"), the
-      // preemption timer and nested VMX; no APICv (it needs APIC-register virtualization,
-      // virtual-interrupt delivery and posted interrupts), no VMCS shadowing, no PML
-      // (vmxsim does not advertise them).
+      // guest, VPID, flexpriority (TPR shadow and "virtualize APIC accesses"), APICv
+      // (APIC-register virtualization, virtual-interrupt delivery and posted
+      // interrupts), the preemption timer and nested VMX; no VMCS shadowing, no PML
+      // (vmxsim does not advertise them). kvm-hello's vCPU has a user-space irqchip, so
+      // it uses neither flexpriority nor APICv.
       "\nvmxsim-kvm: kvm_intel: ept=Y unrestricted_guest=Y vpid=Y flexpriority=Y "
-      "enable_apicv=N enable_shadow_vmcs=N pml=N preemption_timer=Y nested=Y\r\n",
+      "enable_apicv=Y enable_shadow_vmcs=N pml=N preemption_timer=Y nested=Y\r\n",
       // Debian 6.1's kvm module has all eight events; ftrace's per-CPU ring buffer.
       "\nvmxsim-kvm: ftrace: 8 kvm events, clock local global counter uptime perf mono "
       "mono_raw boot tai [x86-tsc], 1410 KB per cpu\r\n",

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -134,6 +135,23 @@ void mutate(SplitMix64 &R, const std::vector<F> &Fields, const VmcsData &Good, V
   for (uint64_t K = 1 + R.below(3); K > 0; --K) {
     F Field = Fields[R.below(Fields.size())];
     V.set(Field, fuzzValue(R, V.get(Field)));
+  }
+}
+
+TEST(VmEntries, FuzzerWritesTheApicVirtualizationFields) {
+  // The fields of APIC virtualization, virtual-interrupt delivery and posted interrupts
+  // are fuzzed with the profiles that advertise them (SDM Vol. 3C, "APIC-Virtualization
+  // Controls", "Guest Non-Register State").
+  for (const VmxProfile *P : {&VmxProfile::full(), &VmxProfile::kvmNested()}) {
+    SCOPED_TRACE(P->Name);
+    const std::vector<F> Fields = writableFields(*P);
+    for (F Field : {F::VirtualApicAddress, F::TprThreshold, F::ApicAccessAddress,
+                    F::EoiExitBitmap0, F::EoiExitBitmap1, F::EoiExitBitmap2,
+                    F::EoiExitBitmap3, F::GuestInterruptStatus,
+                    F::PostedInterruptNotificationVector,
+                    F::PostedInterruptDescriptorAddress})
+      EXPECT_NE(std::find(Fields.begin(), Fields.end(), Field), Fields.end())
+          << fieldInfo(Field).SdmName;
   }
 }
 
