@@ -21,7 +21,7 @@ using F = VmcsField;
 
 // Virtual-APIC page offsets (SDM Vol. 3C, "Virtualized APIC Registers").
 constexpr uint32_t kVtpr = 0x80, kVppr = 0xa0, kVeoi = 0xb0, kVisr = 0x100, kVirr = 0x200,
-                   kVicrLo = 0x300;
+                   kVicrLo = 0x300, kVicrHi = 0x310;
 
 bool ctl(const Cpu &C, VmxControl Ctl) { return controlSet(C.Vmx->Vmcs, Ctl); }
 
@@ -296,9 +296,13 @@ bool pendingApicWrite(Cpu &C, Status &St) {
   // SDM Vol. 3C, "APIC-Write Emulation": a write to offset 080H clears bytes 081H-083H
   // and performs TPR virtualization; with "virtual-interrupt delivery" a write to EOI
   // (0B0H) performs EOI virtualization and one to ICR low (300H) that sends a fixed
-  // edge-triggered self-IPI performs self-IPI virtualization; any other virtualized
-  // write causes the APIC-write VM exit, trap-like, with the page offset as its
-  // qualification ("APIC-Write VM Exits").
+  // edge-triggered self-IPI performs self-IPI virtualization; a write to ICR high (310H)
+  // clears its bytes 2:0 and nothing else; any other virtualized write causes the
+  // APIC-write VM exit, trap-like, with the page offset as its qualification
+  // ("APIC-Write VM Exits"). It takes priority over SMIs, INIT and lower-priority events
+  // and is not blocked by RFLAGS.IF, MOV SS or STI; after a fault delivered without a VM
+  // exit it happens before the handler's first instruction, and a VM exit cancels it
+  // (VM entry resets the pending state).
   if (Offset == kVtpr) {
     C.Mem.write(Hpa(virtualApic(C) + kVtpr), 4, readVirtualApic32(C, kVtpr) & 0xff);
     St = tprVirtualization(C);
@@ -307,6 +311,12 @@ bool pendingApicWrite(Cpu &C, Status &St) {
   if (Offset == kVeoi && ctl(C, VmxControl::VirtualInterruptDelivery)) {
     St = eoiVirtualization(C);
     return St != Status::Ok;
+  }
+  if (Offset == kVicrHi) {
+    // "The processor clears bytes 2:0 of VICR_HI. No other virtualization or VM exit
+    // occurs."
+    C.Mem.write(Hpa(virtualApic(C) + kVicrHi), 4, readVirtualApic32(C, kVicrHi) & 0xff000000u);
+    return false;
   }
   if (Offset == kVicrLo && ctl(C, VmxControl::VirtualInterruptDelivery)) {
     const uint32_t IcrLo = readVirtualApic32(C, kVicrLo);

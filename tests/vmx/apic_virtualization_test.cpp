@@ -371,7 +371,7 @@ TEST(ApicVirtualization, VirtualizedWriteToLvtCausesTrapLikeApicWriteExit) {
 }
 
 TEST(ApicVirtualization, EoiAndIcrWritesWithoutVirtualInterruptDeliveryCauseApicWriteExits) {
-  for (uint32_t Offset : {0xb0u, 0x300u, 0x310u, 0x20u, 0x3e0u}) {
+  for (uint32_t Offset : {0xb0u, 0x300u, 0x20u, 0x3e0u}) {
     SCOPED_TRACE(Offset);
     ApicvMachine M;
     M.flexPriority();
@@ -384,6 +384,16 @@ TEST(ApicVirtualization, EoiAndIcrWritesWithoutVirtualInterruptDeliveryCauseApic
     EXPECT_EQ(M.get(F::GuestRip), kGuestCode + 11);
     EXPECT_EQ(M.vapic(Offset), 0x4041u);
   }
+}
+
+TEST(ApicVirtualization, WriteOfIcrHighClearsBytes2To0AndDoesNotExit) {
+  ApicvMachine M;
+  M.flexPriority();
+  M.enable(VmxControl::ApicRegisterVirtualization);
+  StepResult R = M.launch(storeImm32(uint32_t(kApicAccess) + 0x310, 0x03123456) + kHlt);
+  EXPECT_FALSE(R.Faulted);
+  EXPECT_TRUE(M.guestHaltedAt(kGuestCode + 12));
+  EXPECT_EQ(M.vapic(0x310), 0x03000000u); // the destination byte stays
 }
 
 TEST(ApicVirtualization, RegisterVirtualizationWriteOfTprDoesNotCauseApicWriteExit) {
