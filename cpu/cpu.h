@@ -57,6 +57,10 @@ public:
   virtual bool intrPending() = 0;
   /// The interrupt acknowledge cycle: returns the vector and updates the controller.
   virtual uint8_t acknowledge() = 0;
+  /// An end of interrupt as a write of 0 to the local APIC's EOI register makes it (SDM
+  /// Vol. 3C, "Posted-Interrupt Processing" dismisses the notification vector so); a
+  /// controller without that register ignores it.
+  virtual void endOfInterrupt() {}
 };
 
 /// The local APIC's MSR side (x2APIC registers 0x800-0x8ff and IA32_TSC_DEADLINE), for

@@ -74,8 +74,12 @@ Status execRdmsr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
   const uint32_t Index = uint32_t(C.S.Gpr[RCX]);
-  if (C.NonRoot) [[unlikely]]
-    VMX_TRY(nonroot::onRdmsr(C, I, Index));
+  if (C.NonRoot) [[unlikely]] {
+    bool Done = false;
+    VMX_TRY(nonroot::onRdmsr(C, I, Index, Done));
+    if (Done)
+      return Status::Ok;
+  }
   uint64_t V;
   VMX_TRY(readMsr(C, Index, V));
   if (C.NonRoot && Index == msr::IA32_TIME_STAMP_COUNTER) [[unlikely]]
@@ -87,8 +91,12 @@ Status execRdmsr(Cpu &C, const DecodedInsn &I) {
 Status execWrmsr(Cpu &C, const DecodedInsn &I) {
   if (C.S.cpl() != 0)
     return C.raiseGp(0);
-  if (C.NonRoot) [[unlikely]]
-    VMX_TRY(nonroot::onWrmsr(C, I, uint32_t(C.S.Gpr[RCX])));
+  if (C.NonRoot) [[unlikely]] {
+    bool Done = false;
+    VMX_TRY(nonroot::onWrmsr(C, I, uint32_t(C.S.Gpr[RCX]), Done));
+    if (Done)
+      return Status::Ok;
+  }
   uint64_t V = (uint64_t(uint32_t(C.S.Gpr[RDX])) << 32) | uint32_t(C.S.Gpr[RAX]);
   VMX_TRY(writeMsr(C, uint32_t(C.S.Gpr[RCX]), V));
   C.breakBlock();

@@ -1,5 +1,6 @@
 #include "cpu/memory.h"
 
+#include "cpu/vmx/apic_virtualization.h"
 
 #include <algorithm>
 
@@ -60,6 +61,14 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
   VMX_TRY(C.Mmu.translate(Gla(La), Access::Read, Supervisor, Pa0));
   if (First < SizeBytes)
     VMX_TRY(C.Mmu.translate(Gla(La + First), Access::Read, Supervisor, Pa1));
+  // The APIC-access page (no TLB entry ever maps it): virtualized or an APIC-access VM
+  // exit. An access that crosses into or out of it is never virtualized.
+  if (C.NonRoot) [[unlikely]] {
+    if (apicv::onApicAccessPage(C, Pa0))
+      return apicv::linearRead(C, Pa0, First < SizeBytes ? 8 : SizeBytes, Dst);
+    if (First < SizeBytes && apicv::onApicAccessPage(C, Pa1))
+      return apicv::linearRead(C, Pa1, 8, Dst + First);
+  }
   auto copy = [&](Hpa Pa, uint8_t *D, unsigned N) {
     if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
       std::memcpy(D, H, N);
@@ -101,6 +110,13 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
   VMX_TRY(C.Mmu.translate(Gla(La), Access::Write, Supervisor, Pa0));
   if (First < SizeBytes)
     VMX_TRY(C.Mmu.translate(Gla(La + First), Access::Write, Supervisor, Pa1));
+  // The APIC-access page, as in readLinearSlow.
+  if (C.NonRoot) [[unlikely]] {
+    if (apicv::onApicAccessPage(C, Pa0))
+      return apicv::linearWrite(C, Pa0, First < SizeBytes ? 8 : SizeBytes, Src);
+    if (First < SizeBytes && apicv::onApicAccessPage(C, Pa1))
+      return apicv::linearWrite(C, Pa1, 8, Src + First);
+  }
   uint64_t Before = C.Mem.codeWriteCount();
   auto copy = [&](Hpa Pa, const uint8_t *S, unsigned N) {
     if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
@@ -158,6 +174,8 @@ Status fetchCode(Cpu &C, uint64_t La, uint8_t *Buf, unsigned Max, unsigned &Got,
     return Status::Ok;
   }
   VMX_TRY(C.Mmu.translate(Gla(La), Access::Fetch, false, Pa));
+  if (C.NonRoot && apicv::onApicAccessPage(C, Pa)) [[unlikely]]
+    return apicv::linearFetch(C, Pa);
   if (uint8_t *H = C.Mem.ramPointer(Pa))
     std::memcpy(Buf, H, N);
   else

@@ -4,6 +4,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/translation.h"
+#include "cpu/vmx/apic_virtualization.h"
 
 #include <cstring>
 #include <utility>
@@ -62,6 +63,10 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   Translation T;
   VMX_TRY(translateLinear(Owner, Linear, Kind, User, T));
   Out = T.Pa;
+  // No entry ever maps the APIC-access page: each access to it must reach the APIC
+  // virtualization in cpu/memory.cpp's slow paths.
+  if (Owner.NonRoot && apicv::onApicAccessPage(Owner, Out)) [[unlikely]]
+    return Status::Ok;
   uint8_t *Host = Mem.ramPointer(Hpa(Out.value() & kPageMask));
   if (!Host)
     return Status::Ok;
@@ -265,6 +270,13 @@ void Mmu::flushTlbPage(Gla La) {
   // full flush is the simple exact answer for INVLPG on any page size.
   (void)La;
   flushTlb();
+}
+
+void Mmu::dropPageMappings(uint64_t Pfn) {
+  for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
+    for (unsigned I = 0; I < kTlbEntries; ++I)
+      if (Array[I].Tag != kTlbEmpty && Array[I].Pfn == Pfn)
+        Array[I].Tag = kTlbEmpty;
 }
 
 void Mmu::dropWriteMappings(uint64_t Pfn) {

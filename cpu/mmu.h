@@ -235,6 +235,9 @@ public:
   /// Blocks decoded (not reused from the cache): tests and benchmarks read it to see how
   /// often the cache misses or is invalidated.
   uint64_t blocksDecoded() const { return BlocksDecoded; }
+  /// Drops every TLB entry (read, write, fetch, write-to-code, victims) that maps frame
+  /// Pfn, in every context: the APIC-access page must never be reached through one.
+  void dropPageMappings(uint64_t Pfn);
   /// Forgets every decoded block of this CPU (one increment).
   void flushDecodeCache();
 

@@ -2,6 +2,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
+#include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/ept_translation.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -14,7 +15,14 @@ class EptPagingStructures final : public PagingStructureTranslator {
 public:
   explicit EptPagingStructures(Cpu &C) : C(C) {}
   EptWalk translate(Gpa Entry, const EptAccess &A) override {
-    return eptTranslateNoExit(C, Entry, A);
+    EptWalk W = eptTranslateNoExit(C, Entry, A);
+    // A guest paging-structure access whose translation is on the APIC-access page
+    // causes an APIC-access VM exit, below any EPT violation it would cause (SDM Vol.
+    // 3C, "Guest-Physical Accesses to the APIC-Access Page").
+    if (W.Outcome == EptOutcome::Translated && apicv::onApicAccessPage(C, W.Address))
+      [[unlikely]]
+      W.Outcome = EptOutcome::ApicAccess;
+    return W;
   }
 
 private:
@@ -66,6 +74,8 @@ Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out)
     C.Pending = PendingEvent{vec::PF, true, W.ErrorCode, La.value()};
     return Status::Fault;
   case PagingOutcome::EptFault:
+    if (W.Ept.Outcome == EptOutcome::ApicAccess)
+      return apicv::guestPhysicalExit(C);
     return eptFaultExit(C, W.EptAddress, W.EptAccessKind, W.Ept);
   }
   Out = Translation{Hpa(W.Address.value() & a20Mask(C)), W.Writable, W.User, W.Executable,
@@ -95,6 +105,10 @@ Status loadPdptes(Cpu &C) {
   if (eptActive(C)) {
     EptWalk W;
     VMX_TRY(eptTranslate(C, Gpa(Base), EptAccess{Access::Read, true, false, 0, false}, W));
+    // A PDPTE load is a guest-physical access ("Guest-Physical Accesses to the
+    // APIC-Access Page").
+    if (apicv::onApicAccessPage(C, W.Address))
+      return apicv::guestPhysicalExit(C);
     Base = W.Address.value();
   }
   uint64_t E[4];

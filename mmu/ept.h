@@ -54,7 +54,10 @@ struct EptAccess {
 /// AdUpdateBlocked: the translation needed an accessed or dirty flag set while the
 /// walker was told not to set any (EptWalkerConfig::AdUpdatesBlocked); nothing was set
 /// and the access does not occur (the processor's page-modification log is full).
-enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration, AdUpdateBlocked };
+/// ApicAccess is never produced by eptWalk: the processor's translator of guest
+/// paging-structure accesses reports with it a translation that lands on the APIC-access
+/// page, which causes an APIC-access VM exit instead (cpu/vmx/apic_virtualization.h).
+enum class EptOutcome : uint8_t { Translated, Violation, Misconfiguration, AdUpdateBlocked, ApicAccess };
 
 /// Result of one walk. For a violation Rights holds the AND of the entries used up to
 /// the one that stopped the walk (0 past a not-present entry), as qualification bits

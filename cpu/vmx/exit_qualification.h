@@ -27,6 +27,17 @@ static_assert(vmxsim::detail::layoutsAreConsistent(kRows),
 /// Accesses").
 enum class CrAccessType : uint8_t { MovToCr = 0, MovFromCr = 1, Clts = 2, Lmsw = 3 };
 
+/// apic_access::AccessType values (SDM Vol. 3C, Table "Exit Qualification for
+/// APIC-Access VM Exits from Linear Accesses and Guest-Physical Accesses").
+enum class ApicAccessType : uint8_t {
+  LinearRead = 0,
+  LinearWrite = 1,
+  LinearFetch = 2,
+  LinearEventDelivery = 3,
+  GuestPhysicalEventDelivery = 10,
+  GuestPhysicalInstruction = 15,
+};
+
 /// The exit qualification of instructions with a memory operand whose exit reports the
 /// displacement (LGDT, LIDT, LLDT, LTR, SGDT, SIDT, SLDT, STR, INVEPT, INVPCID, INVVPID,
 /// the VMCS-pointer instructions, VMREAD, VMWRITE): "the value of the instruction's

@@ -8,6 +8,7 @@
 #include "cpu/cpu.h"
 #include "cpu/exec.h"
 #include "cpu/memory.h"
+#include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/exit_qualification.h"
 #include "cpu/vmx/instruction_info.h"
 #include "cpu/vmx/vm_exit.h"
@@ -67,36 +68,6 @@ uint64_t crAccessQualification(unsigned Cr, exitqual::CrAccessType Type, uint8_t
   uint64_t Q = CrNumber.set(0, Cr);
   Q = AccessType.set(Q, uint64_t(Type));
   return Reg < 16 ? GeneralPurposeRegister.set(Q, Reg) : Q;
-}
-
-// --- TPR shadow (SDM Vol. 3C, "APIC Virtualization and Virtual Interrupts" >
-// "Virtualizing CR8-Based TPR Accesses" and "TPR Virtualization") ---------------------
-
-constexpr uint64_t kVtprOffset = 0x80;
-
-uint32_t readVtpr(const Cpu &C) {
-  return uint32_t(C.Mem.read(Hpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4));
-}
-
-/// MOV to CR8 with "use TPR shadow" = 1: VTPR[7:4] = source[3:0], the rest of VTPR
-/// cleared; then TPR virtualization, whose TPR-below-threshold exit is trap-like (it
-/// follows the completed instruction, so guest RIP is the next instruction).
-Status writeVirtualTpr(Cpu &C, const DecodedInsn &I, uint64_t Value) {
-  // "bits 63:4 of the source operand must be 0" still applies (#GP(0)); the
-  // CR8-load-exiting exit was checked before (it takes priority over that #GP).
-  if (Value >> 4)
-    return C.raiseGp(0);
-  C.Mem.write(Hpa(vmcs(C).get(F::VirtualApicAddress) + kVtprOffset), 4,
-              uint32_t(Value & 0xf) << 4);
-  C.breakBlock();
-  VMX_TRY(next(C, I));
-  if (!procCtl(C, VmxControl::VirtualInterruptDelivery) &&
-      ((readVtpr(C) >> 4) & 0xf) < (vmcs(C).get(F::TprThreshold) & 0xf)) {
-    VmExitInfo E;
-    E.Reason = ExitReason::TprBelowThreshold;
-    return vmExit(C, E);
-  }
-  return Status::Ok;
 }
 
 // --- Bitmaps ----------------------------------------------------------------------
@@ -239,15 +210,15 @@ Status onRdtsc(Cpu &C, const DecodedInsn &I, bool IsRdtscp) {
   return Status::Ok;
 }
 
-Status onRdmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr) {
+Status onRdmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr, bool &Done) {
   if (msrExits(C, Msr, false))
     return instructionExit(C, I, ExitReason::Rdmsr);
-  return Status::Ok;
+  return apicv::rdmsr(C, I, Msr, Done);
 }
-Status onWrmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr) {
+Status onWrmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr, bool &Done) {
   if (msrExits(C, Msr, true))
     return instructionExit(C, I, ExitReason::Wrmsr);
-  return Status::Ok;
+  return apicv::wrmsr(C, I, Msr, Done);
 }
 
 Status onRdrandRdseed(Cpu &C, const DecodedInsn &I, bool IsRdseed) {
@@ -336,7 +307,7 @@ Status onMovToCr(Cpu &C, const DecodedInsn &I, unsigned Cr, uint64_t &Value, boo
       return instructionExit(C, I, ExitReason::ControlRegisterAccesses, Qual);
     if (procCtl(C, VmxControl::UseTprShadow)) {
       Done = true;
-      return writeVirtualTpr(C, I, Value);
+      return apicv::movToCr8(C, I, Value);
     }
     return Status::Ok;
   default:
@@ -362,7 +333,7 @@ Status onMovFromCr(Cpu &C, const DecodedInsn &I, unsigned Cr, uint64_t &Value) {
       return instructionExit(C, I, ExitReason::ControlRegisterAccesses, Qual);
     // "Virtualizing CR8-Based TPR Accesses": bits 3:0 = VTPR[7:4], bits 63:4 cleared.
     if (procCtl(C, VmxControl::UseTprShadow))
-      Value = (readVtpr(C) >> 4) & 0xf;
+      Value = apicv::movFromCr8(C);
     return Status::Ok;
   default:
     return Status::Ok;

@@ -61,8 +61,10 @@ Status onInvpcid(Cpu &C, const DecodedInsn &I);
 /// "enable RDTSCP" = 0 makes RDTSCP #UD in non-root operation.
 bool rdtscpEnabled(const Cpu &C);
 Status onRdtsc(Cpu &C, const DecodedInsn &I, bool IsRdtscp);
-Status onRdmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr);
-Status onWrmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr);
+/// RDMSR/WRMSR: the MSR-bitmap exit, else the x2APIC virtualization of 800H-8FFH
+/// (cpu/vmx/apic_virtualization.h); Done = true when that completed the instruction.
+Status onRdmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr, bool &Done);
+Status onWrmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr, bool &Done);
 Status onRdrandRdseed(Cpu &C, const DecodedInsn &I, bool IsRdseed);
 
 /// Descriptor-table exiting. Identity values are those of the instruction-information

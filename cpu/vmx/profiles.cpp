@@ -19,10 +19,11 @@ constexpr uint64_t features(std::initializer_list<VmxFeature> L) {
 
 const VmxProfile &VmxProfile::full() {
   // A modern Intel core as the default CPU model: the controls a current hypervisor
-  // uses, minus APIC virtualization, posted interrupts and XSAVES (the CPU model has no
-  // XSAVES), which vmxsim does not model. VMCS shadowing comes with IA32_VMX_MISC[29]
-  // (VMWRITE to any field), PML with EPT accessed and dirty flags, as on processors that
-  // offer them.
+  // uses, with APIC virtualization ("virtualize APIC accesses", "virtualize x2APIC
+  // mode", "APIC-register virtualization", "virtual-interrupt delivery", "process posted
+  // interrupts": cpu/vmx/apic_virtualization.cpp), VMCS shadowing (with IA32_VMX_MISC[29],
+  // VMWRITE to any field), PML (with EPT accessed and dirty flags) and EPT-violation #VE,
+  // minus XSAVES (the CPU model has no XSAVES), which vmxsim does not model.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -33,7 +34,9 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
                 VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
-                VmxFeature::EptViolationVe}),
+                VmxFeature::EptViolationVe, VmxFeature::VirtualizeApicAccesses,
+                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
+                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -52,7 +55,10 @@ const VmxProfile &VmxProfile::kvmNested() {
   // VMWRITE to any field, VMCS shadowing (KVM emulates it for L1 whatever the host has:
   // nested_vmx_setup_secondary_ctls sets SECONDARY_EXEC_SHADOW_VMCS), PML (emulated for
   // L1 when EPT A/D bits are on: SECONDARY_EXEC_ENABLE_PML with VMX_EPT_AD_BIT); no
-  // EPT-violation #VE (not in KVM's list).
+  // EPT-violation #VE (not in KVM's list); "virtualize APIC accesses" with flexpriority
+  // (KVM's default when the host has it), "virtualize x2APIC mode", "APIC-register
+  // virtualization" and "virtual-interrupt delivery" (in its mask of secondary controls,
+  // offered when the host has them), and "process posted interrupts" (with enable_apicv).
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -62,7 +68,10 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::RdseedExiting, VmxFeature::Invpcid,
                 VmxFeature::TscScaling, VmxFeature::PatControls, VmxFeature::EferControls,
                 VmxFeature::Ept, VmxFeature::UnrestrictedGuest, VmxFeature::VmFunctions,
-                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml}),
+                VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
+                VmxFeature::VirtualizeApicAccesses, VmxFeature::VirtualizeX2apic,
+                VmxFeature::ApicRegisterVirtualization, VmxFeature::VirtualInterruptDelivery,
+                VmxFeature::PostedInterrupts}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

@@ -8,6 +8,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/exceptions.h"
 #include "cpu/msrs.h"
+#include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry_checks.h"
 #include "cpu/vmx/vm_exit.h"
@@ -259,6 +260,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // MTF, NMI-blocking and injection bookkeeping of the event machinery; a nested fault
   // while delivering the injected event goes through the exception bitmap there.
   vmxEventsOnEntry(C);
+  apicv::onVmEntry(C);
   // Ground truth: the processor now runs the guest (the injected event, if any, is
   // delivered next).
   if (VmxTransitionObserver *O = C.Transitions) [[unlikely]] {

@@ -24,6 +24,15 @@ struct VmxEventState {
   /// Cpu::Retired + 1 when an IRET removed (virtual-)NMI blocking and has not yet
   /// retired: a fault on it reports "NMI unblocking due to IRET". 0 = none.
   uint64_t IretNmiMark = 0;
+  /// The current operation virtualized a write to the APIC-access page: APIC-write
+  /// emulation for ApicWriteOffset is due at the next instruction boundary (SDM Vol. 3C,
+  /// "APIC-Write Emulation"; cpu/vmx/apic_virtualization.cpp).
+  bool ApicWritePending = false;
+  uint16_t ApicWriteOffset = 0;
+  /// The last evaluation of pending virtual interrupts recognized one (SDM Vol. 3C,
+  /// "Evaluation of Pending Virtual Interrupts"): it is delivered at the first boundary
+  /// that allows it ("Virtual-Interrupt Delivery").
+  bool VirtualInterruptRecognized = false;
 };
 
 } // namespace vmxsim

@@ -7,6 +7,7 @@
 #include "cpu/memory.h"
 #include "cpu/segmentation.h"
 #include "cpu/task_switch.h"
+#include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_exit.h"
 #include "cpu/vmx/vmcs_controls.h"
@@ -127,6 +128,11 @@ bool vmxBeforeNmi(Cpu &C, Status &St) {
   VmxState &X = *C.Vmx;
   VmxEventState &E = X.Events;
   const bool Awake = activeOrHlt(C);
+  // APIC-write emulation completes the operation that virtualized a write to the
+  // APIC-access page, before anything else happens at the boundary after it (SDM Vol.
+  // 3C, "APIC-Write Emulation").
+  if (apicv::pendingApicWrite(C, St))
+    return true;
   // 0. An INIT held while in VMX root operation is unblocked by the VM entry: it causes a
   // VM exit (SDM Vol. 3C, "Restrictions on VMX Operation", "Other Causes of VM Exits")
   // with INIT's priority, above MTF (SDM Vol. 3A, "Priority Among Concurrent Events").
@@ -199,7 +205,9 @@ bool vmxInterruptWindowExit(Cpu &C, Status &St) {
     St = simpleExit(C, ExitReason::InterruptWindow);
     return true;
   }
-  return false;
+  // Virtual-interrupt delivery has the interrupt window's priority: below NMIs, above
+  // external interrupts (SDM Vol. 3C, "Virtual-Interrupt Delivery").
+  return apicv::virtualInterruptDelivery(C, St);
 }
 
 bool vmxExternalInterruptExiting(const Cpu &C) {
@@ -212,8 +220,14 @@ Status vmxExternalInterruptExit(Cpu &C) {
   // "Acknowledge interrupt on exit": the processor acknowledges the controller and
   // records the vector; otherwise the interrupt stays pending and the field is invalid
   // (SDM Vol. 3C, "Information for VM Exits Due to Vectored Events").
-  if (controlSet(C.Vmx->Vmcs, VmxControl::AcknowledgeInterruptOnExit))
-    Info.InterruptionInfo = makeIntInfo(C.Intr->acknowledge(), intinfo::ExternalInterrupt, false);
+  if (controlSet(C.Vmx->Vmcs, VmxControl::AcknowledgeInterruptOnExit)) {
+    const uint8_t Vector = C.Intr->acknowledge();
+    // "Process posted interrupts": the notification vector is processed, not an exit
+    // (SDM Vol. 3C, "Posted-Interrupt Processing").
+    if (apicv::postedInterrupt(C, Vector))
+      return Status::Ok;
+    Info.InterruptionInfo = makeIntInfo(Vector, intinfo::ExternalInterrupt, false);
+  }
   return eventExit(C, Info);
 }
 
@@ -240,7 +254,8 @@ uint64_t vmxWakeCycle(const Cpu &C) {
     return ~uint64_t(0);
   // Both are taken in the HLT state by the event window (vmxBeforeNmi; VM entry
   // refuses HLT with blocking by MOV SS, so a debug trap is never held off there).
-  if (X.Events.MtfPending || validPendingDebug(X.PendingDebugExceptions))
+  if (X.Events.MtfPending || validPendingDebug(X.PendingDebugExceptions) ||
+      apicv::virtualInterruptDue(C))
     return C.Cycles;
   if (X.PreemptionTimerActive)
     return std::max(C.Cycles, X.PreemptionTimerDeadline);

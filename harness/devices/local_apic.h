@@ -102,6 +102,7 @@ public:
   // InterruptSource: the processor's INTR/INTA (Cpu::run's event window).
   bool intrPending() override;
   uint8_t acknowledge() override;
+  void endOfInterrupt() override { writeReg(Eoi, 0); }
   // ApicHook: IA32_TSC_DEADLINE.
   Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) override;
   Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) override;

@@ -88,11 +88,13 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
       "\nvmxsim-kvm: insmod kvm-intel: ok\r\n",
       "\nvmxsim-kvm: /dev/kvm: present\r\n",
       // What kvm_intel chose from the full profile's capability MSRs: EPT, unrestricted
-      // guest, VPID, VMCS shadowing (with IA32_VMX_MISC[29]), PML (with EPT A/D), the
-      // preemption timer and nested VMX; no APIC virtualization (so no flexpriority or
-      // APICv: vmxsim does not model it).
-      "\nvmxsim-kvm: kvm_intel: ept=Y unrestricted_guest=Y vpid=Y flexpriority=N "
-      "enable_apicv=N enable_shadow_vmcs=Y pml=Y preemption_timer=Y nested=Y\r\n",
+      // guest, VPID, flexpriority (TPR shadow and "virtualize APIC accesses"), APICv
+      // (APIC-register virtualization, virtual-interrupt delivery and posted
+      // interrupts), VMCS shadowing (with IA32_VMX_MISC[29]), PML (with EPT A/D), the
+      // preemption timer and nested VMX. kvm-hello's vCPU has a user-space irqchip, so
+      // it uses neither flexpriority nor APICv.
+      "\nvmxsim-kvm: kvm_intel: ept=Y unrestricted_guest=Y vpid=Y flexpriority=Y "
+      "enable_apicv=Y enable_shadow_vmcs=Y pml=Y preemption_timer=Y nested=Y\r\n",
       // Debian 6.1's kvm module has all eight events; ftrace's per-CPU ring buffer.
       "\nvmxsim-kvm: ftrace: 8 kvm events, clock local global counter uptime perf mono "
       "mono_raw boot tai [x86-tsc], 1410 KB per cpu\r\n",

@@ -180,6 +180,23 @@ void mutate(SplitMix64 &R, const std::vector<F> &Fields, const VmcsData &Good, V
   }
 }
 
+TEST(VmEntries, FuzzerWritesTheApicVirtualizationFields) {
+  // The fields of APIC virtualization, virtual-interrupt delivery and posted interrupts
+  // are fuzzed with the profiles that advertise them (SDM Vol. 3C, "APIC-Virtualization
+  // Controls", "Guest Non-Register State").
+  for (const VmxProfile *P : {&VmxProfile::full(), &VmxProfile::kvmNested()}) {
+    SCOPED_TRACE(P->Name);
+    const std::vector<F> Fields = writableFields(*P);
+    for (F Field : {F::VirtualApicAddress, F::TprThreshold, F::ApicAccessAddress,
+                    F::EoiExitBitmap0, F::EoiExitBitmap1, F::EoiExitBitmap2,
+                    F::EoiExitBitmap3, F::GuestInterruptStatus,
+                    F::PostedInterruptNotificationVector,
+                    F::PostedInterruptDescriptorAddress})
+      EXPECT_NE(std::find(Fields.begin(), Fields.end(), Field), Fields.end())
+          << fieldInfo(Field).SdmName;
+  }
+}
+
 TEST(VmEntries, FuzzedVmcsChecksNeverCrashAndStayConsistent) {
   constexpr unsigned kIterationsPerProfile = 35000;
   auto Start = std::chrono::steady_clock::now();

@@ -25,9 +25,9 @@ TEST(VmxCapabilities, BasicReportsRevisionSizeWritebackInsOutsAndTrueControls) {
 
 TEST(VmxCapabilities, FullProfileControlMsrs) {
   const VmxProfile &P = VmxProfile::full();
-  // Pin: default1 bits 1, 2, 4; allowed 0, 3, 5, 6.
-  EXPECT_EQ(cap(P, 0x481), 0x0000007f00000016ull);
-  EXPECT_EQ(cap(P, 0x48d), 0x0000007f00000016ull);
+  // Pin: default1 bits 1, 2, 4; allowed 0, 3, 5, 6, 7 (process posted interrupts).
+  EXPECT_EQ(cap(P, 0x481), 0x000000ff00000016ull);
+  EXPECT_EQ(cap(P, 0x48d), 0x000000ff00000016ull);
   // Primary processor-based: default1 1, 4-6, 8, 13-16, 26 (15, 16 clearable in TRUE);
   // everything except 0, 17, 18 allowed.
   EXPECT_EQ(cap(P, 0x482), 0xfff9fffe0401e172ull);
@@ -39,10 +39,11 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 14, 15.
   EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
   EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
-  // Secondary: EPT, descriptor tables, RDTSCP, VPID, WBINVD, unrestricted guest, PLE,
-  // RDRAND, INVPCID, VM functions, VMCS shadowing, RDSEED, PML, EPT-violation #VE, TSC
-  // scaling.
-  EXPECT_EQ(cap(P, 0x48b), 0x02077cee00000000ull);
+  // Secondary: virtualize APIC accesses, EPT, descriptor tables, RDTSCP, virtualize
+  // x2APIC mode, VPID, WBINVD, unrestricted guest, APIC-register virtualization,
+  // virtual-interrupt delivery, PLE, RDRAND, INVPCID, VM functions, VMCS shadowing,
+  // RDSEED, PML, EPT-violation #VE, TSC scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02077fff00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
   EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
@@ -82,7 +83,8 @@ TEST(VmxCapabilities, MinimalProfileMsrs) {
 
 TEST(VmxCapabilities, KvmNestedProfileLacksPauseLoopExiting) {
   const VmxProfile &P = VmxProfile::kvmNested();
-  EXPECT_EQ(cap(P, 0x48b), 0x020378ee00000000ull); // with VMCS shadowing (14), PML (17)
+  // The full profile's secondary controls without PLE (bit 10) and #VE (bit 18).
+  EXPECT_EQ(cap(P, 0x48b), 0x02037bff00000000ull);
   EXPECT_EQ(cap(P, 0x485), 0x600401e5ull);
 }
 
