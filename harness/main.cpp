@@ -20,6 +20,7 @@
 #include "trace/diff.h"
 #include "trace/dump.h"
 #include "trace/ftrace_import.h"
+#include "trace/xen_console_import.h"
 #include "trace/report.h"
 #include "trace/summary.h"
 
@@ -601,12 +602,17 @@ int main(int Argc, char **Argv) {
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
 
-  std::string ImportFtrace, ImportOut;
+  std::string ImportFtrace, ImportXenConsole, ImportOut;
   CLI::App *Import = Trace->add_subcommand(
-      "import", "convert KVM's ftrace text output (x86-tsc clock) into a XenTrace file "
+      "import", "convert KVM's ftrace text output (x86-tsc clock), or Xen's trace written on "
+                "the console by the Xen kit, into a XenTrace file "
                 "(status 0 done, 2 bad input, 3 clock not x86-tsc)");
-  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)")
-      ->required();
+  CLI::Option *FtraceOpt = Import->add_option(
+      "--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)");
+  CLI::Option *XenConsoleOpt = Import->add_option(
+      "--xen-console", ImportXenConsole,
+      "console output holding xentrace's file in base64 (docs/xen-trace.md)");
+  FtraceOpt->excludes(XenConsoleOpt);
   Import->add_option("-o,--output", ImportOut, "the XenTrace file to write")->required();
 
   std::string ReportFile, ReportOut;
@@ -706,9 +712,16 @@ int main(int Argc, char **Argv) {
   }
   if (Dump->parsed())
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
-  if (Import->parsed())
+  if (Import->parsed()) {
+    if (ImportFtrace.empty() && ImportXenConsole.empty())
+      fail("import: give --ftrace FILE or --xen-console FILE");
+    if (!ImportXenConsole.empty())
+      return checkedStdout(trace::traceImportXenConsoleCommand(ImportXenConsole, ImportOut,
+                                                               stdout, stderr),
+                           kExitUsage);
     return checkedStdout(
         trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);
+  }
   // Reading a long trace shows how far it got (not for dump, whose output is the
   // progress); the line is erased once the whole file has been read.
   ProgressLine TraceProgress(stderr);
