@@ -21,6 +21,7 @@
 #include "trace/dump.h"
 #include "trace/ftrace_import.h"
 #include "trace/stream_import.h"
+#include "trace/xen_console_import.h"
 #include "trace/report.h"
 #include "trace/summary.h"
 
@@ -602,15 +603,21 @@ int main(int Argc, char **Argv) {
   Check->add_option("GT", CheckO.GroundTruth, "the ground truth (run --trace-ground-truth FILE)")
       ->required();
 
-  std::string ImportFtrace, ImportCapture, ImportOut;
+  std::string ImportFtrace, ImportXenConsole, ImportCapture, ImportOut;
   CLI::App *Import = Trace->add_subcommand(
       "import", "rebuild a XenTrace file from a serial-console capture of a hypervisor's "
                 "trace stream (CAPTURE: status 0 done, 2 damaged or missing frames, kept "
-                "out, or bad input), or convert KVM's ftrace text output (--ftrace: "
-                "status 0 done, 2 bad input, 3 clock not x86-tsc)");
+                "out, or bad input), from Xen's trace written on the console by the Xen kit "
+                "(--xen-console: 0 done, 2 bad input), or from KVM's ftrace text output "
+                "(--ftrace: 0 done, 2 bad input, 3 clock not x86-tsc)");
   Import->add_option("CAPTURE", ImportCapture,
                      "a console capture with \"@XT1 ...\" frames (trace/tbuf.h)");
-  Import->add_option("--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)");
+  CLI::Option *FtraceOpt = Import->add_option(
+      "--ftrace", ImportFtrace, "ftrace's text output (tracefs's trace file)");
+  CLI::Option *XenConsoleOpt = Import->add_option(
+      "--xen-console", ImportXenConsole,
+      "console output holding xentrace's file in base64 (docs/xen-trace.md)");
+  FtraceOpt->excludes(XenConsoleOpt);
   Import->add_option("-o,--output", ImportOut, "the XenTrace file to write")->required();
 
   std::string ReportFile, ReportOut;
@@ -714,8 +721,13 @@ int main(int Argc, char **Argv) {
   if (Dump->parsed())
     return checkedStdout(traceDumpCommand(DumpO), kExitUsage);
   if (Import->parsed()) {
-    if (ImportFtrace.empty() == ImportCapture.empty())
-      fail("trace import: give either CAPTURE or --ftrace FILE");
+    if (int(!ImportFtrace.empty()) + int(!ImportXenConsole.empty()) +
+            int(!ImportCapture.empty()) != 1)
+      fail("trace import: give one of CAPTURE, --ftrace FILE or --xen-console FILE");
+    if (!ImportXenConsole.empty())
+      return checkedStdout(trace::traceImportXenConsoleCommand(ImportXenConsole, ImportOut,
+                                                               stdout, stderr),
+                           kExitUsage);
     if (!ImportFtrace.empty())
       return checkedStdout(
           trace::traceImportFtraceCommand(ImportFtrace, ImportOut, stdout, stderr), kExitUsage);

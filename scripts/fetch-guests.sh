@@ -8,6 +8,12 @@
 #   (built here, with the host's gcc)                       -> initramfs-kvm.cpio.gz: busybox,
 #     the KVM modules and scripts/guests/kvm-hello.c, whose /init loads KVM and tries it,
 #     tracing KVM with ftrace and writing the trace to COM2 (docs/kvm-in-linux.md)
+#   (built here, the Xen kit)                                -> initramfs-xen.cpio.gz: busybox,
+#     the dom0 Xen modules (xen-evtchn, xen-privcmd, xenfs, xen-gntdev, xen-gntalloc),
+#     xen-utils-4.17's xl, xenstored, xentrace and xen-init-dom0 with their shared
+#     libraries (Debian's, ld.so and libc included), and pvh-hello, a tiny PVH guest built
+#     from scripts/guests/pvh-hello.S; its /init starts the tool stack, runs pvh-hello as
+#     a domU under xentrace and writes Xen's trace out on the console (docs/xen-trace.md)
 #
 # Cache: $VMXSIM_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests. Nothing
 # here is ever written into the checkout, and nothing downloaded is committed.
@@ -160,6 +166,8 @@ report() {
   echo "cache: $cache"
   local f
   for f in "${files[@]}"; do echo "  $cache/$f"; done
+  [ -s "$cache/initramfs-xen.cpio.gz" ] && echo "  $cache/initramfs-xen.cpio.gz"
+  return 0
 }
 
 mkdir -p "$cache"
@@ -167,10 +175,6 @@ mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
 
-if complete; then
-  report
-  exit 0
-fi
 
 # The initramfs: busybox and an /init that prints markers and powers off. /dev/console
 # comes from the kernel's built-in initramfs (usr/default_cpio_list), which is unpacked
@@ -211,6 +215,220 @@ build_kvm_initramfs() {
     "$4/load-order" lib/modules/load-order "$4/kvm-hello" bin/kvm-hello
 }
 
+# --- The Xen kit (docs/xen-trace.md): initramfs-xen.cpio.gz, built after the rest, from
+# its own downloads, so a cache without it gains it without touching the files above.
+# Its /init (prefix "vmxsim-xen:") loads the dom0 Xen modules, mounts xenfs, starts
+# xenstored, xen-init-dom0 and xenconsoled (what Debian's xencommons does), starts
+# xentrace on the HVM and scheduler classes (0x000af000), runs pvh-hello as a PVH domU
+# with `xl create -F` (in the foreground until the domain is gone), stops xentrace, and
+# writes its file out on the console (hvc0, which Xen writes to COM1) in base64, between
+# the lines
+#   vmxsim-xentrace: begin BYTES SHA256
+#   vmxsim-xentrace: end
+# with the kernel's console messages silenced first (dmesg -n 1), so that nothing else
+# lands inside; `vmxsim trace import --xen-console` turns it back into the XenTrace file.
+xen_init_script="$(cat <<'EOF'
+#!/bin/busybox sh
+b=/bin/busybox
+export PATH=/usr/lib/xen-4.17/bin:/bin LD_LIBRARY_PATH=/lib
+$b mount -t proc proc /proc
+$b mount -t sysfs sysfs /sys
+$b mount -t devtmpfs devtmpfs /dev 2>/dev/null
+$b mkdir -p /dev/pts
+$b mount -t devpts devpts /dev/pts
+$b mount -t tmpfs tmpfs /tmp
+$b mount -t tmpfs tmpfs /var/run
+$b mkdir -p /var/run/xen /var/run/xenstored /var/lib/xen /var/lib/xenstored /var/log/xen /var/lock
+say() {
+  echo "vmxsim-xen: $*"
+  [ -c /dev/kmsg ] && echo "vmxsim-xen: $*" >/dev/kmsg
+}
+say "start"
+say "uname -r: $($b uname -r)"
+for m in $($b cat /lib/modules/load-order); do
+  if err="$($b insmod /lib/modules/$m.ko 2>&1)"; then say "insmod $m: ok"
+  else say "insmod $m: failed: $err"; fi
+done
+if $b mount -t xenfs xenfs /proc/xen; then say "xenfs: $($b cat /proc/xen/capabilities)"
+else say "xenfs: mount failed"; fi
+if xenstored --pid-file /var/run/xenstored.pid; then say "xenstored: started"
+else say "xenstored: failed to start"; fi
+ok=""
+for i in 1 2 3 4 5; do
+  if out="$(xen-init-dom0 2>&1)"; then ok=1; break; fi
+  $b sleep 1
+done
+if [ -n "$ok" ]; then say "xen-init-dom0: ok"; else say "xen-init-dom0: failed: $out"; fi
+# xl waits for the domU's console to get its tty, which xenconsoled gives it (a pty:
+# devpts is mounted above).
+$b mkdir -p /var/log/xen/console
+if xenconsoled --pid-file=/var/run/xenconsoled.pid; then say "xenconsoled: started"
+else say "xenconsoled: failed to start"; fi
+# Xen traces from boot (tbuf_size=16 on its command line: 16 pages a CPU, all classes)
+# until the buffers are full; xentrace reads what they hold, then the HVM and scheduler
+# classes only (0x0008f000 | 0x0002f000: exits, entries, handler records, and which vCPU
+# runs).
+xentrace -S 16 -e 0x000af000 /tmp/xen.trace &
+xt=$!
+$b sleep 1
+say "xentrace: started"
+xl create -F /etc/xen/pvh-hello.cfg >/tmp/xl.log 2>&1
+say "xl create: exit status $?"
+$b sed 's/^/vmxsim-xen: xl: /' /tmp/xl.log
+$b kill -INT $xt
+wait $xt
+say "xentrace: exit status $?"
+n=$($b stat -c %s /tmp/xen.trace 2>/dev/null || echo 0)
+sum=$($b sha256sum /tmp/xen.trace 2>/dev/null | $b cut -d' ' -f1)
+say "xentrace: $n bytes"
+$b dmesg -n 1
+echo "vmxsim-xentrace: begin $n $sum"
+$b base64 /tmp/xen.trace
+echo "vmxsim-xentrace: end"
+say "done"
+$b poweroff -f
+EOF
+)"
+# The domU: pvh-hello as a PVH guest, 8 MiB, one vCPU, destroyed when it powers off.
+xen_domu_cfg="$(cat <<'EOF'
+name = "pvh-hello"
+type = "pvh"
+kernel = "/lib/xen/pvh-hello"
+memory = 8
+vcpus = 1
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+EOF
+)"
+# xl's own settings: dom0's memory is fixed by dom0_mem, so no ballooning.
+xen_xl_conf='autoballoon="off"'
+guests_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/guests"
+pvh_src="$guests_dir/pvh-hello.S"
+pvh_lds="$guests_dir/pvh-hello.ld"
+# The packages the tools and their libraries come from (Debian 12), and what is taken.
+xen_tool_pkgs=(xen-utils-4.17 libxenmisc4.17 libxenstore4 libxentoollog1 libxentoolcore1
+  libxencall1 libxenevtchn1 libxenforeignmemory1 libxengnttab1 libxendevicemodel1
+  libxenhypfs1 libyajl2 libc6 libgcc-s1 liblzma5 libuuid1 libzstd1 zlib1g)
+xen_tools=(xl xenstored xenconsoled xentrace xen-init-dom0)
+# Loaded with dlopen, so not in any NEEDED list: glibc's pthread_cancel (xl) needs it.
+xen_dlopen_libs=(libgcc_s.so.1)
+# dom0's Xen device modules (Debian's 6.1 builds them as modules; xenbus is built in), in
+# load order: xenfs needs xen-privcmd (checked below, as for KVM).
+xen_modules=(drivers/xen/xen-evtchn drivers/xen/xen-privcmd drivers/xen/xenfs/xenfs
+  drivers/xen/xen-gntdev drivers/xen/xen-gntalloc)
+xen_sum="$( (printf '%s\n' "$xen_init_script" "$xen_domu_cfg" "$xen_xl_conf" \
+  "${xen_tool_pkgs[*]}" "${xen_tools[*]}" "${xen_dlopen_libs[*]}" "${xen_modules[*]}"
+  cat "$pvh_src" "$pvh_lds") | sha256sum | cut -d' ' -f1)"
+
+xen_kit_complete() {
+  [ -s "$cache/initramfs-xen.cpio.gz" ] && grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
+}
+
+# Builds initramfs-xen.cpio.gz into the cache and records it in versions.txt. The modules
+# come from the kernel package of the cached vmlinuz (its name and version are in
+# versions.txt), downloaded again for them.
+build_xen_kit() {
+  local w line kpkg kdebver kver d f n p todo seen
+  [ -f "$pvh_src" ] && [ -f "$pvh_lds" ] || die "no $pvh_src or $pvh_lds"
+  command -v gcc >/dev/null && command -v ld >/dev/null && command -v readelf >/dev/null ||
+    die "gcc, ld and readelf are needed to build the Xen kit"
+  line="$(grep -E '^linux-image-.* kernel ' "$cache/versions.txt" | head -n 1)"
+  read -r kpkg kdebver _ kver <<<"$line"
+  [ -n "$kver" ] || die "versions.txt does not name the kernel package"
+  w="$(mktemp -d "$cache/.xenkit.XXXXXX")"
+  trap 'rm -rf "$w"' EXIT
+  say "the Xen kit: downloading ${xen_tool_pkgs[*]} and $kpkg=$kdebver (for its Xen modules)"
+  local opts=(-q)
+  [ "$(id -u)" -eq 0 ] && opts+=(-o APT::Sandbox::User=root)
+  (cd "$w" && apt-get "${opts[@]}" download "${xen_tool_pkgs[@]}" "$kpkg=$kdebver" >/dev/null) ||
+    die "apt-get download of the Xen kit's packages failed"
+  mkdir -p "$w/x" "$w/root/lib/modules" "$w/root/lib64" "$w/root/usr/lib/xen-4.17/bin" \
+    "$w/root/etc/xen" "$w/root/lib/xen" "$w/root/tmp" "$w/root/var/run"
+  for p in "${xen_tool_pkgs[@]}"; do
+    d="$(ls "$w/${p}"_*.deb 2>/dev/null | head -n 1)"
+    [ -n "$d" ] || die "$p is missing after download"
+    dpkg-deb -x "$d" "$w/x" || die "cannot unpack $(basename "$d")"
+  done
+  d="$(ls "$w/${kpkg}"_*.deb | head -n 1)"
+  : >"$w/root/lib/modules/load-order"
+  local loaded=""
+  for m in "${xen_modules[@]}"; do
+    dpkg-deb --fsys-tarfile "$d" | tar -x -C "$w/x" "./lib/modules/$kver/kernel/$m.ko" ||
+      die "no $m.ko for $kver in $(basename "$d")"
+    n="$(basename "$m")"
+    cp "$w/x/lib/modules/$kver/kernel/$m.ko" "$w/root/lib/modules/$n.ko"
+    deps="$(tr '\0' '\n' <"$w/root/lib/modules/$n.ko" | grep -a -m 1 '^depends=' | cut -d= -f2)" || true
+    for dep in ${deps//,/ }; do
+      case " $loaded " in *" ${dep//_/-} "*) ;; *) die "$n.ko needs $dep, which is not loaded before it" ;; esac
+    done
+    loaded+=" $n"
+    echo "$n" >>"$w/root/lib/modules/load-order"
+  done
+  # The tools and the closure of their NEEDED libraries, all from the packages.
+  todo=()
+  for f in "${xen_tools[@]}"; do
+    [ -f "$w/x/usr/lib/xen-4.17/bin/$f" ] || die "xen-utils-4.17 has no $f"
+    cp "$w/x/usr/lib/xen-4.17/bin/$f" "$w/root/usr/lib/xen-4.17/bin/$f"
+    todo+=("$w/x/usr/lib/xen-4.17/bin/$f")
+  done
+  seen=" "
+  for n in "${xen_dlopen_libs[@]}"; do
+    p="$(find "$w/x/lib" "$w/x/usr/lib" -name "$n" 2>/dev/null | head -n 1)"
+    [ -n "$p" ] || die "the Xen kit needs $n, which none of its packages has"
+    cp -L "$p" "$w/root/lib/$n"
+    todo+=("$p")
+  done
+  while [ ${#todo[@]} -gt 0 ]; do
+    f="${todo[0]}"; todo=("${todo[@]:1}")
+    for n in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      case "$seen" in *" $n "*) continue ;; esac
+      seen+="$n "
+      p="$(find "$w/x/lib" "$w/x/usr/lib" -name "$n" 2>/dev/null | head -n 1)"
+      [ -n "$p" ] || die "the Xen kit needs $n, which none of its packages has"
+      cp -L "$p" "$w/root/lib/$n"
+      todo+=("$p")
+    done
+  done
+  cp -L "$w/x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$w/root/lib64/" ||
+    die "libc6 has no ld-linux-x86-64.so.2"
+  # pvh-hello: 32-bit code, assembled and linked without any library.
+  gcc -m32 -c -o "$w/pvh-hello.o" "$pvh_src" &&
+    ld -m elf_i386 -static -nostdlib --build-id=none --no-warn-rwx-segments -T "$pvh_lds" \
+      -o "$w/root/lib/xen/pvh-hello" "$w/pvh-hello.o" || die "cannot build pvh-hello"
+  printf '%s\n' "$xen_domu_cfg" >"$w/root/etc/xen/pvh-hello.cfg"
+  printf '%s\n' "$xen_xl_conf" >"$w/root/etc/xen/xl.conf"
+  build_initramfs "$cache/busybox" "$xen_init_script" "$w/root" "$w/initramfs-xen.cpio.gz"
+  local vers=""
+  for p in xen-utils-4.17 libc6; do
+    vers+=" $p $(dpkg-deb -f "$(ls "$w/${p}"_*.deb | head -n 1)" Version)"
+  done
+  # versions.txt: the kit's lines replaced (or added at the end).
+  grep -v -e '^xen-kit-script ' -e '^xen-kit ' -e '  initramfs-xen.cpio.gz$' \
+    "$cache/versions.txt" >"$w/versions.txt"
+  {
+    echo "xen-kit${vers}"
+    echo "xen-kit-script $xen_sum"
+    (cd "$w" && sha256sum initramfs-xen.cpio.gz)
+  } >>"$w/versions.txt"
+  mv -f "$w/initramfs-xen.cpio.gz" "$cache/initramfs-xen.cpio.gz"
+  mv -f "$w/versions.txt" "$cache/versions.txt"
+  rm -rf "$w"
+  trap - EXIT
+}
+
+# The Xen kit is built (in a subshell: its own work directory and trap) when it is missing
+# or its sources changed, after everything else is in the cache.
+xen_kit() {
+  xen_kit_complete || (build_xen_kit) || exit 1
+}
+
+if complete; then
+  xen_kit
+  report
+  exit 0
+fi
+
 # Everything is there but an /init (or kvm-hello.c) changed: rebuild only that initramfs
 # from the cached busybox and modules (no download), and record it in versions.txt.
 only_init_changed() {
@@ -248,6 +466,7 @@ if only_init_changed; then
   for f in initramfs.cpio.gz initramfs-kvm.cpio.gz versions.txt; do
     [ -f "$work/$f" ] && mv -f "$work/$f" "$cache/$f"
   done
+  xen_kit
   report
   exit 0
 fi
@@ -351,4 +570,5 @@ ver() { dpkg-deb -f "$1" Version; }
 } >"$out/versions.txt"
 
 for f in "${files[@]}"; do mv -f "$out/$f" "$cache/$f"; done
+xen_kit
 report

@@ -2,6 +2,7 @@
 
 #include "trace/dump.h"
 #include "trace/events.h"
+#include "trace/exit_operands.h"
 #include "trace/ground_truth.h"
 
 #include <fmt/format.h>
@@ -370,18 +371,15 @@ private:
       ++C.Handlers;
       if (!inExitWindow("kvm_pio") || !needExit({kIo}, "kvm_pio"))
         return;
-      // SDM Vol. 3C, "Exit Qualification for I/O Instructions": bits 2:0 size - 1, bit 3
-      // direction (1 = IN), bit 4 string instruction, bits 31:16 the port.
       const uint64_t Q = Exit->Qual;
-      const uint32_t Size = uint32_t(Q & 7) + 1;
-      if (!same("pio write", R.Words[0], (Q >> 3 & 1) ? 0 : 1) ||
-          !same("pio port", R.Words[1], Q >> 16 & 0xffff) || !same("pio size", R.Words[2], Size))
+      const uint32_t Size = ioSize(Q);
+      if (!same("pio write", R.Words[0], ioIsIn(Q) ? 0 : 1) ||
+          !same("pio port", R.Words[1], ioPort(Q)) || !same("pio size", R.Words[2], Size))
         return;
-      if (!(Q >> 4 & 1) && !same("pio count", R.Words[3], 1))
+      if (!ioIsString(Q) && !same("pio count", R.Words[3], 1))
         return;
-      if (!(Q >> 4 & 1) && R.Words[0] == 1 && needRegs())
-        same("pio out value", R.Words[4],
-             Exit->Regs[0] & (Size == 4 ? 0xffffffffu : (1u << (8 * Size)) - 1));
+      if (!ioIsString(Q) && R.Words[0] == 1 && needRegs())
+        same("pio out value", R.Words[4], outData(Exit->Regs[0], Size));
       return;
     }
     case XT_EV_KvmMmio: {
@@ -415,11 +413,10 @@ private:
         return;
       const bool Write = (Exit->Reason & 0xffff) == kWrmsr;
       if (!same("msr write", R.Words[0], Write ? 1 : 0) || !needRegs() ||
-          !same("msr index (ECX)", R.Words[1], uint32_t(Exit->Regs[1])))
+          !same("msr index (ECX)", R.Words[1], msrIndex(Exit->Regs[1])))
         return;
       if (Write)
-        same("msr value (EDX:EAX)", word64(R, 2),
-             (Exit->Regs[2] & 0xffffffffu) << 32 | (Exit->Regs[0] & 0xffffffffu));
+        same("msr value (EDX:EAX)", word64(R, 2), wrmsrValue(Exit->Regs[0], Exit->Regs[2]));
       return;
     }
     case XT_EV_KvmCr: {
@@ -443,8 +440,8 @@ private:
       ++C.Handlers;
       if (!inExitWindow("kvm_cpuid") || !needExit({kCpuid}, "kvm_cpuid") || !needRegs())
         return;
-      (void)(same("cpuid function (EAX)", R.Words[0], uint32_t(Exit->Regs[0])) &&
-             same("cpuid index (ECX)", R.Words[1], uint32_t(Exit->Regs[1])));
+      (void)(same("cpuid function (EAX)", R.Words[0], cpuidLeaf(Exit->Regs[0])) &&
+             same("cpuid index (ECX)", R.Words[1], cpuidSubleaf(Exit->Regs[1])));
       return;
     }
     case XT_EV_KvmInjVirq: {

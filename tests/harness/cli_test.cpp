@@ -319,3 +319,42 @@ TEST(CommandLine, SeedChoosesTheRdrandStream) {
   for (const std::string &F : {P, D})
     std::remove(F.c_str());
 }
+
+// `trace import --xen-console` (docs/xen-trace.md): a console output without the Xen
+// kit's payload, or with it cut short, is one line and status 2, and no file is written;
+// neither --ftrace nor --xen-console is the same.
+TEST(CommandLine, XenConsoleImportOfAMissingOrCutPayloadIsOneLineAndStatus2) {
+  const std::string In = tempPath("console.txt"), Out = tempPath("xen.xt");
+  auto text = [&](const std::string &T) {
+    writeFile(In, std::vector<uint8_t>(T.begin(), T.end()));
+  };
+  text("(XEN) Entering ACPI S5 state.\r\n");
+  CmdResult R = runVmxsim("trace import --xen-console " + In + " -o " + Out);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u);
+  EXPECT_EQ(R.Err, "vmxsim: error: " + In +
+                       ": no 'vmxsim-xentrace: begin' line (no Xen trace in this output)\n");
+  EXPECT_FALSE(std::filesystem::exists(Out));
+  // "abc", its SHA-256, and no end line.
+  text("vmxsim-xentrace: begin 3 "
+       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\r\r\nYWJj\r\r\n");
+  R = runVmxsim("trace import --xen-console " + In + " -o " + Out);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: " + In +
+                       ": no 'vmxsim-xentrace: end' line (the console output was cut)\n");
+  EXPECT_FALSE(std::filesystem::exists(Out));
+  // Whole: the three bytes come back.
+  text("vmxsim-xentrace: begin 3 "
+       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\r\r\nYWJj\r\r\n"
+       "vmxsim-xentrace: end\r\r\n");
+  R = runVmxsim("trace import --xen-console " + In + " -o " + Out);
+  EXPECT_EQ(R.Status, 0) << R.Err;
+  EXPECT_EQ(R.Out, "imported 3 bytes of Xen's trace from 1 base64 lines (SHA-256 checked)\n");
+  EXPECT_EQ(readFile(Out), "abc");
+  R = runVmxsim("trace import -o " + Out);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: trace import: give one of CAPTURE, --ftrace FILE or "
+                   "--xen-console FILE\n");
+  std::remove(In.c_str());
+  std::remove(Out.c_str());
+}

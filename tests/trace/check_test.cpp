@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 using namespace vmxsim::trace;
 
 namespace {
@@ -30,23 +32,38 @@ struct Traces {
 
 /// Builds both traces of exits E on CPU 1, with a launch entry at 100 (GT) / 90 (HV).
 /// Mutate(I, HvWords) may change the I-th exit's hypervisor words.
+/// Regs: each exit's GT_VMEXIT_REGS {rax, rcx, rdx} (none when empty). LostBefore /
+/// LostAfter: a LOST_RECORDS right before / after that exit's VMX_EXIT64 (-1: none).
 Traces build(const std::vector<Exit> &E, bool HandlerRecords = true,
-             uint32_t IoPort = 0x80) {
+             uint32_t IoPort = 0x80, const std::vector<std::array<uint64_t, 3>> &Regs = {},
+             int LostBefore = -1, int LostAfter = -1) {
   MemoryOutput HvOut, GtOut;
   {
     TraceWriter Hv(HvOut, 2), Gt(GtOut, 2);
     Hv.recordTsc(1, XT_EV_RunstateRunnableToRunning, 80, {0x10001u});
     Hv.recordTsc(1, XT_EV_VmEntry, 90, nullptr, 0);
     Gt.recordTsc(1, XT_EV_GtVmEntry, 100, {1u, 0x81000000u, 0xffffffffu, 1u, 0u, 0u});
-    for (const Exit &X : E) {
+    for (size_t I = 0; I < E.size(); ++I) {
+      const Exit &X = E[I];
       Gt.recordTsc(1, XT_EV_GtVmExit, X.GtExit,
                    {1u, X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32), uint32_t(X.Qual),
                     uint32_t(X.Qual >> 32), 2u});
       Gt.record(1, XT_EV_GtVmExitEvent, {0u, 0u, 0u, 0u, 0u});
+      if (I < Regs.size())
+        Gt.record(1, XT_EV_GtVmExitRegs,
+                  {uint32_t(Regs[I][0]), uint32_t(Regs[I][0] >> 32), uint32_t(Regs[I][1]),
+                   uint32_t(Regs[I][1] >> 32), uint32_t(Regs[I][2]), uint32_t(Regs[I][2] >> 32)});
+      // {count 3, d1v0, first_tsc}: losses from 10 cycles before the record.
+      if (int(I) == LostBefore)
+        Hv.recordTsc(1, XT_EV_LostRecords, X.HvExit - 1,
+                     {3u, 1u, uint32_t(X.HvExit - 11), 0u});
       Gt.recordTsc(1, XT_EV_GtVmEntry, X.GtEntry,
                    {1u, uint32_t(X.Rip + 2), uint32_t((X.Rip + 2) >> 32), 0u, 0u, 0u});
       Hv.recordTsc(1, XT_EV_VmxExit64, X.HvExit,
                    {X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32)});
+      if (int(I) == LostAfter)
+        Hv.recordTsc(1, XT_EV_LostRecords, X.HvExit + 1,
+                     {3u, 1u, uint32_t(X.HvExit + 1), 0u});
       if (HandlerRecords && X.Reason == 30)
         Hv.record(1, XT_EV_IoportWrite, {IoPort, 0x55u});
       if (HandlerRecords && X.Reason == 10)
@@ -74,7 +91,9 @@ TEST(TraceCheck, AgreeingTracesGiveExactLagsAndLeads) {
   EXPECT_EQ(C.Cpu, 1u);
   EXPECT_EQ(C.Exits, 2u);
   EXPECT_EQ(C.Entries, 3u); // the launch and one per exit
-  EXPECT_EQ(C.HandlerRecords, 1u); // the I/O record (CPUID has nothing to check)
+  // The I/O record (port and direction) and the CPUID record (after a CPUID exit; this
+  // ground truth has no GT_VMEXIT_REGS, so its leaf is not compared).
+  EXPECT_EQ(C.HandlerRecords, 2u);
   EXPECT_EQ(C.ExitLag.Min, 250u);
   EXPECT_EQ(C.ExitLag.Max, 300u);
   EXPECT_EQ(C.ExitLag.Total, 550u);
@@ -91,7 +110,7 @@ TEST(TraceCheck, AgreeingTracesGiveExactLagsAndLeads) {
   EXPECT_EQ(std::string(Buf, Len),
             "match: 2 exits and 3 entries on 1 CPU(s) agree with the ground truth (8 "
             "hypervisor records, 7 ground-truth records)\n"
-            "cpu1: 2 exits, 3 entries, 1 handler records checked; cycles from VM exit to "
+            "cpu1: 2 exits, 3 entries, 2 handler records checked; cycles from VM exit to "
             "VMX_EXIT min/mean/max 250/275.0/300; from VMENTRY to VM entry 10/73.3/200\n");
   free(Buf);
 }
@@ -164,7 +183,9 @@ TEST(TraceCheck, IoHandlerRecordMustMatchTheQualification) {
       << R.Problem;
 }
 
-TEST(TraceCheck, LostRecordsFailTheCheck) {
+// Records lost before the CPU's first VM entry (Xen traced from boot, its buffers full
+// before its first HVM guest): nothing of the exits is lost, the check goes on.
+TEST(TraceCheck, LostRecordsOutsideEveryExitWindowAreAccepted) {
   Traces T = build(twoExits());
   MemoryOutput Out;
   {
@@ -174,9 +195,43 @@ TEST(TraceCheck, LostRecordsFailTheCheck) {
   std::vector<uint8_t> Hv = Out.Bytes;
   Hv.insert(Hv.end(), T.Hv.begin(), T.Hv.end());
   const CheckResult R = check({Hv, T.Gt});
+  ASSERT_TRUE(R.Ok) << R.Problem;
+  EXPECT_EQ(R.LostOutsideExits, 1u);
+  EXPECT_EQ(R.LostRecords, 3u);
+  EXPECT_EQ(R.Cpus[0].Exits, 2u);
+}
+
+// Records lost where the record of a VM exit may be: the check fails there.
+TEST(TraceCheck, LostRecordsThatMayHoldAnExitsRecordFailTheCheck) {
+  // After exit 2's VM exit, before Xen's record of it.
+  CheckResult R = check(build(twoExits(), true, 0x80, {}, 1, -1));
   EXPECT_FALSE(R.Ok);
-  EXPECT_NE(R.Problem.find("the hypervisor lost 3 records"), std::string::npos) << R.Problem;
+  EXPECT_NE(R.Problem.find("the hypervisor lost 3 records (LOST_RECORDS at offset"),
+            std::string::npos) << R.Problem;
+  EXPECT_NE(R.Problem.find("after a VM transition it may hold"), std::string::npos)
+      << R.Problem;
   EXPECT_FALSE(R.ReadError);
+  // Inside exit 1's window, between its VMX_EXIT and its VMENTRY.
+  R = check(build(twoExits(), true, 0x80, {}, -1, 0));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("inside an exit window"), std::string::npos) << R.Problem;
+}
+
+// With GT_VMEXIT_REGS, the operands Xen's handler records carry: an OUT's data from RAX,
+// CPUID's leaf and sub-leaf from EAX and ECX.
+TEST(TraceCheck, HandlerRecordOperandsMustMatchTheRegistersAtTheExit) {
+  // OUT of 0x55 (AL; RAX's upper bytes are not written), CPUID leaf 0 sub-leaf 0.
+  CheckResult R = check(build(twoExits(), true, 0x80, {{0x1255, 7, 9}, {0, 0, 0}}));
+  ASSERT_TRUE(R.Ok) << R.Problem;
+  EXPECT_EQ(R.Cpus[0].HandlerRecords, 2u);
+  R = check(build(twoExits(), true, 0x80, {{0x1256, 7, 9}, {0, 0, 0}}));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 1: the OUT's data differs from RAX at the exit"),
+            std::string::npos) << R.Problem;
+  R = check(build(twoExits(), true, 0x80, {{0x55, 0, 0}, {0, 1, 0}}));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 2: not a CPUID exit, or the leaf or sub-leaf differs"),
+            std::string::npos) << R.Problem;
 }
 
 TEST(TraceCheck, TruncatedHypervisorTraceIsReportedWithItsOffset) {
