@@ -1,5 +1,6 @@
 #include "trace/ftrace_import.h"
 
+#include "trace/import_files.h"
 #include "trace/writer.h"
 #include "trace/xentrace.h"
 
@@ -535,32 +536,18 @@ void printImport(const FtraceImportResult &R, std::FILE *Out) {
 
 int traceImportFtraceCommand(const std::string &In, const std::string &OutPath, std::FILE *Out,
                              std::FILE *Err) {
-  std::ifstream F(In, std::ios::binary);
-  if (!F) {
-    fmt::print(Err, "vmxsim: error: cannot open '{}': {}\n", In, std::strerror(errno));
+  const std::optional<std::string> Text = readImportInput(In, Err);
+  if (!Text)
     return kImportBadInput;
-  }
-  std::stringstream SS;
-  SS << F.rdbuf();
-  if (F.bad()) {
-    fmt::print(Err, "vmxsim: error: cannot read '{}'\n", In);
-    return kImportBadInput;
-  }
-  const std::string Text = SS.str();
   // Parse first (into memory), then create the output: a bad input leaves no file.
   MemoryOutput Mem;
-  const FtraceImportResult R = importFtrace(Text, In, Mem);
+  const FtraceImportResult R = importFtrace(*Text, In, Mem);
   if (R.Status) {
     fmt::print(Err, "vmxsim: error: {}\n", R.Problem);
     return R.Status;
   }
-  FileOutput File;
-  std::string Why;
-  if (!File.open(OutPath, Why) || !File.write(Mem.Bytes.data(), Mem.Bytes.size()) ||
-      !File.close()) {
-    fmt::print(Err, "vmxsim: error: {}\n", Why.empty() ? File.failure() : Why);
+  if (!writeImportOutput(OutPath, Mem.Bytes.data(), Mem.Bytes.size(), Err))
     return kImportBadInput;
-  }
   printImport(R, Out);
   return 0;
 }

@@ -1,6 +1,8 @@
 // Rebuilding a hypervisor trace from the UART stream (trace/stream_import.h).
 #include "trace/stream_import.h"
 
+#include "trace/import_files.h"
+
 #include "trace/tbuf.h"
 #include "trace/writer.h"
 #include "trace/xentrace.h"
@@ -194,31 +196,17 @@ StreamImportResult importStream(std::string_view Capture, TraceOutput &Out) {
 
 int traceImportStreamCommand(const std::string &CapturePath, const std::string &OutPath,
                              std::FILE *Out, std::FILE *Err) {
-  std::ifstream F(CapturePath, std::ios::binary);
-  if (!F) {
-    fmt::print(Err, "vmxsim: error: cannot open '{}': {}\n", CapturePath, std::strerror(errno));
+  const std::optional<std::string> Text = readImportInput(CapturePath, Err);
+  if (!Text)
     return 2;
-  }
-  std::stringstream SS;
-  SS << F.rdbuf();
-  if (F.bad()) {
-    fmt::print(Err, "vmxsim: error: cannot read '{}'\n", CapturePath);
-    return 2;
-  }
-  const std::string Text = SS.str();
   MemoryOutput Mem;
-  const StreamImportResult R = importStream(Text, Mem);
+  const StreamImportResult R = importStream(*Text, Mem);
   for (const std::string &P : R.Problems)
     fmt::print(Err, "vmxsim: {}: {}\n", CapturePath, P);
   if (R.Frames == 0)
     return 2;
-  FileOutput File;
-  std::string Why;
-  if (!File.open(OutPath, Why) || !File.write(Mem.Bytes.data(), Mem.Bytes.size()) ||
-      !File.close()) {
-    fmt::print(Err, "vmxsim: error: {}\n", Why.empty() ? File.failure() : Why);
+  if (!writeImportOutput(OutPath, Mem.Bytes.data(), Mem.Bytes.size(), Err))
     return 2;
-  }
   fmt::print(Out, "imported {} frames ({} bytes of {} records) of {} CPU(s){}\n", R.Frames,
              R.Bytes, R.Format == XT_TBUF_FORMAT_XEN30 ? "xen-3.0" : "modern", R.Cpus,
              R.Problems.empty() ? "" : fmt::format("; {} problem(s)", R.Problems.size()));

@@ -1,6 +1,7 @@
 #include "trace/xen_console_import.h"
 
 #include "trace/ftrace_import.h"
+#include "trace/import_files.h"
 #include "trace/writer.h"
 
 #include <cerrno>
@@ -197,28 +198,16 @@ XenConsoleImport importXenConsole(std::string_view Text, const std::string &Name
 
 int traceImportXenConsoleCommand(const std::string &In, const std::string &OutPath,
                                  std::FILE *Out, std::FILE *Err) {
-  std::ifstream F(In, std::ios::binary);
-  if (!F) {
-    fmt::print(Err, "vmxsim: error: cannot open '{}': {}\n", In, std::strerror(errno));
+  const std::optional<std::string> Text = readImportInput(In, Err);
+  if (!Text)
     return kImportBadInput;
-  }
-  std::stringstream SS;
-  SS << F.rdbuf();
-  if (F.bad()) {
-    fmt::print(Err, "vmxsim: error: cannot read '{}'\n", In);
-    return kImportBadInput;
-  }
-  const XenConsoleImport R = importXenConsole(SS.str(), In);
+  const XenConsoleImport R = importXenConsole(*Text, In);
   if (R.Status) {
     fmt::print(Err, "vmxsim: error: {}\n", R.Problem);
     return R.Status;
   }
-  FileOutput File;
-  std::string Why;
-  if (!File.open(OutPath, Why) || !File.write(R.Bytes.data(), R.Bytes.size()) || !File.close()) {
-    fmt::print(Err, "vmxsim: error: {}\n", Why.empty() ? File.failure() : Why);
+  if (!writeImportOutput(OutPath, R.Bytes.data(), R.Bytes.size(), Err))
     return kImportBadInput;
-  }
   fmt::print(Out, "imported {} bytes of Xen's trace from {} base64 lines (SHA-256 checked)\n",
              R.Bytes.size(), R.Lines);
   return 0;
