@@ -70,7 +70,8 @@ struct VmxProfile {
   /// The default: a modern Intel core (EPT with A/D, execute-only and 1 GiB pages,
   /// VPID, unrestricted guest, EPTP switching, preemption timer, MSR/I-O bitmaps, TPR
   /// shadow, MTF, PLE, RDTSCP/INVPCID/RDRAND/RDSEED controls, TSC offsetting and
-  /// scaling, VMWRITE to any field, VMCS shadowing, PML, EPT-violation #VE).
+  /// scaling, VMWRITE to any field, VMCS shadowing, PML, EPT-violation #VE, APIC
+  /// virtualization with virtual-interrupt delivery and posted interrupts).
   static const VmxProfile &full();
   /// What KVM's nested VMX offers an L1 hypervisor.
   static const VmxProfile &kvmNested();
