@@ -12,6 +12,7 @@
 // the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
+#include "cpu/vmx/profile_table.h"
 #include "harness/machine.h"
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
@@ -683,6 +684,8 @@ int main(int Argc, char **Argv) {
   addWhole(Xcheck, "--max-insns", XO.MaxInsns, "vmxsim's instruction bound (default 50000000)", 1);
   addWhole(Xcheck, "--timeout-ms", XO.TimeoutMs, "KVM's wall-clock bound (default 10000)", 1,
            3600u * 1000u);
+  CLI::App *Profiles = App.add_subcommand(
+      "vmx-profiles", "print every VMX control and capability of each --vmx-profile (Markdown)");
   FuzzCliOptions FO;
   CLI::App *Fuzz = Xcheck->add_subcommand(
       "fuzz", "differential instruction fuzzer: random streams under KVM and vmxsim");
@@ -713,6 +716,11 @@ int main(int Argc, char **Argv) {
     return checkedStdout(runCommand(O), kExitOutputFailed);
   if (Fuzz->parsed())
     return checkedStdout(xcheckFuzzCommand(FO), kExitUsage);
+  if (Profiles->parsed()) {
+    const std::string T = vmxProfileTable();
+    std::fwrite(T.data(), 1, T.size(), stdout);
+    return checkedStdout(0, kExitUsage);
+  }
   if (Xcheck->parsed()) {
     if (XO.Image.empty())
       fail("xcheck: no image (give IMAGE, or use 'xcheck fuzz')");
