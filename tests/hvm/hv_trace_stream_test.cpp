@@ -235,3 +235,15 @@ TEST(HvTraceStream, BochsCaptureOfMixedImportsWithVmxsimsExitMix) {
   std::remove(Bochs.c_str());
   vmxsim::test::removeTraceFiles(T);
 }
+
+// A tstream= value the image does not know: one line and status 1, nothing run.
+TEST(HvTraceStream, UnknownStreamModePrintsOneLineAndFails) {
+  vmxsim::test::TracedRun T =
+      vmxsim::test::runTraced("hv.elf", "tstream=serial", 1, 50'000'000, "stream-bogus");
+  ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
+  EXPECT_EQ(T.Result.ExitValue, 1u);
+  // The Multiboot command line starts with the image's path, as QEMU's does.
+  EXPECT_EQ(T.Serial, std::string("hv: bad tstream= in command line \"") + VMXSIM_IMAGE_DIR +
+                          "/hv.elf tstream=serial\" (off, auto or uart)\n");
+  vmxsim::test::removeTraceFiles(T);
+}
