@@ -12,13 +12,15 @@
 // are derived separately: exact tiny results (underflow when unmasked, tinyExactResult)
 // and, for an unmasked overflow or underflow, the per-element precision flag of the
 // unbounded-exponent result (unmaskedPostFlags, a rare path). RCPSS/RCPPS/RSQRTSS/RSQRTPS are
-// approximations whose bits differ between implementations (Intel and AMD disagree): they
-// are reported as unimplemented rather than answered with the host's (AMD) bits.
+// approximations whose bits differ between implementations (Intel and AMD disagree): the
+// host's would make a run depend on the machine, so they are computed in software
+// (cpu/sse_approx.h), the same on every host.
 //
 // On a host that is not x86-64 every handler here returns Status::Unimplemented after the
 // availability checks.
 #include "cpu/binders.h"
 #include "cpu/exec_sse_fp.h"
+#include "cpu/sse_approx.h"
 
 namespace vmxsim {
 
@@ -391,10 +393,24 @@ Status execCvtToInt(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-/// RCPSS/RCPPS/RSQRTSS/RSQRTPS: see the file comment.
-Status execApproxUnimplemented(Cpu &C, const DecodedInsn &) {
+/// RCPSS/RCPPS/RSQRTSS/RSQRTPS (cpu/sse_approx.h): Lanes single-precision elements of
+/// the source, each through Fn, into the destination; the other lanes are unchanged. No
+/// exception is raised and MXCSR is neither read nor written (SDM Vol. 2B, RCPPS: "SIMD
+/// Floating-Point Exceptions: None").
+template <uint32_t (*Fn)(uint32_t), unsigned Lanes, Src S>
+Status execApprox(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkAvailable(C));
-  return C.unimplemented("RCPSS/RSQRT approximation");
+  Xmm B;
+  VMX_TRY(loadSource<S>(C, I, B));
+  Xmm &D = C.S.XmmReg[I.Reg[0]];
+  uint64_t *Dst[2] = {&D.Lo, &D.Hi};
+  const uint64_t SrcW[2] = {B.Lo, B.Hi};
+  for (unsigned K = 0; K < Lanes; ++K) {
+    const unsigned Shift = 32 * (K & 1);
+    const uint32_t R = Fn(uint32_t(SrcW[K / 2] >> Shift));
+    *Dst[K / 2] = (*Dst[K / 2] & ~(0xffffffffull << Shift)) | (uint64_t(R) << Shift);
+  }
+  return next(C, I);
 }
 
 // --- binders ----------------------------------------------------------------------------
@@ -631,10 +647,31 @@ bool bindCvttpd2pi(const DecodeInfo &D, DecodedInsn &I) {
   return bindCvtToMm<&hostCvttpd2dq, Src::M128>(D, I);
 }
 
-bool bindSseApprox(const DecodeInfo &D, DecodedInsn &I) {
-  if (!isXmm(D.Ops[0]) || !(isXmm(D.Ops[1]) || isMem(D.Ops[1])))
+/// xmm, xmm/m32 (scalar: one lane, unaligned) or xmm, xmm/m128 (packed: four lanes, the
+/// m128 aligned, Exceptions Type 4).
+template <uint32_t (*Fn)(uint32_t), bool Packed>
+bool bindApprox(const DecodeInfo &D, DecodedInsn &I) {
+  constexpr unsigned Lanes = Packed ? 4 : 1;
+  constexpr Src Mem = Packed ? Src::M128 : Src::M32;
+  if (!isXmm(D.Ops[0]))
     return false;
-  return bindSimd(D, I, &execApproxUnimplemented);
+  if (isXmm(D.Ops[1]))
+    return bindSimd(D, I, &execApprox<Fn, Lanes, Src::Xmm>);
+  if (isMem(D.Ops[1]))
+    return bindSimd(D, I, &execApprox<Fn, Lanes, Mem>);
+  return false;
+}
+bool bindRcpss(const DecodeInfo &D, DecodedInsn &I) {
+  return bindApprox<&approxReciprocal, false>(D, I);
+}
+bool bindRcpps(const DecodeInfo &D, DecodedInsn &I) {
+  return bindApprox<&approxReciprocal, true>(D, I);
+}
+bool bindRsqrtss(const DecodeInfo &D, DecodedInsn &I) {
+  return bindApprox<&approxReciprocalSqrt, false>(D, I);
+}
+bool bindRsqrtps(const DecodeInfo &D, DecodedInsn &I) {
+  return bindApprox<&approxReciprocalSqrt, true>(D, I);
 }
 
 } // namespace vmxsim

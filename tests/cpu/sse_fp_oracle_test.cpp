@@ -368,13 +368,4 @@ TEST(ProgrammingWithSse2, FloatingPointWithCr0TsRaisesNm) {
   EXPECT_EQ(faultVector(M, M.run(10)), vec::NM);
 }
 
-TEST(ProgrammingWithSse2, ReciprocalApproximationIsReportedUnimplemented) {
-  TestMachine M;
-  M.setupLongMode();
-  M.loadCode({0x0f, 0x53, 0xc1, 0xf4}); // rcpps xmm0, xmm1
-  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
-  M.loadCode({0xf3, 0x0f, 0x52, 0xc1, 0xf4}); // rsqrtss xmm0, xmm1
-  EXPECT_EQ(M.run(10), StopReason::Unimplemented);
-}
-
 } // namespace
