@@ -202,6 +202,29 @@ template <typename T> Status execMovnti(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
+// --- MASKMOVDQU (SDM Vol. 2B, MASKMOVDQU) ----------------------------------------------
+
+/// MASKMOVDQU xmm1, xmm2: the bytes of xmm1 whose byte in xmm2 has its top bit set are
+/// stored at DS:rDI (segment overridable; the address size picks DI, EDI or RDI: the
+/// DecodedInsn's implicit memory operand); the other bytes are not accessed. "The memory
+/// location does not need to be aligned." As MASKMOVQ (cpu/exec_mmx.cpp), the 16 bytes
+/// are probed for writing first, so a fault leaves memory unchanged and an all-zero mask
+/// faults alike (the SDM leaves that implementation-dependent).
+Status execMaskmovdqu(Cpu &C, const DecodedInsn &I) {
+  VMX_TRY(checkAvailable(C));
+  const Lanes<uint8_t> V = lanes<uint8_t>(C.S.XmmReg[I.Reg[0]]);
+  const Lanes<uint8_t> Mask = lanes<uint8_t>(C.S.XmmReg[I.Reg[1]]);
+  uint64_t La;
+  VMX_TRY(operandLinear<false>(C, I, 16, Access::Write, La));
+  VMX_TRY(probeWrite(C, La, 16));
+  // Outside 64-bit mode linear addresses wrap at 4 GiB.
+  const uint64_t Wrap = C.DecodeMode == uint8_t(CodeMode::Long64) ? ~0ull : 0xffffffffull;
+  for (unsigned K = 0; K < 16; ++K)
+    if (Mask.V[K] & 0x80)
+      VMX_TRY(writeLinear(C, (La + K) & Wrap, V.V[K]));
+  return next(C, I);
+}
+
 // --- PMOVMSKB / MOVMSKPS / MOVMSKPD ---------------------------------------------------
 
 /// The sign bit of each lane of type L, zero-extended into the GPR (r32 or r64).
@@ -273,6 +296,10 @@ bool bindMovUnaligned(const DecodeInfo &D, DecodedInsn &I) { return bindMov128<f
 bool bindMovNt(const DecodeInfo &D, DecodedInsn &I) {
   // MOVNTDQ/MOVNTPS/MOVNTPD exist only as stores to memory.
   return D.Ops[0].Kind == OperandKind::Mem && bindMov128<true>(D, I);
+}
+bool bindMaskmovdqu(const DecodeInfo &D, DecodedInsn &I) {
+  // Operand 2 is the implicit DS:rDI destination (the DecodedInsn's memory operand).
+  return isXmm(D.Ops[0]) && isXmm(D.Ops[1]) && bindSimd(D, I, &execMaskmovdqu);
 }
 bool bindMovd(const DecodeInfo &D, DecodedInsn &I) { return bindMovDq<uint32_t>(D, I); }
 bool bindMovq(const DecodeInfo &D, DecodedInsn &I) { return bindMovDq<uint64_t>(D, I); }

@@ -340,7 +340,5 @@ bool bindPause(const DecodeInfo &, DecodedInsn &I) {
 bool bindUd(const DecodeInfo &, DecodedInsn &I) {
   return bindFn(I, &execUd, CostClass::Simple, true);
 }
-/// MONITOR/MWAIT are not advertised (CPUID.1:ECX.MONITOR = 0): #UD (SDM Vol. 2B, MWAIT).
-bool bindMonitorMwait(const DecodeInfo &, DecodedInsn &) { return false; }
 
 } // namespace vmxsim

@@ -75,16 +75,19 @@ TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
 }
 
 TEST(UnimplementedInstructions, InstructionTheProcessorHasAndVmxsimLacksStopsTheRun) {
-  // MASKMOVDQU (66 0F F7 /r, SSE2) exists on the modelled processor, and vmxsim has no
-  // handler for it yet.
-  TestMachine M;
+  // A model whose CPUID reports MONITOR/MWAIT (CPUID.1:ECX[3]), which vmxsim has no
+  // handler for: the processor has the instruction, so it is not a #UD.
+  CpuModel Model = CpuModel::defaultModel();
+  for (CpuidLeaf &L : Model.Cpuid)
+    if (L.Leaf == 1)
+      L.Ecx |= 1u << 3;
+  TestMachine M(64ull << 20, Model);
   M.setupProtected32();
-  M.S.Cr4 |= cr4::OSFXSR;
-  M.S.Gpr[RDI] = kCodeBase + 0x800;
-  M.loadCode({0x90, 0x66, 0x0f, 0xf7, 0xc1, 0xf4}); // nop; maskmovdqu xmm0, xmm1; hlt
+  M.S.Gpr[RAX] = kCodeBase + 0x800;
+  M.loadCode({0x90, 0x0f, 0x01, 0xc8, 0xf4}); // nop; monitor; hlt
   EXPECT_EQ(M.run(100), StopReason::Unimplemented);
   ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "maskmovdqu");
+  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "monitor");
   EXPECT_EQ(M.Cpu_.UnimplementedRip, kCodeBase + 1);
   EXPECT_EQ(M.S.Rip, kCodeBase + 1); // stopped at the instruction, not past it
   EXPECT_EQ(M.Cpu_.Retired, 1u);
