@@ -123,10 +123,12 @@ public:
   Checker(TraceReader &Hv, TraceReader &Gt) : Hv(Hv), Gt(Gt) {}
 
   CheckResult run() {
-    TraceRecord R;
-    while (Res.Ok && Hv.next(R)) {
+    while (Res.Ok) {
+      const TraceRecord *R = Hv.nextRecord();
+      if (!R)
+        break;
       ++Res.HypervisorRecords;
-      hypervisorRecord(R);
+      hypervisorRecord(*R);
     }
     if (Res.Ok && Hv.failed()) {
       fail("hypervisor trace: " + Hv.error().str());
@@ -222,8 +224,8 @@ private:
   /// transition is queued once the records that belong to it (GT_VMEXIT_EVENT, GT_GPR:
   /// untimed, right after it on its CPU) have been read.
   bool readGt() {
-    TraceRecord R;
-    while (Gt.next(R)) {
+    while (const TraceRecord *P = Gt.nextRecord()) {
+      const TraceRecord &R = *P;
       ++Res.GroundTruthRecords;
       if (R.Flavour == TraceFlavour::Xen30 || eventClass(R.Event) == XT_CLASS_Hvm) {
         wrongKind(fmt::format("the ground-truth file holds a hypervisor record ({} at offset "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -464,8 +465,17 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
       P += 8;
     }
     R.Tsc = Last;
-    for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
-      R.Words[I] = I < R.NumWords ? loadWord(P + 4 * I) : 0;
+    // The words it has, the others 0. Fast path: the buffer holds a record of the largest
+    // size from here, so all seven words can be copied at once and the tail cleared.
+    if (std::endian::native == std::endian::little &&
+        C.Pos + XT_MAX_RECORD_WORDS * 4 <= C.BufOff + C.BufLen) {
+      std::memcpy(R.Words, P, sizeof R.Words);
+      for (unsigned I = R.NumWords; I < XT_MAX_WORDS; ++I)
+        R.Words[I] = 0;
+    } else {
+      for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+        R.Words[I] = I < R.NumWords ? loadWord(P + 4 * I) : 0;
+    }
     C.Pos += uint64_t(xt_record_words(Header)) * 4;
     // WRAP_BUFFER is padding (format doc, section 4): merged readers skip it.
     if (Order == ReadOrder::Merged && R.Event == XT_EV_WrapBuffer)
@@ -476,15 +486,9 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
   }
 }
 
-bool TraceReader::nextFileOrder(TraceRecord &R) {
+const TraceRecord *TraceReader::nextMerged() {
   if (!Src)
-    return false;
-  return fetch(Cursors[0], R);
-}
-
-bool TraceReader::nextMerged(TraceRecord &R) {
-  if (!Src)
-    return false;
+    return nullptr;
   auto EnsureHead = [&](Cursor &C) {
     if (!C.HaveHead && !C.Exhausted) {
       if (fetch(C, C.Head))
@@ -493,11 +497,12 @@ bool TraceReader::nextMerged(TraceRecord &R) {
         C.Exhausted = true;
     }
   };
+  // The record stays in its cursor's Head until that cursor fetches again, which is
+  // not before the next call.
   auto Take = [&](Cursor &C) {
-    R = C.Head;
     C.HaveHead = false;
-    LastCpu = R.Cpu;
-    return true;
+    LastCpu = C.Head.Cpu;
+    return &C.Head;
   };
   for (;;) {
     // An untimed record belongs with the timed record before it (e.g. a handler record
@@ -520,7 +525,7 @@ bool TraceReader::nextMerged(TraceRecord &R) {
       continue; // a fetch scanned a window of a new CPU: compare again
     if (!Best) {
       if (ScanDone)
-        return false;
+        return nullptr;
       scanWindow();
       continue;
     }
@@ -535,8 +540,17 @@ bool TraceReader::nextMerged(TraceRecord &R) {
   }
 }
 
+const TraceRecord *TraceReader::nextRecord() {
+  if (Order == ReadOrder::Merged)
+    return nextMerged();
+  return Src && fetch(Cursors[0], FileRecord) ? &FileRecord : nullptr;
+}
+
 bool TraceReader::next(TraceRecord &R) {
-  return Order == ReadOrder::Merged ? nextMerged(R) : nextFileOrder(R);
+  const TraceRecord *P = nextRecord();
+  if (P)
+    R = *P;
+  return P != nullptr;
 }
 
 } // namespace vmxsim::trace

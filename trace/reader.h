@@ -89,6 +89,9 @@ public:
 
   /// The next record; false at the end of the trace or at the first error.
   bool next(TraceRecord &R);
+  /// The same without a copy: the next record, valid until the next call of next() or
+  /// nextRecord(); null at the end of the trace or at the first error.
+  const TraceRecord *nextRecord();
   /// Whether the trace ended at an error (valid once next() returned false).
   bool failed() const { return HasError; }
   const TraceError &error() const { return Err; }
@@ -136,8 +139,7 @@ private:
   bool readAt(uint64_t Offset, void *Buf, size_t Len);
   /// Decodes the next record of cursor C into R; false when C has no more records.
   bool fetch(Cursor &C, TraceRecord &R);
-  bool nextMerged(TraceRecord &R);
-  bool nextFileOrder(TraceRecord &R);
+  const TraceRecord *nextMerged();
 
   ReadOrder Order;
   size_t ChunkBytes;
@@ -158,6 +160,7 @@ private:
   std::vector<uint8_t> ScanBuf;
   // Readers: one cursor per CPU (Merged) or cursor 0 for everything (File).
   std::vector<Cursor> Cursors;
+  TraceRecord FileRecord; ///< File order: the record nextRecord() returned
   int LastCpu = -1;
   bool PendingHeader = false; ///< File order: the current window's header is next
   bool HasError = false;
