@@ -59,7 +59,8 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kRdmsrReason = 31, kWrmsrReason = 32, kEptViolationReason = 48,
                    kEptMisconfigReason = 49, kPreemptionTimerReason = 52,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
-                   kXsetbvReason = 55, kExternalInterruptReason = 1;
+                   kXsetbvReason = 55, kExternalInterruptReason = 1,
+                   kVirtualizedEoiReason = 45, kApicWriteReason = 56;
 constexpr unsigned kSlots = 5;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
@@ -592,6 +593,14 @@ private:
       S[3] = (Q >> 8) & 15;
       S[4] = Q;
       return true;
+    case kVirtualizedEoiReason:
+      // Exit qualification for EOI virtualization: bits 7:0, the vector.
+      S[1] = Q & 0xff;
+      return true;
+    case kApicWriteReason:
+      // Exit qualification for APIC-write VM exits: bits 11:0, the register's offset.
+      S[1] = Q & 0xfff;
+      return true;
     default:
       // PAUSE and WBINVD: only the exit reason.
       return true;
@@ -694,7 +703,8 @@ private:
       Event = XT_EV_DrWrite; // Xen's, for every MOV DR exit, with no payload
       return true;
     default:
-      // PAUSE, WBINVD and XSETBV have none (format doc, section 7), nor has any reason
+      // PAUSE, WBINVD, XSETBV, virtualized EOI and APIC write have none (format doc,
+      // section 7; Xen traces no record of its own for the last two), nor has any reason
       // this core does not handle.
       return false;
     }

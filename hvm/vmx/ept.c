@@ -19,6 +19,10 @@ static uint64_t Pdpt[512] __attribute__((aligned(4096)));
 static uint64_t Pd[EPT_IDENTITY_BYTES >> 30][512] __attribute__((aligned(4096)));
 static volatile uint64_t LazyPt[EPT_LAZY_BYTES >> 12] __attribute__((aligned(4096)));
 static uint64_t LazyStart;
+/* The 4 KiB page of the guest's local APIC (eptMapApicPage): the PD of the GiB at 3 GiB
+   and one page table. */
+static uint64_t ApicPd[512] __attribute__((aligned(4096)));
+static uint64_t ApicPt[512] __attribute__((aligned(4096)));
 
 static uint64_t pa(const volatile void *P) { return (uint64_t)(uintptr_t)P; }
 
@@ -45,6 +49,19 @@ uint64_t eptInit(uint64_t LazyBase) {
   /* SDM Vol. 3C, "Extended-Page-Table Pointer (EPTP)": bits 2:0 the memory type of the
      paging structures (6 = WB), bits 5:3 the walk length minus 1. */
   return pa(Pml4) | 6 | (3 << 3);
+}
+
+void eptMapApicPage(uint64_t Gpa) {
+  uint64_t Gib = Gpa >> 30, Page = Gpa & ~0xfffull;
+  if (Gib < (EPT_IDENTITY_BYTES >> 30) || Gib >= 512 || Pdpt[Gib])
+    return;
+  /* Memory type 0 (UC), as the page of a device; the processor's APIC virtualization
+     replaces the accesses anyway (SDM Vol. 3C, "Virtualizing Memory-Mapped APIC
+     Accesses": the physical address after EPT is compared with the APIC-access
+     address). */
+  ApicPt[(Page >> 12) & 511] = Page | EPT_RWX;
+  ApicPd[(Page >> 21) & 511] = pa(ApicPt) | EPT_RWX;
+  Pdpt[Gib] = pa(ApicPd) | EPT_RWX;
 }
 
 bool eptMapLazy(uint64_t Gpa, uint64_t *Frame) {

@@ -35,6 +35,11 @@
 /// secondary "enable EPT" control.
 uint64_t eptInit(uint64_t LazyBase);
 
+/// Maps the 4 KiB page at Gpa (above EPT_IDENTITY_BYTES, alone in its GiB) 1:1 with
+/// uncached memory type: the guest's local APIC page, for APIC virtualization
+/// (exit_apic.c). Call after eptInit, before any vCPU uses the EPT.
+void eptMapApicPage(uint64_t Gpa);
+
 /// Maps the 4 KiB page holding guest-physical Gpa 1:1 if it lies in the lazy region and
 /// returns true with the host frame number in *Frame; false for any other address.
 bool eptMapLazy(uint64_t Gpa, uint64_t *Frame);

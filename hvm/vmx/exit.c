@@ -38,6 +38,8 @@ static const ExitFamilyFn ExitFamilies[Reason_Count] = {
     [Reason_ExternalInterrupt] = handleExternalInterrupt,
     [Reason_InterruptWindow] = handleInterruptWindow,
     [Reason_NmiWindow] = handleNmiWindow,
+    [Reason_VirtualizedEoi] = handleVirtualizedEoi,
+    [Reason_ApicWrite] = handleApicWrite,
 };
 
 uint64_t readGuestGpr(struct GuestRegs *Regs, unsigned Number) {

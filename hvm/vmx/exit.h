@@ -2,7 +2,8 @@
  * the families share. One file per family (STYLE 2.7): exit_exception.c, exit_cpuid.c,
  * exit_io.c, exit_msr.c, exit_cr.c, exit_dr.c, exit_vmcall.c, exit_timer.c, exit_ept.c,
  * exit_system.c (INVLPG, WBINVD, PAUSE, XSETBV), exit_intr.c (external interrupts, the
- * interrupt and NMI windows), exit_fail.c.
+ * interrupt and NMI windows), exit_apic.c (virtualized EOI, APIC write, posting),
+ * exit_fail.c.
  */
 #ifndef HVM_VMX_EXIT_H
 #define HVM_VMX_EXIT_H
@@ -51,6 +52,8 @@ enum ExitAction handleXsetbv(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleExternalInterrupt(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleInterruptWindow(struct PerCpu *Cpu, struct GuestRegs *Regs);
 enum ExitAction handleNmiWindow(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleVirtualizedEoi(struct PerCpu *Cpu, struct GuestRegs *Regs);
+enum ExitAction handleApicWrite(struct PerCpu *Cpu, struct GuestRegs *Regs);
 
 /// The host's local APIC timer vector, and the guest's virtual timer interrupt
 /// (exit_intr.c).
@@ -65,6 +68,23 @@ enum ExitAction vmxQueueNmi(struct PerCpu *Cpu);
 /// Before every VM entry: injects a pending virtual interrupt or NMI the guest can take
 /// now, or opens the window for it (exit_intr.c).
 void vmxIntrAssist(struct PerCpu *Cpu);
+/// APIC virtualization (exit_apic.c, GuestSetup.Apicv): the self-IPI the guest sends
+/// through its virtual ICR, the vector another vCPU posts to it (its EOI exits), and the
+/// host vector that notifies a processor of a posted interrupt.
+#define HV_APICV_SELF_VECTOR 0x31
+#define HV_APICV_POSTED_VECTOR 0x32
+#define HV_POSTED_NOTIFICATION_VECTOR 0xf2
+/// Sets up the virtual-APIC page, the APIC-access address, the EOI-exit bitmaps and the
+/// posted-interrupt descriptor of Cpu's VMCS (current); false when Cpu's number is out
+/// of range.
+bool vmxApicvSetup(struct PerCpu *Cpu);
+/// The number of vCPUs, for hypercall 8's target (the next vCPU, wrapping).
+void vmxApicvSetVcpuCount(uint32_t N);
+/// Hypercall 7: posts Vector to the next vCPU (waiting until that vCPU's setup has run)
+/// and notifies its processor; Action_Stop without APIC virtualization or for a vector
+/// below 16.
+enum ExitAction vmxPostInterrupt(struct PerCpu *Cpu, uint64_t Vector);
+
 /// For an exit reason with bit 31 set (VM-entry failure); not in the dispatch table.
 enum ExitAction handleEntryFailure(struct PerCpu *Cpu, struct GuestRegs *Regs);
 

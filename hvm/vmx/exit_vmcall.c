@@ -16,6 +16,8 @@
  *      RBX[31:0] TSC cycles apart (exit_intr.c); returns 0; stops the image if already
  *      armed or without the system exits
  *   6  one virtual NMI, through the NMI window (exit_intr.c); returns 0
+ *   8  with APIC virtualization: posts vector RBX to the next vCPU and notifies it
+ *      (exit_apic.c); returns 0; stops the image without it or for a vector below 16
  *   any other number returns -1 (all ones).
  */
 #include "vmx/exit.h"
@@ -29,6 +31,7 @@
 #define HYPERCALL_RDTSC_EXITING 4
 #define HYPERCALL_START_VIRQS 5
 #define HYPERCALL_NMI 6
+#define HYPERCALL_POST 8
 
 enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
   uint64_t Number = Regs->Rax, Arg = Regs->Rbx;
@@ -82,6 +85,13 @@ enum ExitAction handleVmcall(struct PerCpu *Cpu, struct GuestRegs *Regs) {
     Regs->Rax = 0;
     if (vmxQueueNmi(Cpu) == Action_Stop) {
       exitNote(Cpu, "hypercall 6: no system exits");
+      return Action_Stop;
+    }
+    return Action_Advance;
+  case HYPERCALL_POST:
+    Regs->Rax = 0;
+    if (vmxPostInterrupt(Cpu, Arg) == Action_Stop) {
+      exitNote(Cpu, "hypercall 8 (0x%lx): no APIC virtualization, or not a vector", Arg);
       return Action_Stop;
     }
     return Action_Advance;

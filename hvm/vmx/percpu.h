@@ -129,6 +129,10 @@ struct PerCpu {
   uint8_t NmiPending;
   uint8_t IntrWindowOpened;
   uint64_t VirqsInjected, NmisInjected;
+  /* APIC virtualization (exit_apic.c): on for this vCPU; posts it sent (hypercall 8),
+     virtualized EOIs and APIC writes it served. */
+  uint8_t Apicv;
+  uint64_t PostsSent, VirtualEois, ApicWrites;
   /* Values the guest reported with hypercall 0, for the image to check. */
   uint64_t Reported[32];
   uint32_t ReportedCount;

@@ -7,6 +7,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmx/arch.h"
+#include "vmx/exit.h"
 #include "vmx/trace.h"
 #include "vmx/vmx.h"
 
@@ -242,6 +243,19 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
   uint32_t WantPin = G->SystemExits ? VMX_CTL(Pin_ExternalInterruptExiting) |
                                           VMX_CTL(Pin_NmiExiting) | VMX_CTL(Pin_VirtualNmis)
                                     : 0;
+  /* APIC virtualization (GuestSetup.Apicv): CR8 goes through the TPR shadow instead of
+     exiting; posted interrupts need external-interrupt exiting and "acknowledge
+     interrupt on exit" (SDM Vol. 3C, "Checks on VM-Execution Control Fields"), which the
+     system exits give. */
+  if (G->Apicv) {
+    if (!G->SystemExits) {
+      printf("vmx: APIC virtualization needs the system exits\n");
+      return false;
+    }
+    WantProc = (WantProc & ~(VMX_CTL(Proc_Cr8LoadExiting) | VMX_CTL(Proc_Cr8StoreExiting))) |
+               VMX_CTL(Proc_UseTprShadow) | VMX_CTL(Proc_ActivateSecondaryControls);
+    WantPin |= VMX_CTL(Pin_ProcessPostedInterrupts);
+  }
   if (G->SystemExits)
     WantExit |= VMX_CTL(Exit_AcknowledgeInterruptOnExit);
   uint64_t PinCap = rdmsr(True ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS);
@@ -303,11 +317,30 @@ static bool setupControls(struct PerCpu *Cpu, const struct GuestSetup *G) {
       Proc2 |= VMX_CTL(Proc2_UnrestrictedGuest);
       Unrestricted = true;
     }
+    /* APIC virtualization: the four secondary controls (SDM Vol. 3D, A.3.3: allowed-1
+       bits 0, 8 and 9 of IA32_VMX_PROCBASED_CTLS2). */
+    const uint32_t ApicvProc2 = VMX_CTL(Proc2_VirtualizeApicAccesses) |
+                                VMX_CTL(Proc2_ApicRegisterVirtualization) |
+                                VMX_CTL(Proc2_VirtualInterruptDelivery);
+    if (G->Apicv) {
+      if (((Proc2Cap >> 32) & ApicvProc2) != ApicvProc2) {
+        printf("vmx: the processor does not offer APIC-access, APIC-register or "
+               "virtual-interrupt virtualization\n");
+        return false;
+      }
+      Proc2 |= ApicvProc2;
+    }
     if (Proc2) {
       Proc |= VMX_CTL(Proc_ActivateSecondaryControls);
       vmw(Vmcs_SecondaryProcessorBasedVmExecutionControls, (uint32_t)Proc2Cap | Proc2);
     }
   }
+  if (G->Apicv && !(Proc & VMX_CTL(Proc_ActivateSecondaryControls))) {
+    printf("vmx: the processor has no secondary controls for APIC virtualization\n");
+    return false;
+  }
+  if (G->Apicv && !vmxApicvSetup(Cpu))
+    return false;
   if (G->RealMode && !Unrestricted) {
     printf("vmx: a real-mode guest needs EPT and \"unrestricted guest\"\n");
     return false;

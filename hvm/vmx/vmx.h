@@ -53,6 +53,12 @@ struct GuestSetup {
   /// TSC offsetting (the guest's TSC starts at 0 at its launch), and RDTSC exiting on
   /// request (hypercall 4). Off, the VMCS is what it was before these families existed.
   bool SystemExits;
+  /// APIC virtualization (exit_apic.c; needs SystemExits): "use TPR shadow" instead of
+  /// CR8 exiting, "virtualize APIC accesses" with the APIC-access page at the guest's
+  /// local APIC (0xfee00000), "APIC-register virtualization", "virtual-interrupt
+  /// delivery" and "process posted interrupts". vmxSetupVmcs fails, saying which, when
+  /// the processor lacks one.
+  bool Apicv;
 };
 
 /// Checks for VMX, enables it in IA32_FEATURE_CONTROL if that is still unlocked, adjusts

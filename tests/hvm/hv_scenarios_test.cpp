@@ -83,6 +83,7 @@ const Case kCases[] = {
     {"exceptions", 2}, {"mmio", 1},     {"mmio", 2},  {"system", 1},
     {"system", 2},    {"irq", 1},       {"irq", 2},   {"mixed", 1},
     {"mixed", 2},     {"mixed", 4},     {"realmode", 1}, {"realmode", 2},
+    {"apicv", 1},     {"apicv", 2},     {"apicv", 4},
 };
 
 } // namespace
@@ -134,13 +135,51 @@ TEST(HvScenarios, MixedOnFourCpusTwiceWritesByteIdenticalFiles) {
   removeFiles(B);
 }
 
+// apicv on 4 CPUs: each vCPU's core posts an interrupt to the next one's processor
+// through a real IPI; two runs give the same bytes.
+TEST(HvScenarios, ApicvOnFourCpusTwiceWritesByteIdenticalFiles) {
+  TracedRun A = runHv("scenario=apicv", 4, "apicv-a"), B = runHv("scenario=apicv", 4, "apicv-b");
+  ASSERT_EQ(A.Result.Reason, RunReason::GuestExit) << A.Result.describe();
+  ASSERT_EQ(B.Result.Reason, RunReason::GuestExit) << B.Result.describe();
+  EXPECT_NE(A.Serial.find("hv: PASS\n"), std::string::npos) << A.Serial;
+  const std::string HvA = readFile(A.Hv);
+  EXPECT_GT(HvA.size(), 0u);
+  EXPECT_TRUE(HvA == readFile(B.Hv));
+  EXPECT_TRUE(readFile(A.Gt) == readFile(B.Gt));
+  EXPECT_EQ(A.Serial, B.Serial);
+  removeFiles(A);
+  removeFiles(B);
+}
+
+// A processor without APIC virtualization (the minimal profile): the core says which
+// control it lacks and the image fails.
+TEST(HvScenarios, ApicvWithoutApicVirtualizationSaysWhyAndFails) {
+  MachineConfig Cfg;
+  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/hv.elf";
+  Cfg.Append = "scenario=apicv";
+  Cfg.Vmx = &VmxProfile::minimal();
+  Cfg.Serial = OutputSpec::capture();
+  Cfg.Debugcon = OutputSpec::discard();
+  Cfg.MaxInsns = 50'000'000;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  ASSERT_TRUE(M) << Err.str();
+  const RunResult R = M->run();
+  ASSERT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+  EXPECT_EQ(R.ExitValue, 1u);
+  EXPECT_EQ(M->serialOutput(),
+            "hv: 1 CPUs, scenarios 0x1000, EPT off, preemption timer off\n"
+            "vmx: pin-based controls 0x80 not supported (allowed-1 0x3f)\n"
+            "hv: cpu 0: VMCS setup failed\n");
+}
+
 TEST(HvScenarios, UnknownScenarioPrintsOneLineAndFails) {
   TracedRun T = runHv("scenario=bogus", 2, "bogus");
   ASSERT_EQ(T.Result.Reason, RunReason::GuestExit) << T.Result.describe();
   EXPECT_EQ(T.Result.ExitValue, 1u);
   EXPECT_EQ(T.Serial,
             "hv: unknown scenario \"bogus\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-            "mmio, system, irq, mixed, realmode or triple-fault)\n");
+            "mmio, system, irq, mixed, realmode, triple-fault or apicv)\n");
   removeFiles(T);
 }
 

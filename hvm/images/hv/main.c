@@ -24,6 +24,7 @@
 #include "lib/string.h"
 #include "vmx/arch.h"
 #include "vmx/ept.h"
+#include "vmx/exit.h"
 #include "vmx/trace.h"
 #include "vmx/tracestream.h"
 #include "vmx/vmx.h"
@@ -35,7 +36,7 @@ static const struct {
     {"io", HV_SC_IO},          {"cpuid", HV_SC_CPUID},         {"msr", HV_SC_MSR},
     {"cr", HV_SC_CR},          {"hlt-timer", HV_SC_HLT_TIMER}, {"ept", HV_SC_EPT},
     {"exceptions", HV_SC_EXCEPTIONS}, {"mmio", HV_SC_MMIO}, {"system", HV_SC_SYSTEM},
-    {"irq", HV_SC_IRQ},
+    {"irq", HV_SC_IRQ},        {"apicv", HV_SC_APICV},
     {"mixed", HV_SC_ALL},
     {"realmode", HV_SC_REALMODE},      {"triple-fault", HV_SC_TRIPLE_FAULT},
 };
@@ -83,6 +84,8 @@ static void runVcpu(uint32_t N) {
   idtSetGate(&GuestTables[N], 14, (uint64_t)(uintptr_t)hvTrapError);
   idtSetGate(&GuestTables[N], 2, (uint64_t)(uintptr_t)hvNmi);
   idtSetGate(&GuestTables[N], HV_VIRQ_VECTOR, (uint64_t)(uintptr_t)hvVirq);
+  idtSetGate(&GuestTables[N], HV_APICV_SELF, (uint64_t)(uintptr_t)hvApicvSelf);
+  idtSetGate(&GuestTables[N], HV_APICV_POSTED, (uint64_t)(uintptr_t)hvApicvPosted);
   struct GuestSetup Guest = {
       .Rip = (uint64_t)(uintptr_t)hvGuest,
       /* As if called: RSP + 8 16-byte aligned at the function's first instruction. */
@@ -98,6 +101,7 @@ static void runVcpu(uint32_t N) {
       .RealMode = Mask == HV_SC_REALMODE,
       .RealCsBase = (uint64_t)(uintptr_t)hvRealModeGuest,
       .SystemExits = Mask != HV_SC_REALMODE,
+      .Apicv = Mask == HV_SC_APICV,
   };
   if (Guest.RealMode)
     Guest.Rip = Guest.RipBase = Guest.RealCsBase;
@@ -170,7 +174,7 @@ static void parseCommandLine(const char *Cmdline) {
       return;
     }
   printf("hv: unknown scenario \"%.*s\" (io, cpuid, msr, cr, hlt-timer, ept, exceptions, "
-         "mmio, system, irq, mixed, realmode or triple-fault)\n",
+         "mmio, system, irq, mixed, realmode, triple-fault or apicv)\n",
          (int)Len, V);
   hvmExit(HVM_EXIT_FAILURE);
 }
@@ -200,6 +204,10 @@ void kmain(uint32_t Magic, uint32_t MbiAddr) {
   outb(0x21, 0xff);
   outb(0xa1, 0xff);
   Eptp = eptInit(HV_LAZY_BASE);
+  /* apicv: the guest's local APIC page reaches the APIC-access page through the EPT. */
+  if (Eptp && Mask == HV_SC_APICV)
+    eptMapApicPage(LAPIC_BASE);
+  vmxApicvSetVcpuCount(NumCpus);
   bool Timer = hasPreemptionTimer();
   if ((!Eptp && (Mask & HV_SC_NEED_EPT)) || (!Timer && (Mask & HV_SC_HLT_TIMER))) {
     if (Mask != HV_SC_ALL) {

@@ -17,8 +17,15 @@
    virtual NMI through the NMI window (with the system exits). */
 #define HV_SC_IRQ (1u << 11)
 #define HV_SC_ALL (((1u << 8) - 1) | HV_SC_SYSTEM | HV_SC_IRQ)
-/* The guest's vectors: the virtual timer interrupt (vmx/exit.h HV_GUEST_TIMER_VECTOR). */
+/* apicv: APIC virtualization and posted interrupts (vmx/exit_apic.c), run on its own (it
+   needs what only some processors offer, and CR8 no longer exits with it). */
+#define HV_SC_APICV (1u << 12)
+/* The guest's vectors: the virtual timer interrupt (vmx/exit.h HV_GUEST_TIMER_VECTOR);
+   apicv's self-IPI and posted interrupt (vmx/exit.h HV_APICV_SELF_VECTOR and
+   HV_APICV_POSTED_VECTOR). */
 #define HV_VIRQ_VECTOR 0x30
+#define HV_APICV_SELF 0x31
+#define HV_APICV_POSTED 0x32
 /* A failure case, not part of mixed: the guest triple-faults (exit 2), which stops the
    image with status 1. */
 #define HV_SC_TRIPLE_FAULT (1u << 8)
@@ -50,6 +57,8 @@ __attribute__((noreturn)) void hvGuest(uint64_t Mask, uint64_t Vcpu);
 void hvTrapNoError(void), hvTrapError(void);
 /// traps.S: the irq scenario's interrupt and NMI handlers.
 void hvVirq(void), hvNmi(void);
+/// traps.S: the apicv scenario's handlers of the self-IPI and of the posted interrupt.
+void hvApicvSelf(void), hvApicvPosted(void);
 /// realmode.S: the real-mode guest.
 void hvRealModeGuest(void);
 #endif

@@ -8,7 +8,7 @@
  */
         .text
         .code64
-        .globl hvTrapNoError, hvTrapError, hvVirq, hvNmi
+        .globl hvTrapNoError, hvTrapError, hvVirq, hvNmi, hvApicvSelf, hvApicvPosted
 hvTrapNoError:
         movq %r15, (%rsp)       /* the frame's RIP */
         incq %r14
@@ -25,5 +25,19 @@ hvVirq:
         iretq
 hvNmi:
         addq $0x10000, %r12
+        iretq
+/* The apicv scenario's handlers: the self-IPI (vector 0x31) adds 1 to R12, the posted
+   interrupt (vector 0x32) 0x100; each then writes the virtual APIC's EOI register
+   (0xfee000b0): EOI virtualization, which for vector 0x32 ends in a VM exit (its bit is
+   set in the EOI-exit bitmap). */
+hvApicvSelf:
+        incq %r12
+        jmp 1f
+hvApicvPosted:
+        addq $0x100, %r12
+1:      pushq %rax
+        movabsq $0xfee000b0, %rax
+        movl $0, (%rax)
+        popq %rax
         iretq
         .section .note.GNU-stack, "", @progbits
