@@ -77,9 +77,6 @@ struct PerCpu {
   struct PerCpu *Self;
   uint32_t CpuNumber;
 
-  /* Xen's per-CPU trace_values: filled by TRACE_VMEXIT while an exit is handled,
-     emitted and reset by vmxTraceVmentry just before the next VM entry. */
-  uint64_t TraceValues[HVM_TRACE_VALUES];
   /* This CPU's XenTrace buffer (vmx/tracebuf.h), written by the trace hooks. */
   struct TraceBuffer Trace;
   /* Exits handled since the launch; the number of the current one, from 1. */
@@ -162,6 +159,13 @@ struct PerCpu {
 
   struct VmxRegion VmxonRegion;
   struct VmxRegion Vmcs;
+
+  /* Xen's per-CPU trace_values: filled by TRACE_VMEXIT while an exit is handled,
+     emitted and reset by vmxTraceVmentry just before the next VM entry. On a page of their own, published (trace_layout.c) for vmxsim's ground truth, which
+     watches stores to them page by page: a store to a watched page takes the emulator's
+     slow path, so nothing else the handler writes (the exit frame, Regs) shares it. */
+  uint64_t TraceValues[HVM_TRACE_VALUES] __attribute__((aligned(4096)));
+  uint8_t TraceValuesPage[4096 - 8 * HVM_TRACE_VALUES];
 };
 _Static_assert(offsetof(struct PerCpu, Regs) == PERCPU_REGS_OFFSET, "entry.S offset");
 _Static_assert(offsetof(struct PerCpu, ExitHandler) == PERCPU_EXIT_HANDLER_OFFSET,
