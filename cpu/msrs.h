@@ -48,6 +48,7 @@ enum class MsrWrite : uint8_t {
   Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
   Debugctl,       ///< IA32_DEBUGCTL: LBR, BTF stored; other defined bits unimplemented
   Command,        ///< write-only command (IBPB, L1D flush): RDMSR raises #GP(0)
+  PerfMon,        ///< a performance-monitoring MSR, kept by Cpu::Pmu (cpu/perfmon.h)
 };
 
 struct MsrInfo {
