@@ -8,6 +8,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/exceptions.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry_checks.h"
@@ -51,6 +52,8 @@ void loadGuestRegisters(Cpu &C, const VmcsData &V) {
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::GuestIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::GuestIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::GuestIa32SysenterEip);
+  if (controlSet(V, VmxControl::LoadIa32PerfGlobalCtrlOnEntry))
+    C.Pmu->loadGlobalCtrl(C, V.get(F::GuestIa32PerfGlobalCtrl));
   if (controlSet(V, VmxControl::LoadIa32PatOnEntry))
     M[MsrSlot::IA32_PAT] = V.get(F::GuestIa32Pat);
   if (controlSet(V, VmxControl::LoadIa32EferOnEntry)) {

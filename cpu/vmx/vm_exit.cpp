@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmcs_segments.h"
@@ -241,6 +242,8 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::HostIa32SysenterEip);
+  if (controlSet(V, VmxControl::LoadIa32PerfGlobalCtrlOnExit))
+    C.Pmu->loadGlobalCtrl(C, V.get(F::HostIa32PerfGlobalCtrl));
   if (controlSet(V, VmxControl::LoadIa32PatOnExit))
     M[MsrSlot::IA32_PAT] = V.get(F::HostIa32Pat);
   if (controlSet(V, VmxControl::LoadIa32EferOnExit)) {

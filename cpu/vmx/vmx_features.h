@@ -44,6 +44,9 @@ enum class VmxFeature : uint8_t {
   TscScaling,
   PatControls,
   EferControls,
+  /// The "load IA32_PERF_GLOBAL_CTRL" VM-entry and VM-exit controls and their fields
+  /// (the performance-monitoring model of cpu/perfmon.h).
+  PerfGlobalCtrl,
   Count
 };
 
@@ -74,7 +77,7 @@ struct VmxProfile {
   /// shadow, MTF, PLE, RDTSCP/INVPCID/RDRAND/RDSEED controls, TSC offsetting and
   /// scaling, VMWRITE to any field, VMCS shadowing, PML, EPT-violation #VE, APIC
   /// virtualization with virtual-interrupt delivery and posted interrupts, mode-based
-  /// execute control, advanced EPT-violation information).
+  /// execute control, advanced EPT-violation information, load IA32_PERF_GLOBAL_CTRL).
   static const VmxProfile &full();
   /// What KVM's nested VMX offers an L1 hypervisor.
   static const VmxProfile &kvmNested();

@@ -324,5 +324,37 @@ TEST(VmExits, DebugctlIsLoadedSavedAndClearedByTheDebugControls) {
   EXPECT_FALSE(N.Cpu_.NonRoot);
 }
 
+// SDM Vol. 3C, "Loading Guest Control Registers, Debug Registers, and MSRs" and "Loading
+// Host Control Registers, Debug Registers, MSRs": with the "load IA32_PERF_GLOBAL_CTRL"
+// controls VM entry loads the guest field and VM exit the host field, and the counters
+// follow (cpu/perfmon.h). Nothing counts before VMLAUNCH (IA32_PERF_GLOBAL_CTRL = 0); the
+// guest's fixed counter 0 sees the VMLAUNCH, which completes in the guest, and its three
+// NOPs (the VMCALL that exits does not retire); after the exit the host's PMC0 sees its
+// HLT.
+TEST(VmExits, PerfGlobalCtrlIsLoadedAtEntryAndAtExit) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x90, 0x90, 0x90, 0x0f, 0x01, 0xc1}, {0xf4});
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_FIXED_CTR_CTRL, 0x3), Status::Ok);
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_PERFEVTSEL0, 0x4300c0), Status::Ok);
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_PERF_GLOBAL_CTRL, 0), Status::Ok);
+  VmcsData &V = M.vmcs();
+  V.set(F::VmEntryControls,
+        V.get(F::VmEntryControls) | controlBit(VmxControl::LoadIa32PerfGlobalCtrlOnEntry));
+  V.set(F::PrimaryVmExitControls, V.get(F::PrimaryVmExitControls) |
+                                      controlBit(VmxControl::LoadIa32PerfGlobalCtrlOnExit));
+  V.set(F::GuestIa32PerfGlobalCtrl, uint64_t(1) << 32);
+  V.set(F::HostIa32PerfGlobalCtrl, 0x1);
+  StepResult R = M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(R.Why, StopReason::Halted);
+  EXPECT_EQ(V.get(F::ExitReason), 18u);
+  uint64_t Value = 0;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_PERF_GLOBAL_CTRL, Value), Status::Ok);
+  EXPECT_EQ(Value, 0x1u);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_FIXED_CTR0, Value), Status::Ok);
+  EXPECT_EQ(Value, 4u);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_PMC0, Value), Status::Ok);
+  EXPECT_EQ(Value, 1u);
+}
+
 } // namespace
 } // namespace vmxsim::test

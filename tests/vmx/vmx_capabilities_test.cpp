@@ -33,12 +33,13 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   EXPECT_EQ(cap(P, 0x482), 0xfff9fffe0401e172ull);
   EXPECT_EQ(cap(P, 0x48e), 0xfff9fffe04006172ull);
   // Exit: default1 0-8, 10, 11, 13, 14, 16, 17 (2 clearable in TRUE); allowed up to 22
-  // except 12.
-  EXPECT_EQ(cap(P, 0x483), 0x007fefff00036dffull);
-  EXPECT_EQ(cap(P, 0x48f), 0x007fefff00036dfbull);
-  // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 14, 15.
-  EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
-  EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
+  // (12: load IA32_PERF_GLOBAL_CTRL).
+  EXPECT_EQ(cap(P, 0x483), 0x007fffff00036dffull);
+  EXPECT_EQ(cap(P, 0x48f), 0x007fffff00036dfbull);
+  // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 13 (load
+  // IA32_PERF_GLOBAL_CTRL), 14, 15.
+  EXPECT_EQ(cap(P, 0x484), 0x0000f3ff000011ffull);
+  EXPECT_EQ(cap(P, 0x490), 0x0000f3ff000011fbull);
   // Secondary: virtualize APIC accesses, EPT, descriptor tables, RDTSCP, virtualize
   // x2APIC mode, VPID, WBINVD, unrestricted guest, APIC-register virtualization,
   // virtual-interrupt delivery, PLE, RDRAND, INVPCID, VM functions, VMCS shadowing,
