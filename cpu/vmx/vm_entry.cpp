@@ -248,8 +248,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // operation do not follow into the guest, whose own are the pending debug exceptions.
   C.Debug.Traps = C.Debug.Hits = 0;
   debugRegistersChanged(C);
+  bool Unimplemented = false;
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
-                                 uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
+                                 uint32_t(V.get(F::VmEntryMsrLoadCount)), Unimplemented)) {
+    if (Unimplemented)
+      return Status::Unimplemented;
     reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,
                        uint32_t(ExitReason::VmEntryFailureMsrLoading), kNoVmEntryCheck, Bad);
     return entryFailure(C, ExitReason::VmEntryFailureMsrLoading, Bad);

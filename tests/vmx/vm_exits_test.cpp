@@ -171,6 +171,25 @@ TEST(VmExits, VmExitMsrLoadFailureCausesVmxAbort) {
   EXPECT_EQ(M.read64(kVmcsRegion) >> 32, 4u); // VMX-abort indicator at offset 4
 }
 
+// An MSR-load entry whose value vmxsim does not model (an enabled event select for an
+// event it cannot count: cpu/perfmon.h) stops the run with status 10 naming it, at VM
+// entry and at VM exit, rather than fail as an MSR the processor cannot load.
+TEST(VmExits, MsrLoadOfAnUnmodelledValueStopsTheRun) {
+  for (bool AtExit : {false, true}) {
+    SCOPED_TRACE(AtExit);
+    VmxTestMachine M;
+    loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+    uint64_t Load[2] = {0x186, 0x4300c4}; // IA32_PERFEVTSEL0: branch instructions, EN
+    M.write(0x305000, Load, sizeof(Load));
+    M.vmcs().set(AtExit ? F::VmExitMsrLoadAddress : F::VmEntryMsrLoadAddress, 0x305000);
+    M.vmcs().set(AtExit ? F::VmExitMsrLoadCount : F::VmEntryMsrLoadCount, 1);
+    StepResult R = M.exec(enc::Vmlaunch, 10);
+    EXPECT_EQ(R.Why, StopReason::Unimplemented);
+    EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+                 "performance-monitoring event select 0x4300c4 (IA32_PERFEVTSEL0)");
+  }
+}
+
 /// An MSR list of Count entries at Area, entry I naming Msr with data Base + I.
 void writeMsrList(VmxTestMachine &M, uint64_t Area, uint32_t Count, uint32_t Msr,
                   uint64_t Base) {
