@@ -82,9 +82,10 @@ inline constexpr uint64_t kFixedCtrlValid = 0xbbb;
 
 class PerfMon {
 public:
-  /// Power-up/RESET: counters and event selects 0, IA32_PERF_GLOBAL_CTRL with the enable
-  /// bits of the general-purpose counters set (SDM Vol. 3B, "Architectural Performance
-  /// Monitoring Version 2": software written for version 1 keeps working).
+  /// Power-up/RESET: counters and event selects 0; IA32_PERF_GLOBAL_CTRL "sets bits n-1:0
+  /// and clears the upper bits", n the number of general-purpose counters (SDM Vol. 3A,
+  /// table "IA-32 and Intel 64 Processor States Following Power-up, Reset, or INIT"), so
+  /// software written for version 1 keeps working.
   void reset(Cpu &C);
 
   /// RDMSR/WRMSR of the rows of cpu/msrs.def whose Write kind is PerfMon (the reserved
