@@ -5,6 +5,7 @@
 #include "cpu/exceptions.h"
 #include "cpu/memory.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -33,7 +34,8 @@ bool codeBreakpoint(Cpu &C) {
 
 Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
     : Mem(Mem), Io(Io), Model(Model), Msrs(std::make_unique<MsrState>()),
-      Vmx(std::make_unique<VmxState>()), Id(Id), Mmu(*this, Mem) {
+      Vmx(std::make_unique<VmxState>()), Pmu(std::make_unique<PerfMon>()), Id(Id),
+      Mmu(*this, Mem) {
   reset();
 }
 
@@ -70,6 +72,7 @@ void Cpu::reset() {
   DeliveryDepth = 0;
   Debug = DebugState{};
   Mmu.reset();
+  Pmu->reset(*this);
   debugRegistersChanged(*this);
   modeChanged();
 }
@@ -80,8 +83,14 @@ void Cpu::init() {
   // cleared (it lives in CpuState, which reset() rebuilds). The TSC keeps counting.
   const CpuState Old = S;
   const MsrState OldMsrs = *Msrs;
+  // The performance counters and their controls keep their values and keep counting,
+  // as the other MSRs do.
+  const PerfMon OldPmu = *Pmu;
+  const bool OldPmuActive = PmuActive;
   reset();
   *Msrs = OldMsrs;
+  *Pmu = OldPmu;
+  PmuActive = OldPmuActive;
   std::memcpy(S.XmmReg, Old.XmmReg, sizeof(S.XmmReg));
   S.Mxcsr = Old.Mxcsr;
   S.Fcw = Old.Fcw;
@@ -104,6 +113,9 @@ void Cpu::modeChanged() {
     M = CodeMode::Real16;
   DecodeMode = uint8_t(M);
   Mmu.setUserMode(S.cpl() == 3);
+  // The CPL may have changed: the counters that filter by it (USR/OS) start or stop.
+  if (PmuActive) [[unlikely]]
+    Pmu->update(*this);
   RipMask = M == CodeMode::Long64 ? ~uint64_t(0)
             : M == CodeMode::Prot32 ? 0xffffffffull
                                     : 0xffffull;
@@ -139,6 +151,9 @@ StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
       WindowDue = vmxWindowDue(*this, RunUntil);
     else
       WindowDue = Retired < ShadowUntil ? Cycles : RunUntil;
+    // A counting performance counter's overflow is an event at the boundary after it.
+    if (PmuActive) [[unlikely]]
+      WindowDue = std::min(WindowDue, Pmu->overflowDue(*this));
     if (runBlocks(InsnEnd, R))
       return LastStop = R;
   }
@@ -169,6 +184,9 @@ EventWindow Cpu::eventWindow(StopReason &Why) {
   commitDebugHits(*this);
   if (!NonRoot && takeRootDebugTraps(*this)) [[unlikely]]
     return afterEvent(Status::Fault, Why);
+  // Counter overflows up to this boundary raise their PMIs (NMI or interrupt) now.
+  if (PmuActive) [[unlikely]]
+    Pmu->update(*this);
   if (NonRoot) [[unlikely]]
     vmxWindowOpens(*this);
   for (;;) {

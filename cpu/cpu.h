@@ -23,6 +23,7 @@ struct CpuModel;
 struct MsrState;
 struct VmxState;
 class InterruptSource;
+class PerfMon;
 
 
 /// An exception waiting to be delivered (or turned into a VM exit by the VMX layer).
@@ -72,6 +73,9 @@ public:
   virtual ~ApicHook() = default;
   virtual Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) = 0;
   virtual Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) = 0;
+  /// A performance-monitoring counter overflowed with its PMI enabled (cpu/perfmon.h):
+  /// the local APIC delivers the interrupt of its LVT performance-counter entry.
+  virtual void performanceMonitoringInterrupt() = 0;
 };
 
 class Cpu {
@@ -101,6 +105,11 @@ public:
   std::unique_ptr<MsrState> Msrs;
   /// VMX operation (cpu/vmx/vmx_state.h): VMXON/current-VMCS pointers, cached VMCS.
   std::unique_ptr<VmxState> Vmx;
+  /// Architectural performance monitoring (cpu/perfmon.h): the counters and their MSRs.
+  std::unique_ptr<PerfMon> Pmu;
+  /// Some performance counter is counting (hot-path copy of PerfMon::active): the event
+  /// window brings the counters up to date and the run loop opens it by their overflow.
+  bool PmuActive = false;
   /// In VMX non-root operation (hot-path copy; SDM Vol. 3C, "VMX Operation").
   bool NonRoot = false;
   InterruptSource *Intr = nullptr;
@@ -119,6 +128,17 @@ public:
 
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
+  /// The part of Cycles spent waiting (HLT, shutdown, wait-for-SIPI): the unhalted
+  /// cycles the performance counters count are Cycles - HaltedCycles.
+  uint64_t HaltedCycles = 0;
+  /// A waiting processor's clock jumps to T (the event that wakes it, or the end of the
+  /// time it may wait); the jump is halted time.
+  void waitUntil(uint64_t T) {
+    if (T > Cycles) {
+      HaltedCycles += T - Cycles;
+      Cycles = T;
+    }
+  }
   uint64_t RandomDraws = 0; ///< RDRAND/RDSEED values drawn (cpu/exec_random.cpp)
   /// The cycle at which the run loop must next open the event window: the end of the
   /// run call, or earlier (an STI/MOV SS shadow, MTF, the preemption timer). Anything

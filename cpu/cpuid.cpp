@@ -18,6 +18,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 
 #include <cstring>
 
@@ -73,6 +74,8 @@ CpuModel makeDefault() {
       {6, 0, false, 0x4, 0, 0, 0},
       // Leaf 7: structured extended features (subleaf 0 only).
       {7, 0, true, 0, Ebx7, Ecx7, Edx7},
+      // Leaf 0xA: architectural performance monitoring version 2 (cpu/perfmon.h).
+      {0xa, 0, false, perfmon::kCpuidEax, perfmon::kUnavailableEvents, 0, perfmon::kCpuidEdx},
       // Leaf 0xB: x2APIC topology (SMT then core level); EDX = x2APIC ID at query time.
       {0xb, 0, true, 0, 1, 0x100, 0},
       {0xb, 1, true, 8, 1, 0x201, 0},

@@ -6,6 +6,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/nonroot.h"
 #include "cpu/vmx/vmx_state.h"
 
@@ -55,15 +56,20 @@ template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-// No performance-monitoring counters are modelled (CPUID leaf 0xA is zero), so every
-// counter index is invalid: #GP(0) (SDM Vol. 2B, RDPMC). "RDPMC exiting" is checked after
-// the privilege check (CR4.PCE at CPL > 0) and before the counter check.
+// SDM Vol. 2B, RDPMC: allowed at CPL 0, in real mode, or with CR4.PCE; "RDPMC exiting"
+// is checked after that privilege check and before the counter index (cpu/perfmon.h:
+// four general-purpose and three fixed counters, 48 bits wide); #GP(0) otherwise.
 Status execRdpmc(Cpu &C, const DecodedInsn &I) {
-  const CpuState &S = C.S;
+  CpuState &S = C.S;
   bool Allowed = !(S.Cr0 & cr0::PE) || S.cpl() == 0 || (S.Cr4 & cr4::PCE);
   if (Allowed && C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onRdpmc(C, I));
-  return C.raiseGp(0);
+  uint64_t V;
+  if (!Allowed || !C.Pmu->readCounter(C, uint32_t(S.Gpr[RCX]), V))
+    return C.raiseGp(0);
+  S.Gpr[RAX] = uint32_t(V);
+  S.Gpr[RDX] = uint32_t(V >> 32);
+  return next(C, I);
 }
 
 // RDMSR/WRMSR in VMX non-root operation exit (MSR bitmaps) after the CPL check and

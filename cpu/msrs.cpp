@@ -7,6 +7,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/memory.h"
+#include "cpu/perfmon.h"
 
 namespace vmxsim {
 
@@ -109,6 +110,8 @@ Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) {
     break;
   case MsrWrite::Command:
     return C.raiseGp(0);
+  case MsrWrite::PerfMon:
+    return C.Pmu->readMsr(C, Index, Value);
   case MsrWrite::VmxCapability: {
     std::optional<uint64_t> V = readVmxCapabilityMsr(C, Index);
     if (!V)
@@ -202,9 +205,9 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::Debugctl:
     // BTF (single-step on branches) is modelled by the run loop (cpu/cpu.cpp); LBR is
     // stored, with no last-branch-record MSRs to fill (vmxsim has none: they raise #GP
-    // as unknown MSRs). Branch trace messages and stores and the PMI/SMM freeze bits
-    // are not modelled, so enabling any of them stops the run rather than being silently
-    // ignored.
+    // as unknown MSRs). Branch trace messages and stores, the uncore PMI and RTM
+    // debugging are not modelled, so enabling any of them stops the run rather than
+    // being silently ignored (the freeze bits are reserved: cpu/msrs.def).
     if (Value & ~debugctl::Modelled)
       return C.unimplemented(kDebugctlUnimplemented);
     break;
@@ -239,6 +242,8 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
     // IBPB and L1D_FLUSH: barriers for predictors and caches vmxsim does not have
     // (cpu/msrs.def); the command completes and nothing is stored.
     return Status::Ok;
+  case MsrWrite::PerfMon:
+    return C.Pmu->writeMsr(C, Index, Value);
   }
   Slot = Value;
   return Status::Ok;

@@ -48,6 +48,7 @@ enum class MsrWrite : uint8_t {
   Apic,           ///< forwarded to Cpu::Apic (plain storage when the CPU has none)
   Debugctl,       ///< IA32_DEBUGCTL: LBR, BTF stored; other defined bits unimplemented
   Command,        ///< write-only command (IBPB, L1D flush): RDMSR raises #GP(0)
+  PerfMon,        ///< a performance-monitoring MSR, kept by Cpu::Pmu (cpu/perfmon.h)
 };
 
 struct MsrInfo {
@@ -74,10 +75,11 @@ struct MsrState {
 
 /// What a run stopped by IA32_DEBUGCTL bits vmxsim does not model (WRMSR, or a VM entry
 /// that loads the debug controls) reports as unimplemented: branch trace messages and
-/// stores (TR, BTS, BTINT, BTS_OFF_OS/USR) and the PMI/SMM freezes (bits 15:6). LBR and
-/// BTF are modelled (cpu/debug.h).
+/// stores (TR, BTS, BTINT, BTS_OFF_OS/USR: bits 10:6), ENABLE_UNCORE_PMI (13) and
+/// RTM_DEBUG (15). LBR and BTF are modelled (cpu/debug.h); the freeze bits 11, 12 and 14
+/// are reserved in this model (cpu/msrs.def).
 inline constexpr const char *kDebugctlUnimplemented =
-    "IA32_DEBUGCTL features (branch trace, PMI freezes)";
+    "IA32_DEBUGCTL features (branch trace, uncore PMI, RTM debug)";
 
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.

@@ -86,11 +86,17 @@ Status translateLinear(Cpu &C, Gla La, Access Kind, bool User, Translation &Out)
   // guest-physical address (with CR0.PG = 0 the linear address is one), which EPT then
   // translates; the access needs the permission of both.
   EptWalk T;
-  // With CR0.PG = 0 every linear address is a supervisor-mode address for mode-based
-  // execute control (SDM Vol. 3C, "Mode-Based Execute Control for EPT").
-  const bool UserAddress = (C.S.Cr0 & cr0::PG) && Out.User;
-  VMX_TRY(eptTranslate(C, W.Address,
-                       EptAccess{Kind, false, true, La.value(), UserAddress}, T));
+  // A linear address is a user-mode address when U/S = 1 in every paging-structure entry
+  // of its translation (SDM Vol. 3A, "Access Rights"); "if CR0.PG = 0, the translation
+  // of every linear address is a user-mode linear address" (SDM Vol. 3C, Table "Exit
+  // Qualification for EPT Violations", bit 9), and every one is read/write: the walker
+  // reports User and ReadWrite as 1 then. That decides which execute bit of the EPT
+  // entries a fetch needs with mode-based execute control (SDM Vol. 3C, "EPT
+  // Violations").
+  EptAccess A{Kind, false, true, La.value(), W.User};
+  A.ReadWritePage = W.ReadWrite;
+  A.ExecuteDisablePage = !W.Executable;
+  VMX_TRY(eptTranslate(C, W.Address, A, T));
   Out.Pa = T.Address;
   // The combined permission: a later write through this mapping needs EPT's W too.
   Out.Writable = Out.Writable && (T.Rights & eptright::W);

@@ -94,8 +94,8 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       return {StopReason::Halted, 0};
 
     Cpu &C = *Cpus[Pick];
-    if (C.waiting() && PickTime > C.Cycles)
-      C.Cycles = PickTime; // HLT: time jumps to the timer's expiry
+    if (C.waiting())
+      C.waitUntil(PickTime); // HLT: time jumps to the timer's expiry
     for (TimerEventSource *S : Shared)
       S->advanceTo(C.Cycles); // machine-wide interrupts due by now are raised now
     uint64_t Until = Single ? kNever : C.Cycles + Quantum;

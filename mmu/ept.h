@@ -47,8 +47,14 @@ struct EptAccess {
   /// A guest-linear address is associated with the access (qualification bit 7).
   bool LinearValid = false;
   uint64_t Gla = 0;
-  /// The linear address is a user-mode address (mode-based execute control).
+  /// The linear address is a user-mode address: U/S = 1 at every level of the guest's
+  /// translation, or CR0.PG = 0 (mode-based execute control; qualification bit 9).
   bool UserAddress = false;
+  /// Of the translation of a linear address (qualification bits 10 and 11): the page is
+  /// read/write (R/W = 1 at every level, or CR0.PG = 0), or execute-disable (XD = 1 at
+  /// some level with IA32_EFER.NXE = 1 and PAE or 4-level paging).
+  bool ReadWritePage = false;
+  bool ExecuteDisablePage = false;
 };
 
 /// AdUpdateBlocked: the translation needed an accessed or dirty flag set while the

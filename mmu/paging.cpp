@@ -103,6 +103,7 @@ struct Walker {
   bool checkRights(bool Rw, bool Us, bool Xd) {
     const bool Nxe = Ctx.Nxe && (Ctx.Pae || Ctx.LongMode);
     Out.User = Us;
+    Out.ReadWrite = Rw;
     Out.Executable = !(Nxe && Xd);
     if (User) {
       if (!Us || (Kind == Access::Write && !Rw) ||
@@ -173,7 +174,7 @@ PagingWalk walkGuestPaging(PhysMem &Mem, const PagingContext &Ctx, Gla Linear, A
   const uint64_t La = Linear.value();
   if (!Ctx.Paging) {
     Out.Address = Gpa(La & 0xffffffffu);
-    Out.Writable = Out.User = Out.Executable = true;
+    Out.Writable = Out.User = Out.ReadWrite = Out.Executable = true;
     return Out;
   }
   Walker W{Mem, Ctx, La, Kind, User, Ept, Out};

@@ -72,6 +72,8 @@ struct PagingWalk {
   Gpa Address;           ///< the guest-physical address of the linear address
   bool Writable = false; ///< a write with the same privilege would succeed
   bool User = false;     ///< user-mode accessible at every level
+  /// R/W = 1 at every level: a read/write page whatever CR0.WP (true with CR0.PG = 0).
+  bool ReadWrite = false;
   bool Executable = true;
   bool Global = false;
   // PageFault:

@@ -197,7 +197,9 @@ std::optional<uint64_t> vmxCapabilityMsr(const VmxProfile &P, uint32_t Msr,
       // SDM Vol. 3D, A.10 VPID and EPT Capabilities.
       V |= (P.EptExecuteOnly ? 1u : 0) | (1u << 6) | (P.Ept5Level ? (1u << 7) : 0) |
            (1u << 8) | (1u << 14) | (1u << 16) | (P.Ept1GPages ? (1u << 17) : 0) |
-           (1u << 20) | (P.EptAccessedDirty ? (1u << 21) : 0) | (1u << 25) | (1u << 26);
+           (1u << 20) | (P.EptAccessedDirty ? (1u << 21) : 0) |
+           (P.has(VmxFeature::AdvancedEptViolationInformation) ? (1u << 22) : 0) |
+           (1u << 25) | (1u << 26);
     }
     if (P.has(VmxFeature::Vpid))
       V |= (uint64_t(1) << 32) | (uint64_t(1) << 40) | (uint64_t(1) << 41) |

@@ -136,11 +136,22 @@ uint64_t eptViolationQualification(const Cpu &C, const EptWalk &W, uint64_t Eptp
   V = Q::Readable.set(V, (W.Rights & eptright::R) != 0);
   V = Q::Writeable.set(V, (W.Rights & eptright::W) != 0);
   V = Q::Executable.set(V, (W.Rights & eptright::X) != 0);
+  // Bit 6 is defined only with mode-based execute control, for every kind of access
+  // (bit 5 is then the supervisor-mode execute permission).
   if (modeBasedExecute(C))
     V = Q::UserModeExecutable.set(V, (W.Rights & eptright::UserX) != 0);
   V = Q::GuestLinearAddressValid.set(V, A.LinearValid);
   if (A.LinearValid)
     V = Q::TranslatedLinearAddress.set(V, !A.PagingStructure);
+  // Advanced VM-exit information for EPT violations: bits 9-11 describe the guest's
+  // translation of the linear address, when bits 7 and 8 are 1 (the access is to the
+  // translation of a linear address, not to a paging-structure entry).
+  if (A.LinearValid && !A.PagingStructure && C.Model.Vmx &&
+      C.Model.Vmx->has(VmxFeature::AdvancedEptViolationInformation)) {
+    V = Q::UserModeLinearAddress.set(V, A.UserAddress);
+    V = Q::ReadWritePage.set(V, A.ReadWritePage);
+    V = Q::ExecuteDisablePage.set(V, A.ExecuteDisablePage);
+  }
   return V;
 }
 

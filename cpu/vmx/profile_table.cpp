@@ -76,6 +76,11 @@ std::string vmxProfileTable() {
       [&](const VmxProfile &P) { return YesNo(P.has(VmxFeature::Ept) && P.Ept1GPages); });
   Row("IA32_VMX_EPT_VPID_CAP[21]: EPT accessed and dirty flags",
       [&](const VmxProfile &P) { return YesNo(P.has(VmxFeature::Ept) && P.EptAccessedDirty); });
+  Row("IA32_VMX_EPT_VPID_CAP[22]: advanced VM-exit information for EPT violations",
+      [&](const VmxProfile &P) {
+        return YesNo(P.has(VmxFeature::Ept) &&
+                     P.has(VmxFeature::AdvancedEptViolationInformation));
+      });
   Row("IA32_VMX_VMFUNC[0]: EPTP switching",
       [&](const VmxProfile &P) { return YesNo(P.has(VmxFeature::EptpSwitching)); });
   return T;

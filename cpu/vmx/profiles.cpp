@@ -22,8 +22,11 @@ const VmxProfile &VmxProfile::full() {
   // uses, with APIC virtualization ("virtualize APIC accesses", "virtualize x2APIC
   // mode", "APIC-register virtualization", "virtual-interrupt delivery", "process posted
   // interrupts": cpu/vmx/apic_virtualization.cpp), VMCS shadowing (with IA32_VMX_MISC[29],
-  // VMWRITE to any field), PML (with EPT accessed and dirty flags) and EPT-violation #VE,
-  // minus XSAVES (the CPU model has no XSAVES), which vmxsim does not model.
+  // VMWRITE to any field), PML (with EPT accessed and dirty flags), EPT-violation #VE,
+  // mode-based execute control for EPT and advanced VM-exit information for EPT
+  // violations (cpu/vmx/ept_translation.cpp) and the "load IA32_PERF_GLOBAL_CTRL"
+  // controls (cpu/perfmon.h), minus XSAVES (the CPU model has no XSAVES), which vmxsim
+  // does not model.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -36,7 +39,9 @@ const VmxProfile &VmxProfile::full() {
                 VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
                 VmxFeature::EptViolationVe, VmxFeature::VirtualizeApicAccesses,
                 VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
-                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts}),
+                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts,
+                VmxFeature::ModeBasedExecute,
+                VmxFeature::AdvancedEptViolationInformation, VmxFeature::PerfGlobalCtrl}),
       /*PreemptionTimerRate=*/5,
       /*Cr3TargetCount=*/4,
       /*MaxMsrListEntries=*/0,
@@ -59,6 +64,12 @@ const VmxProfile &VmxProfile::kvmNested() {
   // (KVM's default when the host has it), "virtualize x2APIC mode", "APIC-register
   // virtualization" and "virtual-interrupt delivery" (in its mask of secondary controls,
   // offered when the host has them), and "process posted interrupts" (with enable_apicv).
+  // No mode-based execute control (SECONDARY_EXEC_MODE_BASED_EPT_EXEC is not in the mask
+  // of secondary controls KVM offers L1) and no advanced EPT-violation information (not
+  // in the EPT capabilities it builds for L1). The "load IA32_PERF_GLOBAL_CTRL" entry
+  // and exit controls: nested_vmx_pmu_refresh offers both when the vCPU's PMU has
+  // version > 1, as it has on such a host (KVM reports version 2 to its guests, and
+  // vmxsim's CPUID.0AH reports version 2: cpu/perfmon.h).
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -71,7 +82,7 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing, VmxFeature::Pml,
                 VmxFeature::VirtualizeApicAccesses, VmxFeature::VirtualizeX2apic,
                 VmxFeature::ApicRegisterVirtualization, VmxFeature::VirtualInterruptDelivery,
-                VmxFeature::PostedInterrupts}),
+                VmxFeature::PostedInterrupts, VmxFeature::PerfGlobalCtrl}),
       5, 4, 0, true, true, true, true, false};
   return P;
 }

@@ -8,6 +8,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/exceptions.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/apic_virtualization.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_entry_checks.h"
@@ -51,6 +52,8 @@ void loadGuestRegisters(Cpu &C, const VmcsData &V) {
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::GuestIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::GuestIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::GuestIa32SysenterEip);
+  if (controlSet(V, VmxControl::LoadIa32PerfGlobalCtrlOnEntry))
+    C.Pmu->loadGlobalCtrl(C, V.get(F::GuestIa32PerfGlobalCtrl));
   if (controlSet(V, VmxControl::LoadIa32PatOnEntry))
     M[MsrSlot::IA32_PAT] = V.get(F::GuestIa32Pat);
   if (controlSet(V, VmxControl::LoadIa32EferOnEntry)) {
@@ -245,8 +248,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // operation do not follow into the guest, whose own are the pending debug exceptions.
   C.Debug.Traps = C.Debug.Hits = 0;
   debugRegistersChanged(C);
+  bool Unimplemented = false;
   if (uint32_t Bad = loadMsrArea(C, V.get(F::VmEntryMsrLoadAddress),
-                                 uint32_t(V.get(F::VmEntryMsrLoadCount)))) {
+                                 uint32_t(V.get(F::VmEntryMsrLoadCount)), Unimplemented)) {
+    if (Unimplemented)
+      return Status::Unimplemented;
     reportEntryFailure(C, VmEntryFailOutcome::LoadingGuestState,
                        uint32_t(ExitReason::VmEntryFailureMsrLoading), kNoVmEntryCheck, Bad);
     return entryFailure(C, ExitReason::VmEntryFailureMsrLoading, Bad);

@@ -14,6 +14,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/registers.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_exit.h"
@@ -416,6 +417,10 @@ Id Checker::hostRegisters() const {
   VMX_REQUIRE(!beyondPhys(get(F::HostCr3)), HostCr3Width);
   VMX_REQUIRE(canonical(get(F::HostIa32SysenterEsp)), HostSysenterEspCanonical);
   VMX_REQUIRE(canonical(get(F::HostIa32SysenterEip)), HostSysenterEipCanonical);
+  // The reserved bits of IA32_PERF_GLOBAL_CTRL: those naming no counter (cpu/perfmon.h).
+  if (on(Ctl::LoadIa32PerfGlobalCtrlOnExit))
+    VMX_REQUIRE(!(get(F::HostIa32PerfGlobalCtrl) & ~perfmon::kCounterBits),
+                HostPerfGlobalCtrlReserved);
   if (on(Ctl::LoadIa32PatOnExit))
     VMX_REQUIRE(validPat(get(F::HostIa32Pat)), HostPat);
   if (on(Ctl::LoadIa32EferOnExit)) {
@@ -499,6 +504,9 @@ Id Checker::guestRegisters() const {
     VMX_REQUIRE((get(F::GuestDr7) >> 32) == 0, GuestDr7High);
   VMX_REQUIRE(canonical(get(F::GuestIa32SysenterEsp)), GuestSysenterEspCanonical);
   VMX_REQUIRE(canonical(get(F::GuestIa32SysenterEip)), GuestSysenterEipCanonical);
+  if (on(Ctl::LoadIa32PerfGlobalCtrlOnEntry))
+    VMX_REQUIRE(!(get(F::GuestIa32PerfGlobalCtrl) & ~perfmon::kCounterBits),
+                GuestPerfGlobalCtrlReserved);
   if (on(Ctl::LoadIa32PatOnEntry))
     VMX_REQUIRE(validPat(get(F::GuestIa32Pat)), GuestPat);
   if (on(Ctl::LoadIa32EferOnEntry)) {

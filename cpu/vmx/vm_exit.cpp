@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vmcs_controls.h"
 #include "cpu/vmx/vmcs_segments.h"
@@ -179,7 +180,8 @@ uint32_t msrListLimit(const Cpu &C) {
 /// Loads MSRs from an MSR-load area (SDM Vol. 3C, "Loading MSRs" on VM entry and
 /// "Loading Host MSRs" on VM exit); returns the 1-based index of the failing entry, or 0.
 /// The entry after the first msrListLimit(C) fails like an MSR that cannot be loaded.
-uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count) {
+uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented) {
+  Unimplemented = false;
   const uint32_t Limit = msrListLimit(C);
   for (uint32_t I = 0; I < Count; ++I) {
     if (I >= Limit)
@@ -191,7 +193,12 @@ uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count) {
     bool Refused = E.Reserved || E.Index == 0xc0000100 || E.Index == 0xc0000101 ||
                    E.Index == 0x9e || (E.Index >> 8) == 0x8 || E.Index == 0x79 ||
                    E.Index == 0x8b;
-    if (Refused || writeMsr(C, E.Index, E.Data) != Status::Ok) {
+    const Status St = Refused ? Status::Fault : writeMsr(C, E.Index, E.Data);
+    if (St == Status::Unimplemented) {
+      Unimplemented = true;
+      return I + 1;
+    }
+    if (St != Status::Ok) {
       C.Pending = PendingEvent{};
       return I + 1;
     }
@@ -241,6 +248,8 @@ void loadHostState(Cpu &C, const VmcsData &V) {
   M[MsrSlot::IA32_SYSENTER_CS] = uint32_t(V.get(F::HostIa32SysenterCs));
   M[MsrSlot::IA32_SYSENTER_ESP] = V.get(F::HostIa32SysenterEsp);
   M[MsrSlot::IA32_SYSENTER_EIP] = V.get(F::HostIa32SysenterEip);
+  if (controlSet(V, VmxControl::LoadIa32PerfGlobalCtrlOnExit))
+    C.Pmu->loadGlobalCtrl(C, V.get(F::HostIa32PerfGlobalCtrl));
   if (controlSet(V, VmxControl::LoadIa32PatOnExit))
     M[MsrSlot::IA32_PAT] = V.get(F::HostIa32Pat);
   if (controlSet(V, VmxControl::LoadIa32EferOnExit)) {
@@ -355,8 +364,11 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   C.modeChanged();
   C.Cycles += costOf(CostClass::VmTransition);
 
-  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), uint32_t(V.get(F::VmExitMsrLoadCount))))
-    return vmxAbort(C, VmxAbortIndicator::LoadingHostMsrs);
+  bool Unimplemented = false;
+  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), uint32_t(V.get(F::VmExitMsrLoadCount)),
+                  Unimplemented))
+    return Unimplemented ? Status::Unimplemented
+                         : vmxAbort(C, VmxAbortIndicator::LoadingHostMsrs);
   C.modeChanged();
   return Status::VmExit;
 }

@@ -70,8 +70,11 @@ struct VmExitInfo {
 Status vmExit(Cpu &C, const VmExitInfo &Info);
 
 /// Loads MSRs from an MSR-load area of Count 16-byte entries (SDM Vol. 3C, "Loading
-/// MSRs"); returns 0, or the 1-based index of the entry that failed.
-uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count);
+/// MSRs"); returns 0, or the 1-based index of the entry that failed. An entry whose
+/// value vmxsim does not model (WRMSR would stop the run with status 10) sets
+/// Unimplemented, with C.UnimplementedWhat naming it: the caller stops the run rather
+/// than report an MSR-loading failure the processor would not have.
+uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented);
 
 /// VMX abort (SDM Vol. 3C, "VMX Aborts"): writes the indicator to offset 4 of the
 /// current VMCS region and puts the processor into shutdown. Returns Status::Shutdown.

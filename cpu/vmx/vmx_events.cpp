@@ -240,11 +240,11 @@ EventWindow vmxWaitForTimer(Cpu &C, uint64_t UntilCycle, StopReason &Why) {
   // The preemption timer keeps counting in HLT, so time advances to its expiry (or to
   // the end of this run call).
   if (X.PreemptionTimerDeadline > UntilCycle) {
-    C.Cycles = std::max(C.Cycles, UntilCycle);
+    C.waitUntil(UntilCycle);
     Why = StopReason::Deadline;
     return EventWindow::Stop;
   }
-  C.Cycles = std::max(C.Cycles, X.PreemptionTimerDeadline);
+  C.waitUntil(X.PreemptionTimerDeadline);
   return EventWindow::Again;
 }
 

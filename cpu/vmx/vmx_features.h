@@ -39,9 +39,14 @@ enum class VmxFeature : uint8_t {
   EptViolationVe,
   Xsaves,
   ModeBasedExecute,
+  /// IA32_VMX_EPT_VPID_CAP[22]: bits 9-11 of the EPT-violation exit qualification.
+  AdvancedEptViolationInformation,
   TscScaling,
   PatControls,
   EferControls,
+  /// The "load IA32_PERF_GLOBAL_CTRL" VM-entry and VM-exit controls and their fields
+  /// (the performance-monitoring model of cpu/perfmon.h).
+  PerfGlobalCtrl,
   Count
 };
 
@@ -71,7 +76,8 @@ struct VmxProfile {
   /// VPID, unrestricted guest, EPTP switching, preemption timer, MSR/I-O bitmaps, TPR
   /// shadow, MTF, PLE, RDTSCP/INVPCID/RDRAND/RDSEED controls, TSC offsetting and
   /// scaling, VMWRITE to any field, VMCS shadowing, PML, EPT-violation #VE, APIC
-  /// virtualization with virtual-interrupt delivery and posted interrupts).
+  /// virtualization with virtual-interrupt delivery and posted interrupts, mode-based
+  /// execute control, advanced EPT-violation information, load IA32_PERF_GLOBAL_CTRL).
   static const VmxProfile &full();
   /// What KVM's nested VMX offers an L1 hypervisor.
   static const VmxProfile &kvmNested();

@@ -92,8 +92,8 @@ void IoApic::send(unsigned Pin) {
   const uint64_t T = Now ? Now() : 0;
   auto deliver = [&](LocalApic *A) {
     A->accept(Mode, Vector, Level && Fixedish);
-    if (A->C.waiting() && A->C.Cycles < T)
-      A->C.Cycles = T;
+    if (A->C.waiting())
+      A->C.waitUntil(T);
     A->C.breakBlock();
   };
   LocalApic *Lowest = nullptr;

@@ -444,13 +444,13 @@ void LocalApic::sendIpi() {
     }
     A->accept(Mode, Vector, Level);
     // A waiting processor's clock catches up with the sender's: the message arrives now.
-    if (A != this && A->C.waiting() && A->C.Cycles < C.Cycles)
-      A->C.Cycles = C.Cycles;
+    if (A != this && A->C.waiting())
+      A->C.waitUntil(C.Cycles);
   }
   if (Lowest) {
     Lowest->accept(Mode, Vector, Level);
-    if (Lowest != this && Lowest->C.waiting() && Lowest->C.Cycles < C.Cycles)
-      Lowest->C.Cycles = C.Cycles;
+    if (Lowest != this && Lowest->C.waiting())
+      Lowest->C.waitUntil(C.Cycles);
   }
 }
 
@@ -481,6 +481,23 @@ Status LocalApic::readMsr(Cpu &, uint32_t Index, uint64_t &Value) {
     return C.raiseGp(0);
   Value = readReg((Index - 0x800) << 4);
   return Status::Ok;
+}
+
+void LocalApic::performanceMonitoringInterrupt() {
+  // SDM Vol. 3A, "Local Vector Table": the entry's delivery mode (fixed or NMI; SMI,
+  // INIT and ExtINT are not modelled, as for the other local sources) and vector; "when
+  // the local APIC handles a performance-monitoring counters interrupt, it automatically
+  // sets the mask flag in the LVT performance counter register", so the next PMI waits
+  // until software unmasks it. A masked entry (or a software-disabled APIC, whose LVT
+  // entries read masked) drops the interrupt.
+  uint32_t &L = lvt(LvtPerf);
+  if (!hardwareEnabled() || !softwareEnabled() || (L & kLvtMasked))
+    return;
+  L |= kLvtMasked;
+  const Delivery Mode = Delivery((L >> 8) & 7);
+  if (Mode == Delivery::Fixed || Mode == Delivery::Nmi)
+    accept(Mode, uint8_t(L), false);
+  C.breakBlock();
 }
 
 Status LocalApic::writeMsr(Cpu &, uint32_t Index, uint64_t Value) {

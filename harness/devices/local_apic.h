@@ -48,7 +48,9 @@
 //
 // Not modelled: APIC base relocation (the page stays at 0xfee00000),
 // SMI/reserved ICR delivery modes (nothing is sent), directed EOI (an EOI of a
-// level-triggered vector is broadcast to the I/O APIC, ApicBus::LevelEoi), thermal/performance/CMCI sources (their LVT entries are storage),
+// level-triggered vector is broadcast to the I/O APIC, ApicBus::LevelEoi), thermal and
+// CMCI sources (their LVT entries are storage; the performance-counter entry delivers the
+// processor's PMIs: performanceMonitoringInterrupt),
 // focus processor checking, the arbitration priority register (APR reads 0).
 #pragma once
 #include "cpu/cpu.h"
@@ -106,6 +108,8 @@ public:
   // ApicHook: IA32_TSC_DEADLINE.
   Status readMsr(Cpu &C, uint32_t Index, uint64_t &Value) override;
   Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) override;
+  /// A counter overflow's PMI (cpu/perfmon.h) through the LVT performance-counter entry.
+  void performanceMonitoringInterrupt() override;
 
   /// An interrupt message arriving from the bus or a local source.
   void accept(Delivery Mode, uint8_t Vector, bool LevelTrigger);

@@ -2,6 +2,8 @@
 // driven through the machine's register page and API as a CPU would.
 #include "harness/machine.h"
 #include "cpu/msrs.h"
+#include "cpu/perfmon.h"
+#include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
 
@@ -178,4 +180,69 @@ TEST(Apic, MachineWhoseApsNeverStartEndsHaltedWithMessage) {
   EXPECT_EQ(R.Reason, RunReason::Halted);
   EXPECT_EQ(R.What, "3 of 4 CPUs never received a start-up IPI");
   EXPECT_EQ(R.Retired, 2u);
+}
+
+// SDM Vol. 3B, "Architectural Performance Monitoring Version 2", and Vol. 3A, "Local
+// Vector Table": a counter that wraps with its PMI bit set interrupts through the LVT
+// performance-counter entry, at the boundary after the instruction that made it wrap
+// (cpu/perfmon.h), with the entry's delivery mode; the delivery sets the entry's mask.
+TEST(Apic, CounterOverflowPmiArrivesAfterTheOverflowingInstructionAndMasksTheEntry) {
+  for (const uint32_t Lvt : {0x50u, 0x400u}) { // fixed vector 0x50; NMI
+    SCOPED_TRACE(Lvt);
+    auto M = machine(1);
+    Cpu &C = M->cpu(0);
+    PhysMem &Mem = M->mem();
+    test::writeFlatGdt(Mem);
+    test::setupLongMode(C, Mem);
+    constexpr uint64_t kCode = 0x100000, kHandler = 0x100100, kIdt = 0x2000;
+    const std::vector<uint8_t> Nops(16, 0x90);
+    Mem.copyIn(Hpa(kCode), Nops.data(), Nops.size());
+    Mem.write(Hpa(kHandler), 1, 0xf4); // HLT
+    const unsigned Vector = Lvt == 0x400 ? 2 : 0x50;
+    const uint64_t Gate[2] = {(kHandler & 0xffff) | (uint64_t(0x08) << 16) |
+                                  (uint64_t(0x8e) << 40) | (((kHandler >> 16) & 0xffff) << 48),
+                              kHandler >> 32};
+    Mem.copyIn(Hpa(kIdt + 16 * Vector), Gate, sizeof(Gate));
+    C.S.Idtr = TableReg{kIdt, 0xfff};
+    C.S.Rip = kCode;
+    C.S.Gpr[RSP] = 0x80000;
+    C.S.Rflags |= rflags::IF;
+    wr(*M, 0, 0xf0, 0x1ff);
+    wr(*M, 0, 0x340, Lvt);
+    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask - 2), Status::Ok);
+    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok); // OS USR PMI
+    ASSERT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+    EXPECT_EQ(C.run(100), StopReason::Halted);
+    EXPECT_EQ(C.S.Rip, kHandler + 1);
+    EXPECT_EQ(Mem.read(Hpa(C.S.Gpr[RSP]), 8), kCode + 3); // after the third NOP
+    EXPECT_EQ(rd(*M, 0, 0x340), Lvt | 0x10000u);         // masked by the delivery
+    uint64_t V = 0;
+    ASSERT_EQ(readMsr(C, msr::IA32_PERF_GLOBAL_STATUS, V), Status::Ok);
+    EXPECT_EQ(V, uint64_t(1) << 32);
+    ASSERT_EQ(readMsr(C, msr::IA32_FIXED_CTR0, V), Status::Ok);
+    EXPECT_EQ(V, 1u); // wrapped to 0, then the handler's HLT
+  }
+}
+
+TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
+  auto M = machine(1);
+  Cpu &C = M->cpu(0);
+  PhysMem &Mem = M->mem();
+  test::writeFlatGdt(Mem);
+  test::setupLongMode(C, Mem);
+  const std::vector<uint8_t> Code = {0x90, 0x90, 0x90, 0x90, 0xf4};
+  Mem.copyIn(Hpa(0x100000), Code.data(), Code.size());
+  C.S.Rip = 0x100000;
+  C.S.Rflags |= rflags::IF;
+  wr(*M, 0, 0xf0, 0x1ff);
+  wr(*M, 0, 0x340, 0x10050); // masked
+  ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask), Status::Ok);
+  ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok);
+  ASSERT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+  EXPECT_EQ(C.run(100), StopReason::Halted);
+  EXPECT_EQ(C.S.Rip, 0x100005u); // no interrupt: the code ran to its HLT
+  EXPECT_EQ(rd(*M, 0, 0x200 + 0x20), 0u);
+  uint64_t V = 0;
+  ASSERT_EQ(readMsr(C, msr::IA32_PERF_GLOBAL_STATUS, V), Status::Ok);
+  EXPECT_EQ(V, uint64_t(1) << 32);
 }

@@ -14,7 +14,7 @@ namespace vmxsim::test {
 /// EPT permission bits and the write-back leaf memory type (bits 5:3 = 6).
 namespace ept {
 inline constexpr uint64_t R = 1, W = 2, X = 4, Rwx = 7, LargePage = 1u << 7,
-                          MemTypeWb = 6u << 3;
+                          MemTypeWb = 6u << 3, UserExecute = 1u << 10;
 /// EPTP: memory type WB (6) in bits 2:0, walk length 4 (3) in bits 5:3.
 inline constexpr uint64_t EptpWb4Level = 6 | (3u << 3);
 } // namespace ept
@@ -65,6 +65,20 @@ public:
   }
   /// Address of the 4 KiB leaf entry for Gpa (its page table is created if missing).
   uint64_t leafAddress(uint64_t Gpa) { return table(Gpa, 1) + 8 * ((Gpa >> 12) & 511); }
+  /// ORs Bits into every entry of the walk of Gpa, from the PML4E down to the entry that
+  /// maps the page (for bits the tables built here leave 0, such as bit 10, execute for
+  /// user-mode linear addresses).
+  void orPathBits(uint64_t Gpa, uint64_t Bits) {
+    uint64_t T = Pml4;
+    for (unsigned L = 4; L >= 1; --L) {
+      const uint64_t EntryPa = T + 8 * ((Gpa >> (12 + 9 * (L - 1))) & 511);
+      const uint64_t E = M.read64(EntryPa);
+      writeEntry(EntryPa, E | Bits);
+      if (L == 1 || (E & ept::LargePage))
+        return;
+      T = E & 0x000ffffffffff000ull;
+    }
+  }
   /// Number of table pages allocated so far.
   unsigned tablesUsed() const { return Tables; }
 

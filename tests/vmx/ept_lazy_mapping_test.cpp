@@ -144,8 +144,10 @@ struct LazyMachine : VmxTestMachine {
 // Qualification bits (SDM Vol. 3C, Table "Exit Qualification for EPT Violations"):
 // 0 read, 1 write, 3-5 the entry's R/W/X, 7 guest-linear address valid, 8 the access was
 // to the translation of that linear address (not to a paging-structure entry).
+// kQualFinal includes the advanced information the full profile reports (bits 9 and 10:
+// the guest's identity pages are user-mode read/write pages).
 constexpr uint64_t kQualRead = 1, kQualWrite = 2, kQualReadable = 1u << 3,
-                   kQualLinearValid = 1u << 7, kQualFinal = 1u << 8;
+                   kQualLinearValid = 1u << 7, kQualFinal = (1u << 8) | (3u << 9);
 
 TEST(EptLazyMapping, EveryFirstTouchIsOneViolationWhenMappedReadWrite) {
   LazyMachine M;

@@ -40,11 +40,15 @@ constexpr uint64_t kValue = 0x1122334455667788ull, kNewValue = 0x99aabbccddeeff0
 
 constexpr uint64_t kRwx = 7, kWb = 6u << 3;
 
+/// The full profile without advanced VM-exit information for EPT violations, so that
+/// the tests of bits 0-8 and 12 see 0 in bits 9-11 ("undefined" without it; vmxsim writes
+/// 0). The tests of mode-based execute control and of bits 9-11 use the full profile.
 const VmxProfile &eptProfile(bool ExecuteOnly = true, bool Pages1G = true) {
   static VmxProfile Profiles[4];
   VmxProfile &P = Profiles[(ExecuteOnly ? 1 : 0) | (Pages1G ? 2 : 0)];
   P = VmxProfile::full();
   P.Features |= uint64_t(1) << unsigned(VmxFeature::Ept);
+  P.Features &= ~(uint64_t(1) << unsigned(VmxFeature::AdvancedEptViolationInformation));
   P.EptExecuteOnly = ExecuteOnly;
   P.Ept1GPages = Pages1G;
   return P;
@@ -286,6 +290,108 @@ TEST(VmxSupportForAddressTranslation, UserExecuteBitAloneIsNotPresentWithoutMode
   EptWalk W = eptWalk(M.Cpu_, kEptp4Wb, Gpa(kGpa4K), EptAccess{Access::Fetch, false, true, 0, true});
   EXPECT_EQ(W.Outcome, EptOutcome::Violation);
   EXPECT_EQ(W.Rights, 0);
+}
+
+// --- Mode-based execute control for EPT (SDM Vol. 3C, "EPT Violations") ------------------
+
+/// The full profile advertises mode-based execute control and advanced VM-exit
+/// information; M's VMCS turns the control on.
+void enableModeBasedExecute(VmxTestMachine &M) {
+  M.vmcs().set(F::SecondaryProcessorBasedVmExecutionControls,
+               M.vmcs().get(F::SecondaryProcessorBasedVmExecutionControls) |
+                   controlBit(VmxControl::ModeBasedExecuteControlForEpt));
+}
+
+/// The guest's 2-MByte PDE for linear 0x200000-0x3fffff (TestMachine's page directory at
+/// 0x12000, identity paging), with U/S as given: it decides whether kGpa4K is a user-mode
+/// or a supervisor-mode linear address.
+void setGuestPageUser(VmxTestMachine &M, bool User) {
+  const uint64_t Pde = 0x200000 | 0x83 | (User ? 0x4 : 0); // P RW PS, U/S
+  M.write(0x12008, &Pde, 8);
+}
+
+// A fetch from a supervisor-mode linear address needs bit 2 in every EPT entry used, one
+// from a user-mode linear address bit 10 (whatever the CPL: the guest fetches at CPL 0).
+// The violation reports bit 5 = AND of bit 2, bit 6 = AND of bit 10, and the advanced
+// information: bit 9 the user-mode address, bit 10 the read/write page, bit 11 = 0 (XD 0).
+TEST(VmxSupportForAddressTranslation, ModeBasedExecuteEveryAddressModeAndExecuteBit) {
+  for (bool User : {false, true})
+    for (uint64_t Xs : {0, 1})
+      for (uint64_t Xu : {0, 1}) {
+        SCOPED_TRACE(testing::Message() << "user " << User << " bit2 " << Xs << " bit10 " << Xu);
+        VmxTestMachine M(VmxProfile::full());
+        EptBuilder B(M);
+        setUp(M, B, kFetch);
+        enableModeBasedExecute(M);
+        setGuestPageUser(M, User);
+        B.map(kGpa4K, kHpa4K, 1,
+              eptentry::Read | (Xs ? eptentry::Execute : 0) |
+                  (Xu ? eptentry::UserExecute : 0) | kWb);
+        for (int L = 2; L <= 4; ++L) {
+          const uint64_t A = B.entryAddress(kGpa4K, L);
+          B.set(A, M.read64(A) | eptentry::UserExecute);
+        }
+        // The guest's code (JMP RBX) is a user-mode address too: its whole EPT path gets
+        // bit 10 as well as bit 2.
+        for (int L = 1; L <= 4; ++L) {
+          const uint64_t A = B.entryAddress(kGuestCode, L);
+          B.set(A, M.read64(A) | eptentry::UserExecute);
+        }
+        const uint8_t Hlt = 0xf4;
+        M.write(kHpa4K + kOff, &Hlt, 1);
+        const uint64_t La = kGpa4K + kOff;
+        StepResult R = launch(M, La);
+        if (User ? Xu : Xs) {
+          EXPECT_FALSE(R.Faulted);
+          EXPECT_TRUE(M.Cpu_.NonRoot);
+          EXPECT_EQ(R.Why, StopReason::Halted);
+          EXPECT_EQ(M.S.Rip, La + 1);
+          continue;
+        }
+        const uint64_t Qual = 0x4 | 0x8 | (Xs << 5) | (Xu << 6) | 0x180 |
+                              (User ? 0x200u : 0u) | 0x400;
+        expectViolation(M, R, Qual, La, La, La);
+      }
+}
+
+// Without the control, bit 10 is ignored and bit 2 decides for every address; bit 6 of
+// the qualification is 0 (vmxsim's value for "undefined").
+TEST(VmxSupportForAddressTranslation, WithoutModeBasedExecuteBit2DecidesForUserAddresses) {
+  VmxTestMachine M(VmxProfile::full());
+  EptBuilder B(M);
+  setUp(M, B, kFetch);
+  setGuestPageUser(M, true);
+  B.map(kGpa4K, kHpa4K, 1, eptentry::Read | eptentry::UserExecute | kWb);
+  const uint64_t La = kGpa4K + kOff;
+  StepResult R = launch(M, La);
+  expectViolation(M, R, 0x4 | 0x8 | 0x180 | 0x200 | 0x400, La, La, La);
+}
+
+// Bits 9-11 describe the guest's translation: a read-only (R/W = 0), execute-disable
+// (XD = 1) supervisor page read by the guest, EPT refusing the read.
+TEST(VmxSupportForAddressTranslation, AdvancedInformationReportsReadOnlyExecuteDisablePage) {
+  VmxTestMachine M(VmxProfile::full());
+  EptBuilder B(M);
+  setUp(M, B, kRead);
+  const uint64_t Pde = 0x200000 | 0x81 | (uint64_t(1) << 63); // P PS XD; R/W = U/S = 0
+  M.write(0x12008, &Pde, 8);
+  B.map(kGpa4K, kHpa4K, 1, eptentry::Execute | kWb); // execute-only
+  const uint64_t La = kGpa4K + kOff;
+  StepResult R = launch(M, La);
+  expectViolation(M, R, 0x1 | (4u << 3) | 0x180 | 0x800, La, La, kGuestCode);
+}
+
+// A guest paging-structure access (bit 8 = 0) has no advanced information: bits 9-11 0.
+TEST(VmxSupportForAddressTranslation, AdvancedInformationAbsentForPagingStructureAccess) {
+  VmxTestMachine M(VmxProfile::full());
+  EptBuilder B(M);
+  setUp(M, B, kRead);
+  // The guest's page directory (guest-physical 0x12000) is execute-only in EPT: the
+  // first access is the walk for the fetch of the guest's first instruction, whose read
+  // of the PDE at 0x12000 violates (bit 0, bits 3-5 = X only, bit 7, bit 8 = 0).
+  B.map(0x12000, 0x12000, 1, kWb | eptentry::Execute);
+  StepResult R = launch(M, kGpa4K + kOff);
+  expectViolation(M, R, 0x1 | (4u << 3) | 0x80, 0x12000, kGuestCode, kGuestCode);
 }
 
 TEST(VmxSupportForAddressTranslation, ViolationDuringEventDeliveryReportsIdtVectoring) {

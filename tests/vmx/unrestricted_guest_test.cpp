@@ -335,5 +335,34 @@ TEST(UnrestrictedGuests, ConvertibleEptViolationWithCr0PeClearIsAVmExitNotVe) {
   EXPECT_EQ(M.Mem.read(Hpa(kVeArea + 4), 4), 0u); // no #VE information saved
 }
 
+// SDM Vol. 3C, Table "Exit Qualification for EPT Violations", bit 9: "If CR0.PG = 0, the
+// translation of every linear address is a user-mode linear address". With mode-based
+// execute control a guest with paging off fetches under bit 10 of the EPT entries, not
+// bit 2, at any CPL (SDM Vol. 3C, "EPT Violations").
+TEST(UnrestrictedGuests, UnpagedFetchIsAUserModeFetchForModeBasedExecute) {
+  RealModeMachine M;
+  VmcsData &V = M.vmcs();
+  V.set(F::SecondaryProcessorBasedVmExecutionControls,
+        V.get(F::SecondaryProcessorBasedVmExecutionControls) |
+            controlBit(VmxControl::ModeBasedExecuteControlForEpt));
+  V.set(F::Cr0GuestHostMask, 0);
+  // Supervisor-mode execute only: the first fetch (CS:IP = 0x2000:0) violates. Bits 2
+  // (fetch), 3-5 (R W X), 6 = 0 (no bit 10), 7 and 8, and the advanced information: 9
+  // (user-mode address) and 10 (read/write page), 11 = 0.
+  M.Ept.map2M(0, 0, ept::R | ept::W | ept::X);
+  M.enter(true);
+  EXPECT_EQ(M.get(F::ExitReason), 48u);
+  EXPECT_EQ(M.get(F::ExitQualification), 0x7bcu);
+  EXPECT_EQ(M.get(F::GuestPhysicalAddress), kRealBase);
+  EXPECT_EQ(M.get(F::GuestLinearAddress), kRealBase);
+  EXPECT_EQ(M.get(F::GuestRip), 0u);
+  // User-mode execute only, on the page and the levels above: the guest runs as it does
+  // without the control, into protected mode (still unpaged) and to its CPUID and HLT.
+  M.Ept.map2M(0, 0, ept::R | ept::W);
+  M.Ept.orPathBits(0, ept::UserExecute);
+  M.enter(false);
+  expectProtectedModeExits(M);
+}
+
 } // namespace
 } // namespace vmxsim::test

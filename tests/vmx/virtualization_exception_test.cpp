@@ -127,7 +127,8 @@ TEST(VmxNonRootOperation, ConvertibleEptViolationOnWriteDeliversVeWithInformatio
   EXPECT_EQ(M.area(0, 4), 48u);           // exit reason: EPT violation
   EXPECT_EQ(M.area(4, 4), 0xffffffffu);   // set by the delivery
   // Data write; readable; guest-linear address valid and translated.
-  EXPECT_EQ(M.area(8, 8), 0x2u | 0x8u | 0x80u | 0x100u);
+  // Bits 9 and 10: the advanced information of a user-mode read/write page.
+  EXPECT_EQ(M.area(8, 8), 0x2u | 0x8u | 0x80u | 0x100u | 0x600u);
   EXPECT_EQ(M.area(16, 8), kReadOnly + 8); // guest-linear address
   EXPECT_EQ(M.area(24, 8), kReadOnly + 8); // guest-physical address
   EXPECT_EQ(M.area(32, 2), 7u);            // EPTP index
@@ -138,7 +139,7 @@ TEST(VmxNonRootOperation, NotPresentEntryWithSuppressVeClearDeliversVe) {
   VeMachine M;
   M.runGuest(kReadNotPresent, kVe);
   M.expectVeDelivered(kGuestCode);
-  EXPECT_EQ(M.area(8, 8), 0x1u | 0x80u | 0x100u); // data read, no rights
+  EXPECT_EQ(M.area(8, 8), 0x1u | 0x80u | 0x100u | 0x600u); // data read, no rights
   EXPECT_EQ(M.area(24, 8), kNotPresent + 0x10);
 }
 
@@ -178,7 +179,7 @@ TEST(VmxNonRootOperation, VeInformationWordNotZeroKeepsTheVmExit) {
   M.runGuest(kReadNotPresent);
   M.expectEptViolationExit(kNotPresent + 0x10);
   EXPECT_EQ(M.area(0, 4), 0u); // nothing saved
-  EXPECT_EQ(M.vmcs().get(F::ExitQualification), 0x181u);
+  EXPECT_EQ(M.vmcs().get(F::ExitQualification), 0x781u);
 }
 
 TEST(VmxNonRootOperation, SecondVeWaitsUntilSoftwareClearsTheWord) {

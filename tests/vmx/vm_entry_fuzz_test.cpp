@@ -293,5 +293,17 @@ TEST(VmEntries, FuzzerWritesTheFieldsOfShadowingPmlAndVe) {
         << fieldInfo(Field).Name;
 }
 
+TEST(VmEntries, FuzzerWritesThePerfGlobalCtrlFields) {
+  // Both profiles advertise the "load IA32_PERF_GLOBAL_CTRL" controls (cpu/perfmon.h), so
+  // the guest and host fields are fuzzed with them, reserved bits included.
+  for (const VmxProfile *P : {&VmxProfile::full(), &VmxProfile::kvmNested()}) {
+    SCOPED_TRACE(P->Name);
+    const std::vector<F> Fields = writableFields(*P);
+    for (F Field : {F::GuestIa32PerfGlobalCtrl, F::HostIa32PerfGlobalCtrl})
+      EXPECT_NE(std::find(Fields.begin(), Fields.end(), Field), Fields.end())
+          << fieldInfo(Field).Name;
+  }
+}
+
 } // namespace
 } // namespace vmxsim::test

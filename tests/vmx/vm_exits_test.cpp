@@ -171,6 +171,25 @@ TEST(VmExits, VmExitMsrLoadFailureCausesVmxAbort) {
   EXPECT_EQ(M.read64(kVmcsRegion) >> 32, 4u); // VMX-abort indicator at offset 4
 }
 
+// An MSR-load entry whose value vmxsim does not model (an enabled event select for an
+// event it cannot count: cpu/perfmon.h) stops the run with status 10 naming it, at VM
+// entry and at VM exit, rather than fail as an MSR the processor cannot load.
+TEST(VmExits, MsrLoadOfAnUnmodelledValueStopsTheRun) {
+  for (bool AtExit : {false, true}) {
+    SCOPED_TRACE(AtExit);
+    VmxTestMachine M;
+    loadGuestAndHost(M, {0x0f, 0x01, 0xc1}, {0xf4});
+    uint64_t Load[2] = {0x186, 0x4300c4}; // IA32_PERFEVTSEL0: branch instructions, EN
+    M.write(0x305000, Load, sizeof(Load));
+    M.vmcs().set(AtExit ? F::VmExitMsrLoadAddress : F::VmEntryMsrLoadAddress, 0x305000);
+    M.vmcs().set(AtExit ? F::VmExitMsrLoadCount : F::VmEntryMsrLoadCount, 1);
+    StepResult R = M.exec(enc::Vmlaunch, 10);
+    EXPECT_EQ(R.Why, StopReason::Unimplemented);
+    EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+                 "performance-monitoring event select 0x4300c4 (IA32_PERFEVTSEL0)");
+  }
+}
+
 /// An MSR list of Count entries at Area, entry I naming Msr with data Base + I.
 void writeMsrList(VmxTestMachine &M, uint64_t Area, uint32_t Count, uint32_t Msr,
                   uint64_t Base) {
@@ -322,6 +341,38 @@ TEST(VmExits, DebugctlIsLoadedSavedAndClearedByTheDebugControls) {
   EXPECT_EQ(R.Why, StopReason::Unimplemented);
   EXPECT_STREQ(N.Cpu_.UnimplementedWhat, kDebugctlUnimplemented);
   EXPECT_FALSE(N.Cpu_.NonRoot);
+}
+
+// SDM Vol. 3C, "Loading Guest Control Registers, Debug Registers, and MSRs" and "Loading
+// Host Control Registers, Debug Registers, MSRs": with the "load IA32_PERF_GLOBAL_CTRL"
+// controls VM entry loads the guest field and VM exit the host field, and the counters
+// follow (cpu/perfmon.h). Nothing counts before VMLAUNCH (IA32_PERF_GLOBAL_CTRL = 0); the
+// guest's fixed counter 0 sees the VMLAUNCH, which completes in the guest, and its three
+// NOPs (the VMCALL that exits does not retire); after the exit the host's PMC0 sees its
+// HLT.
+TEST(VmExits, PerfGlobalCtrlIsLoadedAtEntryAndAtExit) {
+  VmxTestMachine M;
+  loadGuestAndHost(M, {0x90, 0x90, 0x90, 0x0f, 0x01, 0xc1}, {0xf4});
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_FIXED_CTR_CTRL, 0x3), Status::Ok);
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_PERFEVTSEL0, 0x4300c0), Status::Ok);
+  ASSERT_EQ(writeMsr(M.Cpu_, msr::IA32_PERF_GLOBAL_CTRL, 0), Status::Ok);
+  VmcsData &V = M.vmcs();
+  V.set(F::VmEntryControls,
+        V.get(F::VmEntryControls) | controlBit(VmxControl::LoadIa32PerfGlobalCtrlOnEntry));
+  V.set(F::PrimaryVmExitControls, V.get(F::PrimaryVmExitControls) |
+                                      controlBit(VmxControl::LoadIa32PerfGlobalCtrlOnExit));
+  V.set(F::GuestIa32PerfGlobalCtrl, uint64_t(1) << 32);
+  V.set(F::HostIa32PerfGlobalCtrl, 0x1);
+  StepResult R = M.exec(enc::Vmlaunch, 10);
+  EXPECT_EQ(R.Why, StopReason::Halted);
+  EXPECT_EQ(V.get(F::ExitReason), 18u);
+  uint64_t Value = 0;
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_PERF_GLOBAL_CTRL, Value), Status::Ok);
+  EXPECT_EQ(Value, 0x1u);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_FIXED_CTR0, Value), Status::Ok);
+  EXPECT_EQ(Value, 4u);
+  ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_PMC0, Value), Status::Ok);
+  EXPECT_EQ(Value, 1u);
 }
 
 } // namespace

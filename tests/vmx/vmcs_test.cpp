@@ -58,8 +58,9 @@ TEST(VirtualMachineControlStructures, EverySupportedFieldRoundTripsWithWidthTrun
   // VMREAD/VMWRITE-bitmap addresses, the PML address and index, the
   // virtualization-exception information address and the EPTP index, and the 8 of APIC
   // virtualization: APIC-access address, posted-interrupt notification vector and
-  // descriptor address, EOI-exit bitmaps 0-3, guest interrupt status.
-  EXPECT_EQ(Checked, 150u);
+  // descriptor address, EOI-exit bitmaps 0-3, guest interrupt status, and the guest and
+  // host IA32_PERF_GLOBAL_CTRL.
+  EXPECT_EQ(Checked, 152u);
 }
 
 TEST(VirtualMachineControlStructures, HighAccessOfSixtyFourBitFieldsReadsAndWritesBits63To32) {

@@ -33,17 +33,18 @@ TEST(VmxCapabilities, FullProfileControlMsrs) {
   EXPECT_EQ(cap(P, 0x482), 0xfff9fffe0401e172ull);
   EXPECT_EQ(cap(P, 0x48e), 0xfff9fffe04006172ull);
   // Exit: default1 0-8, 10, 11, 13, 14, 16, 17 (2 clearable in TRUE); allowed up to 22
-  // except 12.
-  EXPECT_EQ(cap(P, 0x483), 0x007fefff00036dffull);
-  EXPECT_EQ(cap(P, 0x48f), 0x007fefff00036dfbull);
-  // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 14, 15.
-  EXPECT_EQ(cap(P, 0x484), 0x0000d3ff000011ffull);
-  EXPECT_EQ(cap(P, 0x490), 0x0000d3ff000011fbull);
+  // (12: load IA32_PERF_GLOBAL_CTRL).
+  EXPECT_EQ(cap(P, 0x483), 0x007fffff00036dffull);
+  EXPECT_EQ(cap(P, 0x48f), 0x007fffff00036dfbull);
+  // Entry: default1 0-8, 12 (2 clearable in TRUE); allowed 9, 13 (load
+  // IA32_PERF_GLOBAL_CTRL), 14, 15.
+  EXPECT_EQ(cap(P, 0x484), 0x0000f3ff000011ffull);
+  EXPECT_EQ(cap(P, 0x490), 0x0000f3ff000011fbull);
   // Secondary: virtualize APIC accesses, EPT, descriptor tables, RDTSCP, virtualize
   // x2APIC mode, VPID, WBINVD, unrestricted guest, APIC-register virtualization,
   // virtual-interrupt delivery, PLE, RDRAND, INVPCID, VM functions, VMCS shadowing,
-  // RDSEED, PML, EPT-violation #VE, TSC scaling.
-  EXPECT_EQ(cap(P, 0x48b), 0x02077fff00000000ull);
+  // RDSEED, PML, EPT-violation #VE, mode-based execute control, TSC scaling.
+  EXPECT_EQ(cap(P, 0x48b), 0x02477fff00000000ull);
   EXPECT_EQ(cap(P, 0x492), std::nullopt);
   EXPECT_EQ(cap(P, 0x491), 1u); // EPTP switching
 }
@@ -59,9 +60,9 @@ TEST(VmxCapabilities, FullProfileMiscFixedBitsEnumAndEpt) {
   EXPECT_EQ(cap(P, 0x489), 0x372fffull);
   // Highest index: TSC multiplier (0x2032 -> index 0x19).
   EXPECT_EQ(cap(P, 0x48a), 0x32ull);
-  // X-only, 4-level, UC, WB, 2M, 1G, INVEPT, A/D, single/all-context INVEPT; INVVPID
-  // with all four types.
-  EXPECT_EQ(cap(P, 0x48c), 0x00000f0106334141ull);
+  // X-only, 4-level, UC, WB, 2M, 1G, INVEPT, A/D, advanced EPT-violation information,
+  // single/all-context INVEPT; INVVPID with all four types.
+  EXPECT_EQ(cap(P, 0x48c), 0x00000f0106734141ull);
 }
 
 TEST(VmxCapabilities, MinimalProfileMsrs) {
@@ -83,7 +84,8 @@ TEST(VmxCapabilities, MinimalProfileMsrs) {
 
 TEST(VmxCapabilities, KvmNestedProfileLacksPauseLoopExiting) {
   const VmxProfile &P = VmxProfile::kvmNested();
-  // The full profile's secondary controls without PLE (bit 10) and #VE (bit 18).
+  // The full profile's secondary controls without PLE (bit 10), #VE (bit 18) and
+  // mode-based execute control (bit 22).
   EXPECT_EQ(cap(P, 0x48b), 0x02037bff00000000ull);
   EXPECT_EQ(cap(P, 0x485), 0x600401e5ull);
 }
