@@ -22,7 +22,8 @@
  *   - with IF=1, a spin until the timer's interrupt has run its handler: Xen's own timer
  *     interrupt arrives while the domU runs (an external-interrupt exit), and Xen then
  *     delivers the guest's vector 0x40; the handler ends with an EOI (WRMSR of the x2APIC
- *     EOI register; Xen may virtualize it, then no exit);
+ *     EOI register: with virtual-interrupt delivery no WRMSR exit, but Xen keeps the
+ *     timer's vector in the EOI-exit bitmap, so an EOI-induced exit);
  *   - the timer again, then STI; HLT: Xen blocks the vCPU until the timer wakes it, the
  *     handler runs, and execution goes on after the HLT;
  *   - VMCALL sched_op(SCHEDOP_shutdown, {SHUTDOWN_poweroff}) in 64-bit form (arguments in
