@@ -11,9 +11,10 @@
 #   (built here, the Xen kit)                                -> initramfs-xen.cpio.gz: busybox,
 #     the dom0 Xen modules (xen-evtchn, xen-privcmd, xenfs, xen-gntdev, xen-gntalloc),
 #     xen-utils-4.17's xl, xenstored, xentrace and xen-init-dom0 with their shared
-#     libraries (Debian's, ld.so and libc included), and pvh-hello, a tiny PVH guest built
-#     from scripts/guests/pvh-hello.S; its /init starts the tool stack, runs pvh-hello as
-#     a domU under xentrace and writes Xen's trace out on the console (docs/xen-trace.md)
+#     libraries (Debian's, ld.so and libc included), and two tiny PVH guests built from
+#     scripts/guests/pvh-hello.S (32-bit) and pvh-long.S (64-bit); its /init starts the
+#     tool stack, runs both as domUs, one after the other, under xentrace and writes Xen's
+#     trace out on the console (docs/xen-trace.md)
 #
 # Cache: $VMXSIM_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests. Nothing
 # here is ever written into the checkout, and nothing downloaded is committed.
@@ -219,10 +220,10 @@ build_kvm_initramfs() {
 # its own downloads, so a cache without it gains it without touching the files above.
 # Its /init (prefix "vmxsim-xen:") loads the dom0 Xen modules, mounts xenfs, starts
 # xenstored, xen-init-dom0 and xenconsoled (what Debian's xencommons does), starts
-# xentrace on the HVM and scheduler classes (0x000af000), runs pvh-hello as a PVH domU
-# with `xl create -F` (in the foreground until the domain is gone), stops xentrace, and
-# writes its file out on the console (hvc0, which Xen writes to COM1) in base64, between
-# the lines
+# xentrace on the HVM and scheduler classes (0x000af000), runs pvh-hello and then pvh-long
+# as PVH domUs with `xl create -F` (in the foreground until the domain is gone), stops
+# xentrace, and writes its file out on the console (hvc0, which Xen writes to COM1) in
+# base64, between the lines
 #   vmxsim-xentrace: begin BYTES SHA256
 #   vmxsim-xentrace: end
 # with the kernel's console messages silenced first (dmesg -n 1), so that nothing else
@@ -272,9 +273,11 @@ xentrace -S 16 -e 0x000af000 /tmp/xen.trace &
 xt=$!
 $b sleep 1
 say "xentrace: started"
-xl create -F /etc/xen/pvh-hello.cfg >/tmp/xl.log 2>&1
-say "xl create: exit status $?"
-$b sed 's/^/vmxsim-xen: xl: /' /tmp/xl.log
+for g in pvh-hello pvh-long; do
+  xl create -F /etc/xen/$g.cfg >/tmp/xl.log 2>&1
+  say "xl create $g: exit status $?"
+  $b sed 's/^/vmxsim-xen: xl: /' /tmp/xl.log
+done
 $b kill -INT $xt
 wait $xt
 say "xentrace: exit status $?"
@@ -289,22 +292,26 @@ say "done"
 $b poweroff -f
 EOF
 )"
-# The domU: pvh-hello as a PVH guest, 8 MiB, one vCPU, destroyed when it powers off.
-xen_domu_cfg="$(cat <<'EOF'
-name = "pvh-hello"
+# The domUs, one after the other: pvh-hello (32-bit) and pvh-long (64-bit), each a PVH
+# guest of 8 MiB and one vCPU, destroyed when it powers off. xen_domu_cfg NAME prints the
+# configuration of NAME.
+xen_domu_cfg() {
+  cat <<EOF
+name = "$1"
 type = "pvh"
-kernel = "/lib/xen/pvh-hello"
+kernel = "/lib/xen/$1"
 memory = 8
 vcpus = 1
 on_poweroff = "destroy"
 on_reboot = "destroy"
 on_crash = "destroy"
 EOF
-)"
+}
 # xl's own settings: dom0's memory is fixed by dom0_mem, so no ballooning.
 xen_xl_conf='autoballoon="off"'
 guests_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/guests"
 pvh_src="$guests_dir/pvh-hello.S"
+pvh_long_src="$guests_dir/pvh-long.S"
 pvh_lds="$guests_dir/pvh-hello.ld"
 # The packages the tools and their libraries come from (Debian 12), and what is taken.
 xen_tool_pkgs=(xen-utils-4.17 libxenmisc4.17 libxenstore4 libxentoollog1 libxentoolcore1
@@ -317,9 +324,9 @@ xen_dlopen_libs=(libgcc_s.so.1)
 # load order: xenfs needs xen-privcmd (checked below, as for KVM).
 xen_modules=(drivers/xen/xen-evtchn drivers/xen/xen-privcmd drivers/xen/xenfs/xenfs
   drivers/xen/xen-gntdev drivers/xen/xen-gntalloc)
-xen_sum="$( (printf '%s\n' "$xen_init_script" "$xen_domu_cfg" "$xen_xl_conf" \
+xen_sum="$( (printf '%s\n' "$xen_init_script" "$(xen_domu_cfg NAME)" "$xen_xl_conf" \
   "${xen_tool_pkgs[*]}" "${xen_tools[*]}" "${xen_dlopen_libs[*]}" "${xen_modules[*]}"
-  cat "$pvh_src" "$pvh_lds") | sha256sum | cut -d' ' -f1)"
+  cat "$pvh_src" "$pvh_long_src" "$pvh_lds") | sha256sum | cut -d' ' -f1)"
 
 xen_kit_complete() {
   [ -s "$cache/initramfs-xen.cpio.gz" ] && grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
@@ -330,7 +337,8 @@ xen_kit_complete() {
 # versions.txt), downloaded again for them.
 build_xen_kit() {
   local w line kpkg kdebver kver d f n p todo seen
-  [ -f "$pvh_src" ] && [ -f "$pvh_lds" ] || die "no $pvh_src or $pvh_lds"
+  [ -f "$pvh_src" ] && [ -f "$pvh_long_src" ] && [ -f "$pvh_lds" ] ||
+    die "no $pvh_src, $pvh_long_src or $pvh_lds"
   command -v gcc >/dev/null && command -v ld >/dev/null && command -v readelf >/dev/null ||
     die "gcc, ld and readelf are needed to build the Xen kit"
   line="$(grep -E '^linux-image-.* kernel ' "$cache/versions.txt" | head -n 1)"
@@ -396,7 +404,11 @@ build_xen_kit() {
   gcc -m32 -c -o "$w/pvh-hello.o" "$pvh_src" &&
     ld -m elf_i386 -static -nostdlib --build-id=none --no-warn-rwx-segments -T "$pvh_lds" \
       -o "$w/root/lib/xen/pvh-hello" "$w/pvh-hello.o" || die "cannot build pvh-hello"
-  printf '%s\n' "$xen_domu_cfg" >"$w/root/etc/xen/pvh-hello.cfg"
+  # pvh-long: 32-bit code at its entry, 64-bit code after, in an ELF64 file.
+  gcc -c -o "$w/pvh-long.o" "$pvh_long_src" &&
+    ld -m elf_x86_64 -static -nostdlib --build-id=none --no-warn-rwx-segments -T "$pvh_lds" \
+      -o "$w/root/lib/xen/pvh-long" "$w/pvh-long.o" || die "cannot build pvh-long"
+  for n in pvh-hello pvh-long; do xen_domu_cfg "$n" >"$w/root/etc/xen/$n.cfg"; done
   printf '%s\n' "$xen_xl_conf" >"$w/root/etc/xen/xl.conf"
   build_initramfs "$cache/busybox" "$xen_init_script" "$w/root" "$w/initramfs-xen.cpio.gz"
   local vers=""

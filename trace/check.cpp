@@ -971,13 +971,67 @@ private:
     case XT_EV_CrRead64:
     case XT_EV_CrWrite:
     case XT_EV_CrWrite64: {
-      // Control-register accesses: bits 3:0 CR number, bits 5:4 type (0 to CR, 1 from).
+      // Control-register accesses: bits 3:0 CR number, bits 5:4 type (0 to CR, 1 from),
+      // bits 11:8 the general register. A MOV to CR's value (Xen 4.17's hvm_mov_to_cr
+      // traces the register's whole value) is the register's at the exit when that is
+      // RAX, RCX or RDX (GT_VMEXIT_REGS); from another register, and a MOV from CR's
+      // value (the result), it is free.
       const uint64_t Type = R.Event == XT_EV_CrRead || R.Event == XT_EV_CrRead64 ? 1 : 0;
-      Check(Basic == kCrReason && R.NumWords >= 1 && R.Words[0] == (E.Qual & 15) &&
-                ((E.Qual >> 4) & 3) == Type,
-            "CR number or access type differs from the exit qualification");
+      if (Basic != kCrReason || R.NumWords < 1 || R.Words[0] != (E.Qual & 15) ||
+          ((E.Qual >> 4) & 3) != Type)
+        return Check(false, "CR number or access type differs from the exit qualification");
+      const unsigned Gpr = unsigned(E.Qual >> 8) & 15;
+      const bool Wide = R.Event == XT_EV_CrWrite64;
+      const uint64_t Value = Wide && R.NumWords >= 3 ? word64(R, 1)
+                             : R.NumWords >= 2       ? R.Words[1]
+                                                     : 0;
+      const uint64_t Reg = Wide ? E.Gpr[Gpr < 3 ? Gpr : 0] : uint32_t(E.Gpr[Gpr < 3 ? Gpr : 0]);
+      Check(Type == 1 || Gpr >= 3 || !Regs || R.NumWords < (Wide ? 3u : 2u) || Value == Reg,
+            "the value written differs from the register at the exit");
       break;
     }
+    case XT_EV_Npf:
+      // NPF {gpa, mfn, qualification, p2m type} (Xen 4.17's ept_handle_violation): the
+      // guest-physical address (GT_VMEXIT_ADDR) and the exit qualification's low 32 bits
+      // (SDM Vol. 3C, "Exit Qualification for EPT Violations"); the frame and the p2m type
+      // are Xen's own (free).
+      Check(Basic == kEptViolationReason && R.NumWords == 6 && word64(R, 0) == E.Gpa &&
+                R.Words[4] == uint32_t(E.Qual),
+            "not an EPT violation, or the guest-physical address or qualification differs");
+      break;
+    case XT_EV_IomemRead:
+    case XT_EV_IomemWrite:
+    case XT_EV_IomemRead64:
+    case XT_EV_IomemWrite64: {
+      // IOMEM_READ/WRITE {address, data} (Xen 4.17's hvmtrace_io_assist, 64-bit forms for
+      // addresses above 4 GiB): an access Xen's emulator made to emulated MMIO, after an
+      // EPT violation or misconfiguration. The exit's first such access is the one that
+      // faulted: its address is the exit's guest-physical address. Later ones (a string
+      // instruction's) and the data (a load's result; a store's source register, which
+      // the ground truth does not record for these exits) are free.
+      const bool Wide = R.Event == XT_EV_IomemRead64 || R.Event == XT_EV_IomemWrite64;
+      const uint64_t Addr = Wide ? (R.NumWords >= 2 ? word64(R, 0) : ~uint64_t(0))
+                                 : (R.NumWords >= 1 ? R.Words[0] : ~uint64_t(0));
+      const bool First = Window[R.Cpu].Iomem++ == 0;
+      Check((Basic == kEptViolationReason || Basic == kEptMisconfigReason) &&
+                (!First || Addr == E.Gpa),
+            "not after an EPT violation or misconfiguration, or the first access's address "
+            "differs from the exit's guest-physical address");
+      break;
+    }
+    case XT_EV_Intr:
+      // INTR {vector} (Xen 4.17's vmx_do_extint): an external interrupt's vector, from the
+      // VM-exit interruption information (GT_VMEXIT_EVENT; SDM Vol. 3C, "Information for
+      // VM Exits Due to Vectored Events").
+      Check(Basic == kExternalInterruptReason && R.NumWords == 1 &&
+                (E.IntrInfo & kIntrValid) && R.Words[0] == (E.IntrInfo & 0xff),
+            "not an external-interrupt exit, or the vector differs from the exit's");
+      break;
+    case XT_EV_Hlt:
+      // HLT {pending} (Xen 4.17's hvm_hlt, after the vCPU blocked): after an HLT exit;
+      // whether the vCPU is already runnable again is Xen's scheduler's state (free).
+      Check(Basic == kHltReason, "not an HLT exit");
+      break;
     case XT_EV_Clts:
     case XT_EV_Lmsw:
     case XT_EV_Lmsw64: {
@@ -1269,6 +1323,7 @@ private:
   /// Per CPU, the records seen inside its open exit (with slot watching).
   struct WindowState {
     unsigned Handler = 0;
+    unsigned Iomem = 0; ///< IOMEM_* records so far (without slot watching)
     bool Inj = false;
     bool IntrWindow = false;
   };

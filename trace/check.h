@@ -36,9 +36,18 @@
 // Without slot watching, Xen's handler records are also checked against the guest's
 // RAX/RCX/RDX at the exit (GT_VMEXIT_REGS; trace/exit_operands.h): IOPORT_WRITE's data =
 // RAX's low bytes, CPUID's leaf and sub-leaf = EAX and ECX, MSR_READ's and MSR_WRITE's
-// index = ECX, MSR_WRITE's value = EDX:EAX; each only after an exit of its reason
-// (VMMCALL after a VMCALL). Results (an IN's data, CPUID's answer, an RDMSR's value) and
-// VMMCALL's EAX (no GT_VMEXIT_REGS for VMCALL) are free.
+// index = ECX, MSR_WRITE's value = EDX:EAX, CR_WRITE(64)'s value = the register the
+// qualification names when that is RAX, RCX or RDX; and against the exit's other fields:
+// NPF's guest-physical address (GT_VMEXIT_ADDR) and qualification, the first
+// IOMEM_READ/WRITE(64)'s address after an EPT violation or misconfiguration (the
+// faulting access), INTR's vector (GT_VMEXIT_EVENT's interruption information). Each
+// only after an exit of its reason (VMMCALL after a VMCALL, HLT after an HLT). Results
+// (an IN's data, CPUID's answer, an RDMSR's value, a MOV from CR's value, an IOMEM load's
+// data), what only Xen knows (NPF's frame and p2m type, HLT's pending), an IOMEM store's
+// data (its source register is not in GT_VMEXIT_REGS), the later IOMEM records of one
+// exit (a string instruction's), and VMMCALL's EAX (no GT_VMEXIT_REGS for VMCALL) are
+// free. Other HVM records (the EMUL subclass's LAPIC timer records, INTR_WINDOW, ...) are
+// read but neither checked nor counted.
 //
 // # Every word proven: ground truth with slot watching
 //

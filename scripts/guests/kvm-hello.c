@@ -21,10 +21,15 @@
 //
 // Each step sends its results out through its own port (0x501 to 0x508). kvm-hello prints
 // one line per exit and one "... ok" line per step it checked, or the first call or check
-// that failed. Exit status: 0 when every step checked out, 1 otherwise.
+// that failed. When Linux has two CPUs or more, the first part's thread is pinned to CPU 0
+// and a second part follows (smpPart below): a VM with two vCPUs, one thread each, pinned
+// to CPUs 0 and 1. Exit status: 0 when every step checked out, 1 otherwise.
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,10 +169,190 @@ static uint32_t get32(const uint8_t *P) {
   return V;
 }
 
+// CPUID as the guest sees it: leaf 0 only, with a vendor no CPU has, so the guest's
+// answer can only come from here.
+static int setCpuidVendor(int Vcpu) {
+  struct {
+    struct kvm_cpuid2 Head;
+    struct kvm_cpuid_entry2 Entry[1];
+  } Cpuid;
+  memset(&Cpuid, 0, sizeof Cpuid);
+  Cpuid.Head.nent = 1;
+  Cpuid.Entry[0].function = 0;
+  Cpuid.Entry[0].eax = 0;
+  memcpy(&Cpuid.Entry[0].ebx, "vmxs", 4);
+  memcpy(&Cpuid.Entry[0].edx, "imKV", 4);
+  memcpy(&Cpuid.Entry[0].ecx, "Mkit", 4);
+  return ioctl(Vcpu, KVM_SET_CPUID2, &Cpuid);
+}
+
+// The second part, run when Linux has two CPUs or more (the kvm kit booted with --smp 2):
+// a VM with two vCPUs, each run by its own thread pinned to its own host CPU (vCPU n on
+// CPU n), so that each CPU's kvm_exit and kvm_entry events are that vCPU's. Each vCPU runs
+// the real-mode guest below from its own reset state (a user-space irqchip: no INIT/SIPI,
+// every vCPU is runnable): OUT of its number (BL, set by kvm-hello) to port 0x510, CPUID
+// leaf 0 (answered by KVM from KVM_SET_CPUID2's vendor), OUT of CPUID's EBX to 0x511,
+// HLT. The threads record what they saw; main prints it after joining them, in vCPU order.
+extern const uint8_t SmpGuestStart[], SmpGuestEnd[];
+__asm__(".pushsection .rodata.kvm_smp_guest, \"a\"\n"
+        ".code16\n"
+        "SmpGuestStart:\n"
+        "  mov $0x510, %dx\n"
+        "  mov %bl, %al\n"
+        "  out %al, %dx\n"
+        "  xor %eax, %eax\n"
+        "  xor %ecx, %ecx\n"
+        "  cpuid\n"
+        "  mov $0x511, %dx\n"
+        "  mov %ebx, %eax\n"
+        "  out %eax, %dx\n"
+        "  hlt\n"
+        "SmpGuestEnd:\n"
+        ".code64\n"
+        ".popsection\n");
+
+enum { SmpVcpus = 2, SmpCodeGpa = 0x3000 };
+
+struct SmpVcpu {
+  int Fd, Index, RunSize;
+  uint32_t Id, Vendor; // what the guest sent to 0x510 and 0x511
+  int Exits, Ok;
+  char Problem[96];
+};
+
+static void *smpRun(void *Arg) {
+  struct SmpVcpu *V = Arg;
+  cpu_set_t Set;
+  CPU_ZERO(&Set);
+  CPU_SET(V->Index, &Set);
+  if (sched_setaffinity(0, sizeof Set, &Set) < 0) {
+    snprintf(V->Problem, sizeof V->Problem, "sched_setaffinity to CPU %d: %s", V->Index,
+             strerror(errno));
+    return NULL;
+  }
+  struct kvm_run *Run =
+      mmap(NULL, (size_t)V->RunSize, PROT_READ | PROT_WRITE, MAP_SHARED, V->Fd, 0);
+  if (Run == MAP_FAILED) {
+    snprintf(V->Problem, sizeof V->Problem, "mmap kvm_run: %s", strerror(errno));
+    return NULL;
+  }
+  for (V->Exits = 0; V->Exits < 8; ++V->Exits) {
+    if (ioctl(V->Fd, KVM_RUN, 0) < 0) {
+      snprintf(V->Problem, sizeof V->Problem, "KVM_RUN: %s", strerror(errno));
+      return NULL;
+    }
+    if (Run->exit_reason == KVM_EXIT_HLT) {
+      ++V->Exits;
+      V->Ok = 1;
+      return NULL;
+    }
+    if (Run->exit_reason != KVM_EXIT_IO || Run->io.direction != KVM_EXIT_IO_OUT ||
+        Run->io.count != 1) {
+      snprintf(V->Problem, sizeof V->Problem, "exit reason %u", Run->exit_reason);
+      return NULL;
+    }
+    const uint8_t *D = (uint8_t *)Run + Run->io.data_offset;
+    if (Run->io.port == 0x510 && Run->io.size == 1)
+      V->Id = D[0];
+    else if (Run->io.port == 0x511 && Run->io.size == 4)
+      V->Vendor = get32(D);
+    else {
+      snprintf(V->Problem, sizeof V->Problem, "out to port %#x size %u", Run->io.port,
+               Run->io.size);
+      return NULL;
+    }
+  }
+  snprintf(V->Problem, sizeof V->Problem, "no hlt after 8 exits");
+  return NULL;
+}
+
+static int smpPart(int Kvm) {
+  int Vm = ioctl(Kvm, KVM_CREATE_VM, 0UL);
+  if (Vm < 0)
+    return fail("smp: KVM_CREATE_VM");
+  if (ioctl(Vm, KVM_SET_TSS_ADDR, 0xfffbd000UL) < 0)
+    return fail("smp: KVM_SET_TSS_ADDR");
+  uint8_t *Mem = mmap(NULL, 0x4000, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (Mem == MAP_FAILED)
+    return fail("smp: mmap");
+  memcpy(Mem + SmpCodeGpa, SmpGuestStart, (size_t)(SmpGuestEnd - SmpGuestStart));
+  struct kvm_userspace_memory_region Region = {
+      .slot = 0, .guest_phys_addr = 0, .memory_size = 0x4000,
+      .userspace_addr = (uint64_t)(uintptr_t)Mem};
+  if (ioctl(Vm, KVM_SET_USER_MEMORY_REGION, &Region) < 0)
+    return fail("smp: KVM_SET_USER_MEMORY_REGION");
+  const int RunSize = ioctl(Kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+  if (RunSize < 0)
+    return fail("smp: KVM_GET_VCPU_MMAP_SIZE");
+  struct SmpVcpu V[SmpVcpus];
+  memset(V, 0, sizeof V);
+  for (int I = 0; I < SmpVcpus; ++I) {
+    V[I].Index = I;
+    V[I].RunSize = RunSize;
+    V[I].Fd = ioctl(Vm, KVM_CREATE_VCPU, (unsigned long)I);
+    if (V[I].Fd < 0)
+      return fail("smp: KVM_CREATE_VCPU");
+    if (setCpuidVendor(V[I].Fd) < 0)
+      return fail("smp: KVM_SET_CPUID2");
+    struct kvm_sregs Sregs;
+    if (ioctl(V[I].Fd, KVM_GET_SREGS, &Sregs) < 0)
+      return fail("smp: KVM_GET_SREGS");
+    Sregs.cs.base = SmpCodeGpa;
+    Sregs.cs.selector = SmpCodeGpa >> 4;
+    if (ioctl(V[I].Fd, KVM_SET_SREGS, &Sregs) < 0)
+      return fail("smp: KVM_SET_SREGS");
+    struct kvm_regs Regs;
+    memset(&Regs, 0, sizeof Regs);
+    Regs.rbx = 0x30 + (uint64_t)I; // the vCPU's number, as the digit it sends
+    Regs.rsp = 0x1000;
+    Regs.rflags = 0x2;
+    if (ioctl(V[I].Fd, KVM_SET_REGS, &Regs) < 0)
+      return fail("smp: KVM_SET_REGS");
+  }
+  pthread_t T[SmpVcpus];
+  for (int I = 0; I < SmpVcpus; ++I)
+    if ((errno = pthread_create(&T[I], NULL, smpRun, &V[I])) != 0)
+      return fail("smp: pthread_create");
+  for (int I = 0; I < SmpVcpus; ++I)
+    pthread_join(T[I], NULL);
+  int Bad = 0;
+  for (int I = 0; I < SmpVcpus; ++I) {
+    if (!V[I].Ok) {
+      printf("kvm-hello: smp: vcpu %d on cpu %d: %s: FAILED\n", I, I, V[I].Problem);
+      Bad = 1;
+      continue;
+    }
+    char S[5];
+    memcpy(S, &V[I].Vendor, 4);
+    S[4] = 0;
+    printf("kvm-hello: smp: vcpu %d on cpu %d: out 0x510 '%c', cpuid ebx '%s', hlt, %d exits "
+           "to user space\n",
+           I, I, (int)V[I].Id, S, V[I].Exits);
+    if (V[I].Id != 0x30u + (uint32_t)I || strcmp(S, "vmxs") != 0) {
+      printf("kvm-hello: smp: vcpu %d: FAILED\n", I);
+      Bad = 1;
+    }
+  }
+  if (Bad)
+    return 1;
+  printf("kvm-hello: smp ok: %d vcpus on %d cpus\n", SmpVcpus, SmpVcpus);
+  return 0;
+}
+
 // The pattern slot 1 starts with, and its dword sum the guest must send.
 static uint32_t pattern(uint32_t I) { return I * 0x9e3779b9u + 1; }
 
 int main(void) {
+  // With several CPUs, the first part's vCPU runs on CPU 0 (so its events stay on one
+  // CPU), and the second part follows it.
+  const long Cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (Cpus >= SmpVcpus) {
+    cpu_set_t Set;
+    CPU_ZERO(&Set);
+    CPU_SET(0, &Set);
+    if (sched_setaffinity(0, sizeof Set, &Set) < 0)
+      return fail("sched_setaffinity to CPU 0");
+  }
   int Kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (Kvm < 0)
     return fail("open /dev/kvm");
@@ -217,20 +402,7 @@ int main(void) {
   if (Run == MAP_FAILED)
     return fail("mmap kvm_run");
 
-  // CPUID as the guest sees it: leaf 0 only, with a vendor no CPU has, so the guest's
-  // answer can only come from here.
-  struct {
-    struct kvm_cpuid2 Head;
-    struct kvm_cpuid_entry2 Entry[1];
-  } Cpuid;
-  memset(&Cpuid, 0, sizeof Cpuid);
-  Cpuid.Head.nent = 1;
-  Cpuid.Entry[0].function = 0;
-  Cpuid.Entry[0].eax = 0;
-  memcpy(&Cpuid.Entry[0].ebx, "vmxs", 4);
-  memcpy(&Cpuid.Entry[0].edx, "imKV", 4);
-  memcpy(&Cpuid.Entry[0].ecx, "Mkit", 4);
-  if (ioctl(Vcpu, KVM_SET_CPUID2, &Cpuid) < 0)
+  if (setCpuidVendor(Vcpu) < 0)
     return fail("KVM_SET_CPUID2");
 
   // Real mode, CS base 0x1000 (selector 0x100), IP 0; SS:SP 0:0x1000.
@@ -383,7 +555,7 @@ int main(void) {
       if (Done != 0xff)
         return bad("a step's exit missing");
       printf("kvm-hello: all steps ok\n");
-      return 0;
+      return Cpus >= SmpVcpus ? smpPart(Kvm) : 0;
     }
     case KVM_EXIT_FAIL_ENTRY:
       printf("kvm-hello: exit fail_entry hardware_entry_failure_reason %#llx\n",

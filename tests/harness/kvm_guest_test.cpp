@@ -35,6 +35,7 @@
 #include "trace/summary.h"
 #include "trace/writer.h"
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -204,4 +205,104 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
       {52, 1},  // VMX-preemption timer expired (KVM's immediate exit)
   };
   EXPECT_EQ(Exits, Golden);
+}
+
+// KVM with two vCPUs on two CPUs: Linux booted with --smp 2 runs kvm-hello's first part
+// (pinned to CPU 0) and then its second: a VM with two vCPUs, each run by a thread pinned
+// to its own CPU (vCPU n on CPU n), each through an OUT, a CPUID and a HLT. KVM's ftrace
+// events carry the CPU they ran on; the import keeps them per CPU and the check pairs each
+// CPU's kvm_exit and kvm_entry events with that CPU's VM exits and entries.
+TEST(LinuxKvm, TwoVcpusOnTwoCpusTraceTheirExitsPerCpuAndTheTraceChecksOut) {
+  const std::string Cache = guestCache();
+  const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs-kvm.cpio.gz";
+  if (Cache.empty() || !std::filesystem::exists(Kernel) || !std::filesystem::exists(Initrd))
+    GTEST_SKIP() << "no Debian kernel and kvm initramfs in the guest cache '" << Cache
+                 << "': run scripts/fetch-guests.sh";
+  const std::string Serial = std::filesystem::temp_directory_path() /
+                             fmt::format("vmxsim_kvm_smp_test_{}", ::getpid());
+  const std::string Ftrace = Serial + ".ftrace", GroundTruth = Serial + ".gt.xt";
+  MachineConfig Cfg;
+  Cfg.Vmx = &VmxProfile::full();
+  Cfg.Kernel = Kernel;
+  Cfg.Modules = {Initrd};
+  Cfg.RamBytes = 512ull << 20;
+  Cfg.Append = "console=ttyS0";
+  Cfg.NumCpus = 2;
+  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,779,748,232
+  Cfg.Serial = OutputSpec::file(Serial);
+  Cfg.Serial2 = OutputSpec::file(Ftrace);
+  Cfg.GroundTruthFile = GroundTruth;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  ASSERT_NE(M, nullptr) << Err.str();
+  const RunResult R = M->run();
+  M.reset();
+  const std::string Out = readFile(Serial), FtraceText = readFile(Ftrace),
+                    GtBytes = readFile(GroundTruth);
+  std::filesystem::remove(Serial);
+  std::filesystem::remove(Ftrace);
+  std::filesystem::remove(GroundTruth);
+
+  ASSERT_EQ(R.Reason, RunReason::PowerOff) << R.describe() << "\nserial output:\n" << Out;
+  const char *Lines[] = {
+      "smp: Brought up 1 node, 2 CPUs",
+      "\nkvm-hello: all steps ok\r\n",
+      "\nkvm-hello: smp: vcpu 0 on cpu 0: out 0x510 '0', cpuid ebx 'vmxs', hlt, 3 exits to "
+      "user space\r\n",
+      "\nkvm-hello: smp: vcpu 1 on cpu 1: out 0x510 '1', cpuid ebx 'vmxs', hlt, 3 exits to "
+      "user space\r\n",
+      "\nkvm-hello: smp ok: 2 vcpus on 2 cpus\r\n",
+      "\nvmxsim-kvm: kvm-hello: exit status 0\r\n",
+      "\nvmxsim-kvm: done\r\n",
+  };
+  size_t At = 0;
+  for (const char *Line : Lines) {
+    const size_t Found = Out.find(Line, At);
+    ASSERT_NE(Found, std::string::npos) << "missing (in order): " << Line << "\n" << Out;
+    At = Found + 1;
+  }
+
+  trace::MemoryOutput Imported;
+  const trace::FtraceImportResult I = trace::importFtrace(FtraceText, "ftrace", Imported);
+  ASSERT_EQ(I.Status, 0) << I.Problem << "\n" << FtraceText;
+  EXPECT_EQ(I.Cpus, 2u);
+  EXPECT_EQ(I.Events, 99u);
+  EXPECT_EQ(I.Exits, 36u);
+  EXPECT_EQ(I.Entries, 36u);
+  EXPECT_EQ(I.Handlers, 27u);
+  EXPECT_EQ(I.Unknown, 0u);
+  trace::TraceReader K, G;
+  K.openMemory(Imported.Bytes.data(), Imported.Bytes.size());
+  G.openMemory(GtBytes.data(), GtBytes.size());
+  const trace::KvmCheckResult C = trace::checkKvmAgainstGroundTruth(K, G);
+  ASSERT_TRUE(C.Ok) << C.Problem << "\n" << FtraceText;
+  // Per CPU: {exits, entries, handler events}.
+  std::map<unsigned, std::array<uint64_t, 3>> PerCpu;
+  for (const auto &Cpu : C.Cpus)
+    PerCpu[Cpu.Cpu] = {Cpu.Exits, Cpu.Entries, Cpu.Handlers};
+  // CPU 0: the first part's 27 exits and 21 handler events, then vCPU 0's OUT, CPUID,
+  // OUT and HLT (3 events: kvm_pio, kvm_cpuid, kvm_pio); CPU 1: vCPU 1's, after an EPT
+  // violation on the code page (the first of the two vCPUs to touch it maps it).
+  EXPECT_EQ(PerCpu, (std::map<unsigned, std::array<uint64_t, 3>>{{0, {31, 31, 24}},
+                                                                 {1, {5, 5, 3}}}));
+
+  // The golden exits per CPU and basic reason, from KVM's trace and from the ground truth.
+  auto exitsPerCpuAndReason = [](const uint8_t *Bytes, size_t Size) {
+    trace::TraceReader S;
+    S.openMemory(Bytes, Size);
+    std::map<std::pair<unsigned, uint32_t>, uint64_t> Exits;
+    for (const trace::ScopeSummary &Cpu : trace::summarizeTrace(S).Cpus)
+      for (const trace::ReasonRow &Row : Cpu.Reasons)
+        Exits[{Cpu.Cpu, Row.Reason}] = Row.Exits;
+    return Exits;
+  };
+  const std::map<std::pair<unsigned, uint32_t>, uint64_t> Golden = {
+      {{0, 7}, 1},  {{0, 10}, 2}, {{0, 12}, 2}, {{0, 30}, 15}, {{0, 31}, 1},
+      {{0, 32}, 1}, {{0, 48}, 7}, {{0, 49}, 1}, {{0, 52}, 1}, // the first part and vCPU 0
+      {{1, 10}, 1}, {{1, 12}, 1}, {{1, 30}, 2}, {{1, 48}, 1},  // vCPU 1
+  };
+  EXPECT_EQ(exitsPerCpuAndReason(Imported.Bytes.data(), Imported.Bytes.size()), Golden);
+  EXPECT_EQ(exitsPerCpuAndReason(reinterpret_cast<const uint8_t *>(GtBytes.data()),
+                                 GtBytes.size()),
+            Golden);
 }

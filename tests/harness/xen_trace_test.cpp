@@ -2,10 +2,11 @@
 // boot (tbuf_size=16), boots Linux 6.1 as its PV dom0 from the Xen kit that
 // scripts/fetch-guests.sh builds (initramfs-xen.cpio.gz). Its /init starts Debian's tool
 // stack (xenstored, xen-init-dom0, xenconsoled), runs xentrace, and starts pvh-hello
-// (scripts/guests/pvh-hello.S) as a PVH domU with `xl create -F`. The domU's VM exits are
-// handled by Xen's own vmx_vmexit_handler, which records them (TRC_HVM_VMEXIT, handler
-// records, TRC_HVM_VMENTRY); xentrace's file comes out on the console in base64. Skipped
-// when the cache lacks the kit.
+// (scripts/guests/pvh-hello.S, 32-bit) and then pvh-long (pvh-long.S: long mode, MMIO,
+// its APIC timer during a spin and to wake it from HLT) as PVH domUs with `xl create -F`.
+// The domUs' VM exits are handled by Xen's own vmx_vmexit_handler, which records them
+// (TRC_HVM_VMEXIT/VMEXIT64, handler records, TRC_HVM_VMENTRY); xentrace's file comes out
+// on the console in base64. On one CPU and on two. Skipped when the cache lacks the kit.
 //
 // Asserted: the tool stack's markers and the domU's lines (printed by Xen from port 0xe9),
 // the trace imported (`trace import --xen-console`), checked against vmxsim's ground truth
@@ -19,6 +20,7 @@
 #include "trace/summary.h"
 #include "trace/xen_console_import.h"
 
+#include <array>
 #include <filesystem>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -38,16 +40,19 @@ std::map<uint32_t, uint64_t> exitsPerReason(const trace::ScopeSummary &S) {
   return Exits;
 }
 
-} // namespace
-
-TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
+/// One run of the Xen kit on NumCpus: the console and the ground truth. False (nothing
+/// run) when the cache lacks the kit.
+struct KitRun {
+  RunResult Result;
+  std::string Serial, GroundTruth;
+};
+bool runXenKit(unsigned NumCpus, KitRun &K) {
   const std::string Cache = guestCache();
   const std::string Xen = Cache + "/xen-4.17-amd64", Kernel = Cache + "/vmlinuz",
                     Initrd = Cache + "/initramfs-xen.cpio.gz";
   if (Cache.empty() || !std::filesystem::exists(Xen) || !std::filesystem::exists(Kernel) ||
       !std::filesystem::exists(Initrd))
-    GTEST_SKIP() << "no Xen, Debian kernel and Xen kit (initramfs-xen.cpio.gz) in the guest "
-                    "cache '" << Cache << "': run scripts/fetch-guests.sh";
+    return false;
   const std::string Serial = std::filesystem::temp_directory_path() /
                              fmt::format("vmxsim_xen_trace_test_{}", ::getpid());
   const std::string GroundTruth = Serial + ".gt.xt";
@@ -57,24 +62,28 @@ TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
   Cfg.Append = "console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=256M "
                "tbuf_size=16";
   Cfg.RamBytes = 1024ull << 20;
-  Cfg.NumCpus = 1;
-  Cfg.MaxInsns = 16'000'000'000; // the whole run is 8,870,360,288
+  Cfg.NumCpus = NumCpus;
+  Cfg.MaxInsns = 20'000'000'000; // the run is 8,913,511,135 on 1 CPU, 9,510,145,006 on 2
   Cfg.Serial = OutputSpec::file(Serial);
   Cfg.GroundTruthFile = GroundTruth;
   Error Err;
   auto M = Machine::create(Cfg, Err);
-  ASSERT_NE(M, nullptr) << Err.str();
-  const RunResult R = M->run();
-  M.reset(); // closes the files
-  const std::string Out = readFile(Serial);
-  const std::string GtBytes = readFile(GroundTruth);
+  EXPECT_NE(M, nullptr) << Err.str();
+  if (M) {
+    K.Result = M->run();
+    M.reset(); // closes the files
+  }
+  K.Serial = readFile(Serial);
+  K.GroundTruth = readFile(GroundTruth);
   std::filesystem::remove(Serial);
   std::filesystem::remove(GroundTruth);
+  return true;
+}
 
-  ASSERT_EQ(R.Reason, RunReason::PowerOff) << R.describe() << "\nserial output:\n" << Out;
-  EXPECT_EQ(R.ExitValue, 0x604u);
-  // In this order: the tool stack, the domU's own lines (Xen prints port 0xe9 output of
-  // domain 1 as "(d1) ..."), xl's report of its end, the trace written out.
+/// The kit's console lines, in this order: the tool stack, the domUs' own lines (Xen
+/// prints port 0xe9 output of domain N as "(dN) ..."), xl's report of each end, the trace
+/// written out.
+void expectKitLines(const std::string &Out) {
   const char *Lines[] = {
       "(XEN) xentrace: initialised",
       "\nvmxsim-xen: insmod xen-evtchn: ok\r",
@@ -91,8 +100,19 @@ TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
       "(d1) pvh-hello: rdmsr 0x2ff 00000806\r",
       "(d1) pvh-hello: xen_version 00040011\r",
       "(d1) pvh-hello: poweroff\r",
-      "\nvmxsim-xen: xl create: exit status 0\r",
+      "\nvmxsim-xen: xl create pvh-hello: exit status 0\r",
       "\nvmxsim-xen: xl: Domain 1 has shut down, reason code 0 0x0\r",
+      // pvh-long: into long mode, an MMIO load and store where it has no memory (Xen's
+      // null handler: all ones), its local APIC's timer interrupt during a spin and as
+      // the wake-up from HLT.
+      "(d2) pvh-long: start\r",
+      "(d2) pvh-long: long mode\r",
+      "(d2) pvh-long: mmio load ffffffff\r",
+      "(d2) pvh-long: spin: ticks 01\r",
+      "(d2) pvh-long: hlt: woken, ticks 02\r",
+      "(d2) pvh-long: poweroff\r",
+      "\nvmxsim-xen: xl create pvh-long: exit status 0\r",
+      "\nvmxsim-xen: xl: Domain 2 has shut down, reason code 0 0x0\r",
       "\nvmxsim-xen: xentrace: exit status 0\r",
       "\nvmxsim-xentrace: begin ",
       "\nvmxsim-xentrace: end\r",
@@ -106,45 +126,150 @@ TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
     At = Found + 1;
   }
   EXPECT_EQ(Out.find("Panic"), std::string::npos) << Out;
+}
+
+} // namespace
+
+TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
+  KitRun K;
+  if (!runXenKit(1, K))
+    GTEST_SKIP() << "no Xen, Debian kernel and Xen kit (initramfs-xen.cpio.gz) in the guest "
+                    "cache '" << guestCache() << "': run scripts/fetch-guests.sh";
+  const RunResult &R = K.Result;
+  const std::string &Out = K.Serial;
+  const std::string &GtBytes = K.GroundTruth;
+  ASSERT_EQ(R.Reason, RunReason::PowerOff) << R.describe() << "\nserial output:\n" << Out;
+  EXPECT_EQ(R.ExitValue, 0x604u);
+  expectKitLines(Out);
 
   // Xen's trace, out of the console.
   const trace::XenConsoleImport I = trace::importXenConsole(Out, "serial");
   ASSERT_EQ(I.Status, 0) << I.Problem;
   ASSERT_FALSE(I.Bytes.empty());
 
-  // Checked against the ground truth: 163 exits, 163 entries (the launch's and 162
-  // resumes: the last exit, SCHEDOP_shutdown, has none) and 163 handler records.
+  // Checked against the ground truth: 323 exits and 323 entries (each domU's launch and
+  // resumes; the last exit of each, SCHEDOP_shutdown, has none, and neither has the HLT
+  // that blocks the vCPU: Xen resumes it later), 322 handler records (none for the
+  // interrupt window and the two EOI-induced exits; NPF and IOMEM for each EPT violation).
   trace::TraceReader H, G;
   H.openMemory(I.Bytes.data(), I.Bytes.size());
   G.openMemory(GtBytes.data(), GtBytes.size());
   const trace::CheckResult C = trace::checkAgainstGroundTruth(H, G);
   ASSERT_TRUE(C.Ok) << C.Problem;
   ASSERT_EQ(C.Cpus.size(), 1u);
-  EXPECT_EQ(C.Cpus[0].Exits, 163u);
-  EXPECT_EQ(C.Cpus[0].Entries, 163u);
-  EXPECT_EQ(C.Cpus[0].HandlerRecords, 163u);
-  // Xen traced from boot: its 16 pages filled long before the domU (one LOST_RECORDS).
+  EXPECT_EQ(C.Cpus[0].Exits, 323u);
+  EXPECT_EQ(C.Cpus[0].Entries, 323u);
+  EXPECT_EQ(C.Cpus[0].HandlerRecords, 322u);
+  // Xen traced from boot: its 16 pages filled long before the domUs (one LOST_RECORDS).
   EXPECT_EQ(C.LostOutsideExits, 1u);
 
   // The golden exits per basic reason (SDM Vol. 3D, Appendix C), the same in Xen's trace
-  // (CPU 0, vCPU d1v0 by the scheduler's records) and in the ground truth.
+  // (CPU 0; vCPUs d1v0 and d2v0 by the scheduler's records) and in the ground truth.
   const std::map<uint32_t, uint64_t> Golden = {
-      {10, 2},   // CPUID: leaves 0 and 0x40000000
-      {18, 2},   // VMCALL: xen_version, SCHEDOP_shutdown
-      {30, 156}, // I/O: 154 bytes out to 0xe9, IN and OUT of 0x510
-      {31, 2},   // RDMSR: 0xfe, 0x2ff
-      {32, 1},   // WRMSR: 0x2ff
+      {1, 2},    // external interrupt: Xen's timer during pvh-long's spin
+      {7, 1},    // interrupt window: pvh-long's STI
+      {10, 3},   // CPUID: pvh-hello's leaves 0 and 0x40000000, pvh-long's leaf 1
+      {12, 1},   // HLT: pvh-long, woken by its APIC timer
+      {18, 3},   // VMCALL: xen_version, SCHEDOP_shutdown twice
+      {28, 2},   // MOV to CR4 and CR0: pvh-long into long mode
+      {30, 296}, // I/O: 154 + 140 bytes out to 0xe9, IN and OUT of 0x510
+      {31, 3},   // RDMSR: 0xfe, 0x2ff, IA32_APIC_BASE
+      {32, 8},   // WRMSR: 0x2ff, IA32_EFER, IA32_APIC_BASE and four x2APIC registers
+      {45, 2},   // EOI-induced: pvh-long's timer handler, twice
+      {48, 2},   // EPT violation: pvh-long's MMIO load and store
   };
   trace::TraceReader S;
   S.openMemory(I.Bytes.data(), I.Bytes.size());
   const trace::TraceSummary Sum = trace::summarizeTrace(S);
   ASSERT_EQ(Sum.Cpus.size(), 1u);
   EXPECT_EQ(exitsPerReason(Sum.Cpus[0]), Golden);
-  ASSERT_EQ(Sum.Vcpus.size(), 1u);
+  ASSERT_EQ(Sum.Vcpus.size(), 2u);
   EXPECT_EQ(Sum.Vcpus[0].Name, "d1v0");
+  EXPECT_EQ(Sum.Vcpus[0].Exits, 163u);
+  EXPECT_EQ(Sum.Vcpus[1].Name, "d2v0");
+  EXPECT_EQ(Sum.Vcpus[1].Exits, 160u);
   trace::TraceReader GS;
   GS.openMemory(GtBytes.data(), GtBytes.size());
   const trace::TraceSummary GtSum = trace::summarizeTrace(GS);
   ASSERT_EQ(GtSum.Cpus.size(), 1u);
   EXPECT_EQ(exitsPerReason(GtSum.Cpus[0]), Golden);
+}
+
+// The same kit on two CPUs: Xen brings up both (two pCPUs, dom0 with two vCPUs), the
+// domU's vCPU runs where Xen's scheduler puts it, and its exits are paired CPU by CPU.
+// Twice, with byte-identical console output (the trace included: it is on the console)
+// and equal instruction and cycle counts.
+TEST(XenKit, OnTwoCpusTheKitRunsIdenticallyTwiceAndItsTraceChecksOut) {
+  KitRun First, Second;
+  if (!runXenKit(2, First))
+    GTEST_SKIP() << "no Xen, Debian kernel and Xen kit (initramfs-xen.cpio.gz) in the guest "
+                    "cache '" << guestCache() << "': run scripts/fetch-guests.sh";
+  const std::string &Out = First.Serial;
+  ASSERT_EQ(First.Result.Reason, RunReason::PowerOff) << First.Result.describe() << "\n" << Out;
+  EXPECT_EQ(First.Result.ExitValue, 0x604u);
+  for (const char *Line : {"(XEN) Brought up 2 CPUs", "(XEN) Dom0 has maximum 2 VCPUs",
+                           "smp: Brought up 1 node, 2 CPUs"})
+    EXPECT_NE(Out.find(Line), std::string::npos) << Line << "\n" << Out;
+  expectKitLines(Out);
+
+  const trace::XenConsoleImport I = trace::importXenConsole(Out, "serial");
+  ASSERT_EQ(I.Status, 0) << I.Problem;
+  trace::TraceReader H, G;
+  H.openMemory(I.Bytes.data(), I.Bytes.size());
+  G.openMemory(First.GroundTruth.data(), First.GroundTruth.size());
+  const trace::CheckResult C = trace::checkAgainstGroundTruth(H, G);
+  ASSERT_TRUE(C.Ok) << C.Problem;
+  // Per CPU: {exits, entries, handler records}.
+  std::map<unsigned, std::array<uint64_t, 3>> PerCpu;
+  for (const trace::CpuCheck &Cpu : C.Cpus)
+    if (Cpu.Exits || Cpu.Entries || Cpu.HandlerRecords)
+      PerCpu[Cpu.Cpu] = {Cpu.Exits, Cpu.Entries, Cpu.HandlerRecords};
+  // pvh-long ran on CPU 0 (its three exits without a handler record: the interrupt
+  // window and the two EOI-induced exits; its two EPT violations have two records each,
+  // NPF and IOMEM), pvh-hello on CPU 1.
+  EXPECT_EQ(PerCpu, (std::map<unsigned, std::array<uint64_t, 3>>{{0, {159, 159, 158}},
+                                                                 {1, {163, 163, 163}}}));
+  // Both CPUs' buffers filled during dom0's boot (one LOST_RECORDS each).
+  EXPECT_EQ(C.LostOutsideExits, 2u);
+
+  // The golden exits per basic reason and CPU, the same in Xen's trace and the ground
+  // truth.
+  auto exitsPerCpuAndReason = [](const std::string &Bytes) {
+    trace::TraceReader S;
+    S.openMemory(Bytes.data(), Bytes.size());
+    std::map<std::pair<unsigned, uint32_t>, uint64_t> Exits;
+    for (const trace::ScopeSummary &Cpu : trace::summarizeTrace(S).Cpus)
+      for (const trace::ReasonRow &Row : Cpu.Reasons)
+        Exits[{Cpu.Cpu, Row.Reason}] = Row.Exits;
+    return Exits;
+  };
+  const std::map<std::pair<unsigned, uint32_t>, uint64_t> Golden = {
+      // pvh-long on CPU 0
+      {{0, 1}, 1},   // external interrupt: Xen's timer (vector 0xfa) during the spin
+      {{0, 7}, 1},   // interrupt window, opened by the spin's STI
+      {{0, 10}, 1},  // CPUID leaf 1
+      {{0, 12}, 1},  // HLT, woken by the timer
+      {{0, 18}, 1},  // VMCALL SCHEDOP_shutdown
+      {{0, 28}, 2},  // MOV to CR4 (PAE), MOV to CR0 (PG)
+      {{0, 30}, 140}, // bytes out to 0xe9
+      {{0, 31}, 1},  // RDMSR IA32_APIC_BASE
+      {{0, 32}, 7},  // WRMSR IA32_EFER, IA32_APIC_BASE, SVR, TDCR, LVTT, TMICT twice
+      {{0, 45}, 2},  // EOI-induced: the handler's two EOIs (vector 0x40 in Xen's bitmap)
+      {{0, 48}, 2},  // EPT violations: the MMIO load and store at 0x20000000
+      // pvh-hello on CPU 1
+      {{1, 10}, 2},
+      {{1, 18}, 2},
+      {{1, 30}, 156},
+      {{1, 31}, 2},
+      {{1, 32}, 1},
+  };
+  EXPECT_EQ(exitsPerCpuAndReason(std::string(I.Bytes.begin(), I.Bytes.end())), Golden);
+  EXPECT_EQ(exitsPerCpuAndReason(First.GroundTruth), Golden);
+
+  ASSERT_TRUE(runXenKit(2, Second));
+  EXPECT_EQ(Second.Result.Retired, First.Result.Retired);
+  EXPECT_EQ(Second.Result.Cycles, First.Result.Cycles);
+  EXPECT_TRUE(Second.Serial == First.Serial) << "the console output differs between two runs";
+  EXPECT_TRUE(Second.GroundTruth == First.GroundTruth)
+      << "the ground truth differs between two runs";
 }

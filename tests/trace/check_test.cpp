@@ -242,3 +242,111 @@ TEST(TraceCheck, TruncatedHypervisorTraceIsReportedWithItsOffset) {
   EXPECT_EQ(R.Problem.rfind("hypervisor trace: offset 0x", 0), 0u) << R.Problem;
   EXPECT_TRUE(R.ReadError);
 }
+
+namespace {
+
+/// One exit of the Xen records test below: the ground truth's exit (reason,
+/// qualification, interruption information, guest-physical address, registers) and the
+/// handler records Xen writes for it (event id and words).
+struct XenExit {
+  uint32_t Reason;
+  uint64_t Qual;
+  uint32_t IntrInfo;
+  uint64_t Gpa;
+  std::array<uint64_t, 3> Regs;
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> Records;
+};
+
+/// Builds both traces of exits E on CPU 0, each exit at 1000 * (I + 1), its entry 500
+/// cycles later; the GT_VMEXIT_REGS only for the reasons that have them (trace/events.def).
+Traces buildXen(const std::vector<XenExit> &E) {
+  MemoryOutput HvOut, GtOut;
+  {
+    TraceWriter Hv(HvOut, 1), Gt(GtOut, 1);
+    Hv.recordTsc(0, XT_EV_VmEntry, 90, nullptr, 0);
+    Gt.recordTsc(0, XT_EV_GtVmEntry, 100, {0u, 0x1000u, 0u, 1u, 0u, 0u});
+    for (size_t I = 0; I < E.size(); ++I) {
+      const XenExit &X = E[I];
+      const uint64_t T = 1000 * (I + 1), Rip = 0x1000 + I;
+      Gt.recordTsc(0, XT_EV_GtVmExit, T,
+                   {0u, X.Reason, uint32_t(Rip), 0u, uint32_t(X.Qual), uint32_t(X.Qual >> 32),
+                    2u});
+      if (X.IntrInfo)
+        Gt.record(0, XT_EV_GtVmExitEvent, {X.IntrInfo, 0u, 0u, 0u, 0u});
+      if (X.Gpa)
+        Gt.record(0, XT_EV_GtVmExitAddr,
+                  {2u, 0u, 0u, uint32_t(X.Gpa), uint32_t(X.Gpa >> 32)});
+      if (X.Reason == 28 || X.Reason == 30)
+        Gt.record(0, XT_EV_GtVmExitRegs,
+                  {uint32_t(X.Regs[0]), uint32_t(X.Regs[0] >> 32), uint32_t(X.Regs[1]),
+                   uint32_t(X.Regs[1] >> 32), uint32_t(X.Regs[2]), uint32_t(X.Regs[2] >> 32)});
+      Gt.recordTsc(0, XT_EV_GtVmEntry, T + 500, {0u, uint32_t(Rip + 1), 0u, 0u, 0u, 0u});
+      Hv.recordTsc(0, XT_EV_VmxExit64, T + 100, {X.Reason, uint32_t(Rip), 0u});
+      for (const auto &[Event, Words] : X.Records)
+        Hv.record(0, Event, Words.data(), unsigned(Words.size()));
+      Hv.recordTsc(0, XT_EV_VmEntry, T + 400, nullptr, 0);
+    }
+  }
+  return {HvOut.Bytes, GtOut.Bytes};
+}
+
+/// Xen 4.17's records of pvh-long's exits (scripts/guests/pvh-long.S): MOV to CR4 from
+/// EAX, an MMIO load's EPT violation at 0x20000000, an external interrupt (vector 0xf9),
+/// HLT.
+std::vector<XenExit> xenExits() {
+  const uint64_t Gpa = 0x20000000;
+  return {
+      {28, 0x004, 0, 0, {0x2020, 0, 0}, {{XT_EV_CrWrite64, {4u, 0x2020u, 0u}}}},
+      {48, 0x181, 0, Gpa, {}, {{XT_EV_Npf, {uint32_t(Gpa), 0u, ~0u, ~0u, 0x181u, 4u}},
+                               {XT_EV_IomemRead, {uint32_t(Gpa), ~0u}}}},
+      {1, 0, 0x800000f9, 0, {}, {{XT_EV_Intr, {0xf9u}}}},
+      {12, 0, 0, 0, {}, {{XT_EV_Hlt, {0u}}}},
+  };
+}
+
+} // namespace
+
+// The records Xen writes for a 64-bit guest's CR writes, EPT violations on MMIO, external
+// interrupts and HLT: each field the ground truth gives is compared, the others are free
+// (the NPF's frame and p2m type, the IOMEM data, HLT's pending).
+TEST(TraceCheck, XenNpfIomemIntrHltAndCrValueRecordsMatchTheGroundTruth) {
+  CheckResult R = check(buildXen(xenExits()));
+  ASSERT_TRUE(R.Ok) << R.Problem;
+  EXPECT_EQ(R.Cpus[0].Exits, 4u);
+  EXPECT_EQ(R.Cpus[0].HandlerRecords, 5u);
+  // The free fields: any value.
+  std::vector<XenExit> E = xenExits();
+  E[1].Records[0].second[2] = 0x1234; // mfn
+  E[1].Records[0].second[5] = 0;      // p2m type
+  E[1].Records[1].second[1] = 7;      // the load's data
+  E[3].Records[0].second[0] = 1;      // pending
+  R = check(buildXen(E));
+  EXPECT_TRUE(R.Ok) << R.Problem;
+
+  struct Case {
+    size_t Exit, Record, Word;
+    uint32_t Value;
+    const char *Problem;
+  } Cases[] = {
+      {0, 0, 1, 0x2021, "exit 1: the value written differs from the register at the exit"},
+      {0, 0, 0, 3, "exit 1: CR number or access type differs"},
+      {1, 0, 0, 0x20001000, "exit 2: not an EPT violation, or the guest-physical address"},
+      {1, 0, 4, 0x182, "exit 2: not an EPT violation, or the guest-physical address"},
+      {1, 1, 0, 0x20000004, "exit 2: not after an EPT violation or misconfiguration, or the "
+                            "first access's address"},
+      {2, 0, 0, 0xfa, "exit 3: not an external-interrupt exit, or the vector differs"},
+  };
+  for (const Case &C : Cases) {
+    E = xenExits();
+    E[C.Exit].Records[C.Record].second[C.Word] = C.Value;
+    R = check(buildXen(E));
+    EXPECT_FALSE(R.Ok) << C.Problem;
+    EXPECT_NE(R.Problem.find(C.Problem), std::string::npos) << R.Problem;
+  }
+  // A record after an exit of another reason.
+  E = xenExits();
+  std::swap(E[2].Records, E[3].Records);
+  R = check(buildXen(E));
+  EXPECT_FALSE(R.Ok);
+  EXPECT_NE(R.Problem.find("exit 3: not an HLT exit"), std::string::npos) << R.Problem;
+}
