@@ -140,8 +140,8 @@ for ((r = 1; r <= runs; r++)); do
   echo "bench-peers: round $r of $runs done" >&2
 done
 
-scale() { # rates to the table's unit: millions per second
-  awk '{printf "%.1f\n", $1 / 1e6}'
+scale() { # rates to the table's unit: millions per second, three significant digits
+  awk '{printf "%.3g\n", $1 / 1e6}'
 }
 cell() { # "median (min-max)" of the numbers in $1, through filter $2
   local xs; xs=$(printf '%s\n' $1 | $2)
