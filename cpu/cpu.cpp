@@ -249,6 +249,10 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
   // Runs blocks back to back while nothing needs the event window: interrupts can only
   // become deliverable through an instruction that ends its block with breakBlock() (I/O,
   // MMIO, CR/flag writes) or at the cycle deadline, both of which leave this loop.
+  // Block chaining: a cached block that ran to its end is Prev; the next block is found
+  // through Prev's links when one is current (cpu/mmu.h, "Block links": the lookup
+  // would return the same block), else looked up and linked from Prev.
+  Block *Prev = nullptr;
   for (;;) {
     // An instruction breakpoint comes before the faults of fetching and decoding the
     // instruction (SDM Vol. 3A, "Priority Among Concurrent Events": code breakpoint,
@@ -256,8 +260,16 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     if (Debug.InsnArmed && !(S.Rflags & rflags::RF) && codeBreakpoint(*this)) [[unlikely]]
       return handleStatus(Status::Fault, Why);
     Block *B = nullptr;
-    if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]]
-      B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode); // 64-bit: CS base 0
+    if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]] {
+      if (Prev)
+        B = Mmu.chainedBlock(*Prev, Gla(S.Rip)); // 64-bit: CS base 0
+      if (!B) {
+        B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode);
+        if (B && Prev)
+          Mmu.linkBlocks(*Prev, Gla(S.Rip), *B);
+      }
+    }
+    Block *const Cached = B;
     if (!B) {
       Status St = decodeBlock(*this, B);
       if (St != Status::Ok)
@@ -265,22 +277,48 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     }
 
     const DecodedInsn *I = B->Insns;
-    const DecodedInsn *End = I + std::min<uint64_t>(B->NumInsns, InsnEnd - Retired);
+    const DecodedInsn *const End = I + B->NumInsns;
+    const uint64_t Budget = InsnEnd - Retired; // > 0: checked before each block
     // One instruction at a time while single-stepping, while RF must be cleared after
     // the next instruction, and while an instruction breakpoint is armed (cpu/debug.h).
     if (Observer || (S.Rflags & (rflags::TF | rflags::RF)) || Debug.InsnArmed) [[unlikely]]
-      return runBlockSlow(I, End, Why);
+      return runBlockSlow(I, I + std::min<uint64_t>(B->NumInsns, Budget), Why);
+    if (Budget <= B->NumInsns) [[unlikely]] {
+      // The instruction budget ends in this block: the run ends after it (or earlier).
+      for (const DecodedInsn *Last = I + Budget; I != Last; ++I) {
+        Status St = I->Fn(*this, *I);
+        if (St != Status::Ok) [[unlikely]]
+          return handleStatus(St, Why);
+        Cycles += I->Cost;
+        ++Retired;
+        if (Cycles >= WindowDue)
+          break;
+      }
+      return false;
+    }
+    // One compare per instruction finds both the block's end and the boundary at which
+    // the window is due: BlockStop is the earlier of WindowDue and the cycle at which the
+    // block's remaining instructions end, and breakBlock() zeroes it with WindowDue. An
+    // instruction that adds cycles of its own (a REP string) may stop the loop before End
+    // with the window not due; the rest of the block then runs with a new stop. So the
+    // loop leaves at exactly the instruction boundaries where a test of WindowDue after
+    // every instruction would, and runs every instruction it would.
     for (;;) {
-      Status St = I->Fn(*this, *I);
-      if (St != Status::Ok) [[unlikely]]
-        return handleStatus(St, Why);
-      Cycles += I->Cost;
-      ++Retired;
-      if (++I == End || Cycles >= WindowDue)
+      BlockStop = std::min<uint64_t>(WindowDue, Cycles + I->CostToEnd);
+      do {
+        Status St = I->Fn(*this, *I);
+        if (St != Status::Ok) [[unlikely]]
+          return handleStatus(St, Why);
+        Cycles += I->Cost;
+        ++Retired;
+        ++I;
+      } while (Cycles < BlockStop);
+      if (Cycles >= WindowDue)
+        return false;
+      if (I == End)
         break;
     }
-    if (Cycles >= WindowDue || Retired >= InsnEnd)
-      return false;
+    Prev = Cached;
   }
 }
 

@@ -177,7 +177,13 @@ public:
 
   /// Makes the event window due after this instruction, which ends the current block
   /// (mode change, self-modifying code, new interrupt, device stop request).
-  void breakBlock() { WindowDue = 0; }
+  void breakBlock() { WindowDue = 0; BlockStop = 0; }
+  /// The cycle at which the run loop stops executing the current block (Cpu::runBlocks):
+  /// the earlier of WindowDue and the cycle at which the block's last instruction ends
+  /// when no instruction adds cycles of its own. It never exceeds WindowDue (breakBlock
+  /// zeroes both), so one compare per instruction finds both the end of the block and
+  /// every instruction boundary at which the window is due.
+  uint64_t BlockStop = 0;
   /// The virtual-cycle deadline of the current run() call: where it returns Deadline.
   uint64_t RunUntil = ~uint64_t(0);
   /// Brings the current run's deadline forward to cycle T (if T is earlier), ending the

@@ -390,6 +390,16 @@ const char *mnemonicName(uint16_t Mnemonic) {
   return N ? N : "?";
 }
 
+namespace {
+// Each instruction's CostToEnd: its Cost plus that of every instruction after it in the
+// block (the run loop's stop cycle, Cpu::runBlocks).
+void sumBlockCosts(Block &B) {
+  uint16_t Sum = 0;
+  for (unsigned K = B.NumInsns; K-- > 0;)
+    B.Insns[K].CostToEnd = Sum = uint16_t(Sum + B.Insns[K].Cost);
+}
+} // namespace
+
 Status decodeBlock(Cpu &C, Block *&Out) {
   const CodeMode Mode = CodeMode(C.DecodeMode);
   const bool Is64 = Mode == CodeMode::Long64;
@@ -436,6 +446,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     if (decodeBytes(Buf, std::min<uint64_t>(Got, LimitLeft), Mode, Scratch.Insns[0]) ==
         DecodeResult::NeedMore)
       return C.raiseGp(0);
+    sumBlockCosts(Scratch);
     Out = &Scratch;
     return Status::Ok;
   }
@@ -475,6 +486,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       unsigned Total = unsigned(std::min<uint64_t>(Avail + Got2, LimitLeft));
       if (decodeBytes(Buf, Total, Mode, Scratch.Insns[0]) == DecodeResult::NeedMore)
         return C.raiseGp(0);
+      sumBlockCosts(Scratch);
       Out = &Scratch;
       return Status::Ok;
     }
@@ -485,6 +497,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       break;
   }
   C.Mmu.blockDecoded(Pfn, B.Lines);
+  sumBlockCosts(B);
   Out = &B;
   return Status::Ok;
 }

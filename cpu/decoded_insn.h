@@ -40,6 +40,10 @@ struct DecodedInsn {
   uint8_t Cond = 0;      ///< condition code 0..15 (Jcc, SETcc, CMOVcc)
   uint8_t Flags = 0;     ///< insnflag bits
   uint8_t Cost = 1;      ///< virtual cycles, from the cost model
+  /// Virtual cycles of this instruction and of the rest of its block (the sum of their
+  /// Cost), filled by the decoder: the run loop's one stop check per block
+  /// (Cpu::runBlocks) needs where the block ends on the virtual clock.
+  uint16_t CostToEnd = 1;
 
   bool hasMem() const { return Flags & insnflag::HasMem; }
 };

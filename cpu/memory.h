@@ -97,18 +97,60 @@ template <typename T> inline Status alignmentCheck(Cpu &C, uint64_t La) {
   return Status::Ok;
 }
 
-template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
+// The explicit accesses of instructions (readMem, writeMem, mapRmw) try a fast path
+// first, in 64-bit mode with RFLAGS.AC clear: the linear address is the offset plus the
+// FS/GS base, and a TLB entry that maps the whole access gives the host address. It
+// needs no canonical check: no TLB entry maps a non-canonical page (cpu/mmu.h) and an
+// access inside one page shares its bits 63:12, so a hit implies that the check of
+// segmentToLinear passes. With RFLAGS.AC set, #AC must be checked after segmentation and
+// before the TLB; every other case (other modes, a miss, a page-crossing access) takes
+// the full path, whose checks come in the architectural order.
+inline bool fastAccessMode(const Cpu &C) {
+  return C.DecodeMode == 3 /* CodeMode::Long64 */ && !(C.S.Rflags & rflags::AC);
+}
+inline uint64_t fastLinear(const Cpu &C, SegReg Seg, uint64_t Off) {
+  return Seg >= SegReg::FS ? Off + C.S.seg(Seg).Base : Off;
+}
+
+template <typename T>
+[[gnu::noinline]] Status readMemFull(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Read, La));
   VMX_TRY(alignmentCheck<T>(C, La));
   return readLinear(C, La, Out);
 }
-
-template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+template <typename T>
+[[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, La));
   VMX_TRY(alignmentCheck<T>(C, La));
   return writeLinear(C, La, V);
+}
+
+template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  if (fastAccessMode(C)) [[likely]] {
+    const uint64_t La = fastLinear(C, Seg, Off);
+    const TlbEntry &E = C.Mmu.readSlot(Gla(La));
+    if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - sizeof(T)) [[likely]] {
+      std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
+      return Status::Ok;
+    }
+  }
+  return readMemFull(C, Seg, Off, Out);
+}
+
+template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  if (fastAccessMode(C)) [[likely]] {
+    const uint64_t La = fastLinear(C, Seg, Off);
+    const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
+    if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - sizeof(T)) [[likely]] {
+      std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
+      return Status::Ok;
+    }
+  }
+  return writeMemFull(C, Seg, Off, V);
 }
 
 /// A read-modify-write operand: translated once for writing (so the access faults as a
@@ -124,6 +166,15 @@ struct RmwRef {
 Status mapRmwSlow(Cpu &C, RmwRef &R, unsigned SizeBytes);
 
 template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, RmwRef &R) {
+  if (fastAccessMode(C)) [[likely]] { // the fast path of readMem and writeMem
+    R.La = fastLinear(C, Seg, Off);
+    const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
+    if (E.Tag == C.Mmu.tag(R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
+        [[likely]] {
+      R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
+      return Status::Ok;
+    }
+  }
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
   const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));

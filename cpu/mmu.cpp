@@ -43,6 +43,8 @@ void Mmu::placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
   if (Primary.Tag != kTlbEmpty && Primary.Tag != E.Tag)
     Array[tlbVictimSlot(Slot)] = Primary;
   Primary = E;
+  if (Array == TlbFetch)
+    ++ChainEpoch;
 }
 
 // Translates one page's worth of an access and installs the TLB entry when the page is
@@ -79,6 +81,12 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   // it takes the slow paths, which check the breakpoints (cpu/debug.h).
   if (Kind != Access::Fetch && Owner.Debug.DataArmed && dataBreakpointPage(Owner, La))
       [[unlikely]]
+    return Status::Ok;
+  // No entry maps a non-canonical page (SDM Vol. 3A, "Canonical Addressing"): the data
+  // fast paths of cpu/memory.h rely on it to skip the canonical check on a hit. Every
+  // caller has checked already; this keeps the rule local.
+  const unsigned VaBits = (Owner.S.Cr4 & cr4::LA57) ? 57 : 48;
+  if (uint64_t(int64_t(La << (64 - VaBits)) >> (64 - VaBits)) != La) [[unlikely]]
     return Status::Ok;
   const TlbEntry E{tag(La, Supervisor), reinterpret_cast<uintptr_t>(Host) - (La & kPageMask),
                    Pfn};
@@ -157,6 +165,7 @@ void Mmu::blockDecoded(uint64_t Pfn, uint64_t Lines) {
 }
 
 void Mmu::flushDecodeCache() {
+  ++ChainEpoch;
   BlockKeyBase += 1u << 8;
   if (BlockKeyBase == 0) {
     // The 24-bit epoch wrapped: stale blocks could look current again, so clear them.
@@ -169,6 +178,7 @@ void Mmu::flushDecodeCache() {
 void Mmu::clearTlb() {
   for (unsigned I = 0; I < kTlbEntries; ++I)
     TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = TlbWriteCode[I].Tag = kTlbEmpty;
+  ++ChainEpoch;
   // Generations restart below: cached guest-physical mappings must not match again.
   for (EptCacheEntry &E : EptCache)
     E.GpaPage = 0;
@@ -273,6 +283,7 @@ void Mmu::flushTlbPage(Gla La) {
 }
 
 void Mmu::dropPageMappings(uint64_t Pfn) {
+  ++ChainEpoch;
   for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
     for (unsigned I = 0; I < kTlbEntries; ++I)
       if (Array[I].Tag != kTlbEmpty && Array[I].Pfn == Pfn)

@@ -15,7 +15,8 @@
 //   the SDM lets a TLB (SDM Vol. 3A, "Caching Translation Information"; Vol. 3C,
 //   "Information That May Be Cached"). Only plain RAM is mapped, never MMIO; a write
 //   entry exists only when a write with the same privilege is allowed and the A/D bits
-//   were set by the walk that filled it. Under SMAP, supervisor entries of user pages are
+//   were set by the walk that filled it. No entry maps a non-canonical page (under the
+//   CR4.LA57 of its fill; changing LA57 flushes), so a hit implies the canonical check. Under SMAP, supervisor entries of user pages are
 //   not filled (RFLAGS.AC changes without a flush).
 // - Victim slots: slot ^ kTlbEntries/2 of the same array holds the entry a fill
 //   displaced; only miss paths look there. They are ordinary entries for every rule below.
@@ -55,6 +56,23 @@
 //   the tags; the decode mode is part of each block's key.
 // - RESET and INIT (reset()), generation wrap-around and the block-key epoch wrap: every
 //   entry is emptied.
+// - Block links (Block::Links; chainedBlock, used by Cpu::runBlocks in 64-bit mode instead
+//   of cachedBlock): a link records what cachedBlock returned at a linear address right
+//   after its block ran to its end, with the fetch TLB tag of that lookup and a stamp,
+//   ChainEpoch + PhysMem::codeWriteCount(). It is followed only when (1) the address is
+//   the same, (2) so is the tag, i.e. the TLB generation (context: VPID, EP4TA, every
+//   flush) and the CPL bit, (3) the stamp is unchanged, and (4) the primary fetch TLB slot
+//   still holds that tag. ChainEpoch moves at every fetch TLB fill (the only way an
+//   entry with a once-seen tag can come back with another frame), clearTlb (generations
+//   restart), dropPageMappings, every access to a block slot for decoding (blockAt,
+//   scratchBlock: the block may be refilled) and flushDecodeCache; codeWriteCount moves at
+//   every write into decoded code, on any CPU. Victim swaps and context switches need no
+//   move: (2) and (4) catch them. So when a link is followed, cachedBlock would have found
+//   the same entry in its primary slot (nothing to swap) and the same current block in
+//   the same slot: the link returns what the lookup would, with the same (no) side
+//   effects. A decode-mode change needs nothing either: links serve 64-bit code only, and
+//   the block key's mode is then always 64-bit; every CR0/CR4/EFER change that can change
+//   a translation flushes (a new generation fails (2)).
 // - The platform's A20 gate (PhysMem::a20Mask, SDM Vol. 3A "A20M#"): translate() ANDs
 //   the mask into the physical address it fills an entry with (and the page walk into
 //   every entry address), so a hit costs nothing; whoever changes the gate calls
@@ -122,6 +140,17 @@ inline constexpr unsigned kEptCacheEntries = 512;
 /// Decoded-instruction cache, organised as blocks of straight-line code keyed by the
 /// physical address of their first byte and the decode mode (STYLE 2.2).
 inline constexpr unsigned kMaxBlockInsns = 32;
+struct Block;
+/// A block's known successor (block chaining): the block cachedBlock returned at linear
+/// address La, with fetch TLB tag Tag, right after the owning block ran to its end; valid
+/// under the conditions of the contract above ("Block links"). A zero-filled link never
+/// matches (the stamp is at least 1).
+struct BlockLink {
+  uint64_t La;
+  uint64_t Tag;
+  Block *Next;
+  uint64_t Stamp;
+};
 struct Block {
   uint64_t Pa;
   /// PhysMem code generation of the page when decoded or last revalidated; the block is
@@ -133,6 +162,7 @@ struct Block {
   /// so flushing the cache is one increment, and a zero-filled block is never valid.
   uint32_t Key;
   uint8_t NumInsns;
+  BlockLink Links[2]; ///< the last two successors (a branch's taken and fall-through)
   DecodedInsn Insns[kMaxBlockInsns];
 };
 static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
@@ -226,9 +256,33 @@ public:
   // --- the decoded-block cache ---
 
   uint32_t blockKey(uint8_t Mode) const { return BlockKeyBase | Mode; }
-  Block &blockAt(uint64_t Pa) { return Blocks.get()[blockSlot(Pa)]; }
+  /// The slot of the block at Pa, for the decoder (which may refill it: links break).
+  Block &blockAt(uint64_t Pa) {
+    ++ChainEpoch;
+    return Blocks.get()[blockSlot(Pa)];
+  }
   /// An uncached block for code outside RAM and page-crossing instructions.
-  Block &scratchBlock() { return Blocks.get()[kBlockCacheEntries]; }
+  Block &scratchBlock() {
+    ++ChainEpoch;
+    return Blocks.get()[kBlockCacheEntries];
+  }
+  /// What a current link of From says cachedBlock(Linear, 64-bit mode) would return (the
+  /// contract above, "Block links"), else null: then the caller looks the block up.
+  Block *chainedBlock(const Block &From, Gla Linear) const {
+    const uint64_t La = Linear.value(), Tag = tag(La, false);
+    const uint64_t Stamp = ChainEpoch + Mem.codeWriteCount();
+    for (const BlockLink &L : From.Links)
+      if (L.La == La && L.Tag == Tag && L.Stamp == Stamp)
+        return TlbFetch[(La >> 12) & (kTlbEntries - 1)].Tag == Tag ? L.Next : nullptr;
+    return nullptr;
+  }
+  /// Links From to To, which cachedBlock(Linear, 64-bit mode) has just returned right
+  /// after From ran to its end. The older of From's two links goes.
+  void linkBlocks(Block &From, Gla Linear, Block &To) {
+    const uint64_t La = Linear.value();
+    From.Links[1] = From.Links[0];
+    From.Links[0] = BlockLink{La, tag(La, false), &To, ChainEpoch + Mem.codeWriteCount()};
+  }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
   /// them, and when the page first holds code every CPU drops its fast write mappings.
   void blockDecoded(uint64_t Pfn, uint64_t Lines);
@@ -364,6 +418,7 @@ private:
   std::unique_ptr<Block, FreeDeleter> Blocks;
   uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
   uint64_t BlocksDecoded = 0;
+  uint64_t ChainEpoch = 1; ///< part of every block link's stamp (never 0)
 
   Cpu *const *Peers;
   unsigned NumPeers = 1;

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Builds the benchmarks (optimised) and runs them, reporting medians of 5 repetitions.
 #   scripts/bench.sh [benchmark-binary-name ...]   (default: all of benchmarks/)
-# The peer comparisons need QEMU: scripts/peers/install-qemu.sh installs it.
+# The peer comparisons need QEMU: scripts/peers/install-qemu.sh installs it. The whole-image
+# comparison with every peer in one sitting is scripts/bench-peers.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+source scripts/bench-lib.sh
 ./scripts/peers/install-qemu.sh
-cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release >build-bench.configure.log 2>&1 ||
-  { cat build-bench.configure.log; exit 1; }
-ninja -C build-bench vmxsim_images $(cd benchmarks && ls *_bench.cpp | sed 's/\.cpp$//') >/dev/null
+benchBuild build-bench vmxsim_images $(cd benchmarks && ls *_bench.cpp | sed 's/\.cpp$//')
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=($(cd benchmarks && ls *_bench.cpp | sed 's/\.cpp$//'))
 for b in "${names[@]}"; do
