@@ -41,6 +41,8 @@ public:
   /// like a file: the open waits for a reader (the vmxsim command says so first).
   Error open(const OutputSpec &Spec, Buffering B = Buffering::LineBuffered);
   void put(uint8_t Byte) {
+    if (Tap) [[unlikely]]
+      Tap(TapContext, Byte);
     if (Captured)
       Buffer.push_back(char(Byte));
     else if (Stream) {
@@ -59,8 +61,16 @@ public:
   /// Empty while every write succeeded; else "<name>: cannot write: <errno text>" for
   /// the first failure.
   const std::string &failure() const { return Failure; }
+  /// Also hands every byte to Fn(Context, Byte) (the run control's serial condition,
+  /// harness/run_control.h); null = none (one test per byte).
+  void setTap(void (*Fn)(void *, uint8_t), void *Context) {
+    Tap = Fn;
+    TapContext = Context;
+  }
 
 private:
+  void (*Tap)(void *, uint8_t) = nullptr;
+  void *TapContext = nullptr;
   void noteFailure();
 
   std::FILE *Stream = nullptr;
