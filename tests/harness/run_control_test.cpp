@@ -422,3 +422,51 @@ TEST(RunControl, RegistersMemoryMsrsAndVmcsReadAndWrite) {
   ASSERT_FALSE(M.writeVmcs(0, "VmExitInstructionLength", 0x1'0000'0002)); // 32-bit field
   EXPECT_EQ(*M.readVmcs(0, "VmExitInstructionLength"), 2u);
 }
+
+TEST(RunControl, TraceSoFarIsEachCpusPrefixOfTheFinishedTraces) {
+  TracedMachine T("hv.elf", "scenario=mixed", 2, "sofar");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit().onCpu(0).nth(100)})).Reason,
+            RunReason::Stopped);
+  auto Gt = M.groundTruthRecords();
+  auto Hv = M.hypervisorTraceRecords();
+  ASSERT_TRUE(Gt) << Gt.error().str();
+  ASSERT_TRUE(Hv) << Hv.error().str();
+  EXPECT_GT(Gt->size(), 1000u);
+  EXPECT_GT(Hv->size(), 100u);
+  // Looking drained nothing: the run goes on as if nobody had looked.
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "sofar-plain");
+  ASSERT_TRUE(Plain.M);
+  const TracedMachine::Outcome A = Plain.finish();
+  const TracedMachine::Outcome B = T.finish();
+  expectSameRun(A, B);
+  auto perCpu = [](const std::vector<trace::TraceRecord> &Recs, unsigned Cpu) {
+    std::vector<std::vector<uint32_t>> Out;
+    for (const trace::TraceRecord &R : Recs)
+      if (R.Cpu == Cpu) {
+        std::vector<uint32_t> Key = {R.Event, uint32_t(R.Tsc), uint32_t(R.Tsc >> 32)};
+        Key.insert(Key.end(), R.Words, R.Words + R.NumWords);
+        Out.push_back(Key);
+      }
+    return Out;
+  };
+  auto readAll = [](const std::string &Bytes) {
+    trace::TraceReader Reader;
+    Reader.openMemory(Bytes.data(), Bytes.size());
+    std::vector<trace::TraceRecord> Out;
+    trace::TraceRecord R;
+    while (Reader.next(R))
+      Out.push_back(R);
+    return Out;
+  };
+  const auto GtAll = readAll(B.GtBytes), HvAll = readAll(B.HvBytes);
+  for (unsigned Cpu = 0; Cpu < 2; ++Cpu) {
+    for (auto [SoFar, All] : {std::pair{&*Gt, &GtAll}, std::pair{&*Hv, &HvAll}}) {
+      const auto Part = perCpu(*SoFar, Cpu), Whole = perCpu(*All, Cpu);
+      ASSERT_LE(Part.size(), Whole.size());
+      EXPECT_GT(Part.size(), 10u);
+      EXPECT_TRUE(std::equal(Part.begin(), Part.end(), Whole.begin())) << "CPU " << Cpu;
+    }
+  }
+}
