@@ -50,12 +50,12 @@ struct Error {
 };
 
 /// A value, or the Error that says why there is none. Test it before use:
-///   Result<uint64_t> Rip = M->readRegister(0, "rip");
+///   ErrorOr<uint64_t> Rip = M->readRegister(0, "rip");
 ///   if (!Rip) { ... Rip.error().str() ... }  else use *Rip
-template <class T> class Result {
+template <class T> class ErrorOr {
 public:
-  Result(T V) : Val(std::move(V)) {}
-  Result(Error E) : Err(std::move(E)) {}
+  ErrorOr(T V) : Val(std::move(V)) {}
+  ErrorOr(Error E) : Err(std::move(E)) {}
   explicit operator bool() const { return !Err; }
   const T &operator*() const { return Val; }
   T &operator*() { return Val; }

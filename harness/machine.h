@@ -237,7 +237,7 @@ public:
   /// not have), BadCondition (no conditions, a count of 0, an empty serial text, a write
   /// range of 0 bytes), UnmappedAddress (a linear write range the CPU's paging does not
   /// map; the message names the address and the CPU).
-  Result<RunResult> runUntil(const std::vector<StopWhen> &Conditions);
+  ErrorOr<RunResult> runUntil(const std::vector<StopWhen> &Conditions);
 
   // --- Inspection and change between runs (the "Run control" section of
   // harness/README.md). Every function returns its error as a value; an error changes
@@ -247,7 +247,7 @@ public:
   /// xcr0, efer; dr0-dr3, dr6, dr7; es, cs, ss, ds, fs, gs, ldtr, tr (the selector) and
   /// with ".base", ".limit", ".attr" their hidden parts; gdtr.base, gdtr.limit,
   /// idtr.base, idtr.limit; mxcsr. UnknownRegister for any other name.
-  Result<uint64_t> readRegister(unsigned Cpu, const std::string &Name) const;
+  ErrorOr<uint64_t> readRegister(unsigned Cpu, const std::string &Name) const;
   /// Writes it, then brings the processor's derived state up to date (the mode and
   /// RIP mask after a control register, EFER, RFLAGS or segment; the armed breakpoints
   /// after a debug register; the TLBs after CR0, CR3, CR4 or EFER), as the instruction
@@ -255,17 +255,17 @@ public:
   Error writeRegister(unsigned Cpu, const std::string &Name, uint64_t Value);
   /// The whole architectural state at once (segment hidden parts, control and debug
   /// registers, x87/SSE state), and its writer, with writeRegister's updates.
-  Result<CpuState> registers(unsigned Cpu) const;
+  ErrorOr<CpuState> registers(unsigned Cpu) const;
   Error setRegisters(unsigned Cpu, const CpuState &S);
   /// RDMSR/WRMSR of Index through the processor's MSR layer (cpu/msrs.def), as in VMX
   /// root operation at CPL 0 (no VMX intercepts): MsrFault where the instruction would
   /// raise #GP (an MSR vmxsim does not have, a reserved bit, a read-only MSR).
-  Result<uint64_t> readMsr(unsigned Cpu, uint32_t Index);
+  ErrorOr<uint64_t> readMsr(unsigned Cpu, uint32_t Index);
   Error writeMsr(unsigned Cpu, uint32_t Index, uint64_t Value);
   /// The machine-physical address of La through the CPU's current paging and, in VMX
   /// non-root operation with EPT, EPT (no rights are checked, no accessed or dirty flag
   /// is set): UnmappedAddress when a walk ends at an entry that is not present.
-  Result<Hpa> translate(unsigned Cpu, Gla La);
+  ErrorOr<Hpa> translate(unsigned Cpu, Gla La);
   /// Guest memory by linear address (translated page by page as translate does) or by
   /// machine-physical address. Writes invalidate decoded code as a store would.
   /// UnmappedAddress, or NotRam for bytes outside RAM (MMIO and holes are not touched).
@@ -279,19 +279,19 @@ public:
   /// profile lacks it), NoCurrentVmcs. A write stores the value truncated to the field's
   /// width into the current VMCS, as VMWRITE would but for any field (read-only exit
   /// information too); state the processor loaded at VM entry is not re-derived.
-  Result<uint64_t> readVmcs(unsigned Cpu, const std::string &Field) const;
+  ErrorOr<uint64_t> readVmcs(unsigned Cpu, const std::string &Field) const;
   Error writeVmcs(unsigned Cpu, const std::string &Field, uint64_t Value);
   /// A field of the VMCS whose region is at Region: the cached data when it is some
   /// CPU's current VMCS, else what the region holds (vmxsim's layout,
   /// cpu/vmx/vmcs.h: vmcs_layout). NotRam when the region is not RAM.
-  Result<uint64_t> readVmcsAt(Hpa Region, const std::string &Field) const;
+  ErrorOr<uint64_t> readVmcsAt(Hpa Region, const std::string &Field) const;
   Error writeVmcsAt(Hpa Region, const std::string &Field, uint64_t Value);
   /// Every record so far, merged across CPUs by TSC (trace/reader.h): the ground truth
   /// (NoTrace without MachineConfig::GroundTruthFile) and the hypervisor's trace, what
   /// has been drained to the file plus what its rings hold now (NoTrace without
   /// MachineConfig::XentraceFile). Looking changes nothing: no buffer is drained.
-  Result<std::vector<trace::TraceRecord>> groundTruthRecords();
-  Result<std::vector<trace::TraceRecord>> hypervisorTraceRecords();
+  ErrorOr<std::vector<trace::TraceRecord>> groundTruthRecords();
+  ErrorOr<std::vector<trace::TraceRecord>> hypervisorTraceRecords();
 
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }

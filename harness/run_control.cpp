@@ -209,7 +209,7 @@ Error unmapped(unsigned Cpu, uint64_t La) {
 /// The machine-physical address of La on C, as a read would find it (SDM Vol. 3A,
 /// "Paging"; Vol. 3C, "EPT Translation Mechanism"), with no rights checked and no
 /// accessed or dirty flag set.
-Result<Hpa> probeTranslate(Cpu &C, Gla La) {
+ErrorOr<Hpa> probeTranslate(Cpu &C, Gla La) {
   PagingContext Ctx = pagingContext(C);
   Ctx.Probe = true;
   Ctx.Smap = Ctx.Smep = false; // a look is no supervisor access to a user page
@@ -381,7 +381,7 @@ Error RunUntil::prepare() {
       uint64_t La = W.Value, Left = W.SizeBytes;
       while (Left) {
         const uint64_t Chunk = std::min(Left, kPageSize - (La & (kPageSize - 1)));
-        Result<Hpa> Pa = probeTranslate(C, Gla(La));
+        ErrorOr<Hpa> Pa = probeTranslate(C, Gla(La));
         if (!Pa)
           return Pa.error();
         Ranges.push_back({I, Pa->value(), Chunk});
@@ -579,7 +579,7 @@ bool RunUntil::Hold::holdBefore(const Cpu &C, const DecodedInsn &I) {
     uint64_t Here = La;
     if (W.Physical) {
       if (!Pa) {
-        Result<Hpa> T = probeTranslate(const_cast<Cpu &>(C), Gla(La));
+        ErrorOr<Hpa> T = probeTranslate(const_cast<Cpu &>(C), Gla(La));
         Pa = T ? T->value() : ~uint64_t(0);
       }
       Here = *Pa;
@@ -609,7 +609,7 @@ void RunUntil::serialByte(void *Self, uint8_t Byte) {
   }
 }
 
-Result<RunResult> Machine::runUntil(const std::vector<StopWhen> &Conditions) {
+ErrorOr<RunResult> Machine::runUntil(const std::vector<StopWhen> &Conditions) {
   RunUntil U(*this, Conditions);
   if (Error E = U.prepare())
     return E;
@@ -747,7 +747,7 @@ void stateChanged(Cpu &C) {
   C.Mmu.flushTlb();
 }
 
-Result<VmcsField> vmcsFieldByName(const std::string &Name) {
+ErrorOr<VmcsField> vmcsFieldByName(const std::string &Name) {
   for (unsigned I = 0; I < kNumVmcsFields; ++I)
     if (Name == kVmcsFields[I].Name || Name == kVmcsFields[I].SdmName)
       return VmcsField(I);
@@ -757,7 +757,7 @@ Result<VmcsField> vmcsFieldByName(const std::string &Name) {
 
 } // namespace
 
-Result<uint64_t> Machine::readRegister(unsigned Id, const std::string &Name) const {
+ErrorOr<uint64_t> Machine::readRegister(unsigned Id, const std::string &Name) const {
   if (Id >= numCpus())
     return noSuchCpu(Id, numCpus());
   CpuState S = Cpus[Id]->S; // registerSlot and segmentPart address a state they may write
@@ -788,7 +788,7 @@ Error Machine::writeRegister(unsigned Id, const std::string &Name, uint64_t Valu
   return Error::success();
 }
 
-Result<CpuState> Machine::registers(unsigned Id) const {
+ErrorOr<CpuState> Machine::registers(unsigned Id) const {
   if (Id >= numCpus())
     return noSuchCpu(Id, numCpus());
   return Cpus[Id]->S;
@@ -802,7 +802,7 @@ Error Machine::setRegisters(unsigned Id, const CpuState &S) {
   return Error::success();
 }
 
-Result<uint64_t> Machine::readMsr(unsigned Id, uint32_t Index) {
+ErrorOr<uint64_t> Machine::readMsr(unsigned Id, uint32_t Index) {
   if (Id >= numCpus())
     return noSuchCpu(Id, numCpus());
   Cpu &C = *Cpus[Id];
@@ -829,7 +829,7 @@ Error Machine::writeMsr(unsigned Id, uint32_t Index, uint64_t Value) {
   return Error::success();
 }
 
-Result<Hpa> Machine::translate(unsigned Id, Gla La) {
+ErrorOr<Hpa> Machine::translate(unsigned Id, Gla La) {
   if (Id >= numCpus())
     return noSuchCpu(Id, numCpus());
   return probeTranslate(*Cpus[Id], La);
@@ -866,7 +866,7 @@ Error Machine::readLinear(unsigned Id, Gla La, void *Out, uint64_t SizeBytes) {
   uint64_t A = La.value();
   while (SizeBytes) {
     const uint64_t Chunk = std::min(SizeBytes, kPageSize - (A & (kPageSize - 1)));
-    Result<Hpa> Pa = probeTranslate(*Cpus[Id], Gla(A));
+    ErrorOr<Hpa> Pa = probeTranslate(*Cpus[Id], Gla(A));
     if (!Pa)
       return Pa.error();
     if (Error E = readPhysical(*Pa, P, Chunk))
@@ -886,7 +886,7 @@ Error Machine::writeLinear(unsigned Id, Gla La, const void *In, uint64_t SizeByt
   uint64_t A = La.value(), Left = SizeBytes;
   while (Left) {
     const uint64_t Chunk = std::min(Left, kPageSize - (A & (kPageSize - 1)));
-    Result<Hpa> Pa = probeTranslate(*Cpus[Id], Gla(A));
+    ErrorOr<Hpa> Pa = probeTranslate(*Cpus[Id], Gla(A));
     if (!Pa)
       return Pa.error();
     if (!Mem.isRam(*Pa, Chunk))
@@ -903,10 +903,10 @@ Error Machine::writeLinear(unsigned Id, Gla La, const void *In, uint64_t SizeByt
   return Error::success();
 }
 
-Result<uint64_t> Machine::readVmcs(unsigned Id, const std::string &Field) const {
+ErrorOr<uint64_t> Machine::readVmcs(unsigned Id, const std::string &Field) const {
   if (Id >= numCpus())
     return noSuchCpu(Id, numCpus());
-  Result<VmcsField> F = vmcsFieldByName(Field);
+  ErrorOr<VmcsField> F = vmcsFieldByName(Field);
   if (!F)
     return F.error();
   const Cpu &C = *Cpus[Id];
@@ -919,15 +919,15 @@ Result<uint64_t> Machine::readVmcs(unsigned Id, const std::string &Field) const 
 }
 
 Error Machine::writeVmcs(unsigned Id, const std::string &Field, uint64_t Value) {
-  Result<uint64_t> Old = readVmcs(Id, Field); // the same errors
+  ErrorOr<uint64_t> Old = readVmcs(Id, Field); // the same errors
   if (!Old)
     return Old.error();
   Cpus[Id]->Vmx->Vmcs.set(*vmcsFieldByName(Field), Value);
   return Error::success();
 }
 
-Result<uint64_t> Machine::readVmcsAt(Hpa Region, const std::string &Field) const {
-  Result<VmcsField> F = vmcsFieldByName(Field);
+ErrorOr<uint64_t> Machine::readVmcsAt(Hpa Region, const std::string &Field) const {
+  ErrorOr<VmcsField> F = vmcsFieldByName(Field);
   if (!F)
     return F.error();
   // The current VMCS of a CPU is authoritative in that CPU's cache (cpu/vmx/vmx_state.h).
@@ -941,7 +941,7 @@ Result<uint64_t> Machine::readVmcsAt(Hpa Region, const std::string &Field) const
 }
 
 Error Machine::writeVmcsAt(Hpa Region, const std::string &Field, uint64_t Value) {
-  Result<VmcsField> F = vmcsFieldByName(Field);
+  ErrorOr<VmcsField> F = vmcsFieldByName(Field);
   if (!F)
     return F.error();
   for (auto &C : Cpus)
@@ -955,7 +955,7 @@ Error Machine::writeVmcsAt(Hpa Region, const std::string &Field, uint64_t Value)
 
 namespace {
 
-Result<std::vector<trace::TraceRecord>> readRecords(const std::string &Path,
+ErrorOr<std::vector<trace::TraceRecord>> readRecords(const std::string &Path,
                                                     const std::vector<uint8_t> &Pending) {
   std::ifstream In(Path, std::ios::binary);
   std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
@@ -974,7 +974,7 @@ Result<std::vector<trace::TraceRecord>> readRecords(const std::string &Path,
 
 } // namespace
 
-Result<std::vector<trace::TraceRecord>> Machine::groundTruthRecords() {
+ErrorOr<std::vector<trace::TraceRecord>> Machine::groundTruthRecords() {
   if (!GroundTruthWriter)
     return Error(ErrorCode::NoTrace, "the machine records no ground truth "
                                      "(MachineConfig::GroundTruthFile is empty)");
@@ -984,7 +984,7 @@ Result<std::vector<trace::TraceRecord>> Machine::groundTruthRecords() {
   return readRecords(Cfg.GroundTruthFile, Pending);
 }
 
-Result<std::vector<trace::TraceRecord>> Machine::hypervisorTraceRecords() {
+ErrorOr<std::vector<trace::TraceRecord>> Machine::hypervisorTraceRecords() {
   if (!TraceDrain)
     return Error(ErrorCode::NoTrace, "the machine writes no hypervisor trace "
                                      "(MachineConfig::XentraceFile is empty)");

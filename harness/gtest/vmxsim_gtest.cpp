@@ -120,8 +120,8 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
   }
 }
 
-Result<GroundTruth> GroundTruth::read(Machine &M) {
-  Result<std::vector<trace::TraceRecord>> R = M.groundTruthRecords();
+ErrorOr<GroundTruth> GroundTruth::read(Machine &M) {
+  ErrorOr<std::vector<trace::TraceRecord>> R = M.groundTruthRecords();
   if (!R)
     return R.error();
   return GroundTruth(std::move(*R));
@@ -135,10 +135,10 @@ std::vector<ExitInfo> GroundTruth::exits(unsigned Cpu) const {
   return Out;
 }
 
-Result<ExitInfo> lastExit(Machine &M, unsigned Cpu) {
+ErrorOr<ExitInfo> lastExit(Machine &M, unsigned Cpu) {
   ExitInfo E;
   auto Get = [&](const char *Field, auto &Out) -> Error {
-    Result<uint64_t> V = M.readVmcs(Cpu, Field);
+    ErrorOr<uint64_t> V = M.readVmcs(Cpu, Field);
     if (!V)
       return V.error();
     Out = std::remove_reference_t<decltype(Out)>(*V);
@@ -159,7 +159,7 @@ Result<ExitInfo> lastExit(Machine &M, unsigned Cpu) {
     return Err;
   if (Error Err = Get("GuestLinearAddress", E.GuestLinearAddress))
     return Err;
-  if (Result<uint64_t> Gpa = M.readVmcs(Cpu, "GuestPhysicalAddress"))
+  if (ErrorOr<uint64_t> Gpa = M.readVmcs(Cpu, "GuestPhysicalAddress"))
     E.GuestPhysicalAddress = *Gpa; // a profile without EPT has no such field
   E.Cpu = Cpu;
   E.Tsc = M.cpu(Cpu).Cycles;
@@ -586,7 +586,7 @@ class MachineErrorImpl final : public ::testing::MatcherInterface<const Machine 
 public:
   MachineErrorImpl(unsigned Cpu, uint32_t Want) : Cpu(Cpu), Want(Want) {}
   bool MatchAndExplain(const Machine &M, ::testing::MatchResultListener *L) const override {
-    Result<uint64_t> V = M.readVmcs(Cpu, "VmInstructionError");
+    ErrorOr<uint64_t> V = M.readVmcs(Cpu, "VmInstructionError");
     if (!V) {
       *L << V.error().str();
       return false;

@@ -92,7 +92,7 @@ struct EntryFailureInfo {
 class GroundTruth {
 public:
   /// Machine::groundTruthRecords (it needs MachineConfig::GroundTruthFile).
-  static Result<GroundTruth> read(Machine &M);
+  static ErrorOr<GroundTruth> read(Machine &M);
   explicit GroundTruth(std::vector<trace::TraceRecord> Recs);
   GroundTruth() = default;
 
@@ -112,7 +112,7 @@ private:
 
 /// The last VM exit of CPU Cpu as its current VMCS holds it (e.g. after runUntil stopped
 /// at a VM exit): NoCurrentVmcs, NoSuchCpu.
-Result<ExitInfo> lastExit(Machine &M, unsigned Cpu);
+ErrorOr<ExitInfo> lastExit(Machine &M, unsigned Cpu);
 
 /// The VMCS fields of an exit, one per line ("  Exit reason: 0x1e (I/O instruction)").
 std::string describeFields(const ExitInfo &E);

@@ -190,7 +190,7 @@ TEST(GtestMatchers, LastExitReadsTheVmcsAtAStop) {
   ASSERT_TRUE(M) << Err.str();
   auto R = M->runUntil({StopWhen::vmExit().reason(ExitReason::IoInstruction).nth(2)});
   ASSERT_TRUE(R);
-  Result<ExitInfo> E = lastExit(*M, 0);
+  ErrorOr<ExitInfo> E = lastExit(*M, 0);
   ASSERT_TRUE(E) << E.error().str();
   EXPECT_THAT(*E, ExitedWith(ExitReason::IoInstruction).port(0x3f8).write().size(1));
   EXPECT_EQ(E->Rax & 0xff, uint64_t('h'));

@@ -73,7 +73,7 @@ struct TracedMachine {
   }
 };
 
-RunResult stopped(Result<RunResult> R) {
+RunResult stopped(ErrorOr<RunResult> R) {
   EXPECT_TRUE(R) << R.error().str();
   return R ? *R : RunResult{};
 }
@@ -256,7 +256,7 @@ TEST(RunControl, ExecuteStopsBeforeTheInstructionLinearAndPhysical) {
   EXPECT_EQ(G->exits()[4].Reason, Fifth.Reason);
   // By physical address: the host's exit handler (the host RIP) as the CPU fetches it.
   const uint64_t HostRip = *M.readVmcs(0, "HostRip");
-  Result<Hpa> HostPa = M.translate(0, Gla(HostRip));
+  ErrorOr<Hpa> HostPa = M.translate(0, Gla(HostRip));
   ASSERT_TRUE(HostPa) << HostPa.error().str();
   R = stopped(M.runUntil({StopWhen::vmEntry()}));
   R = stopped(M.runUntil({StopWhen::execute(*HostPa)}));
@@ -390,7 +390,7 @@ TEST(RunControl, RegistersMemoryMsrsAndVmcsReadAndWrite) {
   ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit().reason(ExitReason::IoInstruction)})).Reason,
             RunReason::Stopped);
   // Registers by name and as the whole state agree.
-  Result<CpuState> S = M.registers(0);
+  ErrorOr<CpuState> S = M.registers(0);
   ASSERT_TRUE(S);
   EXPECT_EQ(*M.readRegister(0, "rip"), S->Rip);
   EXPECT_EQ(*M.readRegister(0, "cs"), S->cs().Selector);
@@ -405,7 +405,7 @@ TEST(RunControl, RegistersMemoryMsrsAndVmcsReadAndWrite) {
   EXPECT_EQ(*M.readMsr(0, 0xc0000103), 0x77u);
   // Memory: linear (through the host's paging) and physical agree.
   const uint64_t Rsp = S->Gpr[4];
-  Result<Hpa> Pa = M.translate(0, Gla(Rsp));
+  ErrorOr<Hpa> Pa = M.translate(0, Gla(Rsp));
   ASSERT_TRUE(Pa);
   const uint64_t Magic = 0x0123456789abcdefull;
   ASSERT_FALSE(M.writeLinear(0, Gla(Rsp - 64), &Magic, 8));
