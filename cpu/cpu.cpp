@@ -172,8 +172,10 @@ EventWindow Cpu::afterEvent(Status St, StopReason &Why) {
     return EventWindow::Stop;
   default:
     // Root operation runs the handler now; in non-root operation a VM exit or delivery
-    // opens the window again (an MTF VM exit may be pending on the new boundary).
-    return NonRoot ? EventWindow::Again : EventWindow::Run;
+    // opens the window again (an MTF VM exit may be pending on the new boundary). So
+    // does a stop requested meanwhile (the harness's break at a VM exit, IoBus::
+    // requestBreak): the run loop's head returns at this boundary.
+    return NonRoot || Io.stopRequested() ? EventWindow::Again : EventWindow::Run;
   }
 }
 
@@ -324,6 +326,8 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
 
 bool Cpu::runBlockSlow(const DecodedInsn *I, const DecodedInsn *End, StopReason &Why) {
   for (; I != End; ++I) {
+    if (Observer && Observer->holdBefore(*this, *I)) [[unlikely]]
+      return false; // the run loop finds the break at its head
     const bool SingleStep = S.Rflags & rflags::TF;
     // SDM Vol. 3B, "Instruction-Breakpoint Exception Condition": an enabled instruction
     // breakpoint at this instruction is a #DB fault before it executes, unless RF is

@@ -110,7 +110,9 @@ template <typename T, bool IsIns, bool Rep> Status execInsOuts(Cpu &C, const Dec
         // iteration that matched (SDM Vol. 3B, "Data Memory and I/O Breakpoint
         // Exception Conditions"), and an event taken between iterations pushes RF = 1
         // ("Instruction-Breakpoint Exception Condition").
-        if (C.Io.stopRequested() || C.Debug.Hits) {
+        // (Not the harness's break, IoBus::requestBreak: it waits for the boundary after
+        // the whole instruction, so that a stop changes nothing of the run.)
+        if (C.Io.deviceStopRequested() || C.Debug.Hits) {
           C.S.Rflags |= rflags::RF;
           C.breakBlock();
           return Status::Ok;

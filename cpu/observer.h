@@ -24,6 +24,13 @@ public:
   /// Called after each instruction retires.
   virtual void afterInsn(const Cpu &, const DecodedInsn &) {}
   virtual void onException(const Cpu &, const PendingEvent &) {}
+  /// Called at each instruction boundary before anything of the next instruction
+  /// happens (before RF is cleared, breakpoints are checked or beforeInsn is called).
+  /// True holds the instruction: the run loop returns at this boundary with nothing of
+  /// it done, as if it had not been reached; the observer has raised the reason to
+  /// return (IoBus::requestBreak). The harness's run control uses it to stop before an
+  /// address executes (harness/run_control.h).
+  virtual bool holdBefore(const Cpu &, const DecodedInsn &) { return false; }
 };
 
 /// A VM exit as it begins (SDM Vol. 3C, "VM Exits"): the exit information the processor

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace vmxsim {
 
@@ -21,6 +22,17 @@ enum class ErrorCode : uint8_t {
   NoRoom,            ///< no free guest memory for modules or boot information
   BadConfig,         ///< the machine configuration is invalid
   HostFailure,       ///< the host refused memory or a file could not be created
+  // Run control and inspection (harness/run_control.h):
+  NoSuchCpu,         ///< a CPU number the machine does not have
+  UnknownRegister,   ///< a register name Machine::readRegister does not know
+  UnknownVmcsField,  ///< a name that is no row of cpu/vmx/vmcs_fields.def
+  UnsupportedVmcsField, ///< a field the CPU's VMX profile does not have
+  NoCurrentVmcs,     ///< the CPU has no current VMCS (none loaded, or not in VMX operation)
+  MsrFault,          ///< RDMSR/WRMSR of that index and value would raise #GP
+  UnmappedAddress,   ///< a linear address the CPU's paging (or EPT) does not map
+  NotRam,            ///< a physical address range that is not all RAM
+  NoTrace,           ///< a trace that the machine's configuration does not write
+  BadCondition,      ///< a stop condition that cannot be met as given
 };
 
 struct Error {
@@ -35,6 +47,25 @@ struct Error {
   explicit operator bool() const { return Code != ErrorCode::None; }
   /// "<path>: <message>" or just the message.
   std::string str() const { return Path.empty() ? Message : Path + ": " + Message; }
+};
+
+/// A value, or the Error that says why there is none. Test it before use:
+///   ErrorOr<uint64_t> Rip = M->readRegister(0, "rip");
+///   if (!Rip) { ... Rip.error().str() ... }  else use *Rip
+template <class T> class ErrorOr {
+public:
+  ErrorOr(T V) : Val(std::move(V)) {}
+  ErrorOr(Error E) : Err(std::move(E)) {}
+  explicit operator bool() const { return !Err; }
+  const T &operator*() const { return Val; }
+  T &operator*() { return Val; }
+  const T *operator->() const { return &Val; }
+  T *operator->() { return &Val; }
+  const Error &error() const { return Err; }
+
+private:
+  T Val{};
+  Error Err;
 };
 
 } // namespace vmxsim

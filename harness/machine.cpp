@@ -357,38 +357,73 @@ Error Machine::loadLinux(const std::string &Name, std::span<const uint8_t> Image
   return E;
 }
 
-RunResult Machine::run() { return run(nullptr, 0); }
+RunResult Machine::run() { return runScheduled(nullptr, 0, Cfg.MaxInsns, false); }
 
 RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
-  std::vector<LocalApic *> ApicPtrs;
-  for (auto &A : Apics)
-    ApicPtrs.push_back(A.get());
-  Scheduler Sched(CpuPtrs, std::move(ApicPtrs), ApicRouter, Cfg.QuantumCycles);
-  Sched.addSharedSource(&Pit);
-  Sched.addSharedSource(&Rtc);
-  Sched.addSharedSource(&HpetDev);
-  Sched.addSharedSource(&Uart);
-  Sched.addSharedSource(&Uart2);
-  if (Progress && EveryInsns)
-    Sched.setProgress(Progress, EveryInsns);
-  Sched.setStopFlag(Cfg.StopFlag);
-  const Scheduler::Outcome Out = Sched.run(Cfg.MaxInsns);
+  return runScheduled(&Progress, EveryInsns, Cfg.MaxInsns, false);
+}
+
+Scheduler &Machine::scheduler() {
+  if (!Sched) {
+    std::vector<LocalApic *> ApicPtrs;
+    for (auto &A : Apics)
+      ApicPtrs.push_back(A.get());
+    Sched = std::make_unique<Scheduler>(CpuPtrs, std::move(ApicPtrs), ApicRouter,
+                                        Cfg.QuantumCycles);
+    Sched->addSharedSource(&Pit);
+    Sched->addSharedSource(&Rtc);
+    Sched->addSharedSource(&HpetDev);
+    Sched->addSharedSource(&Uart);
+    Sched->addSharedSource(&Uart2);
+  }
+  return *Sched;
+}
+
+RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
+                                uint64_t MaxTotal, bool Stoppable) {
+  Scheduler &Sch = scheduler();
+  if (Progress && *Progress && EveryInsns)
+    Sch.setProgress(*Progress, EveryInsns);
+  else
+    Sch.setProgress(nullptr, 0);
+  Sch.setStopFlag(Cfg.StopFlag);
+  const Scheduler::Outcome Out = Sch.run(std::min(MaxTotal, Cfg.MaxInsns));
   const StopReason Why = Out.Why;
-  Cpu &C = cpu(Out.CpuId);
+  // A stop of the run control: a condition's break (IoBus::requestBreak), a limit, or
+  // this call's own budget below the machine's. A device stop in the same instruction
+  // stays pending: the next run returns it at once.
+  const bool Broke = Why == StopReason::StopRequested && Io.breakRequested();
+  Io.clearBreak();
+  const bool Stopped =
+      Stoppable && !Out.Interrupted &&
+      (Broke || Out.Limit ||
+       (Why == StopReason::InsnLimit && MaxTotal < Cfg.MaxInsns &&
+        Sch.totalRetired() >= MaxTotal));
+  Cpu &C = cpu(Stopped && !Broke && !Out.Limit ? Sch.lastCpu() : Out.CpuId);
   SerialSink.flush();
   Serial2Sink.flush();
   DebugconSink.flush();
   TraceSink.flush();
-  if (GroundTruthWriter)
-    GroundTruthWriter->flush();
-  if (TraceDrain)
-    TraceDrain->drainAll();
+  // Draining the rings (which the guest sees: their consumer index) or flushing the
+  // ground truth's buffers (which cuts its windows) at a run-control stop would make the
+  // files differ from an unstopped run's; they are drained and flushed when it ends.
+  if (!Stopped) {
+    if (GroundTruthWriter)
+      GroundTruthWriter->flush();
+    if (TraceDrain)
+      TraceDrain->drainAll();
+  }
 
   RunResult R;
-  R.Retired = Sched.totalRetired();
+  R.Retired = Sch.totalRetired();
   R.Cycles = bsp().Cycles;
   R.CpuId = C.Id;
   R.Rip = C.S.Rip;
+  if (Stopped) {
+    R.Reason = RunReason::Stopped;
+    R.ExitStatus = 0;
+    return R;
+  }
   if (Out.Interrupted) {
     R.Reason = RunReason::Interrupted;
     R.ExitStatus = kExitInterrupted;
@@ -483,6 +518,8 @@ std::string RunResult::describe() const {
   case RunReason::Interrupted:
     return fmt::format("stopped{}{} at RIP={:#x} (CPU {})", What.empty() ? "" : " by ", What,
                        Rip, CpuId);
+  case RunReason::Stopped:
+    return fmt::format("stopped at {} at RIP={:#x} (CPU {})", What, Rip, CpuId);
   }
   return "stopped";
 }

@@ -67,7 +67,9 @@
 #include "harness/error.h"
 #include "harness/loader.h"
 #include "harness/output.h"
+#include "harness/run_control.h"
 #include "harness/scheduler.h"
+#include "trace/reader.h"
 
 #include <atomic>
 #include <cstdint>
@@ -169,6 +171,10 @@ enum class RunReason : uint8_t {
   Halted,        ///< every CPU halted and nothing can wake one: status kExitHalted
   Unimplemented, ///< the guest used something vmxsim lacks: status kExitUnimplemented
   Interrupted,   ///< MachineConfig::StopFlag was raised (the vmxsim command: a signal)
+  /// A condition of runUntil was met (RunResult::Condition says which): status 0. The
+  /// run can be continued; the hypervisor's trace is not drained and the ground truth
+  /// not flushed at this stop, so that the files come out as in an unstopped run.
+  Stopped,
 };
 
 /// Process exit statuses of the vmxsim command. vmxsim's own are even, guest exits
@@ -192,7 +198,10 @@ struct RunResult {
   uint64_t Cycles = 0;    ///< CPU 0's virtual clock
   unsigned CpuId = 0;     ///< the CPU the reason concerns
   uint64_t Rip = 0;       ///< its RIP when it stopped
-  std::string What;       ///< Unimplemented: what is missing
+  std::string What;       ///< Unimplemented: what is missing; Stopped: the condition
+  /// Stopped: the index of the condition met in runUntil's list (the first one, when
+  /// one instruction met several).
+  unsigned Condition = 0;
   /// One phrase, e.g. "guest exit 0x3 (status 7)" or "triple fault at RIP=0x1000 (CPU 0)".
   std::string describe() const;
   /// "vmxsim: <describe()>; <N> instructions, <C> cycles".
@@ -221,6 +230,69 @@ public:
   /// guest does, its clocks and every trace are the same as without Progress.
   using ProgressFn = std::function<void(uint64_t Retired)>;
   RunResult run(const ProgressFn &Progress, uint64_t EveryInsns);
+  /// Runs until the first of Conditions is met (RunReason::Stopped; harness/run_control.h
+  /// says where exactly each stops), or a reason of run() comes first (then that
+  /// reason, as run() would return it). Conditions are counted from this call on.
+  /// Errors (nothing has run then): NoSuchCpu (a condition names a CPU the machine does
+  /// not have), BadCondition (no conditions, a count of 0, an empty serial text, a write
+  /// range of 0 bytes), UnmappedAddress (a linear write range the CPU's paging does not
+  /// map; the message names the address and the CPU).
+  ErrorOr<RunResult> runUntil(const std::vector<StopWhen> &Conditions);
+
+  // --- Inspection and change between runs (the "Run control" section of
+  // harness/README.md). Every function returns its error as a value; an error changes
+  // nothing. Cpu is the CPU number (0 .. numCpus() - 1): NoSuchCpu otherwise. ---
+
+  /// A register by name (lower case): rax..r15, rip, rflags; cr0, cr2, cr3, cr4, cr8,
+  /// xcr0, efer; dr0-dr3, dr6, dr7; es, cs, ss, ds, fs, gs, ldtr, tr (the selector) and
+  /// with ".base", ".limit", ".attr" their hidden parts; gdtr.base, gdtr.limit,
+  /// idtr.base, idtr.limit; mxcsr. UnknownRegister for any other name.
+  ErrorOr<uint64_t> readRegister(unsigned Cpu, const std::string &Name) const;
+  /// Writes it, then brings the processor's derived state up to date (the mode and
+  /// RIP mask after a control register, EFER, RFLAGS or segment; the armed breakpoints
+  /// after a debug register; the TLBs after CR0, CR3, CR4 or EFER), as the instruction
+  /// that loads it would. No architectural checks: the value is taken as given.
+  Error writeRegister(unsigned Cpu, const std::string &Name, uint64_t Value);
+  /// The whole architectural state at once (segment hidden parts, control and debug
+  /// registers, x87/SSE state), and its writer, with writeRegister's updates.
+  ErrorOr<CpuState> registers(unsigned Cpu) const;
+  Error setRegisters(unsigned Cpu, const CpuState &S);
+  /// RDMSR/WRMSR of Index through the processor's MSR layer (cpu/msrs.def), as in VMX
+  /// root operation at CPL 0 (no VMX intercepts): MsrFault where the instruction would
+  /// raise #GP (an MSR vmxsim does not have, a reserved bit, a read-only MSR).
+  ErrorOr<uint64_t> readMsr(unsigned Cpu, uint32_t Index);
+  Error writeMsr(unsigned Cpu, uint32_t Index, uint64_t Value);
+  /// The machine-physical address of La through the CPU's current paging and, in VMX
+  /// non-root operation with EPT, EPT (no rights are checked, no accessed or dirty flag
+  /// is set): UnmappedAddress when a walk ends at an entry that is not present.
+  ErrorOr<Hpa> translate(unsigned Cpu, Gla La);
+  /// Guest memory by linear address (translated page by page as translate does) or by
+  /// machine-physical address. Writes invalidate decoded code as a store would.
+  /// UnmappedAddress, or NotRam for bytes outside RAM (MMIO and holes are not touched).
+  Error readLinear(unsigned Cpu, Gla La, void *Out, uint64_t SizeBytes);
+  Error writeLinear(unsigned Cpu, Gla La, const void *In, uint64_t SizeBytes);
+  Error readPhysical(Hpa Pa, void *Out, uint64_t SizeBytes) const;
+  Error writePhysical(Hpa Pa, const void *In, uint64_t SizeBytes);
+  /// A field of the CPU's current VMCS by name: the enumerator of
+  /// cpu/vmx/vmcs_fields.def ("ExitQualification") or its SDM name ("Exit
+  /// qualification"). Errors: UnknownVmcsField, UnsupportedVmcsField (the CPU's VMX
+  /// profile lacks it), NoCurrentVmcs. A write stores the value truncated to the field's
+  /// width into the current VMCS, as VMWRITE would but for any field (read-only exit
+  /// information too); state the processor loaded at VM entry is not re-derived.
+  ErrorOr<uint64_t> readVmcs(unsigned Cpu, const std::string &Field) const;
+  Error writeVmcs(unsigned Cpu, const std::string &Field, uint64_t Value);
+  /// A field of the VMCS whose region is at Region: the cached data when it is some
+  /// CPU's current VMCS, else what the region holds (vmxsim's layout,
+  /// cpu/vmx/vmcs.h: vmcs_layout). NotRam when the region is not RAM.
+  ErrorOr<uint64_t> readVmcsAt(Hpa Region, const std::string &Field) const;
+  Error writeVmcsAt(Hpa Region, const std::string &Field, uint64_t Value);
+  /// Every record so far, merged across CPUs by TSC (trace/reader.h): the ground truth
+  /// (NoTrace without MachineConfig::GroundTruthFile) and the hypervisor's trace, what
+  /// has been drained to the file plus what its rings hold now (NoTrace without
+  /// MachineConfig::XentraceFile). Looking changes nothing: no buffer is drained.
+  ErrorOr<std::vector<trace::TraceRecord>> groundTruthRecords();
+  ErrorOr<std::vector<trace::TraceRecord>> hypervisorTraceRecords();
+
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }
   /// One line per output that could not be written in full ("<path>: cannot write:
@@ -263,7 +335,16 @@ public:
   const TraceBufferDrain *traceBuffers() const { return TraceDrain.get(); }
 
 private:
+  friend class RunUntil;
   explicit Machine(const MachineConfig &Cfg);
+  /// The scheduler, made at the first run and kept, so that a run continues the slice
+  /// the last one stopped in (Scheduler::run).
+  Scheduler &scheduler();
+  /// run() and runUntil(): MaxTotal is the total budget of this call; Stoppable says a
+  /// run-control stop (a break, a limit, MaxTotal below Cfg.MaxInsns) ends it as
+  /// RunReason::Stopped without draining or flushing the traces.
+  RunResult runScheduled(const ProgressFn *Progress, uint64_t EveryInsns, uint64_t MaxTotal,
+                         bool Stoppable);
   Error init();
   /// ISA interrupt lines to the 8259 pair and the I/O APIC (IRQ0 -> pin 2, IRQ n -> pin
   /// n, the MADT's overrides): a level, or an edge (raised and lowered).
@@ -324,6 +405,8 @@ private:
   BootLayout Layout;
   /// The image's trace-slot table (trace/slot_layout.h), when its ELF names one.
   std::optional<uint64_t> SlotTablePa;
+  /// Last: it detaches from the timers above when it goes.
+  std::unique_ptr<Scheduler> Sched;
 };
 
 } // namespace vmxsim

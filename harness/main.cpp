@@ -341,6 +341,7 @@ int runCommand(const RunOptions &O) {
   case RunReason::GuestExit:
   case RunReason::PowerOff:
   case RunReason::Reset:
+  case RunReason::Stopped: // only runUntil stops so; the command never calls it
     break;
   }
   if (const TraceBufferDrain *D = M->traceBuffers())

@@ -45,4 +45,28 @@ Error OutputSink::open(const OutputSpec &Spec, Buffering B) {
   return Error::success();
 }
 
+void OutputSink::setTap(void (*Fn)(void *, uint8_t), void *Context) {
+  if (Tap) { // the destination back
+    Captured = ParkedCaptured;
+    Stream = ParkedStream;
+  }
+  Tap = Fn;
+  TapContext = Context;
+  if (Tap) {
+    ParkedCaptured = Captured;
+    ParkedStream = Stream;
+    Captured = false;
+    Stream = nullptr;
+  }
+}
+
+void OutputSink::putTapped(uint8_t Byte) {
+  Tap(TapContext, Byte);
+  Captured = ParkedCaptured;
+  Stream = ParkedStream;
+  put(Byte);
+  Captured = false;
+  Stream = nullptr;
+}
+
 } // namespace vmxsim

@@ -48,10 +48,13 @@ public:
         noteFailure();
       else if (Byte == '\n' && LineFlush)
         flush();
+    } else if (Tap) [[unlikely]] {
+      putTapped(Byte);
     }
   }
   void flush() {
-    if (Stream && std::fflush(Stream) != 0)
+    std::FILE *S = Stream ? Stream : ParkedStream; // ParkedStream: null without a tap
+    if (S && std::fflush(S) != 0)
       noteFailure();
   }
   /// Everything written so far when the spec was Capture; empty otherwise.
@@ -59,8 +62,18 @@ public:
   /// Empty while every write succeeded; else "<name>: cannot write: <errno text>" for
   /// the first failure.
   const std::string &failure() const { return Failure; }
+  /// Also hands every byte to Fn(Context, Byte) (the run control's serial condition,
+  /// harness/run_control.h); null = none. While a tap is set, the sink's destination is
+  /// parked so that put() reaches putTapped through its last branch: a sink without a
+  /// tap pays nothing for the feature.
+  void setTap(void (*Fn)(void *, uint8_t), void *Context);
 
 private:
+  void putTapped(uint8_t Byte);
+  void (*Tap)(void *, uint8_t) = nullptr;
+  void *TapContext = nullptr;
+  bool ParkedCaptured = false;
+  std::FILE *ParkedStream = nullptr;
   void noteFailure();
 
   std::FILE *Stream = nullptr;

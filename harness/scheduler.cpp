@@ -9,7 +9,8 @@ namespace vmxsim {
 
 Scheduler::Scheduler(std::vector<Cpu *> Cpus_, std::vector<LocalApic *> Apics_, ApicBus &Bus,
                      uint64_t QuantumCycles)
-    : Cpus(std::move(Cpus_)), Apics(std::move(Apics_)), Bus(Bus), Quantum(QuantumCycles) {
+    : Cpus(std::move(Cpus_)), Apics(std::move(Apics_)), Bus(Bus), Quantum(QuantumCycles),
+      Stuck(Cpus.size(), 0) {
   for (LocalApic *A : Apics)
     static_cast<TimerEventSource *>(A)->setRearmListener(&rearmed, this);
 }
@@ -23,7 +24,10 @@ Scheduler::~Scheduler() {
 
 void Scheduler::rearmed(void *Self, uint64_t T) {
   Scheduler &S = *static_cast<Scheduler *>(Self);
-  S.Cpus[S.Bus.Current < S.Cpus.size() ? S.Bus.Current : 0]->pullDeadline(T);
+  const unsigned I = S.Bus.Current < S.Cpus.size() ? S.Bus.Current : 0;
+  S.Cpus[I]->pullDeadline(T);
+  if (S.Cur.Open && S.Cur.Cpu == I && T < S.Cur.Until)
+    S.Cur.Until = T;
 }
 
 uint64_t Scheduler::totalRetired() const {
@@ -44,14 +48,11 @@ uint64_t Scheduler::nextEvent(unsigned I, bool WakeOnly) const {
 Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   constexpr uint64_t kNever = ~uint64_t(0);
   const bool Single = Cpus.size() == 1;
-  // A waiting vCPU whose wake event its own event window then declines (e.g. an
-  // interrupt a guest in VMX non-root HLT cannot take) would be picked forever: it is
-  // skipped until some vCPU makes progress, which is what can change its situation.
-  std::vector<uint8_t> Stuck(Cpus.size(), 0);
   const bool WithProgress = Progress && ProgressEvery;
+  const bool WithLimits = !LimitInsns.empty();
   uint64_t NextProgress = WithProgress ? totalRetired() + ProgressEvery : kNever;
   uint64_t NextPoll = StopFlag && Single ? totalRetired() + kStopPollInsns : kNever;
-  unsigned Last = 0;
+  unsigned Last = Cur.Cpu;
   for (;;) {
     if (StopFlag && StopFlag->load(std::memory_order_relaxed)) [[unlikely]]
       return {StopReason::InsnLimit, Last, true};
@@ -65,58 +66,75 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     if (Total >= NextPoll)
       NextPoll = Total + kStopPollInsns;
 
-    // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
-    unsigned Pick = ~0u;
-    uint64_t PickTime = kNever;
-    for (unsigned I = 0; I < Cpus.size(); ++I) {
-      Cpu &C = *Cpus[I];
-      LocalApic &A = *Apics[I];
-      A.applySignals(); // INIT/SIPI latched by other CPUs, at this CPU's boundary
-      uint64_t T = kNever;
-      if (C.shutDown())
-        T = C.Cycles; // runs once more to report the shutdown
-      else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
-        T = C.Cycles;
-      else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
-        // Its timers' events, and what its own state wakes it for (a guest's VMX-
-        // preemption timer in the HLT activity state).
-        const uint64_t Own = C.NonRoot ? vmxWakeCycle(C) : kNever;
-        const uint64_t Ev = std::min(nextEvent(I, true), Own);
-        if (Ev != kNever)
-          T = Ev > C.Cycles ? Ev : C.Cycles;
+    if (!Cur.Open) {
+      // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
+      unsigned Pick = ~0u;
+      uint64_t PickTime = kNever;
+      for (unsigned I = 0; I < Cpus.size(); ++I) {
+        Cpu &C = *Cpus[I];
+        LocalApic &A = *Apics[I];
+        A.applySignals(); // INIT/SIPI latched by other CPUs, at this CPU's boundary
+        uint64_t T = kNever;
+        if (C.shutDown())
+          T = C.Cycles; // runs once more to report the shutdown
+        else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
+          T = C.Cycles;
+        else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
+          // Its timers' events, and what its own state wakes it for (a guest's VMX-
+          // preemption timer in the HLT activity state).
+          const uint64_t Own = C.NonRoot ? vmxWakeCycle(C) : kNever;
+          const uint64_t Ev = std::min(nextEvent(I, true), Own);
+          if (Ev != kNever)
+            T = Ev > C.Cycles ? Ev : C.Cycles;
+        }
+        if (T < PickTime) {
+          PickTime = T;
+          Pick = I;
+        }
       }
-      if (T < PickTime) {
-        PickTime = T;
-        Pick = I;
-      }
-    }
-    if (Pick == ~0u)
-      return {StopReason::Halted, 0};
+      if (Pick == ~0u)
+        return {StopReason::Halted, 0};
 
+      Cpu &C = *Cpus[Pick];
+      if (C.waiting())
+        C.waitUntil(PickTime); // HLT: time jumps to the timer's expiry
+      for (TimerEventSource *S : Shared)
+        S->advanceTo(C.Cycles); // machine-wide interrupts due by now are raised now
+      uint64_t Until = Single ? kNever : C.Cycles + Quantum;
+      const uint64_t Timer = nextEvent(Pick);
+      if (Timer > C.Cycles && Timer < Until)
+        Until = Timer; // stop exactly when the timer is due, so it fires on time
+      Cur = Slice{true, Pick, Until, C.Retired, C.waiting()};
+    }
+
+    const unsigned Pick = Cur.Cpu;
     Cpu &C = *Cpus[Pick];
-    if (C.waiting())
-      C.waitUntil(PickTime); // HLT: time jumps to the timer's expiry
-    for (TimerEventSource *S : Shared)
-      S->advanceTo(C.Cycles); // machine-wide interrupts due by now are raised now
-    uint64_t Until = Single ? kNever : C.Cycles + Quantum;
-    const uint64_t Timer = nextEvent(Pick);
-    if (Timer > C.Cycles && Timer < Until)
-      Until = Timer; // stop exactly when the timer is due, so it fires on time
-    const bool WasHalted = C.waiting();
-    const uint64_t RetiredBefore = C.Retired;
-    Bus.Current = Pick;
     uint64_t Budget = MaxTotalInsns - Total;
     if (Single && NextProgress - Total < Budget)
       Budget = NextProgress - Total;
     if (Single && NextPoll - Total < Budget)
       Budget = NextPoll - Total;
+    if (WithLimits) [[unlikely]] {
+      if (C.Retired >= LimitInsns[Pick])
+        return {StopReason::InsnLimit, Pick, false, true};
+      Budget = std::min(Budget, LimitInsns[Pick] - C.Retired);
+    }
+    Bus.Current = Pick;
     Last = Pick;
-    StopReason Why = C.run(Budget, Until);
+    StopReason Why = C.run(Budget, Cur.Until);
     Bus.Current = 0;
-    if (C.Retired != RetiredBefore || !C.waiting())
-      std::fill(Stuck.begin(), Stuck.end(), 0);
-    else if (WasHalted)
-      Stuck[Pick] = 1;
+    // The slice ends at its deadline or when its vCPU waits with nothing to do; any
+    // other return (a budget, a limit, a stop) leaves it open for the next round. (The
+    // deadline may have been brought forward: rearmed() moved Cur.Until with it.)
+    if (C.Cycles >= Cur.Until || Why == StopReason::Halted) {
+      Cur.Open = false;
+      if (C.Retired != Cur.RetiredBefore || !C.waiting())
+        std::fill(Stuck.begin(), Stuck.end(), 0);
+      else if (Cur.WasHalted)
+        Stuck[Pick] = 1;
+    }
+    if (WithLimits && C.Retired >= LimitInsns[Pick]) [[unlikely]]
+      return {StopReason::InsnLimit, Pick, false, true};
     switch (Why) {
     case StopReason::Deadline:
     case StopReason::Halted:

@@ -62,11 +62,29 @@ public:
     /// The stop flag was raised (setStopFlag); Why is then InsnLimit and CpuId the vCPU
     /// that ran last.
     bool Interrupted = false;
+    /// A limit of setLimits was reached by vCPU CpuId (Why is then InsnLimit).
+    bool Limit = false;
   };
-  /// Runs until a vCPU stops the machine (device stop request, shutdown, unimplemented),
-  /// the total of retired instructions over all vCPUs reaches MaxTotalInsns (InsnLimit),
-  /// or every vCPU waits with nothing that can wake it (Halted).
+  /// Runs until a vCPU stops the machine (device stop request, the harness's break,
+  /// shutdown, unimplemented), the total of retired instructions over all vCPUs reaches
+  /// MaxTotalInsns (InsnLimit), a limit of setLimits is reached, or every vCPU waits
+  /// with nothing that can wake it (Halted).
+  ///
+  /// Continuing. A run that returns in the middle of a vCPU's slice (a budget, a limit,
+  /// a stop request, the stop flag with one vCPU) leaves the slice open: the next run()
+  /// continues that vCPU to the end the slice was given (brought forward by timers it
+  /// programs, as always) before it picks again, without opening a new slice (no
+  /// machine-wide timer is advanced, no INIT/SIPI applied in between). So a run that is
+  /// stopped and continued any number of times interleaves the vCPUs exactly as the run
+  /// that was never stopped (tests/harness/run_control_test.cpp checks byte-identity).
   Outcome run(uint64_t MaxTotalInsns);
+  /// Per-vCPU limits of the harness's run control (harness/run_control.h): run()
+  /// returns (Outcome::Limit) once vCPU I has retired InsnAt[I] instructions (~0 = no
+  /// limit), cutting its run there as the total budget does. One entry per vCPU; empty
+  /// = no limits (no cost). (A cycle limit would cut the run at a cycle deadline, which
+  /// splits a REP string instruction where the unlimited run does not: the run control
+  /// stops at a TSC value through CpuObserver::holdBefore instead.)
+  void setLimits(std::vector<uint64_t> InsnAt) { LimitInsns = std::move(InsnAt); }
   /// Calls Fn(total retired) at the scheduler's loop head once EveryInsns more
   /// instructions have retired: between quanta with several vCPUs; with one vCPU (whose
   /// run has no quanta) its run is cut at exactly those instruction counts. Neither
@@ -90,6 +108,8 @@ public:
   }
   /// Instructions retired by all vCPUs.
   uint64_t totalRetired() const;
+  /// The vCPU that ran last (0 before the first run).
+  unsigned lastCpu() const { return Cur.Cpu; }
 
 private:
   std::vector<Cpu *> Cpus;
@@ -107,6 +127,21 @@ private:
   uint64_t ProgressEvery = 0;
   const std::atomic<bool> *StopFlag = nullptr;
   std::vector<TimerEventSource *> Shared;
+  std::vector<uint64_t> LimitInsns;
+  /// The vCPU slice in progress: its vCPU, the cycle it runs to (the quantum's end or
+  /// the next timer event; rearmed() brings it forward as it does the vCPU's deadline),
+  /// and what it was at the start.
+  struct Slice {
+    bool Open = false;
+    unsigned Cpu = 0;
+    uint64_t Until = 0;
+    uint64_t RetiredBefore = 0;
+    bool WasHalted = false;
+  } Cur;
+  /// A waiting vCPU whose wake event its own event window then declines (e.g. an
+  /// interrupt a guest in VMX non-root HLT cannot take) would be picked forever: it is
+  /// skipped until some vCPU makes progress, which is what can change its situation.
+  std::vector<uint8_t> Stuck;
 };
 
 } // namespace vmxsim

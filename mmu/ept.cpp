@@ -125,7 +125,7 @@ EptWalk eptWalk(PhysMem &Mem, const EptWalkerConfig &Cfg, uint64_t Eptp, Gpa Add
     }
     const uint64_t OffMask = (uint64_t(1) << Shift) - 1;
     W.Address = Hpa((E & PhysMask & ~OffMask) | (Address.value() & OffMask));
-    if (Ad) {
+    if (Ad && !Cfg.Probe) {
       // The accessed flag of every entry used, the dirty flag of the entry that maps
       // the page for a write (SDM Vol. 3C, "Accessed and Dirty Flags for EPT"). Set
       // only by a walk that completes: a walk that ends in a VM exit leaves the EPT

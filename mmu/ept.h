@@ -92,6 +92,9 @@ struct EptWalkerConfig {
   /// A walk that would set an EPT accessed or dirty flag sets none and ends with
   /// EptOutcome::AdUpdateBlocked (page-modification logging with a full log).
   bool AdUpdatesBlocked = false;
+  /// A look from outside the machine (harness/run_control.h): the walk sets no EPT
+  /// accessed or dirty flag and is never blocked for wanting to.
+  bool Probe = false;
 };
 
 /// Walks the EPT paging structures of Eptp, in Mem, for Address (no VM exit; sets EPT A/D

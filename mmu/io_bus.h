@@ -34,15 +34,25 @@ public:
   /// current instruction; the run loop checks it at block boundaries and I/O
   /// instructions end their block.
   void requestStop(int ExitStatus) {
-    StopFlag = true;
+    StopFlags |= kDeviceStop;
     Status = ExitStatus;
   }
-  bool stopRequested() const { return StopFlag; }
+  /// Whether the run loop must return at this instruction boundary: a device's stop or
+  /// the harness's break (one test for both, the run loop's only one).
+  bool stopRequested() const { return StopFlags != 0; }
+  bool deviceStopRequested() const { return StopFlags & kDeviceStop; }
   int exitStatus() const { return Status; }
-  void clearStop() { StopFlag = false; }
+  void clearStop() { StopFlags &= uint8_t(~kDeviceStop); }
+  /// The harness's run control (harness/run_control.h) asks the run loop to return at
+  /// the next instruction boundary: a condition it waits for has happened. Not a device
+  /// request; whoever raises it also ends the current block (Cpu::breakBlock).
+  void requestBreak() { StopFlags |= kBreak; }
+  bool breakRequested() const { return StopFlags & kBreak; }
+  void clearBreak() { StopFlags &= uint8_t(~kBreak); }
 
 private:
-  bool StopFlag = false;
+  static constexpr uint8_t kDeviceStop = 1, kBreak = 2;
+  uint8_t StopFlags = 0;
   int Status = 0;
   struct Range {
     uint16_t First;

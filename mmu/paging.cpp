@@ -67,6 +67,8 @@ struct Walker {
   bool setBits(uint64_t Pa, unsigned Size, uint64_t Old, uint64_t Bits) {
     if ((Old & Bits) == Bits)
       return true;
+    if (Ctx.Probe) // a debugger's look changes nothing (PagingContext::Probe)
+      return true;
     uint64_t Hp;
     if (!entryAddress(Pa, Access::Write, Hp))
       return false;

@@ -51,6 +51,10 @@ struct PagingContext {
   /// while the platform asserts A20M# (PhysMem::a20Mask; the processor passes all-ones
   /// in VMX operation, where A20M# is disabled).
   uint64_t A20Mask = ~uint64_t(0);
+  /// A look from outside the machine (harness/run_control.h: a debugger reading guest
+  /// memory): the walk sets no accessed or dirty flag, so looking changes nothing the
+  /// guest can see.
+  bool Probe = false;
 };
 
 /// Under EPT, paging-structure entries are at guest-physical addresses and each access

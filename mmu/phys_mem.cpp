@@ -158,10 +158,22 @@ bool PhysMem::noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes) {
 void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) {
   if (!SizeBytes || Base.value() + SizeBytes < Base.value())
     return;
-  for (const WatchRange &W : Watches)
-    if (W.Base == Base.value() && W.Size == SizeBytes)
+  for (WatchRange &W : Watches)
+    if (W.Base == Base.value() && W.Size == SizeBytes) {
+      ++W.Refs; // counted, so that one watcher's unwatchWrites leaves the other's
       return;
-  Watches.push_back({Base.value(), SizeBytes});
+    }
+  Watches.push_back({Base.value(), SizeBytes, 1});
+}
+
+bool PhysMem::unwatchWrites(Hpa Base, uint64_t SizeBytes) {
+  for (size_t I = 0; I < Watches.size(); ++I)
+    if (Watches[I].Base == Base.value() && Watches[I].Size == SizeBytes) {
+      if (--Watches[I].Refs == 0)
+        Watches.erase(Watches.begin() + I);
+      return true;
+    }
+  return false;
 }
 
 bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {

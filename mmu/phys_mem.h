@@ -185,8 +185,12 @@ public:
   // TlbWriteCode entry or the full translation in cpu/memory.cpp), which compares it
   // with the ranges. The TLB hit path is unchanged. Whoever adds a range must drop every
   // CPU's TlbWrite entries of its pages (Mmu::dropWriteMappings) before they run on.
-  // Ranges are few (one table and one slot array per CPU) and never removed.
+  // Ranges are few (one table and one slot array per CPU, and the write conditions of
+  // harness/run_control.h while a run waits for them).
   void watchWrites(Hpa Base, uint64_t SizeBytes);
+  /// Removes one range added with the same Base and SizeBytes (false if there is none).
+  /// The pages' write mappings stay on the slow path until re-filled, which is harmless.
+  bool unwatchWrites(Hpa Base, uint64_t SizeBytes);
   bool watching() const { return !Watches.empty(); }
   /// True if page Pfn holds a byte of a watched range.
   bool pageWatched(uint64_t Pfn) const {
@@ -252,6 +256,7 @@ private:
   uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
   struct WatchRange {
     uint64_t Base, Size;
+    uint32_t Refs; ///< watchWrites calls not yet undone by unwatchWrites
   };
   std::vector<WatchRange> Watches;
   void invalidateLines(uint64_t Pfn, uint64_t Lines);

@@ -97,6 +97,19 @@ void TraceWriter::flushCpu(unsigned Cpu) {
   B.Used = 0;
 }
 
+void TraceWriter::peekPending(std::vector<uint8_t> &Out) const {
+  for (unsigned Cpu = 0; Cpu < NumCpus; ++Cpu) {
+    const CpuBuffer &B = Cpus[Cpu];
+    if (B.Used == 0)
+      continue;
+    const uint32_t Head[3] = {xt_header(XT_EV_TraceCpuChange, 2, 0), Cpu, B.Used * 4};
+    const uint8_t *H = reinterpret_cast<const uint8_t *>(Head);
+    Out.insert(Out.end(), H, H + sizeof(Head));
+    const uint8_t *W = reinterpret_cast<const uint8_t *>(B.Words.get());
+    Out.insert(Out.end(), W, W + size_t(B.Used) * 4);
+  }
+}
+
 void TraceWriter::flush() {
   for (unsigned I = 0; I < NumCpus; ++I)
     flushCpu(I);

@@ -93,6 +93,9 @@ public:
   void flush();
   /// Drains one CPU's buffer (if it holds records) as one window.
   void flushCpu(unsigned Cpu);
+  /// Appends to Out the windows flush() would write now, draining nothing (a look at
+  /// the records so far that leaves the file as it would have been).
+  void peekPending(std::vector<uint8_t> &Out) const;
   /// Writes Bytes bytes of already-encoded records of Cpu as one window (e.g. a
   /// hypervisor's own trace ring). Cpu's buffered records are drained first.
   void writeWindow(unsigned Cpu, const void *Data, uint32_t Bytes);

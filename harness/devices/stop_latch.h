@@ -21,7 +21,7 @@ class StopLatch {
 public:
   explicit StopLatch(IoBus &Io) : Io(Io) {}
   void request(StopCause C, uint32_t Value, int ExitStatus) {
-    if (Cause != StopCause::None || Io.stopRequested())
+    if (Cause != StopCause::None || Io.deviceStopRequested())
       return;
     Cause = C;
     Val = Value;

@@ -93,6 +93,42 @@ void TraceBufferDrain::drain(unsigned Cpu) {
   Mem.write(Hpa(R.Addr + XT_TBUF_OFF_CONS), 8, H.prod);
 }
 
+void TraceBufferDrain::peek(std::vector<uint8_t> &Out) const {
+  for (unsigned Cpu = 0; Cpu < Rings.size(); ++Cpu) {
+    const Ring R = Rings[Cpu];
+    xt_tbuf H;
+    if (!R.Addr || !Mem.copyOut(Hpa(R.Addr), &H, sizeof(H)) || H.magic != XT_TBUF_MAGIC ||
+        H.cpu != Cpu || H.size != R.Size || H.format != R.Format || H.prod < H.cons ||
+        H.prod - H.cons > R.Size || ((H.prod - H.cons) & 3))
+      continue;
+    const uint32_t Bytes = uint32_t(H.prod - H.cons);
+    if (Bytes == 0 || (R.Format == XT_TBUF_FORMAT_XEN30 && Bytes % XT30_RECORD_BYTES))
+      continue;
+    std::vector<uint8_t> Data(Bytes);
+    const uint32_t Start = uint32_t(H.cons % R.Size);
+    const uint32_t First = std::min(Bytes, R.Size - Start);
+    const uint64_t Base = R.Addr + XT_TBUF_DATA_OFFSET;
+    if (!Mem.copyOut(Hpa(Base + Start), Data.data(), First) ||
+        !Mem.copyOut(Hpa(Base), Data.data() + First, Bytes - First))
+      continue;
+    auto put32 = [&Out](uint32_t V) {
+      const uint8_t *P = reinterpret_cast<const uint8_t *>(&V);
+      Out.insert(Out.end(), P, P + 4);
+    };
+    if (R.Format == XT_TBUF_FORMAT_XEN30) {
+      for (uint32_t Off = 0; Off < Bytes; Off += XT30_RECORD_BYTES) {
+        put32(Cpu);
+        Out.insert(Out.end(), Data.begin() + Off, Data.begin() + Off + XT30_RECORD_BYTES);
+      }
+    } else {
+      put32(xt_header(XT_EV_TraceCpuChange, 2, 0));
+      put32(Cpu);
+      put32(Bytes);
+      Out.insert(Out.end(), Data.begin(), Data.end());
+    }
+  }
+}
+
 void TraceBufferDrain::drainAll() {
   for (unsigned Cpu = 0; Cpu < Rings.size(); ++Cpu)
     drain(Cpu);

@@ -48,6 +48,10 @@ public:
 
   /// Copies out every registered ring (the end of a run).
   void drainAll();
+  /// Appends to Out what drainAll would write now (modern windows, or xen-3.0 records
+  /// behind their CPU numbers) without consuming anything: the guest sees no change.
+  /// Rings whose header is no longer consistent are skipped (drain gives them up).
+  void peek(std::vector<uint8_t> &Out) const;
   /// Bytes copied into the trace so far.
   uint64_t bytesDrained() const { return Drained; }
   /// One line per ring given up ("trace buffer at 0x...: ...").

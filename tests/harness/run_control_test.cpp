@@ -1,0 +1,472 @@
+// Run control (harness/run_control.h, Machine::runUntil) and the machine's inspection
+// functions: every condition stops where harness/run_control.h says, exactly (checked
+// against the ground truth of the same run and the VMCS read by field name); a run that
+// is stopped and continued many times is the uninterrupted run byte for byte (serial
+// output, both trace files, clocks); errors are values with exact messages.
+#include "harness/gtest/vmxsim_gtest.h"
+#include "harness/machine.h"
+#include "tests/support/files.h"
+#include "tests/support/traced_run.h"
+#include "tests/support/vmx_test_machine.h"
+#include "trace/xentrace.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace vmxsim;
+using vmxsim::test::readFile;
+using vmxsim::test::tracedTempPath;
+using vmxsim::testing::ExitInfo;
+using vmxsim::testing::GroundTruth;
+
+namespace {
+
+/// A machine running VMXSIM_IMAGE_DIR/Image with both traces in temporary files.
+struct TracedMachine {
+  std::unique_ptr<Machine> M;
+  std::string Gt, Hv;
+  TracedMachine(const std::string &Image, const std::string &Append, unsigned Cpus,
+                const std::string &Tag) {
+    Gt = tracedTempPath("runctl", Tag + ".gt.xt");
+    Hv = tracedTempPath("runctl", Tag + ".hv.xt");
+    MachineConfig Cfg;
+    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
+    Cfg.Append = Append;
+    Cfg.NumCpus = Cpus;
+    Cfg.Serial = OutputSpec::capture();
+    Cfg.Debugcon = OutputSpec::discard();
+    Cfg.MaxInsns = 50'000'000;
+    Cfg.GroundTruthFile = Gt;
+    Cfg.XentraceFile = Hv;
+    Error Err;
+    M = Machine::create(Cfg, Err);
+    EXPECT_TRUE(M) << Err.str();
+  }
+  ~TracedMachine() {
+    M.reset();
+    std::remove(Gt.c_str());
+    std::remove(Hv.c_str());
+  }
+  /// Runs to the end; the outputs once the machine is gone.
+  struct Outcome {
+    RunResult Result;
+    std::string Serial, GtBytes, HvBytes;
+    std::vector<uint64_t> Cycles, Retired;
+  };
+  Outcome finish() {
+    Outcome O;
+    O.Result = M->run();
+    O.Serial = M->serialOutput();
+    for (unsigned I = 0; I < M->numCpus(); ++I) {
+      O.Cycles.push_back(M->cpu(I).Cycles);
+      O.Retired.push_back(M->cpu(I).Retired);
+    }
+    M.reset();
+    O.GtBytes = readFile(Gt);
+    O.HvBytes = readFile(Hv);
+    return O;
+  }
+};
+
+RunResult stopped(ErrorOr<RunResult> R) {
+  EXPECT_TRUE(R) << R.error().str();
+  return R ? *R : RunResult{};
+}
+
+void expectSameRun(const TracedMachine::Outcome &A, const TracedMachine::Outcome &B) {
+  EXPECT_EQ(A.Result.Reason, B.Result.Reason);
+  EXPECT_EQ(A.Result.ExitStatus, B.Result.ExitStatus);
+  EXPECT_EQ(A.Result.Retired, B.Result.Retired);
+  EXPECT_EQ(A.Cycles, B.Cycles);
+  EXPECT_EQ(A.Retired, B.Retired);
+  EXPECT_EQ(A.Serial, B.Serial);
+  EXPECT_GT(A.GtBytes.size(), 10000u);
+  EXPECT_GT(A.HvBytes.size(), 10000u);
+  EXPECT_TRUE(A.GtBytes == B.GtBytes) << "the ground truth differs";
+  EXPECT_TRUE(A.HvBytes == B.HvBytes) << "the hypervisor's trace differs";
+}
+
+} // namespace
+
+TEST(RunControl, StopsAtTheTenthVmExitOfCpu1WithTheGroundTruthsExitInTheVmcs) {
+  TracedMachine T("hv.elf", "scenario=mixed", 2, "tenth");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  const RunResult R = stopped(M.runUntil({StopWhen::vmExit().onCpu(1).nth(10)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.Condition, 0u);
+  EXPECT_EQ(R.CpuId, 1u);
+  EXPECT_EQ(R.What, "the 10th VM exit on CPU 1");
+  // The exit has completed: root operation at the host RIP.
+  EXPECT_FALSE(M.cpu(1).NonRoot);
+  EXPECT_EQ(M.cpu(1).S.Rip, *M.readVmcs(1, "HostRip"));
+  EXPECT_EQ(R.Rip, M.cpu(1).S.Rip);
+  // The VMCS holds what the ground truth recorded for CPU 1's 10th exit, its last record.
+  auto G = GroundTruth::read(M);
+  ASSERT_TRUE(G) << G.error().str();
+  const std::vector<ExitInfo> Exits = G->exits(1);
+  ASSERT_EQ(Exits.size(), 10u);
+  EXPECT_EQ(*M.readVmcs(1, "ExitReason"), Exits[9].Reason);
+  EXPECT_EQ(*M.readVmcs(1, "Exit qualification"), Exits[9].Qualification);
+  EXPECT_EQ(*M.readVmcs(1, "GuestRip"), Exits[9].Rip);
+  EXPECT_EQ(*M.readVmcs(1, "VmExitInstructionLength"), Exits[9].InstructionLength);
+  EXPECT_EQ(M.cpu(1).Cycles - Exits[9].Tsc, 100u); // VmTransition (cpu/cost_model.def)
+  EXPECT_EQ(Exits[9].Reason, 30u); // I/O instruction: the guest's OUT to COM1
+  EXPECT_EQ(Exits[9].Qualification, 0x3f80000u);
+  EXPECT_EQ(Exits[9].Rip, 0x1093ccu);
+  // Continuing to the end is the run that never stopped.
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "tenth-plain");
+  ASSERT_TRUE(Plain.M);
+  expectSameRun(Plain.finish(), T.finish());
+}
+
+TEST(RunControl, StopAndContinueAtEveryVmExitAndEntryIsTheUninterruptedRun) {
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "every-plain");
+  TracedMachine T("hv.elf", "scenario=mixed", 2, "every");
+  ASSERT_TRUE(Plain.M && T.M);
+  unsigned Stops = 0;
+  for (;;) {
+    const RunResult R =
+        stopped(T.M->runUntil({StopWhen::vmExit(), StopWhen::vmEntry()}));
+    if (R.Reason != RunReason::Stopped)
+      break;
+    ++Stops;
+  }
+  const TracedMachine::Outcome B = T.finish();
+  expectSameRun(Plain.finish(), B);
+  // One stop at every exit and every entry of the run.
+  trace::TraceReader Reader;
+  Reader.openMemory(B.GtBytes.data(), B.GtBytes.size());
+  unsigned Transitions = 0;
+  trace::TraceRecord Rec;
+  while (Reader.next(Rec))
+    Transitions += Rec.Event == XT_EV_GtVmExit || Rec.Event == XT_EV_GtVmEntry;
+  EXPECT_EQ(Stops, Transitions);
+  EXPECT_EQ(Stops, 692u);
+}
+
+TEST(RunControl, StopAndContinueByEveryConditionIsTheUninterruptedRun) {
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "cond-plain");
+  ASSERT_TRUE(Plain.M);
+  const TracedMachine::Outcome A = Plain.finish();
+  // The hypervisor's exit handler, as the host RIP of the VMCS.
+  uint64_t HostRip = 0;
+  {
+    TracedMachine Probe("hv.elf", "scenario=mixed", 2, "cond-probe");
+    ASSERT_EQ(stopped(Probe.M->runUntil({StopWhen::vmExit()})).Reason, RunReason::Stopped);
+    HostRip = *Probe.M->readVmcs(0, "HostRip");
+  }
+  const char *const Names[] = {"instructions", "instructions of CPU 1", "TSC", "serial",
+                               "execute", "all"};
+  for (unsigned K = 0; K < 6; ++K) {
+    SCOPED_TRACE(Names[K]);
+    TracedMachine T("hv.elf", "scenario=mixed", 2, "cond");
+    ASSERT_TRUE(T.M);
+    unsigned Stops = 0;
+    uint64_t Tsc = 0;
+    for (;;) {
+      Tsc += 7919;
+      std::vector<StopWhen> All = {StopWhen::instructions(997),
+                                   StopWhen::instructions(613).onCpu(1),
+                                   StopWhen::tsc(Tsc).onCpu(0), StopWhen::serial("\n"),
+                                   StopWhen::execute(Gla(HostRip))};
+      const std::vector<StopWhen> Conds = K < 5 ? std::vector<StopWhen>{All[K]} : All;
+      const RunResult R = stopped(T.M->runUntil(Conds));
+      if (R.Reason != RunReason::Stopped)
+        break;
+      ++Stops;
+    }
+    EXPECT_GT(Stops, 5u);
+    expectSameRun(A, T.finish());
+  }
+}
+
+TEST(RunControl, InstructionCountsStopExactlyPerCpuAndInTotal) {
+  TracedMachine T("hv.elf", "scenario=mixed", 2, "insns");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  // Let both CPUs run first (CPU 1 waits for its start-up IPI).
+  RunResult R = stopped(M.runUntil({StopWhen::instructions(200'000)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.Retired, 200'000u);
+  EXPECT_EQ(R.What, "200000 more instructions");
+  const uint64_t Cpu1 = M.cpu(1).Retired;
+  EXPECT_GT(Cpu1, 0u);
+  R = stopped(M.runUntil({StopWhen::instructions(12'345).onCpu(1)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.CpuId, 1u);
+  EXPECT_EQ(M.cpu(1).Retired, Cpu1 + 12'345);
+  EXPECT_EQ(R.What, "12345 more instructions of CPU 1");
+  const uint64_t Total = R.Retired;
+  R = stopped(M.runUntil({StopWhen::instructions(1)}));
+  EXPECT_EQ(R.Retired, Total + 1);
+}
+
+TEST(RunControl, VmEntryStopsInNonRootOperationAtTheGuestRip) {
+  TracedMachine T("vmx_e2e.elf", "", 1, "entry");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  const RunResult R = stopped(M.runUntil({StopWhen::vmEntry().nth(3)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.What, "the 3rd VM entry");
+  EXPECT_TRUE(M.cpu(0).NonRoot);
+  auto G = GroundTruth::read(M);
+  ASSERT_TRUE(G) << G.error().str();
+  ASSERT_EQ(G->entries().size(), 3u);
+  EXPECT_EQ(G->entries()[2].Rip, M.cpu(0).S.Rip);
+  EXPECT_LE(G->entries()[2].Tsc, M.cpu(0).Cycles); // the entry is the last thing done
+  // The entry's record is the last timed one (GT_GPR records of its registers follow).
+  auto Timed = G->records().rbegin();
+  while (!Timed->HasTsc)
+    ++Timed;
+  EXPECT_EQ(Timed->Event, uint32_t(XT_EV_GtVmEntry));
+  EXPECT_EQ(*M.readVmcs(0, "GuestRip"), G->entries()[2].Rip);
+  EXPECT_EQ(G->exits().size(), 2u);
+}
+
+TEST(RunControl, ExecuteStopsBeforeTheInstructionLinearAndPhysical) {
+  TracedMachine T("vmx_e2e.elf", "", 1, "exec");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  // The 5th exit's RIP: an instruction of the guest (CPUID, IN, OUT, ...).
+  TracedMachine Probe("vmx_e2e.elf", "", 1, "exec-probe");
+  ASSERT_TRUE(stopped(Probe.M->runUntil({StopWhen::vmExit().nth(5)})).Reason ==
+              RunReason::Stopped);
+  auto PG = GroundTruth::read(*Probe.M);
+  ASSERT_TRUE(PG);
+  const ExitInfo Fifth = PG->exits()[4];
+  RunResult R = stopped(M.runUntil({StopWhen::execute(Gla(Fifth.Rip))}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_TRUE(M.cpu(0).NonRoot);
+  EXPECT_EQ(M.cpu(0).S.Rip, Fifth.Rip);
+  auto G = GroundTruth::read(M);
+  ASSERT_TRUE(G);
+  EXPECT_EQ(G->exits().size(), 4u); // held before it executed
+  // Continuing from there moves on: the instruction runs and exits.
+  R = stopped(M.runUntil({StopWhen::vmExit()}));
+  G = GroundTruth::read(M);
+  ASSERT_TRUE(G);
+  ASSERT_EQ(G->exits().size(), 5u);
+  EXPECT_EQ(G->exits()[4].Rip, Fifth.Rip);
+  EXPECT_EQ(G->exits()[4].Reason, Fifth.Reason);
+  // By physical address: the host's exit handler (the host RIP) as the CPU fetches it.
+  const uint64_t HostRip = *M.readVmcs(0, "HostRip");
+  ErrorOr<Hpa> HostPa = M.translate(0, Gla(HostRip));
+  ASSERT_TRUE(HostPa) << HostPa.error().str();
+  R = stopped(M.runUntil({StopWhen::vmEntry()}));
+  R = stopped(M.runUntil({StopWhen::execute(*HostPa)}));
+  std::ostringstream Want;
+  Want << "the execution of physical address 0x" << std::hex << HostPa->value();
+  EXPECT_EQ(R.What, Want.str());
+  EXPECT_FALSE(M.cpu(0).NonRoot);
+  EXPECT_EQ(M.cpu(0).S.Rip, HostRip);
+  G = GroundTruth::read(M);
+  ASSERT_TRUE(G);
+  EXPECT_EQ(G->exits().size(), 6u);
+}
+
+TEST(RunControl, SerialTextStopsAfterTheOutOfItsLastByte) {
+  TracedMachine T("vmx_e2e.elf", "", 1, "serial");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  const RunResult R = stopped(M.runUntil({StopWhen::serial("hello\n")}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.What, "serial output \"hello\\n\"");
+  const std::string &Out = M.serialOutput();
+  ASSERT_GE(Out.size(), 6u);
+  EXPECT_EQ(Out.substr(Out.size() - 6), "hello\n");
+}
+
+TEST(RunControl, TscStopsAtTheFirstBoundaryAtOrPastTheValue) {
+  TracedMachine T("vmx_e2e.elf", "", 1, "tsc");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  RunResult R = stopped(M.runUntil({StopWhen::tsc(100'000)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(R.What, "TSC 100000 on CPU 0");
+  // The first boundary at or past it: one instruction earlier the clock was below it.
+  EXPECT_GE(M.cpu(0).Cycles, 100'000u);
+  const uint64_t N = M.cpu(0).Retired;
+  {
+    TracedMachine Fresh("vmx_e2e.elf", "", 1, "tsc-fresh");
+    ASSERT_EQ(stopped(Fresh.M->runUntil({StopWhen::instructions(N - 1)})).Reason,
+              RunReason::Stopped);
+    EXPECT_LT(Fresh.M->cpu(0).Cycles, 100'000u);
+  }
+  // A value already reached stops at once, running nothing.
+  const uint64_t Retired = M.cpu(0).Retired;
+  R = stopped(M.runUntil({StopWhen::tsc(5)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(M.cpu(0).Retired, Retired);
+}
+
+TEST(RunControl, WriteStopsAfterTheStoringInstruction) {
+  TracedMachine T("hv.elf", "scenario=mixed", 1, "write");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  // Run until the hypervisor has published its trace slots (GT_SLOT_PUBLISH), then
+  // watch slot 0 of CPU 0's slot array: the stop follows the store GT_SLOT_STORE records.
+  uint64_t Slots = 0;
+  for (unsigned I = 0; I < 100 && !Slots; ++I) {
+    ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit()})).Reason, RunReason::Stopped);
+    auto G = GroundTruth::read(M);
+    ASSERT_TRUE(G);
+    for (const trace::TraceRecord &Rec : G->records())
+      if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
+        Slots = uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
+  }
+  ASSERT_NE(Slots, 0u);
+  const RunResult R = stopped(M.runUntil({StopWhen::write(Hpa(Slots), 8)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  auto G = GroundTruth::read(M);
+  ASSERT_TRUE(G);
+  const trace::TraceRecord &Last = G->records().back();
+  ASSERT_EQ(Last.Event, XT_EV_GtSlotStore);
+  EXPECT_EQ(Last.Words[2], 0u); // slot 0
+  uint64_t Now = 0;
+  ASSERT_FALSE(M.readPhysical(Hpa(Slots), &Now, 8));
+  EXPECT_EQ(Now, uint64_t(Last.Words[3]) | uint64_t(Last.Words[4]) << 32);
+  const uint64_t StoreRip = uint64_t(Last.Words[5]) | uint64_t(Last.Words[6]) << 32;
+  EXPECT_NE(M.cpu(0).S.Rip, StoreRip); // the store's instruction has completed
+  EXPECT_GT(M.cpu(0).S.Rip, StoreRip);
+  EXPECT_LT(M.cpu(0).S.Rip, StoreRip + 16);
+  // The same through the linear address that maps it in the hypervisor (identity).
+  const RunResult R2 = stopped(M.runUntil({StopWhen::write(Gla(Slots), 8).nth(2)}));
+  EXPECT_EQ(R2.Reason, RunReason::Stopped);
+}
+
+TEST(RunControl, ErrorsAreValuesWithMessages) {
+  MachineConfig Cfg;
+  Cfg.Serial = OutputSpec::discard();
+  Cfg.Debugcon = OutputSpec::discard();
+  Cfg.NumCpus = 2;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  ASSERT_TRUE(M) << Err.str();
+  auto R = M->runUntil({StopWhen::vmExit().onCpu(2)});
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.error().Code, ErrorCode::NoSuchCpu);
+  EXPECT_EQ(R.error().str(), "condition 0 (the VM exit on CPU 2): the machine has no CPU 2 "
+                             "(it has 2)");
+  R = M->runUntil({});
+  EXPECT_EQ(R.error().str(), "runUntil needs at least one condition");
+  R = M->runUntil({StopWhen::serial("")});
+  EXPECT_EQ(R.error().Code, ErrorCode::BadCondition);
+  R = M->runUntil({StopWhen::instructions(0)});
+  EXPECT_EQ(R.error().str(), "condition 0: 0 more instructions can never be met");
+  EXPECT_EQ(M->readVmcs(0, "GuestRip").error().str(), "CPU 0 has no current VMCS");
+  EXPECT_EQ(M->readVmcs(0, "GuestRip").error().Code, ErrorCode::NoCurrentVmcs);
+  EXPECT_EQ(M->readVmcs(0, "Guest Rip").error().str(),
+            "\"Guest Rip\" is no VMCS field (cpu/vmx/vmcs_fields.def)");
+  EXPECT_EQ(M->readVmcs(3, "GuestRip").error().str(), "the machine has no CPU 3 (it has 2)");
+  EXPECT_EQ(M->readRegister(0, "rax2").error().str(), "no register \"rax2\"");
+  EXPECT_EQ(M->readMsr(0, 0x12345678).error().str(), "RDMSR of 0x12345678 on CPU 0 raises #GP");
+  EXPECT_EQ(M->writeMsr(1, 0x10, 0).str(), "");
+  // Paging on, nothing mapped at 0x7000'0000: CR0.PG with a zeroed PML4.
+  ASSERT_FALSE(M->writeRegister(0, "cr4", 0x20));        // PAE
+  ASSERT_FALSE(M->writeRegister(0, "efer", 0x500));      // LME | LMA
+  ASSERT_FALSE(M->writeRegister(0, "cr3", 0x100000));
+  ASSERT_FALSE(M->writeRegister(0, "cr0", 0x80000011));  // PG | ET | PE
+  uint8_t B = 0;
+  const Error E = M->readLinear(0, Gla(0x70000000), &B, 1);
+  EXPECT_EQ(E.Code, ErrorCode::UnmappedAddress);
+  EXPECT_EQ(E.str(), "linear address 0x70000000 is not mapped on CPU 0");
+  EXPECT_EQ(M->readPhysical(Hpa(0xfffffffff000), &B, 1).str(),
+            "physical range 0xfffffffff000+0x1 is not all RAM");
+  EXPECT_EQ(M->groundTruthRecords().error().str(),
+            "the machine records no ground truth (MachineConfig::GroundTruthFile is empty)");
+  EXPECT_EQ(M->hypervisorTraceRecords().error().Code, ErrorCode::NoTrace);
+}
+
+TEST(RunControl, RegistersMemoryMsrsAndVmcsReadAndWrite) {
+  TracedMachine T("vmx_e2e.elf", "", 1, "rw");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit().reason(ExitReason::IoInstruction)})).Reason,
+            RunReason::Stopped);
+  // Registers by name and as the whole state agree.
+  ErrorOr<CpuState> S = M.registers(0);
+  ASSERT_TRUE(S);
+  EXPECT_EQ(*M.readRegister(0, "rip"), S->Rip);
+  EXPECT_EQ(*M.readRegister(0, "cs"), S->cs().Selector);
+  EXPECT_EQ(*M.readRegister(0, "cs.attr"), S->cs().Attr);
+  EXPECT_EQ(*M.readRegister(0, "gdtr.base"), S->Gdtr.Base);
+  EXPECT_EQ(*M.readRegister(0, "cr3"), S->Cr3);
+  EXPECT_EQ(*M.readRegister(0, "dr7"), S->Dr[7]);
+  ASSERT_FALSE(M.writeRegister(0, "r15", 0x1234));
+  EXPECT_EQ(M.cpu(0).S.Gpr[15], 0x1234u);
+  // MSRs through the MSR layer.
+  ASSERT_FALSE(M.writeMsr(0, 0xc0000103, 0x77)); // IA32_TSC_AUX
+  EXPECT_EQ(*M.readMsr(0, 0xc0000103), 0x77u);
+  // Memory: linear (through the host's paging) and physical agree.
+  const uint64_t Rsp = S->Gpr[4];
+  ErrorOr<Hpa> Pa = M.translate(0, Gla(Rsp));
+  ASSERT_TRUE(Pa);
+  const uint64_t Magic = 0x0123456789abcdefull;
+  ASSERT_FALSE(M.writeLinear(0, Gla(Rsp - 64), &Magic, 8));
+  uint64_t Back = 0;
+  ASSERT_FALSE(M.readPhysical(Hpa(Pa->value() - 64), &Back, 8));
+  EXPECT_EQ(Back, Magic);
+  // The current VMCS by both names, and by its region's address.
+  const uint64_t Vmcs = M.cpu(0).Vmx->CurrentVmcsPointer;
+  EXPECT_EQ(*M.readVmcs(0, "ExitReason"), 30u);
+  EXPECT_EQ(*M.readVmcs(0, "Exit reason"), 30u);
+  EXPECT_EQ(*M.readVmcsAt(Hpa(Vmcs), "ExitReason"), 30u);
+  ASSERT_FALSE(M.writeVmcs(0, "GuestRsp", 0xabcdef));
+  EXPECT_EQ(*M.readVmcsAt(Hpa(Vmcs), "GuestRsp"), 0xabcdefu);
+  ASSERT_FALSE(M.writeVmcs(0, "VmExitInstructionLength", 0x1'0000'0002)); // 32-bit field
+  EXPECT_EQ(*M.readVmcs(0, "VmExitInstructionLength"), 2u);
+}
+
+TEST(RunControl, TraceSoFarIsEachCpusPrefixOfTheFinishedTraces) {
+  TracedMachine T("hv.elf", "scenario=mixed", 2, "sofar");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit().onCpu(0).nth(100)})).Reason,
+            RunReason::Stopped);
+  auto Gt = M.groundTruthRecords();
+  auto Hv = M.hypervisorTraceRecords();
+  ASSERT_TRUE(Gt) << Gt.error().str();
+  ASSERT_TRUE(Hv) << Hv.error().str();
+  EXPECT_GT(Gt->size(), 1000u);
+  EXPECT_GT(Hv->size(), 100u);
+  // Looking drained nothing: the run goes on as if nobody had looked.
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "sofar-plain");
+  ASSERT_TRUE(Plain.M);
+  const TracedMachine::Outcome A = Plain.finish();
+  const TracedMachine::Outcome B = T.finish();
+  expectSameRun(A, B);
+  auto perCpu = [](const std::vector<trace::TraceRecord> &Recs, unsigned Cpu) {
+    std::vector<std::vector<uint32_t>> Out;
+    for (const trace::TraceRecord &R : Recs)
+      if (R.Cpu == Cpu) {
+        std::vector<uint32_t> Key = {R.Event, uint32_t(R.Tsc), uint32_t(R.Tsc >> 32)};
+        Key.insert(Key.end(), R.Words, R.Words + R.NumWords);
+        Out.push_back(Key);
+      }
+    return Out;
+  };
+  auto readAll = [](const std::string &Bytes) {
+    trace::TraceReader Reader;
+    Reader.openMemory(Bytes.data(), Bytes.size());
+    std::vector<trace::TraceRecord> Out;
+    trace::TraceRecord R;
+    while (Reader.next(R))
+      Out.push_back(R);
+    return Out;
+  };
+  const auto GtAll = readAll(B.GtBytes), HvAll = readAll(B.HvBytes);
+  for (unsigned Cpu = 0; Cpu < 2; ++Cpu) {
+    for (auto [SoFar, All] : {std::pair{&*Gt, &GtAll}, std::pair{&*Hv, &HvAll}}) {
+      const auto Part = perCpu(*SoFar, Cpu), Whole = perCpu(*All, Cpu);
+      ASSERT_LE(Part.size(), Whole.size());
+      EXPECT_GT(Part.size(), 10u);
+      EXPECT_TRUE(std::equal(Part.begin(), Part.end(), Whole.begin())) << "CPU " << Cpu;
+    }
+  }
+}
