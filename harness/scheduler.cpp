@@ -123,10 +123,13 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     Last = Pick;
     StopReason Why = C.run(Budget, Cur.Until);
     Bus.Current = 0;
-    // The slice ends at its deadline or when its vCPU waits with nothing to do; any
-    // other return (a budget, a limit, a stop) leaves it open for the next round. (The
-    // deadline may have been brought forward: rearmed() moved Cur.Until with it.)
-    if (C.Cycles >= Cur.Until || Why == StopReason::Halted) {
+    // The slice ends at its deadline, when its vCPU waits with nothing to do, or when
+    // the vCPU ended its run early at a boundary where the machine must look at it (a
+    // deadline it pulled forward: VMXOFF unblocking a held INIT, which the local APIC
+    // performs at the next pick); any other return (a budget, a limit, a stop) leaves it
+    // open for the next round. (The deadline may have been brought forward: rearmed()
+    // moved Cur.Until with it.)
+    if (C.Cycles >= Cur.Until || Why == StopReason::Halted || Why == StopReason::Deadline) {
       Cur.Open = false;
       if (C.Retired != Cur.RetiredBefore || !C.waiting())
         std::fill(Stuck.begin(), Stuck.end(), 0);

@@ -2,6 +2,7 @@
 // what a hypervisor's own unit tests look like when they run with no VT-x. The image is
 // vmxsim's bundled core running its `io` scenario on one CPU (22 port writes, each a VM
 // exit the core handles and traces, and the final VMCALL).
+#include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
 #include "trace/check.h"
 #include "trace/reader.h"
@@ -73,6 +74,43 @@ TEST(HypervisorOnVmxsim, IoScenarioExitsAreTracedAndChecked) {
   ASSERT_EQ(C.Cpus.size(), 1u);
   EXPECT_EQ(C.Cpus[0].Exits, 23u);
   EXPECT_EQ(C.Cpus[0].Entries, 23u);
+}
+
+// The same run stopped at its 5th VM exit, looked at, continued to the end, and its exits
+// matched with vmxsim's GoogleTest helpers.
+TEST(HypervisorOnVmxsim, StopAtAnExitAndMatchTheExits) {
+  Traces T;
+  vmxsim::MachineConfig Cfg;
+  Cfg.Kernel = HV_IMAGE;
+  Cfg.Append = "scenario=io";
+  Cfg.Serial = vmxsim::OutputSpec::capture();
+  Cfg.Debugcon = vmxsim::OutputSpec::discard();
+  Cfg.GroundTruthFile = T.GroundTruth;
+  Cfg.MaxInsns = 50'000'000;
+  vmxsim::Error Err;
+  auto M = vmxsim::Machine::create(Cfg, Err);
+  ASSERT_TRUE(M) << Err.str();
+
+  auto Stop = M->runUntil({vmxsim::StopWhen::vmExit().nth(5)});
+  ASSERT_TRUE(Stop) << Stop.error().str();
+  EXPECT_EQ(Stop->Reason, vmxsim::RunReason::Stopped) << Stop->describe();
+  // The guest's UART driver: IN from the line-status register, then OUT to 0x3f8.
+  auto Reason = M->readVmcs(0, "ExitReason");
+  ASSERT_TRUE(Reason) << Reason.error().str();
+  EXPECT_EQ(*Reason, 30u);
+  EXPECT_EQ(M->readVmcs(0, "NoSuchField").error().str().empty(), false);
+
+  EXPECT_EQ(M->run().Reason, vmxsim::RunReason::GuestExit);
+  auto Gt = vmxsim::testing::GroundTruth::read(*M);
+  ASSERT_TRUE(Gt) << Gt.error().str();
+  using vmxsim::ExitReason;
+  using vmxsim::testing::ExitedWith;
+  EXPECT_THAT(Gt->exits(0), ::testing::Contains(ExitedWith(ExitReason::IoInstruction)
+                                                    .port(0x3f8)
+                                                    .write()));
+  EXPECT_THAT(Gt->exits(0), vmxsim::testing::ExitCountsAre({{ExitReason::IoInstruction, 22},
+                                                            {ExitReason::Vmcall, 1}}));
+  EXPECT_THAT(*Gt, vmxsim::testing::HandlerCycles(ExitReason::IoInstruction) <= 100'000);
 }
 
 } // namespace

@@ -109,7 +109,7 @@ TEST(GtestMatchers, VmxE2eExitSequencesAndCounts) {
                                ExitedWith(R::ControlRegisterAccesses).cr(8).movToCr().gpr(0),
                                ExitedWith(R::ControlRegisterAccesses).cr(8).movFromCr().gpr(3),
                                R::Vmcall, R::Vmcall, R::Vmcall, R::Vmcall,
-                               ExitedWith(R::Hlt).rip(0x108efe).length(1)}));
+                               ExitedWith(R::Hlt).rip(0x10938e).length(1)}));
 }
 
 TEST(GtestMatchers, FailureMessagesAreExact) {
@@ -122,55 +122,55 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "VMCS fields:\n"
             "  Exit reason: 0x1e (I/O instruction)\n"
             "  Exit qualification: 0x3fd0008\n"
-            "  Guest RIP: 0x108f0c\n"
+            "  Guest RIP: 0x10939c\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #134 CPU0 380145 - GT_GPR cpu=0 reg=1 value=0x10\n"
-            "  #135 CPU0 380145 - GT_GPR cpu=0 reg=2 value=0x78bfbfd\n"
-            "  #136 CPU0 380145 - GT_GPR cpu=0 reg=3 value=0x10\n"
-            "> #137 CPU0 380171 +0 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x108f0c "
+            "  #134 CPU0 402614 - GT_GPR cpu=0 reg=1 value=0x10\n"
+            "  #135 CPU0 402614 - GT_GPR cpu=0 reg=2 value=0x78bfbfd\n"
+            "  #136 CPU0 402614 - GT_GPR cpu=0 reg=3 value=0x10\n"
+            "> #137 CPU0 402640 +0 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
             "qual=0x3fd0008 len=1\n"
-            "  #138 CPU0 380171 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
-            "  #139 CPU0 380171 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #140 CPU0 380171 - GT_GPR cpu=0 reg=1 value=0x68\n");
+            "  #138 CPU0 402640 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
+            "  #139 CPU0 402640 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #140 CPU0 402640 - GT_GPR cpu=0 reg=1 value=0x68\n");
   EXPECT_EQ(explain(::testing::Matcher<const ExitInfo &>(ExitedWith(ExitReason::Cpuid)), X[39]),
             "exit reason is HLT (12), not CPUID (10)\n"
             "VMCS fields:\n"
             "  Exit reason: 0xc (HLT)\n"
             "  Exit qualification: 0x0\n"
-            "  Guest RIP: 0x108efe\n"
+            "  Guest RIP: 0x10938e\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #896 CPU0 930083 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
-            "  #897 CPU0 930083 - GT_GPR cpu=0 reg=2 value=0x1\n"
-            "  #898 CPU0 930083 - GT_GPR cpu=0 reg=3 value=0x0\n"
-            "> #899 CPU0 930103 +0 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x108efe qual=0x0 len=1\n"
-            "  #900 CPU0 930103 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #901 CPU0 930103 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
-            "  #902 CPU0 930103 - GT_GPR cpu=0 reg=2 value=0x1\n");
+            "  #896 CPU0 952554 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
+            "  #897 CPU0 952554 - GT_GPR cpu=0 reg=2 value=0x1\n"
+            "  #898 CPU0 952554 - GT_GPR cpu=0 reg=3 value=0x0\n"
+            "> #899 CPU0 952574 +0 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
+            "  #900 CPU0 952574 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #901 CPU0 952574 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
+            "  #902 CPU0 952574 - GT_GPR cpu=0 reg=2 value=0x1\n");
   EXPECT_EQ(explain(ExitCountsAre({{ExitReason::Cpuid, 3}, {ExitReason::Hlt, 1}}), X),
             "CPUID (10): 2, not 3");
   EXPECT_EQ(explain(ContainsExitsInOrder({ExitReason::Hlt, ExitReason::Cpuid}), X),
             "found the first 1 of 2 in order; no exit after them is a VM exit CPUID (10)");
   const std::vector<ExitInfo> First2(X.begin(), X.begin() + 2);
   EXPECT_EQ(explain(ExitsInOrder({ExitReason::Cpuid}), First2), "there are 2 exits, not 1; the first extra one is VM exit VMCALL (18) on CPU 0 at "
-            "RIP 0x108dd2\n"
+            "RIP 0x109262\n"
             "VMCS fields:\n"
             "  Exit reason: 0x12 (VMCALL)\n"
             "  Exit qualification: 0x0\n"
-            "  Guest RIP: 0x108dd2\n"
+            "  Guest RIP: 0x109262\n"
             "  VM-exit instruction length: 3\n"
             "Ground-truth records:\n"
-            "  #28 CPU0 290820 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
-            "  #29 CPU0 290820 - GT_GPR cpu=0 reg=2 value=0x4d\n"
-            "  #30 CPU0 290820 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
-            "> #31 CPU0 290844 +0 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x108dd2 qual=0x0 len=3\n"
-            "  #32 CPU0 290844 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #33 CPU0 290844 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
-            "  #34 CPU0 290844 - GT_GPR cpu=0 reg=2 value=0x4d\n");
+            "  #28 CPU0 313289 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
+            "  #29 CPU0 313289 - GT_GPR cpu=0 reg=2 value=0x4d\n"
+            "  #30 CPU0 313289 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
+            "> #31 CPU0 313313 +0 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
+            "  #32 CPU0 313313 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #33 CPU0 313313 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
+            "  #34 CPU0 313313 - GT_GPR cpu=0 reg=2 value=0x4d\n");
   EXPECT_NONFATAL_FAILURE(EXPECT_THAT(e2e().T, HandlerCycles(ExitReason::Cpuid) <= 10),
                           "the slowest of 2 CPUID (10) exits took 15395 cycles to the next VM entry: VM exit "
-                          "CPUID (10) on CPU 0 at RIP 0x108dc5\nVMCS fields:\n"
+                          "CPUID (10) on CPU 0 at RIP 0x109255\nVMCS fields:\n"
                           "  Exit reason: 0xa (CPUID)\n");
 }
 
@@ -268,7 +268,7 @@ TEST(GtestMatchers, VmEntryFailureOfAGuestStateCheckIsExit33) {
   EXPECT_THAT(F, FailedEntryCheck(VmEntryCheckId::GuestCr4Fixed));
   EXPECT_EQ(explain(FailedEntryCheck(VmEntryCheckId::GuestCr0Fixed), F), "the failing check is GuestCr4Fixed\n"
             "Ground-truth records:\n"
-            "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=103(GuestCr4Fixed) "
+            "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=104(GuestCr4Fixed) "
             "qual=0x0\n"
             "  #1 CPU0 62 +0 GT_VMEXIT cpu=0 reason=33(VmEntryFailureInvalidGuestState)"
             "|EntryFailure rip=0x303000 qual=0x0 len=0\n");
@@ -276,7 +276,7 @@ TEST(GtestMatchers, VmEntryFailureOfAGuestStateCheckIsExit33) {
                     F),
             "it failed with a VM exit (basic reason 33), not VMfailValid\n"
             "Ground-truth records:\n"
-            "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=103(GuestCr4Fixed) "
+            "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=104(GuestCr4Fixed) "
             "qual=0x0\n"
             "  #1 CPU0 62 +0 GT_VMEXIT cpu=0 reason=33(VmEntryFailureInvalidGuestState)"
             "|EntryFailure rip=0x303000 qual=0x0 len=0\n");

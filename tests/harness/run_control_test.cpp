@@ -118,7 +118,7 @@ TEST(RunControl, StopsAtTheTenthVmExitOfCpu1WithTheGroundTruthsExitInTheVmcs) {
   EXPECT_EQ(M.cpu(1).Cycles - Exits[9].Tsc, 100u); // VmTransition (cpu/cost_model.def)
   EXPECT_EQ(Exits[9].Reason, 30u); // I/O instruction: the guest's OUT to COM1
   EXPECT_EQ(Exits[9].Qualification, 0x3f80000u);
-  EXPECT_EQ(Exits[9].Rip, 0x1093ccu);
+  EXPECT_EQ(Exits[9].Rip, 0x1098ddu);
   // Continuing to the end is the run that never stopped.
   TracedMachine Plain("hv.elf", "scenario=mixed", 2, "tenth-plain");
   ASSERT_TRUE(Plain.M);
