@@ -130,9 +130,7 @@ TEST(SseApproximation, ScalarFormsKeepTheUpperLanesAndReadM32Unaligned) {
 // a zero and an SNaN in the source; MXCSR is not changed (its flags stay clear).
 TEST(SseApproximation, NoExceptionAndMxcsrUnchanged) {
   TestMachine M;
-  M.setupLongMode();
-  installFaultIdt(M);
-  M.S.Gpr[RSP] = 0x80000;
+  setupLongModeWithFaultIdt(M);
   M.S.Cr4 |= cr4::OSXMMEXCPT;
   M.S.Mxcsr = 0x0000; // all exceptions unmasked, round to nearest
   M.S.XmmReg[1] = {0x0000000100000000ull, 0xff80000100000000ull};
@@ -145,9 +143,7 @@ TEST(SseApproximation, NoExceptionAndMxcsrUnchanged) {
 
 TEST(SseApproximation, PackedMemoryOperandMustBeAligned) {
   TestMachine M;
-  M.setupLongMode();
-  installFaultIdt(M);
-  M.S.Gpr[RSP] = 0x80000;
+  setupLongModeWithFaultIdt(M);
   M.S.Gpr[RSI] = kDataBase + 4;
   M.loadCode({0x0f, 0x53, 0x06, Hlt}); // rcpps xmm0, [rsi]
   EXPECT_EQ(faultVector(M, M.run(10)), vec::GP);
@@ -155,9 +151,7 @@ TEST(SseApproximation, PackedMemoryOperandMustBeAligned) {
 
 TEST(SseApproximation, CheckedForAvailabilityLikeEverySseInstruction) {
   TestMachine M;
-  M.setupLongMode();
-  installFaultIdt(M);
-  M.S.Gpr[RSP] = 0x80000;
+  setupLongModeWithFaultIdt(M);
   M.S.Cr0 |= cr0::TS;
   M.loadCode({0x0f, 0x52, 0xc1, Hlt}); // rsqrtps xmm0, xmm1
   EXPECT_EQ(faultVector(M, M.run(10)), vec::NM);

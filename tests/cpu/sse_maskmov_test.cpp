@@ -52,9 +52,7 @@ TEST(Maskmovdqu, AddressSizePrefixUsesEdi) {
 
 TEST(Maskmovdqu, NonCanonicalDestinationFaultsWithoutAStore) {
   TestMachine M;
-  M.setupLongMode();
-  installFaultIdt(M);
-  M.S.Gpr[RSP] = 0x80000;
+  setupLongModeWithFaultIdt(M);
   M.S.XmmReg[0] = kData;
   M.S.XmmReg[1] = {0, 0}; // an all-zero mask faults alike
   M.S.Gpr[RDI] = 0x0000800000000000ull;
@@ -64,9 +62,7 @@ TEST(Maskmovdqu, NonCanonicalDestinationFaultsWithoutAStore) {
 
 TEST(Maskmovdqu, CheckedForAvailabilityLikeEverySseInstruction) {
   TestMachine M;
-  M.setupLongMode();
-  installFaultIdt(M);
-  M.S.Gpr[RSP] = 0x80000;
+  setupLongModeWithFaultIdt(M);
   M.S.Cr0 |= cr0::TS;
   M.S.Gpr[RDI] = kDataBase;
   M.loadCode({0x66, 0x0f, 0xf7, 0xc1, 0xf4});

@@ -119,6 +119,14 @@ inline void installFaultIdt(TestMachine &M) {
   M.S.Idtr = TableReg{kIdtBase, 32 * 16 - 1};
 }
 
+/// A long-mode machine whose faults are delivered through installFaultIdt's IDT, with a
+/// stack for the frames.
+inline void setupLongModeWithFaultIdt(TestMachine &M) {
+  M.setupLongMode();
+  installFaultIdt(M);
+  M.S.Gpr[RSP] = 0x80000;
+}
+
 /// The vector of the exception the last run stopped on, or -1 if it ended otherwise.
 inline int faultVector(TestMachine &M, StopReason Why) {
   if (Why == StopReason::Shutdown)
