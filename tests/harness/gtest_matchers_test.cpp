@@ -4,6 +4,7 @@
 // and by VM-instruction error; and the exact text of the failure messages.
 #include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
+#include "tests/support/files.h"
 #include "tests/support/traced_run.h"
 #include "tests/support/vmx_test_machine.h"
 
@@ -29,7 +30,12 @@ struct E2e {
   GroundTruth T;
   E2e() {
     MachineConfig Cfg;
-    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/vmx_e2e.elf";
+    // The image's bytes under a fixed name: the guest parses its command line, which
+    // starts with the kernel's name, so a build directory's path would move every TSC.
+    const std::string Image =
+        vmxsim::test::readFile(std::string(VMXSIM_IMAGE_DIR) + "/vmx_e2e.elf");
+    Cfg.KernelImage.assign(Image.begin(), Image.end());
+    Cfg.Kernel = "vmx_e2e.elf";
     Cfg.Serial = OutputSpec::capture();
     Cfg.Debugcon = OutputSpec::discard();
     Cfg.GroundTruthFile = Gt;
@@ -125,14 +131,14 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x10939c\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #134 CPU0 402614 - GT_GPR cpu=0 reg=1 value=0x10\n"
-            "  #135 CPU0 402614 - GT_GPR cpu=0 reg=2 value=0x78bfbfd\n"
-            "  #136 CPU0 402614 - GT_GPR cpu=0 reg=3 value=0x10\n"
-            "> #137 CPU0 402640 +0 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
+            "  #134 CPU0 402236 - GT_GPR cpu=0 reg=1 value=0x10\n"
+            "  #135 CPU0 402236 - GT_GPR cpu=0 reg=2 value=0x78bfbfd\n"
+            "  #136 CPU0 402236 - GT_GPR cpu=0 reg=3 value=0x10\n"
+            "> #137 CPU0 402262 +0 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
             "qual=0x3fd0008 len=1\n"
-            "  #138 CPU0 402640 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
-            "  #139 CPU0 402640 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #140 CPU0 402640 - GT_GPR cpu=0 reg=1 value=0x68\n");
+            "  #138 CPU0 402262 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
+            "  #139 CPU0 402262 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #140 CPU0 402262 - GT_GPR cpu=0 reg=1 value=0x68\n");
   EXPECT_EQ(explain(::testing::Matcher<const ExitInfo &>(ExitedWith(ExitReason::Cpuid)), X[39]),
             "exit reason is HLT (12), not CPUID (10)\n"
             "VMCS fields:\n"
@@ -141,13 +147,13 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x10938e\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #896 CPU0 952554 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
-            "  #897 CPU0 952554 - GT_GPR cpu=0 reg=2 value=0x1\n"
-            "  #898 CPU0 952554 - GT_GPR cpu=0 reg=3 value=0x0\n"
-            "> #899 CPU0 952574 +0 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
-            "  #900 CPU0 952574 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #901 CPU0 952574 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
-            "  #902 CPU0 952574 - GT_GPR cpu=0 reg=2 value=0x1\n");
+            "  #896 CPU0 952176 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
+            "  #897 CPU0 952176 - GT_GPR cpu=0 reg=2 value=0x1\n"
+            "  #898 CPU0 952176 - GT_GPR cpu=0 reg=3 value=0x0\n"
+            "> #899 CPU0 952196 +0 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
+            "  #900 CPU0 952196 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #901 CPU0 952196 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
+            "  #902 CPU0 952196 - GT_GPR cpu=0 reg=2 value=0x1\n");
   EXPECT_EQ(explain(ExitCountsAre({{ExitReason::Cpuid, 3}, {ExitReason::Hlt, 1}}), X),
             "CPUID (10): 2, not 3");
   EXPECT_EQ(explain(ContainsExitsInOrder({ExitReason::Hlt, ExitReason::Cpuid}), X),
@@ -161,13 +167,13 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x109262\n"
             "  VM-exit instruction length: 3\n"
             "Ground-truth records:\n"
-            "  #28 CPU0 313289 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
-            "  #29 CPU0 313289 - GT_GPR cpu=0 reg=2 value=0x4d\n"
-            "  #30 CPU0 313289 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
-            "> #31 CPU0 313313 +0 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
-            "  #32 CPU0 313313 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #33 CPU0 313313 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
-            "  #34 CPU0 313313 - GT_GPR cpu=0 reg=2 value=0x4d\n");
+            "  #28 CPU0 312911 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
+            "  #29 CPU0 312911 - GT_GPR cpu=0 reg=2 value=0x4d\n"
+            "  #30 CPU0 312911 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
+            "> #31 CPU0 312935 +0 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
+            "  #32 CPU0 312935 - GT_GPR cpu=0 reg=0 value=0x0\n"
+            "  #33 CPU0 312935 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
+            "  #34 CPU0 312935 - GT_GPR cpu=0 reg=2 value=0x4d\n");
   EXPECT_NONFATAL_FAILURE(EXPECT_THAT(e2e().T, HandlerCycles(ExitReason::Cpuid) <= 10),
                           "the slowest of 2 CPUID (10) exits took 15395 cycles to the next VM entry: VM exit "
                           "CPUID (10) on CPU 0 at RIP 0x109255\nVMCS fields:\n"
