@@ -718,7 +718,7 @@ int main(int Argc, char **Argv) {
   if (Fuzz->parsed())
     return checkedStdout(xcheckFuzzCommand(FO), kExitUsage);
   if (Profiles->parsed()) {
-    const std::string T = vmxProfileTable();
+    const std::string T = vmxProfilesReport();
     std::fwrite(T.data(), 1, T.size(), stdout);
     return checkedStdout(0, kExitUsage);
   }

@@ -45,7 +45,8 @@ const VmxControlInfo &controlInfo(VmxControl C) {
   static const auto Infos = [] {
     std::array<VmxControlInfo, std::size(kControls)> A{};
     for (unsigned I = 0; I < std::size(kControls); ++I)
-      A[I] = {kControls[I].Word, kControls[I].Bit, kControls[I].Name, kControls[I].SdmName};
+      A[I] = {kControls[I].Word, kControls[I].Bit, kControls[I].Name, kControls[I].SdmName,
+              kControls[I].Feature};
     return A;
   }();
   return Infos[unsigned(C)];

@@ -22,6 +22,7 @@ struct VmxControlInfo {
   uint8_t Bit;
   const char *Name;
   const char *SdmName;
+  VmxFeature Feature; ///< the profile capability that allows the 1-setting
 };
 const VmxControlInfo &controlInfo(VmxControl C);
 

@@ -25,8 +25,10 @@ const VmxProfile &VmxProfile::full() {
   // VMWRITE to any field), PML (with EPT accessed and dirty flags), EPT-violation #VE,
   // mode-based execute control for EPT and advanced VM-exit information for EPT
   // violations (cpu/vmx/ept_translation.cpp) and the "load IA32_PERF_GLOBAL_CTRL"
-  // controls (cpu/perfmon.h), minus XSAVES (the CPU model has no XSAVES), which vmxsim
-  // does not model.
+  // controls (cpu/perfmon.h), and 5-level EPT (IA32_VMX_EPT_VPID_CAP[7]: mmu/ept.cpp walks
+  // four or five levels). The processor it follows is the reference below, a Sapphire
+  // Rapids core; vmxSapphireRapidsDifferences (cpu/vmx/profile_table.h) lists where
+  // "full" differs from it and why.
   static const VmxProfile P{
       "full",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -49,7 +51,7 @@ const VmxProfile &VmxProfile::full() {
       /*EptAccessedDirty=*/true,
       /*EptExecuteOnly=*/true,
       /*Ept1GPages=*/true,
-      /*Ept5Level=*/false};
+      /*Ept5Level=*/true};
   return P;
 }
 
@@ -69,7 +71,9 @@ const VmxProfile &VmxProfile::kvmNested() {
   // in the EPT capabilities it builds for L1). The "load IA32_PERF_GLOBAL_CTRL" entry
   // and exit controls: nested_vmx_pmu_refresh offers both when the vCPU's PMU has
   // version > 1, as it has on such a host (KVM reports version 2 to its guests, and
-  // vmxsim's CPUID.0AH reports version 2: cpu/perfmon.h).
+  // vmxsim's CPUID.0AH reports version 2: cpu/perfmon.h). 5-level EPT: KVM's list of EPT
+  // capabilities for L1 includes the 5-level page walk and is masked by the host's, which
+  // ("full") has it.
   static const VmxProfile P{
       "kvm-nested",
       features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
@@ -83,7 +87,7 @@ const VmxProfile &VmxProfile::kvmNested() {
                 VmxFeature::VirtualizeApicAccesses, VmxFeature::VirtualizeX2apic,
                 VmxFeature::ApicRegisterVirtualization, VmxFeature::VirtualInterruptDelivery,
                 VmxFeature::PostedInterrupts, VmxFeature::PerfGlobalCtrl}),
-      5, 4, 0, true, true, true, true, false};
+      5, 4, 0, true, true, true, true, true};
   return P;
 }
 
@@ -92,6 +96,35 @@ const VmxProfile &VmxProfile::minimal() {
   // unrestricted guest; no preemption timer, no MSR bitmaps, no TPR shadow.
   static const VmxProfile P{"minimal", features({}), 0, 4, 0, false, false, false, false,
                             false};
+  return P;
+}
+
+const VmxProfile &VmxProfile::sapphireRapidsReference() {
+  // The VMX capability words of QEMU's "SapphireRapids" CPU model (target/i386/cpu.c: a 4th
+  // Gen Xeon Scalable core, family 6 model 143, stepping 4), facts only: its
+  // FEAT_VMX_PINBASED_CTLS, _PROCBASED_CTLS, _SECONDARY_CTLS, _EXIT_CTLS, _ENTRY_CTLS,
+  // _EPT_VPID_CAPS, _MISC and _VMFUNC words. That model lists the controls QEMU passes to
+  // a guest hypervisor under KVM, so it leaves out what KVM's nested VMX does not offer
+  // (PAUSE-loop exiting, TSC scaling, #VE, mode-based execute control), which the
+  // processor itself has; the differences table says so row by row. Not selectable with
+  // --vmx-profile: it offers XSAVES/XRSTORS, which vmxsim does not implement.
+  static const VmxProfile P{
+      "Sapphire Rapids (QEMU model)",
+      features({VmxFeature::SecondaryControls, VmxFeature::Vpid, VmxFeature::PreemptionTimer,
+                VmxFeature::MsrBitmaps, VmxFeature::TprShadow, VmxFeature::MonitorTrapFlag,
+                VmxFeature::DescriptorTableExiting, VmxFeature::Rdtscp,
+                VmxFeature::WbinvdExiting, VmxFeature::RdrandExiting,
+                VmxFeature::RdseedExiting, VmxFeature::Invpcid, VmxFeature::PatControls,
+                VmxFeature::EferControls, VmxFeature::Ept, VmxFeature::UnrestrictedGuest,
+                VmxFeature::VmFunctions, VmxFeature::EptpSwitching, VmxFeature::VmcsShadowing,
+                VmxFeature::Pml, VmxFeature::VirtualizeApicAccesses,
+                VmxFeature::VirtualizeX2apic, VmxFeature::ApicRegisterVirtualization,
+                VmxFeature::VirtualInterruptDelivery, VmxFeature::PostedInterrupts,
+                VmxFeature::Xsaves, VmxFeature::PerfGlobalCtrl}),
+      // QEMU's model sets no preemption-timer rate, CR3-target count or MSR-list size of
+      // its own (it takes them from the host); these are the values "full" reports.
+      5, 4, 0, /*VmwriteAnyField=*/true, /*EptAccessedDirty=*/true, /*EptExecuteOnly=*/true,
+      /*Ept1GPages=*/true, /*Ept5Level=*/true};
   return P;
 }
 

@@ -83,6 +83,9 @@ struct VmxProfile {
   static const VmxProfile &kvmNested();
   /// First-generation VT-x: no EPT, no VPID, no unrestricted guest.
   static const VmxProfile &minimal();
+  /// The processor "full" follows, for the table of differences only (never a
+  /// --vmx-profile: it offers controls vmxsim does not implement).
+  static const VmxProfile &sapphireRapidsReference();
   /// Looks a profile up by name ("full", "kvm-nested", "minimal"); nullptr if unknown.
   static const VmxProfile *byName(std::string_view Name);
 };

@@ -60,9 +60,9 @@ TEST(VmxCapabilities, FullProfileMiscFixedBitsEnumAndEpt) {
   EXPECT_EQ(cap(P, 0x489), 0x372fffull);
   // Highest index: TSC multiplier (0x2032 -> index 0x19).
   EXPECT_EQ(cap(P, 0x48a), 0x32ull);
-  // X-only, 4-level, UC, WB, 2M, 1G, INVEPT, A/D, advanced EPT-violation information,
-  // single/all-context INVEPT; INVVPID with all four types.
-  EXPECT_EQ(cap(P, 0x48c), 0x00000f0106734141ull);
+  // X-only, 4-level and 5-level, UC, WB, 2M, 1G, INVEPT, A/D, advanced EPT-violation
+  // information, single/all-context INVEPT; INVVPID with all four types.
+  EXPECT_EQ(cap(P, 0x48c), 0x00000f01067341c1ull);
 }
 
 TEST(VmxCapabilities, MinimalProfileMsrs) {
