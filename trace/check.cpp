@@ -72,6 +72,30 @@ constexpr uint64_t kP2mMmio = 4;
 
 using SlotArray = std::array<uint64_t, kSlots>;
 
+/// The words a handler record should carry: at most XT_MAX_WORDS, held in place (the
+/// check builds one or two per exit; a vector would allocate each time).
+class WordList {
+public:
+  WordList() = default;
+  WordList &operator=(std::initializer_list<uint32_t> L) {
+    N = 0;
+    for (uint32_t V : L)
+      push_back(V);
+    return *this;
+  }
+  void clear() { N = 0; }
+  void push_back(uint32_t V) {
+    if (N < XT_MAX_WORDS)
+      W[N++] = V;
+  }
+  size_t size() const { return N; }
+  uint32_t operator[](size_t I) const { return W[I]; }
+
+private:
+  std::array<uint32_t, XT_MAX_WORDS> W{};
+  size_t N = 0;
+};
+
 /// "exit 12", "entry 3" or a fixed text: what a failure names, formatted only when a
 /// message is built (the check runs without building one per record).
 struct Ordinal {
@@ -610,7 +634,7 @@ private:
   /// The handler record this core writes for exit X with slots S (hvm/vmx/README.md, "The
   /// XenTrace buffers"); false when the exit has none. Its event id and words.
   bool expectedHandlerRecord(const GtEvent &X, const GtEvent *Entry, const SlotArray &S,
-                             uint32_t &Event, std::vector<uint32_t> &W, std::string &Why) {
+                             uint32_t &Event, WordList &W, std::string &Why) {
     W.clear();
     if (X.Reason & kEntryFailureBit)
       return false;
@@ -714,7 +738,7 @@ private:
   /// as Xen's vmx_intr_assist and vmx_inject_event): INJ_VIRQ {vector, 0} for an external
   /// interrupt, none for an NMI, INJ_EXC {vector, error code or 0} for the rest; false
   /// when it writes none.
-  static bool injectionRecord(const GtEvent *Entry, uint32_t &Event, std::vector<uint32_t> &W) {
+  static bool injectionRecord(const GtEvent *Entry, uint32_t &Event, WordList &W) {
     if (!Entry || !(Entry->InjInfo & kIntrValid))
       return false;
     const uint32_t Type = (Entry->InjInfo >> 8) & 7, Vector = Entry->InjInfo & 0xff;
@@ -757,13 +781,13 @@ private:
     if (Xen30)
       return;
     uint32_t Event = 0;
-    std::vector<uint32_t> W;
+    WordList W;
     const unsigned Records = expectedHandlerRecord(X, Entry, Want, Event, W, Why) ? 1 : 0;
     if (Window[R.Cpu].Handler != Records)
       return fail(versus(R, X, fmt::format("{}: {} handler record(s), the exit calls for {}",
                                            Nth, Window[R.Cpu].Handler, Records)));
     uint32_t InjEvent = 0;
-    std::vector<uint32_t> InjWords;
+    WordList InjWords;
     const bool Inject = injectionRecord(Entry, InjEvent, InjWords);
     if (Window[R.Cpu].Inj != Inject)
       return fail(versus(R, X, Nth + (Inject ? ": the entry injects an event and no INJ_EXC "
@@ -1058,7 +1082,7 @@ private:
     const std::optional<GtEvent> Next = lookAhead(R.Cpu, S);
     const GtEvent *Entry = Next ? &*Next : nullptr;
     uint32_t Event = 0;
-    std::vector<uint32_t> W;
+    WordList W;
     std::string Why;
     if (R.Event == XT_EV_InjExc || R.Event == XT_EV_InjVirq) {
       if (!injectionRecord(Entry, Event, W) || Window[R.Cpu].Inj)
