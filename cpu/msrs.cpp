@@ -205,9 +205,9 @@ Status writeMsr(Cpu &C, uint32_t Index, uint64_t Value) {
   case MsrWrite::Debugctl:
     // BTF (single-step on branches) is modelled by the run loop (cpu/cpu.cpp); LBR is
     // stored, with no last-branch-record MSRs to fill (vmxsim has none: they raise #GP
-    // as unknown MSRs). Branch trace messages and stores, the uncore PMI and RTM
-    // debugging are not modelled, so enabling any of them stops the run rather than
-    // being silently ignored (the freeze bits are reserved: cpu/msrs.def).
+    // as unknown MSRs). Branch trace messages and stores and the uncore PMI are not
+    // modelled, so enabling any of them stops the run rather than being silently ignored
+    // (the freeze bits and RTM debugging are reserved in this model: cpu/msrs.def).
     if (Value & ~debugctl::Modelled)
       return C.unimplemented(kDebugctlUnimplemented);
     break;

@@ -75,11 +75,11 @@ struct MsrState {
 
 /// What a run stopped by IA32_DEBUGCTL bits vmxsim does not model (WRMSR, or a VM entry
 /// that loads the debug controls) reports as unimplemented: branch trace messages and
-/// stores (TR, BTS, BTINT, BTS_OFF_OS/USR: bits 10:6), ENABLE_UNCORE_PMI (13) and
-/// RTM_DEBUG (15). LBR and BTF are modelled (cpu/debug.h); the freeze bits 11, 12 and 14
+/// stores (TR, BTS, BTINT, BTS_OFF_OS/USR: bits 10:6) and ENABLE_UNCORE_PMI (13). LBR
+/// and BTF are modelled (cpu/debug.h); the freeze bits 11, 12 and 14 and RTM_DEBUG (15)
 /// are reserved in this model (cpu/msrs.def).
 inline constexpr const char *kDebugctlUnimplemented =
-    "IA32_DEBUGCTL features (branch trace, uncore PMI, RTM debug)";
+    "IA32_DEBUGCTL features (branch trace, uncore PMI)";
 
 void resetMsrs(Cpu &C);
 /// CPUID.1:EAX (family/model/stepping), also EDX after reset.

@@ -138,6 +138,7 @@ Error Machine::init() {
     Cpu &C = *Cpus[I];
     C.Mmu.setPeers(CpuPtrs.data(), Cfg.NumCpus);
     Apics.push_back(std::make_unique<LocalApic>(C, ApicRouter, uint8_t(I)));
+    Apics.back()->Latch = &Latch;
     ApicRouter.Apics.push_back(Apics.back().get());
     C.Intr = Apics.back().get();
     C.Apic = Apics.back().get();
@@ -446,6 +447,11 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
       R.Reason = RunReason::PowerOff;
       R.ExitValue = Latch.value(); // the port: 0x8900, or PM1a_CNT (ACPI S5)
       R.ExitStatus = Io.exitStatus();
+      break;
+    case StopCause::Unimplemented:
+      R.Reason = RunReason::Unimplemented;
+      R.ExitStatus = kExitUnimplemented;
+      R.What = Latch.what();
       break;
     case StopCause::None: // an embedder's own IoBus::requestStop
       R.Reason = RunReason::PowerOff;

@@ -4,6 +4,7 @@
 #include "cpu/vmx/vmx_events.h"
 #include "cpu/vmx/vmx_state.h"
 #include "harness/devices/pic8259.h"
+#include "harness/devices/stop_latch.h"
 
 namespace vmxsim {
 
@@ -119,6 +120,11 @@ uint64_t LocalApic::nextTimerEvent() const {
   return TimerArmed ? TimerStart + TimerPeriod : ~uint64_t(0);
 }
 
+void LocalApic::unimplemented(const char *What) {
+  if (Latch)
+    Latch->requestUnimplemented(What);
+}
+
 void LocalApic::accept(Delivery Mode, uint8_t Vector, bool LevelTrigger) {
   if (!hardwareEnabled())
     return;
@@ -149,8 +155,12 @@ void LocalApic::accept(Delivery Mode, uint8_t Vector, bool LevelTrigger) {
     SipiVector = Vector;
     break;
   case Delivery::Smi:
+    // SDM Vol. 3C, "System Management Mode": an SMI enters SMM, which vmxsim does not
+    // model; never dropped silently.
+    unimplemented("an SMI delivered to the local APIC (SMM)");
+    break;
   case Delivery::ExtInt:
-    break; // SMM and a second ExtINT source are not modelled
+    break; // a second ExtINT source besides LINT0 is not modelled
   }
 }
 
@@ -495,8 +505,14 @@ void LocalApic::performanceMonitoringInterrupt() {
     return;
   L |= kLvtMasked;
   const Delivery Mode = Delivery((L >> 8) & 7);
-  if (Mode == Delivery::Fixed || Mode == Delivery::Nmi)
+  if (Mode == Delivery::Fixed || Mode == Delivery::Nmi || Mode == Delivery::Smi)
     accept(Mode, uint8_t(L), false);
+  else
+    // INIT and ExtINT are "not supported for the LVT performance counter register" (SDM
+    // Vol. 3A, "Local Vector Table", Delivery Mode), the other encodings reserved: what a
+    // processor does with them is undefined, so the run stops naming the entry.
+    unimplemented("a PMI through an LVT performance-counter entry with a reserved or "
+                  "unsupported delivery mode (INIT, ExtINT or a reserved encoding)");
   C.breakBlock();
 }
 

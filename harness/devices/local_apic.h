@@ -61,6 +61,7 @@
 #include <vector>
 
 namespace vmxsim {
+class StopLatch;
 
 class ApicBus;
 class PicPair;
@@ -100,6 +101,9 @@ public:
 
   /// The 8259 pair on LINT0 (the BSP only).
   PicPair *Pic = nullptr;
+  /// Where a delivery vmxsim does not model stops the run (status 10); none: dropped
+  /// (a unit test's APIC without a machine).
+  StopLatch *Latch = nullptr;
 
   // InterruptSource: the processor's INTR/INTA (Cpu::run's event window).
   bool intrPending() override;
@@ -111,6 +115,8 @@ public:
   /// A counter overflow's PMI (cpu/perfmon.h) through the LVT performance-counter entry.
   void performanceMonitoringInterrupt() override;
 
+  /// A delivery vmxsim does not model: the run stops with status 10 naming it.
+  void unimplemented(const char *What);
   /// An interrupt message arriving from the bus or a local source.
   void accept(Delivery Mode, uint8_t Vector, bool LevelTrigger);
   /// Applies a latched INIT or SIPI at an instruction boundary of this CPU (called by the

@@ -15,6 +15,9 @@ enum class StopCause : uint8_t {
   /// CPU reset: port 0x92 bit 0, the PIIX3 reset control register 0xcf9, or the i8042's
   /// pulse of its reset line (0xfe); the value is the port written (0x92, 0xcf9, 0x64).
   Reset,
+  /// A device was asked for something vmxsim does not model (an SMI, a reserved LVT
+  /// delivery mode): the run ends with status 10 naming it (what()).
+  Unimplemented,
 };
 
 class StopLatch {
@@ -27,12 +30,23 @@ public:
     Val = Value;
     Io.requestStop(ExitStatus);
   }
+  /// Stops the run as unimplemented, naming What (a string literal); the machine gives
+  /// it status 10 (kExitUnimplemented).
+  void requestUnimplemented(const char *What) {
+    if (Cause != StopCause::None || Io.deviceStopRequested())
+      return;
+    Cause = StopCause::Unimplemented;
+    Missing = What;
+    Io.requestStop(0);
+  }
   StopCause cause() const { return Cause; }
+  const char *what() const { return Missing; }
   uint32_t value() const { return Val; }
   /// Lets a stopped machine run on (tests that continue after an exit request).
   void clear() {
     Cause = StopCause::None;
     Val = 0;
+    Missing = nullptr;
     Io.clearStop();
   }
 
@@ -40,6 +54,7 @@ private:
   IoBus &Io;
   StopCause Cause = StopCause::None;
   uint32_t Val = 0;
+  const char *Missing = nullptr;
 };
 
 } // namespace vmxsim

@@ -246,3 +246,43 @@ TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
   ASSERT_EQ(readMsr(C, msr::IA32_PERF_GLOBAL_STATUS, V), Status::Ok);
   EXPECT_EQ(V, uint64_t(1) << 32);
 }
+
+// SDM Vol. 3A, "Local Vector Table": INIT and ExtINT are not supported for the LVT
+// performance-counter entry, and an SMI needs SMM, which vmxsim lacks: a PMI through such
+// an entry stops the run with status 10 naming it, never dropped silently.
+TEST(Apic, CounterOverflowThroughAnUnsupportedDeliveryModeStopsTheRun) {
+  struct Case {
+    uint32_t Lvt;
+    const char *What;
+  };
+  const Case Cases[] = {
+      {0x500, "a PMI through an LVT performance-counter entry with a reserved or unsupported "
+              "delivery mode (INIT, ExtINT or a reserved encoding)"},
+      {0x750, "a PMI through an LVT performance-counter entry with a reserved or unsupported "
+              "delivery mode (INIT, ExtINT or a reserved encoding)"},
+      {0x350, "a PMI through an LVT performance-counter entry with a reserved or unsupported "
+              "delivery mode (INIT, ExtINT or a reserved encoding)"},
+      {0x200, "an SMI delivered to the local APIC (SMM)"},
+  };
+  for (const Case &K : Cases) {
+    auto M = machine(1);
+    Cpu &C = M->cpu(0);
+    PhysMem &Mem = M->mem();
+    test::writeFlatGdt(Mem);
+    test::setupLongMode(C, Mem);
+    const std::vector<uint8_t> Code = {0x90, 0x90, 0x90, 0x90, 0xf4};
+    Mem.copyIn(Hpa(0x100000), Code.data(), Code.size());
+    C.S.Rip = 0x100000;
+    C.S.Rflags |= rflags::IF;
+    wr(*M, 0, 0xf0, 0x1ff);
+    wr(*M, 0, 0x340, K.Lvt);
+    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask), Status::Ok);
+    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok);
+    ASSERT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+    const RunResult R = M->run();
+    EXPECT_EQ(R.Reason, RunReason::Unimplemented) << std::hex << K.Lvt;
+    EXPECT_EQ(R.ExitStatus, 10) << std::hex << K.Lvt;
+    EXPECT_EQ(R.What, K.What);
+    EXPECT_EQ(rd(*M, 0, 0x200 + 0x20), 0u); // nothing reached the IRR
+  }
+}
