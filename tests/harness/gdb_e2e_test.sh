@@ -23,7 +23,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmxsim-gdb-e2e.XXXXXX")
 pid=""
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null
-  rm -rf "$tmp"
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 fail() {
@@ -84,6 +84,14 @@ example)
     fail "no stop at the breakpoint on vmxExitHandler"
   reason=$(sed -n 's/^  ExitReason  *\(0x[0-9a-f]*\)$/\1/p' "$out" | head -n 1)
   [ -n "$reason" ] || fail "monitor vmcs printed no ExitReason"
+  # monitor exit CPUID stopped at the host RIP; after the flush gdb reads that RIP.
+  stop_rip=$(sed -n 's/^CPU 0 stopped: the VM exit (CPUID) at RIP=\(0x[0-9a-f]*\) .*/\1/p' "$out")
+  [ -n "$stop_rip" ] || fail "monitor exit CPUID did not stop at a CPUID exit"
+  grep -Eq "^rip +$stop_rip +$stop_rip <vmxExitEntry>\$" "$out" ||
+    fail "gdb's rip after monitor exit is not $stop_rip (vmxExitEntry)"
+  grep -Eq '^ground truth: the last 2 of [0-9]+ records$' "$out" &&
+    grep -Eq '^hypervisor trace: the last 2 of [0-9]+ records$' "$out" ||
+    fail "monitor trace 2 did not show both traces"
   # The ground truth's first exit (trace dump: "CPU0 <tsc> <delta> GT_VMEXIT reason=N(...)").
   first=$("$vmxsim" trace dump "$tmp/gt.gdb.xt" |
           sed -n 's/.* GT_VMEXIT .*reason=\([0-9]*\).*/\1/p' | head -n 1)
@@ -129,8 +137,14 @@ EOF
   grep -Eq '^[* ] 2 +Thread 2 "CPU 1"' "$out" || fail "no thread 2 named CPU 1"
   grep -Eq '^CPU [01] stopped: the VM exit \(CPUID\) at RIP=0x[0-9a-f]+ \([0-9]+ instructions retired\)$' "$out" ||
     fail "monitor exit CPUID did not stop at a CPUID exit"
+  # The thread that hit the breakpoint last is at the breakpoint's address.
+  bp=$(sed -n 's/^Breakpoint 1 at \(0x[0-9a-f]*\)$/\1/p' "$out")
+  hit=$(sed -n 's/^Thread \([12]\) "CPU [01]" hit Breakpoint 1, .*/\1/p' "$out" | tail -n 1)
+  [ -n "$bp" ] && [ -n "$hit" ] || fail "no breakpoint hit"
+  grep -q "^rip$hit=$bp\$" "$out" || fail "thread $hit's rip is not the breakpoint's $bp"
   grep -q '^rip1=0x' "$out" && grep -q '^rip2=0x' "$out" || fail "no RIP of each thread"
-  [ "$status" -eq 0 ] || fail "vmxsim exited with $status after the detach"
+  # hv: PASS ends the run through isa-debug-exit with 0: status 1.
+  [ "$status" -eq 1 ] || fail "vmxsim exited with $status after the detach, not 1"
   echo "gdb_e2e_test (threads): two CPUs as threads \"CPU 0\" and \"CPU 1\""
   ;;
 watch)
@@ -157,7 +171,8 @@ EOF
   grep -q '^after=1$' "$out" || fail "CpusDone was not 1 at the stop"
   grep -q '^Old value = 0$' "$out" && grep -q '^New value = 1$' "$out" ||
     fail "gdb did not report the store 0 -> 1"
-  [ "$status" -eq 0 ] || fail "vmxsim exited with $status after the detach"
+  # hv: PASS ends the run through isa-debug-exit with 0: status 1.
+  [ "$status" -eq 1 ] || fail "vmxsim exited with $status after the detach, not 1"
   echo "gdb_e2e_test (watch): stopped after the store of CpusDone 0 -> 1"
   ;;
 step)
