@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
@@ -173,7 +174,13 @@ bool GdbServer::send(const std::string &Payload) {
 
 GdbStub::ClientState GdbServer::pollClient() {
   using St = GdbStub::ClientState;
-  bool Interrupt = false;
+  // An interrupt byte that came with the packet that started the run is queued already.
+  auto Queued = std::find_if(Pending.begin(), Pending.end(), [](const gdb::GdbPacketEvent &E) {
+    return E.K == gdb::GdbPacketEvent::Kind::Interrupt;
+  });
+  bool Interrupt = Queued != Pending.end();
+  if (Interrupt)
+    Pending.erase(Queued);
   for (;;) {
     pollfd P{ClientFd, POLLIN, 0};
     if (::poll(&P, 1, 0) <= 0)

@@ -10,6 +10,8 @@
 #            after the storing instruction, with the value it stored
 #   step     stepi from the exit handler's entry: the exact RIPs of the instruction trace
 #            of a run without gdb
+#   garbage  the protocol by hand: exact replies to garbage, an interrupt, a client that
+#            vanishes while the machine runs, one that closes in the middle of a packet
 # Exit status 0 pass, 1 fail, 77 skipped (no gdb: the reason is printed).
 set -uo pipefail
 build=$1 src=$2 case=$3
@@ -206,6 +208,58 @@ EOF
                           !found && r == e { found = 1; printf "%s ", r }' "$tmp/insns.txt")
   [ "$got" = "$want" ] || fail "stepi RIPs: gdb $got, the instruction trace $want"
   echo "gdb_e2e_test (step): stepi RIPs $got as in the instruction trace"
+  ;;
+garbage)
+  # The protocol by hand over a socket (bash's /dev/tcp): exact replies to garbage, an
+  # interrupt sent with the continue, and a client that vanishes while the machine runs;
+  # the run then goes on to the end of the run without gdb. A second vmxsim: a client
+  # that disconnects in the middle of a packet.
+  "$vmxsim" run "$image" -q --append scenario=mixed --serial "$tmp/serial.plain" \
+    --debugcon none 2>/dev/null
+  plain_status=$?
+  packet() { # the framed packet of $1
+    local sum
+    sum=$(printf '%s' "$1" | od -An -tu1 -v | awk '{ for (i = 1; i <= NF; i++) s += $i }
+                                                   END { print s % 256 }')
+    printf '$%s#%02x' "$1" "$sum"
+  }
+  expect() { # reads ${#1} bytes and compares them with $1
+    local got
+    IFS= read -r -d '' -N ${#1} -t 120 got <&3
+    [ "$got" = "$1" ] || fail "sent $2: got '$got', want '$1'"
+  }
+  start garbage --append scenario=mixed --serial "$tmp/serial.garbage" --debugcon none
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect"
+  printf '$g#00' >&3;                    expect "-" "a bad checksum"
+  printf '$g#zz' >&3;                    expect "-" "a checksum that is not hex"
+  printf 'noise\r\n' >&3
+  printf '%s' "$(packet vMustReplyEmpty)" >&3; expect "+$(packet '')" "vMustReplyEmpty"
+  printf '%s' "$(packet qNoSuchQuery)" >&3;    expect "+$(packet '')" "an unknown query"
+  printf '%s' "$(packet m1000,zz)" >&3;        expect "+$(packet E01)" "truncated hex"
+  printf '%s' "$(packet M1000,2:abc)" >&3;     expect "+$(packet E01)" "odd hex"
+  long=$(printf 'x%.0s' $(seq 17000))
+  printf '%s' "$(packet "$long")" >&3;         expect "+$(packet E01)" "an overlong packet"
+  printf '%s\003' "$(packet c)" >&3;           expect "+$(packet 'T02thread:01;')" "c and 0x03"
+  # Continue and vanish at once: the stub finds the connection closed after its first
+  # chunk of instructions, long before the run's end.
+  printf '%s' "$(packet c)" >&3
+  exec 3>&-
+  finish
+  grep -q '^vmxsim: gdb: the client went away while the machine ran; the run continues without gdb$' \
+    "$tmp/garbage.err" || fail "no line for the client that went away (status $status)"
+  [ "$status" -eq "$plain_status" ] || fail "status $status, without gdb $plain_status"
+  cmp -s "$tmp/serial.garbage" "$tmp/serial.plain" || fail "the serial output differs"
+  start torn --append scenario=mixed --serial "$tmp/serial.torn" --debugcon none
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect"
+  printf '$m10' >&3
+  exec 3>&-
+  finish
+  grep -q '^vmxsim: gdb: the connection closed in the middle of a packet; the run continues without gdb$' \
+    "$tmp/torn.err" || fail "no line for the connection closed in a packet"
+  [ "$status" -eq "$plain_status" ] || fail "status $status, without gdb $plain_status"
+  cmp -s "$tmp/serial.torn" "$tmp/serial.plain" || fail "the serial output differs"
+  echo "gdb_e2e_test (garbage): exact replies to garbage; a vanished client and a torn" \
+       "packet end the session and the run is the run without gdb"
   ;;
 *)
   fail "unknown case"
