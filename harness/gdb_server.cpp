@@ -148,8 +148,9 @@ bool GdbServer::acceptClient(int TimeoutMs) {
   return true;
 }
 
-void GdbServer::dropClient(const char *Why) {
-  std::fprintf(stderr, "vmxsim: gdb: %s; the run continues without gdb\n", Why);
+void GdbServer::dropClient(const char *Why, bool RunGoesOn) {
+  std::fprintf(stderr, "vmxsim: gdb: %s; %s\n", Why,
+               RunGoesOn ? "the run continues without gdb" : "the run stops");
   closeFd(ClientFd);
   Stub.reset();
 }
@@ -210,7 +211,7 @@ std::optional<RunResult> GdbServer::serve() {
       pollfd P{ClientFd, POLLIN, 0};
       const int Rc = ::poll(&P, 1, kWaitPollMs);
       if (stopRequested()) {
-        dropClient("vmxsim was stopped by a signal");
+        dropClient("vmxsim was stopped by a signal", false);
         return interrupted("a signal");
       }
       if (Rc <= 0)
@@ -267,7 +268,7 @@ std::optional<RunResult> GdbServer::serve() {
       case GdbStub::Reply::Then::Kill:
         std::fprintf(stderr, "vmxsim: gdb killed the run\n");
         closeFd(ClientFd);
-        return interrupted("killed by gdb");
+        return interrupted("gdb's kill");
       case GdbStub::Reply::Then::Gone:
         dropClient("the client went away while the machine ran");
         return std::nullopt;
@@ -276,7 +277,7 @@ std::optional<RunResult> GdbServer::serve() {
     }
     }
     if (!Ok) {
-      dropClient("the connection failed while sending");
+      dropClient("the connection failed while sending", !Stub.runEnd());
       if (Stub.runEnd())
         return *Stub.runEnd();
       return std::nullopt;

@@ -134,7 +134,7 @@ public:
   uint16_t port() const { return Port; }
   /// Runs the machine to the end of its run under the stub; prints one line on stderr
   /// for each attach, detach and disconnect. A kill ('k') ends the run as a signal
-  /// would (RunReason::Interrupted, status 12, What "killed by gdb").
+  /// would (RunReason::Interrupted, status 12, What "gdb's kill").
   RunResult run();
 
 private:
@@ -145,7 +145,8 @@ private:
   GdbStub::ClientState pollClient();
   bool send(const std::string &Payload);
   bool sendRaw(const std::string &Bytes);
-  void dropClient(const char *Why);
+  /// Ends the session with one line on stderr: Why, and whether the run goes on.
+  void dropClient(const char *Why, bool RunGoesOn = true);
   RunResult interrupted(const char *What);
   bool stopRequested() const;
 
