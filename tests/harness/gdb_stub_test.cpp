@@ -9,7 +9,7 @@
 #include "harness/loader.h"
 #include "tests/support/files.h"
 #include "tests/support/random.h"
-#include "tests/support/traced_run.h"
+#include "tests/support/traced_machine.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,8 @@ using namespace vmxsim;
 using namespace vmxsim::gdb;
 using vmxsim::test::readFile;
 using vmxsim::test::SplitMix64;
-using vmxsim::test::tracedTempPath;
+using vmxsim::test::expectSameRun;
+using Traced = vmxsim::test::TracedMachine;
 using vmxsim::testing::GroundTruth;
 
 namespace {
@@ -35,65 +36,6 @@ std::vector<GdbPacketEvent> feedAll(GdbPacketReader &R, std::string_view Bytes) 
     if (auto E = R.feed(uint8_t(C)))
       Out.push_back(*E);
   return Out;
-}
-
-/// A machine running VMXSIM_IMAGE_DIR/Image with both traces in temporary files.
-struct Traced {
-  std::unique_ptr<Machine> M;
-  std::string Gt, Hv;
-  Traced(const std::string &Image, const std::string &Append, unsigned Cpus,
-         const std::string &Tag) {
-    Gt = tracedTempPath("gdbstub", Tag + ".gt.xt");
-    Hv = tracedTempPath("gdbstub", Tag + ".hv.xt");
-    MachineConfig Cfg;
-    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
-    Cfg.Append = Append;
-    Cfg.NumCpus = Cpus;
-    Cfg.Serial = OutputSpec::capture();
-    Cfg.Debugcon = OutputSpec::discard();
-    Cfg.MaxInsns = 50'000'000;
-    Cfg.GroundTruthFile = Gt;
-    Cfg.XentraceFile = Hv;
-    Error Err;
-    M = Machine::create(Cfg, Err);
-    EXPECT_TRUE(M) << Err.str();
-  }
-  ~Traced() {
-    M.reset();
-    std::remove(Gt.c_str());
-    std::remove(Hv.c_str());
-  }
-  struct Outcome {
-    RunResult Result;
-    std::string Serial, GtBytes, HvBytes;
-    std::vector<uint64_t> Cycles, Retired;
-  };
-  /// The outputs once the machine is gone (the run finished already or finishing now).
-  Outcome finish(std::optional<RunResult> Ended = std::nullopt) {
-    Outcome O;
-    O.Result = Ended ? *Ended : M->run();
-    O.Serial = M->serialOutput();
-    for (unsigned I = 0; I < M->numCpus(); ++I) {
-      O.Cycles.push_back(M->cpu(I).Cycles);
-      O.Retired.push_back(M->cpu(I).Retired);
-    }
-    M.reset();
-    O.GtBytes = readFile(Gt);
-    O.HvBytes = readFile(Hv);
-    return O;
-  }
-};
-
-void expectSameRun(const Traced::Outcome &A, const Traced::Outcome &B) {
-  EXPECT_EQ(A.Result.Reason, B.Result.Reason);
-  EXPECT_EQ(A.Result.ExitStatus, B.Result.ExitStatus);
-  EXPECT_EQ(A.Result.Retired, B.Result.Retired);
-  EXPECT_EQ(A.Cycles, B.Cycles);
-  EXPECT_EQ(A.Retired, B.Retired);
-  EXPECT_EQ(A.Serial, B.Serial);
-  EXPECT_GT(A.GtBytes.size(), 100u);
-  EXPECT_TRUE(A.GtBytes == B.GtBytes) << "the ground truth differs";
-  EXPECT_TRUE(A.HvBytes == B.HvBytes) << "the hypervisor's trace differs";
 }
 
 std::string one(GdbStub &S, const std::string &P) {
@@ -607,5 +549,5 @@ TEST(GdbStub, ARunThatEndsUnderTheStubAnswersW) {
   EXPECT_EQ(one(S, "c"), W);
   EXPECT_EQ(one(S, "g"), "E05");
   EXPECT_EQ(one(S, "Z0,1000,1"), "E05");
-  expectSameRun(Plain.finish(), T.finish(*S.runEnd()));
+  expectSameRun(Plain.finish(), T.finish(*S.runEnd()), 100);
 }
