@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -43,12 +44,12 @@ bool GdbServer::parseAddress(const std::string &Text, GdbServerOptions &O, std::
     Host = Host.substr(1, Host.size() - 2);
   if (PortText.empty() || PortText.size() > 5 ||
       PortText.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(PortText) > 65535) {
+      std::strtoul(PortText.c_str(), nullptr, 10) > 65535) {
     Why = fmt::format("'{}' is not [HOST]:PORT with a port of 0..65535", Text);
     return false;
   }
   O.Host = Host.empty() ? "127.0.0.1" : Host;
-  O.Port = uint16_t(std::stoul(PortText));
+  O.Port = uint16_t(std::strtoul(PortText.c_str(), nullptr, 10));
   return true;
 }
 
