@@ -526,7 +526,8 @@ GdbStub::Reply GdbStub::breakpoint(bool Insert, std::string_view Args) {
     while (Left) {
       const uint64_t Chunk = std::min(Left, kPageSize - (A & (kPageSize - 1)));
       ErrorOr<Hpa> Pa = M.translate(GCpu, Gla(A));
-      if (!Pa)
+      std::string Probe(Chunk, '\0'); // only RAM can be watched (MMIO is a device's)
+      if (!Pa || M.readPhysical(*Pa, Probe.data(), Chunk))
         return {{"E14"}};
       W.Pieces.push_back({Pa->value(), Chunk});
       A += Chunk;

@@ -461,8 +461,10 @@ TEST(GdbStub, WriteWatchpointStopsAfterTheStoringInstruction) {
   EXPECT_EQ(M.cpu(0).S.Rip, P.M->cpu(0).S.Rip);
   EXPECT_EQ(M.cpu(0).Retired, P.M->cpu(0).Retired);
   EXPECT_EQ(one(S, fmt::format("z2,{:x},4", Addr)), "OK");
-  // Watching memory no table maps is refused.
+  // Watching memory no table maps, or that is not RAM (the local APIC's page, mapped
+  // by the hypervisor's identity tables), is refused.
   EXPECT_EQ(one(S, "Z2,7fff00000000,4"), "E14");
+  EXPECT_EQ(one(S, "Z2,fee00000,4"), "E14");
 }
 
 TEST(GdbStub, MonitorExitOfAReasonStopsThereAndTheThreadsAreTheCpus) {
