@@ -298,8 +298,8 @@ const char kMonitorHelp[] =
     "  monitor snapshot ...   (snapshots are not available in this build)\n"
     "  monitor help           this text\n"
     "Breakpoints, watchpoints and Ctrl-C also end an exit/entry run. The stop is\n"
-    "reported here; gdb's cached registers are refreshed by `maint flush register-cache`\n"
-    "(or use `monitor exit` then `stepi`/`continue` as usual).\n";
+    "reported here, not to gdb, which keeps showing the registers it read before:\n"
+    "`maint flush register-cache` makes it read them again.\n";
 
 } // namespace
 

@@ -6,7 +6,6 @@
 #include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
-#include "tests/support/traced_machine.h"
 #include "tests/support/traced_run.h"
 #include "tests/support/vmx_test_machine.h"
 #include "trace/xentrace.h"
@@ -21,7 +20,6 @@
 
 using namespace vmxsim;
 using vmxsim::test::readFile;
-using vmxsim::test::expectSameRun;
 using vmxsim::test::TracedMachine;
 using vmxsim::test::tracedTempPath;
 using vmxsim::testing::ExitInfo;
@@ -32,6 +30,19 @@ namespace {
 RunResult stopped(ErrorOr<RunResult> R) {
   EXPECT_TRUE(R) << R.error().str();
   return R ? *R : RunResult{};
+}
+
+void expectSameRun(const TracedMachine::Outcome &A, const TracedMachine::Outcome &B) {
+  EXPECT_EQ(A.Result.Reason, B.Result.Reason);
+  EXPECT_EQ(A.Result.ExitStatus, B.Result.ExitStatus);
+  EXPECT_EQ(A.Result.Retired, B.Result.Retired);
+  EXPECT_EQ(A.Cycles, B.Cycles);
+  EXPECT_EQ(A.Retired, B.Retired);
+  EXPECT_EQ(A.Serial, B.Serial);
+  EXPECT_GT(A.GtBytes.size(), 10000u);
+  EXPECT_GT(A.HvBytes.size(), 10000u);
+  EXPECT_TRUE(A.GtBytes == B.GtBytes) << "the ground truth differs";
+  EXPECT_TRUE(A.HvBytes == B.HvBytes) << "the hypervisor's trace differs";
 }
 
 } // namespace
