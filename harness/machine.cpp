@@ -364,6 +364,17 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
   return runScheduled(&Progress, EveryInsns, Cfg.MaxInsns, false);
 }
 
+void Machine::finishOutputs() {
+  SerialSink.flush();
+  Serial2Sink.flush();
+  DebugconSink.flush();
+  TraceSink.flush();
+  if (GroundTruthWriter)
+    GroundTruthWriter->flush();
+  if (TraceDrain)
+    TraceDrain->drainAll();
+}
+
 Scheduler &Machine::scheduler() {
   if (!Sched) {
     std::vector<LocalApic *> ApicPtrs;

@@ -293,6 +293,11 @@ public:
   ErrorOr<std::vector<trace::TraceRecord>> groundTruthRecords();
   ErrorOr<std::vector<trace::TraceRecord>> hypervisorTraceRecords();
 
+  /// Ends a run that runUntil left stopped as run() ends one, for an embedder that ends
+  /// it there (the gdb stub's kill): the ground truth's buffers are flushed and the
+  /// hypervisor's rings drained into its file, so that no record is lost. A run continued
+  /// after this is no longer byte for byte the unstopped one (the guest sees the drain).
+  void finishOutputs();
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }
   /// One line per output that could not be written in full ("<path>: cannot write:

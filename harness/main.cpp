@@ -13,6 +13,7 @@
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
 #include "cpu/vmx/profile_table.h"
+#include "harness/gdb_stub.h"
 #include "harness/machine.h"
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
@@ -240,6 +241,8 @@ struct RunOptions {
   bool GroundTruthInsns = false;
   std::string Xentrace;
   std::string RtcBase;
+  std::string Gdb; ///< --gdb [HOST]:PORT
+  bool GdbWait = false;
 };
 
 int runCommand(const RunOptions &O) {
@@ -299,6 +302,16 @@ int runCommand(const RunOptions &O) {
                                            : EntryMode::Prot32;
   }
 
+  GdbServerOptions GdbOpts;
+  if (O.GdbWait && O.Gdb.empty())
+    fail("--gdb-wait needs --gdb [HOST]:PORT");
+  if (!O.Gdb.empty()) {
+    std::string Why;
+    if (!GdbServer::parseAddress(O.Gdb, GdbOpts, Why))
+      fail("--gdb: " + Why);
+    GdbOpts.Wait = O.GdbWait;
+  }
+
   installStopHandlers();
   Cfg.StopFlag = &StopRun;
   for (auto [Option, Spec] : {std::pair{"--serial", &Cfg.Serial}, std::pair{"--serial2", &Cfg.Serial2},
@@ -318,14 +331,26 @@ int runCommand(const RunOptions &O) {
   // not go to that same terminal (harness/progress.h).
   const bool GuestOnTerminal =
       isatty(STDOUT_FILENO) && (O.Serial == "stdio" || O.Serial2 == "stdio" || O.Debugcon == "stdio");
-  ProgressLine Progress(stderr, !O.Quiet && !GuestOnTerminal);
-  RunResult R = Progress.enabled()
+  ProgressLine Progress(stderr, !O.Quiet && !GuestOnTerminal && O.Gdb.empty());
+  std::unique_ptr<GdbServer> Gdb;
+  if (!O.Gdb.empty()) {
+    Gdb = GdbServer::listen(*M, GdbOpts, Err);
+    if (!Gdb)
+      fail(Err.str());
+    // One line a test or a script can read the port from (port 0: the one chosen).
+    std::fprintf(stderr, "vmxsim: gdb stub listening on %s:%u%s\n", GdbOpts.Host.c_str(),
+                 unsigned(Gdb->port()),
+                 GdbOpts.Wait ? "; waiting for gdb to attach" : "");
+    std::fflush(stderr);
+  }
+  RunResult R = Gdb ? Gdb->run()
+              : Progress.enabled()
                     ? M->run([&](uint64_t N) { Progress.show(ProgressLine::runText(N, Progress.elapsed())); },
                              uint64_t(1) << 24)
                     : M->run();
   Progress.done();
   std::fflush(stdout);
-  if (R.Reason == RunReason::Interrupted)
+  if (R.Reason == RunReason::Interrupted && (StopSignal || R.What.empty()))
     R.What = signalName(StopSignal);
   switch (R.Reason) {
   case RunReason::TripleFault:
@@ -584,6 +609,11 @@ int main(int Argc, char **Argv) {
       ->check(CLI::IsMember({"real", "prot32", "long"}))
       ->needs(Flat);
   Run->add_flag("-q,--quiet", O.Quiet, "no run summary on stderr");
+  Run->add_option("--gdb", O.Gdb,
+                  "serve gdb's remote protocol on [HOST]:PORT (default host 127.0.0.1; "
+                  "port 0: any free one, named on stderr)");
+  Run->add_flag("--gdb-wait", O.GdbWait,
+                "with --gdb: run nothing until gdb attaches (and continues)");
   Run->add_option("--rtc-base", O.RtcBase,
                   "RTC date-time at virtual time 0: YYYY-MM-DDTHH:MM:SS (UTC) or seconds "
                   "since 1970 (default 2026-01-01T00:00:00)");

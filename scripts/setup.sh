@@ -11,7 +11,10 @@ pkgs=(build-essential cmake ninja-build pkg-config
       acpica-tools
       # `vmxsim trace report` is checked in headless Chromium by a node script
       # (tests/trace/report_test.cpp, report_browser_check.mjs).
-      chromium nodejs)
+      chromium nodejs
+      # The gdb stub's end-to-end test drives Debian's gdb in batch mode
+      # (tests/harness/gdb_e2e_test.sh).
+      gdb)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -358,3 +358,21 @@ TEST(CommandLine, XenConsoleImportOfAMissingOrCutPayloadIsOneLineAndStatus2) {
   std::remove(In.c_str());
   std::remove(Out.c_str());
 }
+
+TEST(CommandLine, BadGdbAddressIsOneLineAndStatus2) {
+  for (const char *Bad : {"1234x", "localhost:", ":65536", ":-1", "nohost", ":123456"}) {
+    CmdResult R = runVmxsim(std::string("run --gdb ") + Bad + " /nonexistent/x.elf");
+    EXPECT_EQ(R.Status, 2) << Bad;
+    EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+    EXPECT_EQ(R.Err, std::string("vmxsim: error: --gdb: '") + Bad +
+                         "' is not [HOST]:PORT with a port of 0..65535\n");
+  }
+  CmdResult R = runVmxsim("run --gdb-wait /nonexistent/x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: --gdb-wait needs --gdb [HOST]:PORT\n");
+  // An address of no interface of this host (TEST-NET-1): the listen fails, one line.
+  R = runVmxsim(std::string("run --gdb 192.0.2.1:1 ") + VMXSIM_IMAGE_DIR + "/vmx_e2e.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+  EXPECT_EQ(R.Err.rfind("vmxsim: error: --gdb: cannot listen on 192.0.2.1:1: ", 0), 0u) << R.Err;
+}
