@@ -201,7 +201,7 @@ static void reportEntryFailure(const Cpu &C, VmEntryFailOutcome Outcome, uint32_
 Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
-  VmEntryCheckResult R = checkVmEntry(C, V, *C.Model.Vmx, IsLaunch);
+  VmEntryCheckResult R = checkVmEntryMemo(C, V, *C.Model.Vmx, X.EntryCheckMemo);
   if (!R.ok() && C.Transitions) [[unlikely]] {
     const bool Fail = R.Kind == VmEntryCheckResult::Outcome::VmFailValid;
     reportEntryFailure(C, Fail ? VmEntryFailOutcome::VmFailValid : VmEntryFailOutcome::GuestStateCheck,
