@@ -2,11 +2,17 @@
 // CPUID, OUT and VMCALL in a loop, each an exit handled by a minimal in-image handler
 // (read reason, RIP and length; write RIP; VMRESUME). The difference of two runs (N and
 // 5N iterations: exactly 3 * 4N exits apart) cancels boot and set-up.
+//
+// VMREAD and VMWRITE of a cached field (issue 17): a host loop of N VMREADs (VMWRITEs)
+// of guest RIP in VMX root operation on a VmxTestMachine; items are VMREADs (VMWRITEs),
+// each timed with its loop's DEC and JNZ (three guest instructions per item).
 #include "benchmarks/bench_support.h"
+#include "tests/support/vmx_test_machine.h"
 
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
 using namespace vmxsim;
 
@@ -44,6 +50,38 @@ void BM_VmExitEntryRoundTripsMinimal(benchmark::State &St) {
 }
 BENCHMARK(BM_VmExitEntryRoundTripsFull)->Arg(100'000)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_VmExitEntryRoundTripsMinimal)->Arg(100'000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+/// mov ecx, N; 1: INSN; dec ecx; jnz 1b; hlt. INSN is three bytes.
+std::vector<uint8_t> loopOf(const std::vector<uint8_t> &Insn, uint32_t N) {
+  std::vector<uint8_t> Code = {0xb9, uint8_t(N), uint8_t(N >> 8), uint8_t(N >> 16),
+                               uint8_t(N >> 24)};
+  Code.insert(Code.end(), Insn.begin(), Insn.end());
+  Code.insert(Code.end(), {0xff, 0xc9, 0x75, 0xf9, 0xf4});
+  return Code;
+}
+
+void vmxInsnLoop(benchmark::State &St, const std::vector<uint8_t> &Insn, bool IsRead) {
+  const uint32_t N = uint32_t(St.range(0));
+  test::VmxTestMachine M;
+  const std::vector<uint8_t> Code = loopOf(Insn, N);
+  for (auto _ : St) {
+    M.S.Gpr[RAX] = encodingOf(VmcsField::GuestRip);
+    M.S.Gpr[RBX] = IsRead ? 0 : 0x140123; // VMREAD fills it, VMWRITE stores it
+    M.Cpu_.Activity = ActivityState::Active;
+    test::StepResult R = M.exec(Code, 3 * uint64_t(N) + 3);
+    if (R.Faulted || R.Why != StopReason::Halted || M.S.Gpr[RBX] == 0 ||
+        M.S.Gpr[RBX] != M.vmcs().get(VmcsField::GuestRip)) {
+      St.SkipWithError("the VMREAD/VMWRITE loop did not run to its HLT");
+      return;
+    }
+  }
+  St.SetItemsProcessed(int64_t(St.iterations()) * N);
+}
+
+void BM_VmreadCachedField(benchmark::State &St) { vmxInsnLoop(St, test::enc::VmreadRbxRax, true); }
+void BM_VmwriteCachedField(benchmark::State &St) { vmxInsnLoop(St, test::enc::VmwriteRaxRbx, false); }
+BENCHMARK(BM_VmreadCachedField)->Arg(100'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VmwriteCachedField)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
 } // namespace
 
