@@ -262,7 +262,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
     C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
                 uint32_t(LaunchState::Launched));
   }
-  C.modeChanged();
+  // Again after the MSR loads, which may change the mode; with none, nothing it reads
+  // changed since the call above, so it would repeat that call's results exactly (with
+  // the performance counters running it would also accrue their counts: kept then).
+  if (V.get(F::VmEntryMsrLoadCount) != 0 || C.PmuActive)
+    C.modeChanged();
   // MTF, NMI-blocking and injection bookkeeping of the event machinery; a nested fault
   // while delivering the injected event goes through the exception bitmap there.
   vmxEventsOnEntry(C);

@@ -881,7 +881,8 @@ bool Checker::memoryUnchanged(const VmEntryCheckMemo::Group &G) const {
 //
 // Fields: every store into the VMCS data marks the field in V.Written (VmcsData::set
 // and store, used by VMWRITE, VM exits and every other writer; VMPTRLD and copies mark
-// all). This function consumes the marks: a group whose fields meet them is dropped
+// all). This function consumes the marks: a group whose fields meet them (found through
+// GroupsReading, which lists for each field the memoised groups that read it) is dropped
 // before anything runs, whether or not this entry gets as far as the group. So a group
 // still valid has had none of its fields written since it passed. Memory is compared by
 // value; Env is compared whole, and a different VmcsData object starts over.
@@ -889,39 +890,60 @@ bool Checker::memoryUnchanged(const VmEntryCheckMemo::Group &G) const {
 // A group is memoised only after it passed, so skipping it can neither hide a failure
 // nor report one; the groups still run in the SDM order of vm_entry_checks.def, and the
 // first failing one decides the result as in run().
+namespace {
+/// Calls Fn(I) for every field index I whose bit is set in Mask.
+template <typename Fn> void forEachField(const uint64_t (&Mask)[VmEntryCheckMemo::kMaskWords], Fn F) {
+  for (unsigned W = 0; W < VmEntryCheckMemo::kMaskWords; ++W)
+    for (uint64_t B = Mask[W]; B; B &= B - 1)
+      F(W * 64 + unsigned(__builtin_ctzll(B)));
+}
+/// Drops group GI from the memo (keeping GroupsReading exact).
+void forget(VmEntryCheckMemo &M, unsigned GI) {
+  const uint32_t Bit = 1u << GI;
+  if (!(M.Valid & Bit))
+    return;
+  M.Valid &= ~Bit;
+  forEachField(M.Groups[GI].Fields, [&](unsigned I) { M.GroupsReading[I] &= uint16_t(~Bit); });
+}
+} // namespace
+
 Id Checker::runMemo(VmEntryCheckMemo &M, VmcsData &Data) const {
   const VmEntryCheckMemo::Env E = env();
   if (M.Tracked != &Data || !(M.Key == E)) {
-    for (VmEntryCheckMemo::Group &G : M.Groups)
-      G.Valid = false;
+    M.Valid = 0;
+    std::fill(std::begin(M.GroupsReading), std::end(M.GroupsReading), 0);
     M.Key = E;
     M.Tracked = &Data;
   }
-  uint64_t Written[VmEntryCheckMemo::kMaskWords];
-  std::copy(std::begin(Data.Written), std::end(Data.Written), std::begin(Written));
-  std::fill(std::begin(Data.Written), std::end(Data.Written), 0);
-  for (VmEntryCheckMemo::Group &G : M.Groups) {
-    uint64_t Hit = 0;
-    for (unsigned W = 0; W < VmEntryCheckMemo::kMaskWords; ++W)
-      Hit |= G.Fields[W] & Written[W];
-    if (Hit)
-      G.Valid = false;
-  }
-  for (unsigned GI = 0; GI < kNumVmEntryCheckGroups; ++GI) {
+  // Consume the change marks: every memoised group that read a written field goes.
+  uint32_t Stale = 0;
+  forEachField(Data.Written, [&](unsigned I) { Stale |= M.GroupsReading[I]; });
+  for (uint64_t &W : Data.Written)
+    W = 0;
+  for (; Stale; Stale &= Stale - 1)
+    forget(M, unsigned(__builtin_ctz(Stale)));
+  // The groups to look at, in SDM order: those not memoised, and memoised ones whose
+  // memory must be read again; the rest are skipped.
+  constexpr uint32_t kAll = (uint64_t(1) << kNumVmEntryCheckGroups) - 1;
+  M.GroupsSkipped += kNumVmEntryCheckGroups;
+  for (uint32_t Todo = (~M.Valid | M.ReadsMemory) & kAll; Todo; Todo &= Todo - 1) {
+    const unsigned GI = unsigned(__builtin_ctz(Todo));
+    const uint32_t Bit = 1u << GI;
     VmEntryCheckMemo::Group &G = M.Groups[GI];
-    if (G.Valid && memoryUnchanged(G)) {
-      ++M.GroupsSkipped;
+    if ((M.Valid & Bit) && memoryUnchanged(G))
       continue;
-    }
-    G.Valid = false;
+    forget(M, GI);
+    --M.GroupsSkipped;
     ++M.GroupsRun;
     VMX_TRY_CHECKS(runGroup(GI));
     if (Unmemoisable)
       continue;
     std::copy(std::begin(Read), std::end(Read), std::begin(G.Fields));
+    forEachField(G.Fields, [&](unsigned I) { M.GroupsReading[I] |= uint16_t(Bit); });
     G.NumMemoryInputs = NumMemoryReads;
     std::copy(MemoryRead, MemoryRead + NumMemoryReads, G.Memory);
-    G.Valid = true;
+    M.Valid |= Bit;
+    M.ReadsMemory = NumMemoryReads ? M.ReadsMemory | Bit : M.ReadsMemory & ~Bit;
   }
   return Id::None;
 }

@@ -80,6 +80,7 @@ inline constexpr unsigned kNumVmEntryCheckGroups = 0
 #define VM_ENTRY_CHECK_GROUP(Group, Outcome, Number, Section) +1
 #include "cpu/vmx/vm_entry_checks.def"
     ;
+static_assert(kNumVmEntryCheckGroups <= 32);
 
 /// A memo of the VM-entry checks that passed (the VM-entry fast path, issue 17): for
 /// each group (SDM subsection) whose checks all passed at an earlier VM entry, the
@@ -113,7 +114,6 @@ struct VmEntryCheckMemo {
     uint8_t SizeBytes = 0;
   };
   struct Group {
-    bool Valid = false;
     uint64_t Fields[kMaskWords] = {}; ///< bit I: the checks read field I
     uint8_t NumMemoryInputs = 0;
     MemoryInput Memory[kMaxMemoryInputs];
@@ -121,7 +121,14 @@ struct VmEntryCheckMemo {
   /// The VMCS data whose Written bits this memo consumes (another object: start over).
   const VmcsData *Tracked = nullptr;
   Env Key;
+  /// Bit G: group G passed and is memoised; of those, the groups that read memory.
+  uint32_t Valid = 0, ReadsMemory = 0;
   Group Groups[kNumVmEntryCheckGroups];
+  /// By field index: the memoised groups that read the field (bit G set exactly when
+  /// group G is in Valid and the field in its Fields), so that a VM entry looks only at
+  /// the fields written since the last one.
+  uint16_t GroupsReading[kNumVmcsFields] = {};
+  static_assert(kNumVmEntryCheckGroups <= 16);
   /// Statistics for tests and the profile: groups run and groups skipped.
   uint64_t GroupsRun = 0, GroupsSkipped = 0;
 };

@@ -370,11 +370,15 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   C.Cycles += costOf(CostClass::VmTransition);
 
   bool Unimplemented = false;
-  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), uint32_t(V.get(F::VmExitMsrLoadCount)),
-                  Unimplemented))
+  const uint32_t MsrLoadCount = uint32_t(V.get(F::VmExitMsrLoadCount));
+  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), MsrLoadCount, Unimplemented))
     return Unimplemented ? Status::Unimplemented
                          : vmxAbort(C, VmxAbortIndicator::LoadingHostMsrs);
-  C.modeChanged();
+  // Again after the MSR loads, which may change the mode; with none, nothing it reads
+  // changed since the call above (the performance counters, which would accrue the
+  // transition's cycles here, keep the call).
+  if (MsrLoadCount != 0 || C.PmuActive)
+    C.modeChanged();
   return Status::VmExit;
 }
 
