@@ -941,23 +941,27 @@ TEST(VmEntriesMemo, ProfileChangeIsSeen) {
   expectFails(E.memo(), Id::EptpAccessedDirty);
 }
 
+/// V with a data segment in CS (GuestCsType) and no change marks at all.
+VmcsData brokenCsWithoutMarks(const VmcsData &V) {
+  VmcsData Broken = V;
+  Broken.set(F::GuestCsAccessRights, 0xa093);
+  std::fill(std::begin(Broken.Written), std::end(Broken.Written), 0);
+  return Broken;
+}
+
 TEST(VmEntriesMemo, CopyOverTheVmcsDataIsSeen) {
   MemoEnv E;
   E.warm();
-  VmcsData Broken = E.V;
-  Broken.set(F::GuestCsAccessRights, 0xa093);
-  // Even data whose change marks were lost: a copy marks every field.
-  std::fill(std::begin(Broken.Written), std::end(Broken.Written), 0);
-  E.V = Broken;
+  const VmcsData Broken = brokenCsWithoutMarks(E.V);
+  E.V = Broken; // a copy marks every field, whatever the source's marks
   expectFails(E.memo(), Id::GuestCsType);
 }
 
 TEST(VmEntriesMemo, AnotherVmcsDataObjectStartsOver) {
   MemoEnv E;
   E.warm();
-  VmcsData Other = E.V;
-  Other.set(F::GuestCsAccessRights, 0xa093);
-  std::fill(std::begin(Other.Written), std::end(Other.Written), 0);
+  VmcsData Other = brokenCsWithoutMarks(E.V);
+  std::fill(std::begin(Other.Written), std::end(Other.Written), 0); // the copy's marks
   expectFails(checkVmEntryMemo(E.M.Cpu_, Other, E.P, E.Memo), Id::GuestCsType);
 }
 
