@@ -54,11 +54,9 @@ BENCHMARK(BM_VmExitEntryRoundTripsMinimal)->Arg(100'000)->Unit(benchmark::kMilli
 
 /// mov ecx, N; 1: INSN; dec ecx; jnz 1b; hlt. INSN is three bytes.
 std::vector<uint8_t> loopOf(const std::vector<uint8_t> &Insn, uint32_t N) {
-  std::vector<uint8_t> Code = {0xb9, uint8_t(N), uint8_t(N >> 8), uint8_t(N >> 16),
-                               uint8_t(N >> 24)};
-  Code.insert(Code.end(), Insn.begin(), Insn.end());
-  Code.insert(Code.end(), {0xff, 0xc9, 0x75, 0xf9, 0xf4});
-  return Code;
+  return {0xb9,    uint8_t(N), uint8_t(N >> 8), uint8_t(N >> 16), uint8_t(N >> 24),
+          Insn[0], Insn[1],    Insn[2],         0xff,             0xc9,
+          0x75,    0xf9,       0xf4};
 }
 
 void vmxInsnLoop(benchmark::State &St, const std::vector<uint8_t> &Insn, bool IsRead) {
