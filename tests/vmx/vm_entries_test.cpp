@@ -396,13 +396,18 @@ TEST(VmEntries, Cr3TargetCountFourPasses) {
   EXPECT_TRUE(E.check().ok());
 }
 
-TEST(VmEntries, TprThresholdNotAboveVtprPasses) {
-  Env E;
+/// "Use TPR shadow" with TPR threshold 5 and the virtual-APIC page at 3A3000H, whose
+/// VTPR (byte 80H) is set to Vtpr.
+void useTprShadow(Env &E, uint8_t Vtpr) {
   E.control(F::PrimaryProcessorBasedVmExecutionControls, VmxControl::UseTprShadow);
   E.set(F::VirtualApicAddress, 0x3a3000);
   E.set(F::TprThreshold, 5);
-  uint8_t Vtpr = 0x50;
   E.M.write(0x3a3080, &Vtpr, 1);
+}
+
+TEST(VmEntries, TprThresholdNotAboveVtprPasses) {
+  Env E;
+  useTprShadow(E, 0x50);
   EXPECT_TRUE(E.check().ok());
   E.set(F::TprThreshold, 6);
   expectFails(E.check(), Id::TprThresholdAboveVtpr);
@@ -882,13 +887,9 @@ TEST(VmEntriesMemo, WriteBeforeAnEarlierFailureIsStillSeenLater) {
 
 TEST(VmEntriesMemo, VirtualApicPageChangeIsSeen) {
   MemoEnv E;
-  E.control(F::PrimaryProcessorBasedVmExecutionControls, VmxControl::UseTprShadow);
-  E.set(F::VirtualApicAddress, 0x3a3000);
-  E.set(F::TprThreshold, 5);
-  uint8_t Vtpr = 0x50;
-  E.M.write(0x3a3080, &Vtpr, 1);
+  useTprShadow(E, 0x50);
   E.warm();
-  Vtpr = 0x40; // VTPR[7:4] = 4 < threshold 5
+  uint8_t Vtpr = 0x40; // VTPR[7:4] = 4 < threshold 5
   E.M.write(0x3a3080, &Vtpr, 1);
   expectFails(E.memo(), Id::TprThresholdAboveVtpr);
   Vtpr = 0x50;
