@@ -201,7 +201,7 @@ static void reportEntryFailure(const Cpu &C, VmEntryFailOutcome Outcome, uint32_
 Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
-  VmEntryCheckResult R = checkVmEntry(C, V, *C.Model.Vmx, IsLaunch);
+  VmEntryCheckResult R = checkVmEntryMemo(C, V, *C.Model.Vmx, X.EntryCheckMemo);
   if (!R.ok() && C.Transitions) [[unlikely]] {
     const bool Fail = R.Kind == VmEntryCheckResult::Outcome::VmFailValid;
     reportEntryFailure(C, Fail ? VmEntryFailOutcome::VmFailValid : VmEntryFailOutcome::GuestStateCheck,
@@ -262,7 +262,11 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
     C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
                 uint32_t(LaunchState::Launched));
   }
-  C.modeChanged();
+  // Again after the MSR loads, which may change the mode; with none, nothing it reads
+  // changed since the call above, so it would repeat that call's results exactly (with
+  // the performance counters running it would also accrue their counts: kept then).
+  if (V.get(F::VmEntryMsrLoadCount) != 0 || C.PmuActive)
+    C.modeChanged();
   // MTF, NMI-blocking and injection bookkeeping of the event machinery; a nested fault
   // while delivering the injected event goes through the exception bitmap there.
   vmxEventsOnEntry(C);

@@ -153,43 +153,38 @@ constexpr SegFields kLdtr = {F::GuestLdtrSelector, F::GuestLdtrBase, F::GuestLdt
 class Checker {
 public:
   Checker(const Cpu &C, const VmcsData &V, const VmxProfile &P) : C(C), V(V), P(P) {
-    Words[unsigned(VmxControlWord::Pin)] = uint32_t(V.get(F::PinBasedVmExecutionControls));
+    Words[unsigned(VmxControlWord::Pin)] = uint32_t(get(F::PinBasedVmExecutionControls));
     Words[unsigned(VmxControlWord::Proc)] =
-        uint32_t(V.get(F::PrimaryProcessorBasedVmExecutionControls));
+        uint32_t(get(F::PrimaryProcessorBasedVmExecutionControls));
     // "If the 'activate secondary controls' primary processor-based VM-execution control
     // is 0 ... the logical processor operates as if all the secondary processor-based
     // VM-execution controls were 0"; likewise for the tertiary controls.
     Words[unsigned(VmxControlWord::Proc2)] =
         on(Ctl::ActivateSecondaryControls)
-            ? uint32_t(V.get(F::SecondaryProcessorBasedVmExecutionControls))
+            ? uint32_t(get(F::SecondaryProcessorBasedVmExecutionControls))
             : 0;
     Proc3 = on(Ctl::ActivateTertiaryControls)
-                ? V.get(F::TertiaryProcessorBasedVmExecutionControls)
+                ? get(F::TertiaryProcessorBasedVmExecutionControls)
                 : 0;
     Words[unsigned(VmxControlWord::Proc3)] = uint32_t(Proc3);
-    Words[unsigned(VmxControlWord::Exit)] = uint32_t(V.get(F::PrimaryVmExitControls));
-    Words[unsigned(VmxControlWord::Entry)] = uint32_t(V.get(F::VmEntryControls));
+    Words[unsigned(VmxControlWord::Exit)] = uint32_t(get(F::PrimaryVmExitControls));
+    Words[unsigned(VmxControlWord::Entry)] = uint32_t(get(F::VmEntryControls));
     PhysBits = C.Model.MaxPhysAddrBits;
     LinearBits = C.Model.La57 ? 57 : C.Model.MaxLinearAddrBits;
     Cr4Fixed1 = cr4ValidBits(C);
     Ug = on(Ctl::UnrestrictedGuest);
     Guest64 = on(Ctl::Ia32eModeGuest);
+    // Every group reads the control words through on(): they are inputs of each.
+    std::copy(std::begin(Read), std::end(Read), std::begin(ControlWordFields));
   }
 
+  /// Every group in order; the first failing check decides.
   Id run() const {
-    VMX_TRY_CHECKS(executionControls());
-    VMX_TRY_CHECKS(exitControls());
-    VMX_TRY_CHECKS(entryControls());
-    VMX_TRY_CHECKS(hostRegisters());
-    VMX_TRY_CHECKS(hostSegments());
-    VMX_TRY_CHECKS(addressSpaceSize());
-    VMX_TRY_CHECKS(guestRegisters());
-    VMX_TRY_CHECKS(guestSegments());
-    VMX_TRY_CHECKS(guestDescriptorTables());
-    VMX_TRY_CHECKS(guestRipRflags());
-    VMX_TRY_CHECKS(guestNonRegisterState());
-    return guestPdptes();
+    for (unsigned G = 0; G < kNumVmEntryCheckGroups; ++G)
+      VMX_TRY_CHECKS(runGroup(G));
+    return Id::None;
   }
+  Id runMemo(VmEntryCheckMemo &M, VmcsData &Data) const;
 
 private:
   const Cpu &C;
@@ -201,7 +196,33 @@ private:
   uint64_t Cr4Fixed1 = 0;
   bool Ug = false, Guest64 = false;
 
-  uint64_t get(F Field) const { return V.get(Field); }
+  // The inputs of the group being run, for the memo: the VMCS fields read (a bit per
+  // field index) and the physical-memory reads. A group that reads memory the memo
+  // cannot re-read without side effects (MMIO), or more than it can hold, is not
+  // memoised.
+  mutable uint64_t Read[VmEntryCheckMemo::kMaskWords] = {};
+  uint64_t ControlWordFields[VmEntryCheckMemo::kMaskWords] = {};
+  mutable VmEntryCheckMemo::MemoryInput MemoryRead[VmEntryCheckMemo::kMaxMemoryInputs];
+  mutable uint8_t NumMemoryReads = 0;
+  mutable bool Unmemoisable = false;
+
+  uint64_t get(F Field) const {
+    const unsigned I = unsigned(Field);
+    Read[I / 64] |= uint64_t(1) << (I % 64);
+    return V.Values[I];
+  }
+  /// A read of guest-physical memory by a check (C.Mem.read), recorded as an input.
+  uint64_t readPhys(uint64_t Addr, unsigned SizeBytes) const {
+    const uint64_t Value = C.Mem.read(Hpa(Addr), SizeBytes);
+    if (NumMemoryReads < VmEntryCheckMemo::kMaxMemoryInputs && !C.Mem.mmioAt(Addr))
+      MemoryRead[NumMemoryReads++] = {Addr, Value, uint8_t(SizeBytes)};
+    else
+      Unmemoisable = true;
+    return Value;
+  }
+  Id runGroup(unsigned G) const;
+  bool memoryUnchanged(const VmEntryCheckMemo::Group &G) const;
+  VmEntryCheckMemo::Env env() const;
   bool on(Ctl X) const {
     return Words[unsigned(kControlWords[unsigned(X)])] & controlBit(X);
   }
@@ -289,7 +310,7 @@ Id Checker::executionControls() const {
     if (!on(Ctl::VirtualizeApicAccesses) && !on(Ctl::VirtualInterruptDelivery)) {
       // VTPR is byte 80H of the virtual-APIC page (SDM Vol. 3C, "Virtualized APIC
       // Registers").
-      uint64_t Vtpr = C.Mem.read(Hpa(get(F::VirtualApicAddress) + 0x80), 1);
+      uint64_t Vtpr = readPhys(get(F::VirtualApicAddress) + 0x80, 1);
       VMX_REQUIRE((Threshold & 0xf) <= ((Vtpr >> 4) & 0xf), TprThresholdAboveVtpr);
     }
   }
@@ -758,7 +779,7 @@ Id Checker::guestNonRegisterState() const {
   if (Link != ~uint64_t(0)) {
     VMX_REQUIRE(!(Link & 0xfff), GuestLinkPointerAlignment);
     VMX_REQUIRE(!beyondPhys(Link), GuestLinkPointerWidth);
-    uint64_t Header = C.Mem.read(Hpa(Link + vmcs_layout::RevisionOffset), 4);
+    uint64_t Header = readPhys(Link + vmcs_layout::RevisionOffset, 4);
     VMX_REQUIRE((Header & 0x7fffffff) == kVmcsRevisionId, GuestLinkPointerRevision);
     VMX_REQUIRE(bool(Header & 0x80000000u) == on(Ctl::VmcsShadowing), GuestLinkPointerShadow);
     uint64_t Current = C.Vmx ? C.Vmx->CurrentVmcsPointer : kInvalidVmcsPointer;
@@ -786,11 +807,144 @@ Id Checker::guestPdptes() const {
   if (!on(Ctl::EnableEpt)) {
     uint64_t Table = get(F::GuestCr3) & 0xffffffe0u;
     for (unsigned I = 0; I < 4; ++I)
-      VMX_REQUIRE(pdpteOk(C.Mem.read(Hpa(Table + 8 * I), 8), PhysBits), GuestPdpteFromCr3);
+      VMX_REQUIRE(pdpteOk(readPhys(Table + 8 * I, 8), PhysBits), GuestPdpteFromCr3);
     return Id::None;
   }
   for (F Field : {F::GuestPdpte0, F::GuestPdpte1, F::GuestPdpte2, F::GuestPdpte3})
     VMX_REQUIRE(pdpteOk(get(Field), PhysBits), GuestPdpteFields);
+  return Id::None;
+}
+
+Id Checker::runGroup(unsigned G) const {
+  // In the order of the VmEntryCheckGroup rows of vm_entry_checks.def.
+  using Fn = Id (Checker::*)() const;
+  static constexpr Fn kGroupChecks[] = {
+      &Checker::executionControls, &Checker::exitControls,        &Checker::entryControls,
+      &Checker::hostRegisters,     &Checker::hostSegments,        &Checker::addressSpaceSize,
+      &Checker::guestRegisters,    &Checker::guestSegments,       &Checker::guestDescriptorTables,
+      &Checker::guestRipRflags,    &Checker::guestNonRegisterState, &Checker::guestPdptes};
+  static_assert(std::size(kGroupChecks) == kNumVmEntryCheckGroups);
+  static_assert(unsigned(VmEntryCheckGroup::ExecutionControls) == 0 &&
+                unsigned(VmEntryCheckGroup::AddressSpaceSize) == 5 &&
+                unsigned(VmEntryCheckGroup::GuestPdptes) == 11);
+  std::copy(std::begin(ControlWordFields), std::end(ControlWordFields), std::begin(Read));
+  NumMemoryReads = 0;
+  Unmemoisable = false;
+  return (this->*kGroupChecks[G])();
+}
+
+VmEntryCheckMemo::Env Checker::env() const {
+  VmEntryCheckMemo::Env E;
+  E.Profile = &P;
+  E.Features = P.Features;
+  E.PreemptionTimerRate = P.PreemptionTimerRate;
+  E.Cr3TargetCount = P.Cr3TargetCount;
+  E.MaxMsrListEntries = P.MaxMsrListEntries;
+  E.VmwriteAnyField = P.VmwriteAnyField;
+  E.EptAccessedDirty = P.EptAccessedDirty;
+  E.EptExecuteOnly = P.EptExecuteOnly;
+  E.Ept1GPages = P.Ept1GPages;
+  E.Ept5Level = P.Ept5Level;
+  E.Model = &C.Model;
+  E.Cr4Fixed1 = Cr4Fixed1;
+  E.PhysBits = uint8_t(PhysBits);
+  E.LinearBits = uint8_t(LinearBits);
+  E.Nx = C.Model.Nx;
+  E.HostLma = C.S.Efer & efer::LMA;
+  E.CurrentVmcsPointer = C.Vmx ? C.Vmx->CurrentVmcsPointer : kInvalidVmcsPointer;
+  return E;
+}
+
+bool Checker::memoryUnchanged(const VmEntryCheckMemo::Group &G) const {
+  for (unsigned K = 0; K < G.NumMemoryInputs; ++K) {
+    const VmEntryCheckMemo::MemoryInput &In = G.Memory[K];
+    // RAM reads have no side effects; a region that became MMIO is not re-read.
+    if (C.Mem.mmioAt(In.Addr) || C.Mem.read(Hpa(In.Addr), In.SizeBytes) != In.Value)
+      return false;
+  }
+  return true;
+}
+
+// Why skipping a memoised group gives exactly the result of running it (the VM-entry
+// fast path of issue 17). The SDM's checks (SDM Vol. 3C, "VM Entries" > "Checks on VMX
+// Controls and Host-State Area" and "Checks on the Guest State Area") are a function of
+// the VMCS data, the capability MSRs, the processor's IA32_EFER.LMA, CR4 and address
+// widths, the current-VMCS pointer and a few bytes of memory; they change nothing. Each
+// group here is deterministic code that reads those inputs only through get() (VMCS
+// fields), readPhys() (memory) and the values Env collects (everything else: the
+// profile behind capability() and controlCaps(), the model's widths and CR4 bits,
+// IA32_EFER.LMA, the current-VMCS pointer). If every field and memory location the group
+// read when it last passed holds the same value now, and Env is unchanged, a run now
+// would take the same branches, read the same inputs in the same order (by induction
+// over its reads: each read returns what it returned then, so the next read is the same
+// one) and pass again.
+//
+// Fields: every store into the VMCS data marks the field in V.Written (VmcsData::set
+// and store, used by VMWRITE, VM exits and every other writer; VMPTRLD and copies mark
+// all). This function consumes the marks: a group whose fields meet them (found through
+// GroupsReading, which lists for each field the memoised groups that read it) is dropped
+// before anything runs, whether or not this entry gets as far as the group. So a group
+// still valid has had none of its fields written since it passed. Memory is compared by
+// value; Env is compared whole, and a different VmcsData object starts over.
+//
+// A group is memoised only after it passed, so skipping it can neither hide a failure
+// nor report one; the groups still run in the SDM order of vm_entry_checks.def, and the
+// first failing one decides the result as in run().
+namespace {
+/// Calls Fn(I) for every field index I whose bit is set in Mask.
+template <typename Fn> void forEachField(const uint64_t (&Mask)[VmEntryCheckMemo::kMaskWords], Fn F) {
+  for (unsigned W = 0; W < VmEntryCheckMemo::kMaskWords; ++W)
+    for (uint64_t B = Mask[W]; B; B &= B - 1)
+      F(W * 64 + unsigned(__builtin_ctzll(B)));
+}
+/// Drops group GI from the memo (keeping GroupsReading exact).
+void forget(VmEntryCheckMemo &M, unsigned GI) {
+  const uint32_t Bit = 1u << GI;
+  if (!(M.Valid & Bit))
+    return;
+  M.Valid &= ~Bit;
+  forEachField(M.Groups[GI].Fields, [&](unsigned I) { M.GroupsReading[I] &= uint16_t(~Bit); });
+}
+} // namespace
+
+Id Checker::runMemo(VmEntryCheckMemo &M, VmcsData &Data) const {
+  const VmEntryCheckMemo::Env E = env();
+  if (M.Tracked != &Data || !(M.Key == E)) {
+    M.Valid = 0;
+    std::fill(std::begin(M.GroupsReading), std::end(M.GroupsReading), 0);
+    M.Key = E;
+    M.Tracked = &Data;
+  }
+  // Consume the change marks: every memoised group that read a written field goes.
+  uint32_t Stale = 0;
+  forEachField(Data.Written, [&](unsigned I) { Stale |= M.GroupsReading[I]; });
+  for (uint64_t &W : Data.Written)
+    W = 0;
+  for (; Stale; Stale &= Stale - 1)
+    forget(M, unsigned(__builtin_ctz(Stale)));
+  // The groups to look at, in SDM order: those not memoised, and memoised ones whose
+  // memory must be read again; the rest are skipped.
+  constexpr uint32_t kAll = (uint64_t(1) << kNumVmEntryCheckGroups) - 1;
+  M.GroupsSkipped += kNumVmEntryCheckGroups;
+  for (uint32_t Todo = (~M.Valid | M.ReadsMemory) & kAll; Todo; Todo &= Todo - 1) {
+    const unsigned GI = unsigned(__builtin_ctz(Todo));
+    const uint32_t Bit = 1u << GI;
+    VmEntryCheckMemo::Group &G = M.Groups[GI];
+    if ((M.Valid & Bit) && memoryUnchanged(G))
+      continue;
+    forget(M, GI);
+    --M.GroupsSkipped;
+    ++M.GroupsRun;
+    VMX_TRY_CHECKS(runGroup(GI));
+    if (Unmemoisable)
+      continue;
+    std::copy(std::begin(Read), std::end(Read), std::begin(G.Fields));
+    forEachField(G.Fields, [&](unsigned I) { M.GroupsReading[I] |= uint16_t(Bit); });
+    G.NumMemoryInputs = NumMemoryReads;
+    std::copy(MemoryRead, MemoryRead + NumMemoryReads, G.Memory);
+    M.Valid |= Bit;
+    M.ReadsMemory = NumMemoryReads ? M.ReadsMemory | Bit : M.ReadsMemory & ~Bit;
+  }
   return Id::None;
 }
 
@@ -819,10 +973,9 @@ VmEntryCheckId checkEptp(uint64_t Eptp, uint64_t EptVpidCap, unsigned PhysBits) 
   return Id::None;
 }
 
-VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfile &P,
-                                bool /*IsLaunch*/) {
+namespace {
+VmEntryCheckResult resultOf(Id Failed) {
   VmEntryCheckResult R;
-  Id Failed = Checker(C, V, P).run();
   if (Failed == Id::None)
     return R;
   const VmEntryCheckInfo &I = vmEntryCheckInfo(Failed);
@@ -835,6 +988,18 @@ VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfil
     R.Qualification = I.Qualification;
   }
   return R;
+}
+
+} // namespace
+
+VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfile &P,
+                                bool /*IsLaunch*/) {
+  return resultOf(Checker(C, V, P).run());
+}
+
+VmEntryCheckResult checkVmEntryMemo(const Cpu &C, VmcsData &V, const VmxProfile &P,
+                                    VmEntryCheckMemo &Memo) {
+  return resultOf(Checker(C, V, P).runMemo(Memo, V));
 }
 
 } // namespace vmxsim

@@ -6,11 +6,13 @@
 #include "cpu/vmx/vmcs.h"
 #include "cpu/vmx/vmx_features.h"
 
+#include <array>
 #include <cstdint>
 
 namespace vmxsim {
 
 class Cpu;
+struct CpuModel;
 
 /// Every check of vm_entry_checks.def, in the order VM entry performs them.
 enum class VmEntryCheckId : uint16_t {
@@ -72,6 +74,70 @@ const VmEntryCheckInfo &vmEntryCheckInfo(VmEntryCheckId Id);
 /// IsLaunch tells VMLAUNCH from VMRESUME; no check of these sections depends on it.
 VmEntryCheckResult checkVmEntry(const Cpu &C, const VmcsData &V, const VmxProfile &P,
                                 bool IsLaunch);
+
+/// The number of VmEntryCheckGroup rows: the SDM subsections, checked in this order.
+inline constexpr unsigned kNumVmEntryCheckGroups = 0
+#define VM_ENTRY_CHECK_GROUP(Group, Outcome, Number, Section) +1
+#include "cpu/vmx/vm_entry_checks.def"
+    ;
+static_assert(kNumVmEntryCheckGroups <= 32);
+
+/// A memo of the VM-entry checks that passed (the VM-entry fast path, issue 17): for
+/// each group (SDM subsection) whose checks all passed at an earlier VM entry, the
+/// inputs they read then: the set of VMCS fields, the bytes of physical memory (VTPR, the
+/// header of the VMCS the link pointer names, PDPTEs) with their values, and (for all
+/// groups) the processor and profile properties the checks may read (Env). A group is
+/// skipped while none of its fields has been written (VmcsData::Written, which every
+/// VMWRITE, VMPTRLD, VM exit and other writer of the VMCS data marks), its memory reads
+/// the same and Env is unchanged. It holds no architectural state: zeroing it (or
+/// dropping it on a snapshot restore) only makes the next VM entry run every check.
+struct VmEntryCheckMemo {
+  static constexpr unsigned kMaskWords = VmcsData::kWrittenWords;
+  static constexpr unsigned kMaxMemoryInputs = 4;
+  /// What the groups read outside the VMCS data; any change drops the whole memo.
+  struct Env {
+    const VmxProfile *Profile = nullptr;
+    uint64_t Features = 0;
+    uint8_t PreemptionTimerRate = 0, Cr3TargetCount = 0, MaxMsrListEntries = 0;
+    bool VmwriteAnyField = false, EptAccessedDirty = false, EptExecuteOnly = false,
+         Ept1GPages = false, Ept5Level = false;
+    const CpuModel *Model = nullptr;
+    uint64_t Cr4Fixed1 = 0;
+    uint8_t PhysBits = 0, LinearBits = 0;
+    bool Nx = false;
+    bool HostLma = false; ///< the processor's IA32_EFER.LMA (address-space-size checks)
+    uint64_t CurrentVmcsPointer = 0; ///< the link pointer must differ from it
+    bool operator==(const Env &) const = default;
+  };
+  struct MemoryInput {
+    uint64_t Addr = 0, Value = 0;
+    uint8_t SizeBytes = 0;
+  };
+  struct Group {
+    uint64_t Fields[kMaskWords] = {}; ///< bit I: the checks read field I
+    uint8_t NumMemoryInputs = 0;
+    MemoryInput Memory[kMaxMemoryInputs];
+  };
+  /// The VMCS data whose Written bits this memo consumes (another object: start over).
+  const VmcsData *Tracked = nullptr;
+  Env Key;
+  /// Bit G: group G passed and is memoised; of those, the groups that read memory.
+  uint32_t Valid = 0, ReadsMemory = 0;
+  Group Groups[kNumVmEntryCheckGroups];
+  /// By field index: the memoised groups that read the field (bit G set exactly when
+  /// group G is in Valid and the field in its Fields), so that a VM entry looks only at
+  /// the fields written since the last one.
+  uint16_t GroupsReading[kNumVmcsFields] = {};
+  static_assert(kNumVmEntryCheckGroups <= 16);
+  /// Statistics for tests and the profile: groups run and groups skipped.
+  uint64_t GroupsRun = 0, GroupsSkipped = 0;
+};
+
+/// checkVmEntry with the memo: exactly its result (the same first failing check, or
+/// none), but a group whose recorded inputs all still hold is skipped (the argument is
+/// at its definition). Consumes (clears) V.Written.
+VmEntryCheckResult checkVmEntryMemo(const Cpu &C, VmcsData &V, const VmxProfile &P,
+                                    VmEntryCheckMemo &Memo);
 
 /// The checks on an EPTP value (memory type, walk length, accessed/dirty enable,
 /// reserved bits), given IA32_VMX_EPT_VPID_CAP and the physical-address width: the

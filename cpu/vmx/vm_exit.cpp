@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace vmxsim {
 
@@ -55,7 +56,10 @@ bool segmentUnusable(const CpuState &S, SegReg R) {
   return S.seg(R).Attr & Segment::Unusable;
 }
 
-void saveSegment(VmcsData &V, const GuestSegmentFields &Fl, const Segment &G, bool Unusable) {
+// Inlined with constant fields, so that each store is one compare (VmcsData::set marks
+// only fields that change: a segment register rarely does between exits).
+[[gnu::always_inline]] inline void saveSegment(VmcsData &V, const GuestSegmentFields &Fl,
+                                               const Segment &G, bool Unusable) {
   V.set(Fl.Selector, G.Selector);
   V.set(Fl.Base, G.Base);
   V.set(Fl.Limit, G.Limit);
@@ -83,8 +87,9 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   if (controlSet(V, VmxControl::SaveIa32Efer) && fieldSupported(P, F::GuestIa32Efer))
     V.set(F::GuestIa32Efer, S.Efer);
 
-  for (unsigned R = 0; R < kNumSegRegs; ++R)
-    saveSegment(V, kGuestSegFields[R], S.Seg[R], segmentUnusable(S, SegReg(R)));
+  [&]<unsigned... R>(std::integer_sequence<unsigned, R...>) {
+    (saveSegment(V, kGuestSegFields[R], S.Seg[R], segmentUnusable(S, SegReg(R))), ...);
+  }(std::make_integer_sequence<unsigned, kNumSegRegs>{});
   saveSegment(V, kGuestLdtrFields, S.Ldtr,
               (S.Ldtr.Attr & Segment::Unusable) || (S.Ldtr.Selector & ~3u) == 0);
   saveSegment(V, kGuestTrFields, S.Tr, false);
@@ -365,11 +370,15 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   C.Cycles += costOf(CostClass::VmTransition);
 
   bool Unimplemented = false;
-  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), uint32_t(V.get(F::VmExitMsrLoadCount)),
-                  Unimplemented))
+  const uint32_t MsrLoadCount = uint32_t(V.get(F::VmExitMsrLoadCount));
+  if (loadMsrArea(C, V.get(F::VmExitMsrLoadAddress), MsrLoadCount, Unimplemented))
     return Unimplemented ? Status::Unimplemented
                          : vmxAbort(C, VmxAbortIndicator::LoadingHostMsrs);
-  C.modeChanged();
+  // Again after the MSR loads, which may change the mode; with none, nothing it reads
+  // changed since the call above (the performance counters, which would accrue the
+  // transition's cycles here, keep the call).
+  if (MsrLoadCount != 0 || C.PmuActive)
+    C.modeChanged();
   return Status::VmExit;
 }
 

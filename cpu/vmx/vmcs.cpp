@@ -3,21 +3,22 @@
 namespace vmxsim {
 
 namespace {
-// Encoding -> field, for the 15-bit encoding space with the access-type bit cleared.
-// Built once from the table; 0xffff marks "no such field".
+// Encoding -> field, for the 15-bit encoding space with the access-type bit cleared,
+// computed at compile time from the table (no initialisation guard on the VMREAD/VMWRITE
+// path); 0xffff marks "no such field".
 struct EncodingIndex {
   uint16_t FieldOf[0x8000 / 2];
-  EncodingIndex() {
-    for (uint16_t &V : FieldOf)
-      V = 0xffff;
-    for (unsigned I = 0; I < kNumVmcsFields; ++I)
-      FieldOf[kVmcsFields[I].Encoding >> 1] = uint16_t(I);
-  }
 };
-const EncodingIndex &encodingIndex() {
-  static const EncodingIndex Index;
+constexpr EncodingIndex makeEncodingIndex() {
+  EncodingIndex Index{};
+  for (uint16_t &V : Index.FieldOf)
+    V = 0xffff;
+  for (unsigned I = 0; I < kNumVmcsFields; ++I)
+    Index.FieldOf[kVmcsFields[I].Encoding >> 1] = uint16_t(I);
   return Index;
 }
+constexpr EncodingIndex kEncodingIndex = makeEncodingIndex();
+const EncodingIndex &encodingIndex() { return kEncodingIndex; }
 } // namespace
 
 VmcsLookup lookupEncoding(uint64_t Encoding) {

@@ -96,11 +96,40 @@ static_assert(vmcs_layout::FieldsOffset + 8 * kNumVmcsFields <= 4096,
               "the VMCS data must fit in its 4 KiB region");
 
 /// The processor's cached copy of a VMCS's data (SDM Vol. 3C, "VMCS data ... may be
-/// cached on the processor"). Values are stored zero-extended to 64 bits.
+/// cached on the processor"). Values are stored zero-extended to 64 bits, one slot per
+/// row of vmcs_fields.def (a fixed array indexed by VmcsField: no lookup on any path).
+///
+/// Written is the VM-entry fast path's change set (cpu/vmx/vm_entry_checks.h,
+/// VmEntryCheckMemo): bit I set means field I may have changed since VM entry last
+/// looked. set() marks a field whose value changes; a copy marks every field (the memo
+/// cannot know what the copied-over data was). Code that stores into Values directly
+/// must call markAllWritten() (as VMPTRLD does) or mark the fields it changed.
 struct VmcsData {
+  static constexpr unsigned kWrittenWords = (kNumVmcsFields + 63) / 64;
   std::array<uint64_t, kNumVmcsFields> Values{};
+  uint64_t Written[kWrittenWords];
+
+  VmcsData() { markAllWritten(); }
+  VmcsData(const VmcsData &O) : Values(O.Values) { markAllWritten(); }
+  VmcsData &operator=(const VmcsData &O) {
+    Values = O.Values;
+    markAllWritten();
+    return *this;
+  }
+
   uint64_t get(VmcsField F) const { return Values[unsigned(F)]; }
-  void set(VmcsField F, uint64_t V) { Values[unsigned(F)] = truncateToWidth(F, V); }
+  void set(VmcsField F, uint64_t V) { store(unsigned(F), truncateToWidth(F, V)); }
+  /// Stores an already-truncated value into slot I and marks it if it changed.
+  void store(unsigned I, uint64_t V) {
+    if (Values[I] != V) {
+      Values[I] = V;
+      Written[I / 64] |= uint64_t(1) << (I % 64);
+    }
+  }
+  void markAllWritten() {
+    for (uint64_t &W : Written)
+      W = ~uint64_t(0);
+  }
   static uint64_t truncateToWidth(VmcsField F, uint64_t V) {
     switch (fieldInfo(F).Width) {
     case VmcsWidth::W16:
@@ -136,7 +165,7 @@ inline uint64_t vmcsWrittenValue(uint64_t Stored, const VmcsLookup &L, uint64_t 
   return VmcsData::truncateToWidth(L.Field, V);
 }
 inline void vmcsWriteValue(VmcsData &D, const VmcsLookup &L, uint64_t V) {
-  D.Values[unsigned(L.Field)] = vmcsWrittenValue(D.get(L.Field), L, V);
+  D.store(unsigned(L.Field), vmcsWrittenValue(D.get(L.Field), L, V));
 }
 
 enum class VmInstructionError : uint8_t {

@@ -261,6 +261,7 @@ Status execVmptrld(Cpu &C, const DecodedInsn &I) {
     for (unsigned K = 0; K < kNumVmcsFields; ++K)
       X.Vmcs.Values[K] =
           C.Mem.read(Hpa(Addr + vmcs_layout::fieldOffset(VmcsField(K))), 8);
+    X.Vmcs.markAllWritten();
     X.CurrentLaunch =
         C.Mem.read(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4) == uint32_t(LaunchState::Launched)
             ? LaunchState::Launched

@@ -5,6 +5,7 @@
 // hot-path copy of "in VMX non-root operation".
 #pragma once
 #include "cpu/registers.h"
+#include "cpu/vmx/vm_entry_checks.h"
 #include "cpu/vmx/vmcs.h"
 #include "cpu/vmx/vmx_event_state.h"
 
@@ -71,6 +72,11 @@ struct VmxState {
   /// first PAUSE at CPL 0 after it starts a loop.
   bool PleValid = false;
   uint64_t PleLastPause = 0, PleLoopStart = 0;
+
+  /// The VM-entry checks that passed at earlier entries, with their inputs (VM entry's
+  /// fast path; cpu/vmx/vm_entry_checks.h). Not architectural state: every input is
+  /// compared before a check is skipped, so it needs no saving and no invalidation.
+  VmEntryCheckMemo EntryCheckMemo;
 
   bool haveCurrentVmcs() const { return CurrentVmcsPointer != kInvalidVmcsPointer; }
 };

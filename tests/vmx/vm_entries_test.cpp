@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 #include <string>
 #include <vector>
@@ -394,13 +396,18 @@ TEST(VmEntries, Cr3TargetCountFourPasses) {
   EXPECT_TRUE(E.check().ok());
 }
 
-TEST(VmEntries, TprThresholdNotAboveVtprPasses) {
-  Env E;
+/// "Use TPR shadow" with TPR threshold 5 and the virtual-APIC page at 3A3000H, whose
+/// VTPR (byte 80H) is set to Vtpr.
+void useTprShadow(Env &E, uint8_t Vtpr) {
   E.control(F::PrimaryProcessorBasedVmExecutionControls, VmxControl::UseTprShadow);
   E.set(F::VirtualApicAddress, 0x3a3000);
   E.set(F::TprThreshold, 5);
-  uint8_t Vtpr = 0x50;
   E.M.write(0x3a3080, &Vtpr, 1);
+}
+
+TEST(VmEntries, TprThresholdNotAboveVtprPasses) {
+  Env E;
+  useTprShadow(E, 0x50);
   EXPECT_TRUE(E.check().ok());
   E.set(F::TprThreshold, 6);
   expectFails(E.check(), Id::TprThresholdAboveVtpr);
@@ -798,6 +805,188 @@ TEST(VmEntries, ChecksReadButNeverModify) {
   (void)E.check();
   EXPECT_EQ(E.V.Values, Broken.Values);
   EXPECT_NE(Before.Values, Broken.Values);
+}
+
+// --- The memo of passed checks (VM entry's fast path, VmEntryCheckMemo) ---
+//
+// The memo must give exactly checkVmEntry's result however the checked state changed
+// after a passing entry: a VMWRITE (VmcsData::set, as VMWRITE and VM exits store) of any
+// group's field, memory a check reads, the processor's IA32_EFER.LMA, the current-VMCS
+// pointer, the profile, a copy over the VMCS data, another VmcsData object.
+
+struct MemoEnv : Env {
+  using Env::Env;
+  VmEntryCheckMemo Memo;
+  VmEntryCheckResult memo() { return checkVmEntryMemo(M.Cpu_, V, P, Memo); }
+  /// Passes twice, the second time skipping every group (all were memoised).
+  void warm() {
+    ASSERT_TRUE(memo().ok());
+    const uint64_t Skipped = Memo.GroupsSkipped, Run = Memo.GroupsRun;
+    ASSERT_TRUE(memo().ok());
+    ASSERT_EQ(Memo.GroupsSkipped - Skipped, kNumVmEntryCheckGroups);
+    ASSERT_EQ(Memo.GroupsRun, Run);
+  }
+};
+
+class VmEntriesMemoTable : public ::testing::TestWithParam<CheckRow> {};
+
+TEST_P(VmEntriesMemoTable, BreakAfterMemoisedPassFailsExactlyThisCheck) {
+  const CheckRow &Row = GetParam();
+  MemoEnv E;
+  E.warm();
+  if (kUnreachable.count(Row.Check)) {
+    // As in VmEntriesCheckTable: an earlier check of the section decides.
+    E.setup(SetupKind::Host32);
+    expectFails(E.memo(), Id::InIa32eHostAddressSpace);
+    E.setup(SetupKind::HostCpu32);
+    expectFails(E.memo(), Id::OutsideIa32eGuest);
+    return;
+  }
+  E.apply(Row.Break);
+  expectFails(E.memo(), Row.Check);
+  // The failing group is not memoised: the same failure again, as checkVmEntry says.
+  expectFails(E.memo(), Row.Check);
+  expectFails(E.check(), Row.Check);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCheck, VmEntriesMemoTable, ::testing::ValuesIn(checkRows()),
+                         [](const ::testing::TestParamInfo<CheckRow> &Info) {
+                           return std::string(Info.param.Name);
+                         });
+
+TEST(VmEntriesMemo, OnlyGroupsReadingAWrittenFieldRunAgain) {
+  MemoEnv E;
+  E.warm();
+  // Guest RIP is read by "Checks on Guest RIP, RFLAGS, and SSP" only.
+  E.set(F::GuestRip, E.V.get(F::GuestRip) + 3);
+  const uint64_t Run = E.Memo.GroupsRun;
+  ASSERT_TRUE(E.memo().ok());
+  EXPECT_EQ(E.Memo.GroupsRun - Run, 1u);
+  // Storing the value a field already holds is no change.
+  E.set(F::GuestRip, E.V.get(F::GuestRip));
+  E.warm();
+  // A control word is read by every group.
+  E.set(F::PinBasedVmExecutionControls, E.V.get(F::PinBasedVmExecutionControls) ^
+                                            controlBit(VmxControl::NmiExiting));
+  const uint64_t Run2 = E.Memo.GroupsRun;
+  ASSERT_TRUE(E.memo().ok());
+  EXPECT_EQ(E.Memo.GroupsRun - Run2, kNumVmEntryCheckGroups);
+}
+
+TEST(VmEntriesMemo, WriteBeforeAnEarlierFailureIsStillSeenLater) {
+  // An entry that fails in an early group does not reach the later ones; the writes to
+  // their fields must still count at the next entry that does.
+  MemoEnv E;
+  E.warm();
+  E.set(F::GuestCsAccessRights, 0xa093); // a data segment: GuestCsType
+  // Read by the execution-control checks only, which fail first.
+  E.set(F::Cr3TargetCount, E.P.Cr3TargetCount + 1);
+  expectFails(E.memo(), Id::Cr3TargetCount);
+  E.set(F::Cr3TargetCount, 0);
+  expectFails(E.memo(), Id::GuestCsType);
+}
+
+TEST(VmEntriesMemo, VirtualApicPageChangeIsSeen) {
+  MemoEnv E;
+  useTprShadow(E, 0x50);
+  E.warm();
+  uint8_t Vtpr = 0x40; // VTPR[7:4] = 4 < threshold 5
+  E.M.write(0x3a3080, &Vtpr, 1);
+  expectFails(E.memo(), Id::TprThresholdAboveVtpr);
+  Vtpr = 0x50;
+  E.M.write(0x3a3080, &Vtpr, 1);
+  EXPECT_TRUE(E.memo().ok());
+}
+
+TEST(VmEntriesMemo, LinkedVmcsHeaderChangeIsSeen) {
+  MemoEnv E;
+  E.write32(kLinkVmcs, kVmcsRevisionId);
+  E.set(F::VmcsLinkPointer, kLinkVmcs);
+  E.warm();
+  E.write32(kLinkVmcs, kVmcsRevisionId + 1);
+  expectFails(E.memo(), Id::GuestLinkPointerRevision);
+  E.write32(kLinkVmcs, kVmcsRevisionId | 0x80000000u);
+  expectFails(E.memo(), Id::GuestLinkPointerShadow);
+}
+
+TEST(VmEntriesMemo, PdpteChangeWithoutEptIsSeen) {
+  MemoEnv E;
+  E.setup(SetupKind::Guest32);
+  E.warm();
+  const uint64_t Bad = 0x1 | 0x6; // present with reserved bits 2:1
+  E.M.write(kZeroPdpt + 16, &Bad, 8);
+  expectFails(E.memo(), Id::GuestPdpteFromCr3);
+}
+
+TEST(VmEntriesMemo, ProcessorLeavingIa32eModeIsSeen) {
+  MemoEnv E;
+  E.warm();
+  E.setup(SetupKind::HostCpu32); // IA32_EFER.LMA = 0 (a WRMSR or CR0.PG write in root)
+  expectFails(E.memo(), Id::OutsideIa32eGuest);
+}
+
+TEST(VmEntriesMemo, CurrentVmcsBecomingTheLinkIsSeen) {
+  MemoEnv E;
+  E.write32(kLinkVmcs, kVmcsRevisionId);
+  E.set(F::VmcsLinkPointer, kLinkVmcs);
+  E.warm();
+  E.M.Cpu_.Vmx->CurrentVmcsPointer = kLinkVmcs; // as VMPTRLD of that region would
+  expectFails(E.memo(), Id::GuestLinkPointerCurrentVmcs);
+}
+
+TEST(VmEntriesMemo, ProfileChangeIsSeen) {
+  MemoEnv E;
+  E.setup(SetupKind::Ept);
+  E.orBits(F::EptPointer, 1u << 6); // accessed/dirty flags
+  E.warm();
+  E.setup(SetupKind::NoEptAccessedDirty);
+  expectFails(E.memo(), Id::EptpAccessedDirty);
+}
+
+/// V with a data segment in CS (GuestCsType) and no change marks at all.
+VmcsData brokenCsWithoutMarks(const VmcsData &V) {
+  VmcsData Broken = V;
+  Broken.set(F::GuestCsAccessRights, 0xa093);
+  std::fill(std::begin(Broken.Written), std::end(Broken.Written), 0);
+  return Broken;
+}
+
+TEST(VmEntriesMemo, CopyOverTheVmcsDataIsSeen) {
+  MemoEnv E;
+  E.warm();
+  const VmcsData Broken = brokenCsWithoutMarks(E.V);
+  E.V = Broken; // a copy marks every field, whatever the source's marks
+  expectFails(E.memo(), Id::GuestCsType);
+}
+
+TEST(VmEntriesMemo, AnotherVmcsDataObjectStartsOver) {
+  MemoEnv E;
+  E.warm();
+  VmcsData Other = brokenCsWithoutMarks(E.V);
+  std::fill(std::begin(Other.Written), std::end(Other.Written), 0); // the copy's marks
+  expectFails(checkVmEntryMemo(E.M.Cpu_, Other, E.P, E.Memo), Id::GuestCsType);
+}
+
+TEST(VmEntriesMemo, SetMarksOnlyChangedFieldsAndCopiesMarkAll) {
+  VmcsData V;
+  for (uint64_t W : V.Written)
+    EXPECT_EQ(W, ~uint64_t(0));
+  std::fill(std::begin(V.Written), std::end(V.Written), 0);
+  V.set(F::GuestRip, 0);
+  for (uint64_t W : V.Written)
+    EXPECT_EQ(W, 0u);
+  V.set(F::GuestRip, 0x1000);
+  const unsigned I = unsigned(F::GuestRip);
+  EXPECT_EQ(V.Written[I / 64], uint64_t(1) << (I % 64));
+  // A VMWRITE of the high half of a 64-bit field.
+  std::fill(std::begin(V.Written), std::end(V.Written), 0);
+  vmcsWriteValue(V, lookupEncoding(encodingOf(F::TscOffset) | 1), 5);
+  const unsigned T = unsigned(F::TscOffset);
+  EXPECT_EQ(V.get(F::TscOffset), uint64_t(5) << 32);
+  EXPECT_EQ(V.Written[T / 64], uint64_t(1) << (T % 64));
+  VmcsData Copy(V);
+  for (uint64_t W : Copy.Written)
+    EXPECT_EQ(W, ~uint64_t(0));
 }
 
 } // namespace

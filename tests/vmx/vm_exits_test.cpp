@@ -7,10 +7,13 @@
 
 #include "cpu/cost_model.h"
 #include "cpu/msrs.h"
+#include "cpu/observer.h"
 #include "cpu/vmx/capabilities.h"
 #include "cpu/vmx/vm_exit.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace vmxsim::test {
 namespace {
@@ -373,6 +376,152 @@ TEST(VmExits, PerfGlobalCtrlIsLoadedAtEntryAndAtExit) {
   EXPECT_EQ(Value, 4u);
   ASSERT_EQ(readMsr(M.Cpu_, msr::IA32_PMC0, Value), Status::Ok);
   EXPECT_EQ(Value, 1u);
+}
+
+// --- VM entry's memo of passed checks (cpu/vmx/vm_entry_checks.h) seen from software:
+// VMWRITE, VM exits, VMCLEAR and VMPTRLD change the checked VMCS data, and the next
+// VMLAUNCH/VMRESUME fails with exactly the check the state breaks.
+
+/// Records the ID of the check that failed a VM entry.
+struct EntryFailureRecorder : VmxTransitionObserver {
+  void vmExit(const VmExitEvent &) override {}
+  void vmEntry(const VmEntryEvent &) override { ++Entries; }
+  void vmEntryFailure(const VmEntryFailureEvent &E) override { Failed = E.CheckId; }
+  uint32_t Failed = kNoVmEntryCheck;
+  unsigned Entries = 0;
+};
+
+/// A machine whose guest is VMCALL and whose host is HLT, launched once.
+struct LaunchedMachine {
+  explicit LaunchedMachine(const std::vector<uint8_t> &Guest = {0x0f, 0x01, 0xc1}) {
+    loadGuestAndHost(M, Guest, {0xf4});
+    M.Cpu_.Transitions = &Obs;
+    launchOrResume(enc::Vmlaunch);
+  }
+  /// VMLAUNCH or VMRESUME in the host; true when the guest ran and exited with VMCALL.
+  bool launchOrResume(const std::vector<uint8_t> &Insn) {
+    Obs.Failed = kNoVmEntryCheck;
+    const unsigned Entries = Obs.Entries;
+    M.Cpu_.Activity = ActivityState::Active;
+    // A HLT after it stops the host after a VMfail.
+    std::vector<uint8_t> Code = Insn;
+    Code.push_back(0xf4);
+    M.exec(Code, 10);
+    return Obs.Entries == Entries + 1 && Obs.Failed == kNoVmEntryCheck &&
+           M.vmcs().get(F::ExitReason) == 18;
+  }
+  void vmwrite(F Field, uint64_t Value) {
+    M.Cpu_.Activity = ActivityState::Active;
+    M.S.Gpr[RAX] = encodingOf(Field);
+    M.S.Gpr[RBX] = Value;
+    M.exec(enc::VmwriteRaxRbx);
+    ASSERT_EQ(M.vmcs().get(Field), Value);
+  }
+  void pointerInsn(const std::vector<uint8_t> &Insn, uint64_t Region) {
+    M.Cpu_.Activity = ActivityState::Active;
+    M.execWithPointer(Insn, Region);
+    ASSERT_EQ(M.arith(), 0u);
+  }
+  VmxTestMachine M;
+  EntryFailureRecorder Obs;
+};
+
+uint32_t checkNumber(VmEntryCheckId Id) { return uint32_t(Id); }
+
+TEST(VmEntryMemo, VmwriteOfACheckedFieldFailsTheNextVmresume) {
+  LaunchedMachine L;
+  ASSERT_EQ(L.M.vmcs().get(F::ExitReason), 18u);
+  ASSERT_TRUE(L.launchOrResume(enc::Vmresume));
+  const uint64_t Skipped = L.M.vmx().EntryCheckMemo.GroupsSkipped;
+  ASSERT_TRUE(L.launchOrResume(enc::Vmresume));
+  EXPECT_GT(L.M.vmx().EntryCheckMemo.GroupsSkipped, Skipped); // the memo is in use
+  // One field of each kind of group: controls, host state, guest state.
+  const struct {
+    F Field;
+    uint64_t Bad;
+    VmEntryCheckId Fails;
+  } Rows[] = {
+      {F::Cr3TargetCount, 100, VmEntryCheckId::Cr3TargetCount},
+      {F::VmEntryMsrLoadAddress, 0x1008, VmEntryCheckId::EntryMsrLoadAlignment},
+      {F::HostCsSelector, 0, VmEntryCheckId::HostCsSelectorZero},
+      {F::HostGdtrBase, 0x0000800000000000, VmEntryCheckId::HostGdtrBaseCanonical},
+      {F::GuestCr4, 0, VmEntryCheckId::GuestCr4Fixed},
+      {F::GuestCsAccessRights, 0xa093, VmEntryCheckId::GuestCsType},
+      {F::GuestIdtrLimit, 0x10000, VmEntryCheckId::GuestIdtrLimit},
+      {F::GuestRip, 0x0000800000000000, VmEntryCheckId::GuestRipCanonical},
+      {F::GuestActivityState, 7, VmEntryCheckId::GuestActivityState},
+  };
+  for (const auto &R : Rows) {
+    SCOPED_TRACE(vmEntryCheckInfo(R.Fails).Name);
+    if (R.Field == F::VmEntryMsrLoadAddress)
+      L.vmwrite(F::VmEntryMsrLoadCount, 1);
+    const uint64_t Good = L.M.vmcs().get(R.Field);
+    L.vmwrite(R.Field, R.Bad);
+    EXPECT_FALSE(L.launchOrResume(enc::Vmresume));
+    EXPECT_EQ(L.Obs.Failed, checkNumber(R.Fails));
+    // VMfailValid leaves the processor in the host; an entry failure exits to it.
+    L.vmwrite(R.Field, Good);
+    if (R.Field == F::VmEntryMsrLoadAddress)
+      L.vmwrite(F::VmEntryMsrLoadCount, 0);
+    EXPECT_TRUE(L.launchOrResume(enc::Vmresume));
+  }
+}
+
+TEST(VmEntryMemo, VmExitMarksTheFieldsItChanges) {
+  // Guest: xor eax, eax; VMCALL.
+  LaunchedMachine L({0x31, 0xc0, 0x0f, 0x01, 0xc1});
+  VmcsData &V = L.M.vmcs();
+  ASSERT_EQ(V.get(F::GuestRip), kGuestCode + 2);
+  // Run the guest from its XOR again, with CF set: the entry consumes these marks.
+  V.set(F::GuestRip, kGuestCode);
+  V.set(F::GuestRflags, 0x2 | rflags::CF);
+  ASSERT_TRUE(L.launchOrResume(enc::Vmresume));
+  auto marked = [&](F Field) {
+    const unsigned I = unsigned(Field);
+    return (V.Written[I / 64] >> (I % 64)) & 1;
+  };
+  // The exit saved a new RIP and the XOR's flags over what the entry loaded: marked; the
+  // segment registers did not change: not marked.
+  EXPECT_EQ(V.get(F::GuestRip), kGuestCode + 2);
+  EXPECT_TRUE(marked(F::GuestRip));
+  EXPECT_EQ(V.get(F::GuestRflags), 0x2u | rflags::ZF | rflags::PF);
+  EXPECT_TRUE(marked(F::GuestRflags));
+  EXPECT_FALSE(marked(F::GuestCsAccessRights));
+  EXPECT_FALSE(marked(F::GuestCr0));
+}
+
+TEST(VmEntryMemo, VmclearAndVmptrldReloadTheCheckedData) {
+  LaunchedMachine L;
+  ASSERT_TRUE(L.launchOrResume(enc::Vmresume));
+  // VMCLEAR writes the data back; software changes the region (the SDM forbids it for an
+  // active VMCS, not for a clear one); VMPTRLD loads it again.
+  L.pointerInsn(enc::VmclearRax, kVmcsRegion);
+  const uint64_t BadAr = 0xa093;
+  L.M.write(kVmcsRegion + vmcs_layout::fieldOffset(F::GuestCsAccessRights), &BadAr, 8);
+  L.pointerInsn(enc::VmptrldRax, kVmcsRegion);
+  EXPECT_FALSE(L.launchOrResume(enc::Vmlaunch));
+  EXPECT_EQ(L.Obs.Failed, checkNumber(VmEntryCheckId::GuestCsType));
+}
+
+TEST(VmEntryMemo, VmptrldOfAnotherVmcsChecksItsData) {
+  LaunchedMachine L;
+  ASSERT_TRUE(L.launchOrResume(enc::Vmresume));
+  // A copy of the current VMCS in the second region, with one bad host field.
+  L.pointerInsn(enc::VmclearRax, kVmcsRegion);
+  for (unsigned K = 0; K < kNumVmcsFields; ++K) {
+    uint64_t Value = L.M.read64(kVmcsRegion + vmcs_layout::fieldOffset(VmcsField(K)));
+    if (VmcsField(K) == F::HostTrSelector)
+      Value = 0;
+    L.M.write(kVmcsRegion2 + vmcs_layout::fieldOffset(VmcsField(K)), &Value, 8);
+  }
+  const uint32_t Clear = 0;
+  L.M.write(kVmcsRegion2 + vmcs_layout::LaunchStateOffset, &Clear, 4);
+  L.pointerInsn(enc::VmptrldRax, kVmcsRegion2);
+  EXPECT_FALSE(L.launchOrResume(enc::Vmlaunch));
+  EXPECT_EQ(L.Obs.Failed, checkNumber(VmEntryCheckId::HostTrSelectorZero));
+  // Back to the first VMCS (clear after VMCLEAR): it launches.
+  L.pointerInsn(enc::VmptrldRax, kVmcsRegion);
+  EXPECT_TRUE(L.launchOrResume(enc::Vmlaunch));
 }
 
 } // namespace
