@@ -40,6 +40,14 @@ std::map<uint32_t, uint64_t> exitsPerReason(const trace::ScopeSummary &S) {
   return Exits;
 }
 
+/// Xen's trace (imported from the console) checked against the run's ground truth.
+trace::CheckResult checkKit(const std::vector<uint8_t> &Xen, const std::string &GroundTruth) {
+  trace::TraceReader H, G;
+  H.openMemory(Xen.data(), Xen.size());
+  G.openMemory(GroundTruth.data(), GroundTruth.size());
+  return trace::checkAgainstGroundTruth(H, G);
+}
+
 /// One run of the Xen kit on NumCpus: the console and the ground truth. False (nothing
 /// run) when the cache lacks the kit.
 struct KitRun {
@@ -151,10 +159,7 @@ TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
   // resumes; the last exit of each, SCHEDOP_shutdown, has none, and neither has the HLT
   // that blocks the vCPU: Xen resumes it later), 322 handler records (none for the
   // interrupt window and the two EOI-induced exits; NPF and IOMEM for each EPT violation).
-  trace::TraceReader H, G;
-  H.openMemory(I.Bytes.data(), I.Bytes.size());
-  G.openMemory(GtBytes.data(), GtBytes.size());
-  const trace::CheckResult C = trace::checkAgainstGroundTruth(H, G);
+  const trace::CheckResult C = checkKit(I.Bytes, GtBytes);
   ASSERT_TRUE(C.Ok) << C.Problem;
   ASSERT_EQ(C.Cpus.size(), 1u);
   EXPECT_EQ(C.Cpus[0].Exits, 323u);
@@ -214,10 +219,7 @@ TEST(XenKit, OnTwoCpusTheKitRunsIdenticallyTwiceAndItsTraceChecksOut) {
 
   const trace::XenConsoleImport I = trace::importXenConsole(Out, "serial");
   ASSERT_EQ(I.Status, 0) << I.Problem;
-  trace::TraceReader H, G;
-  H.openMemory(I.Bytes.data(), I.Bytes.size());
-  G.openMemory(First.GroundTruth.data(), First.GroundTruth.size());
-  const trace::CheckResult C = trace::checkAgainstGroundTruth(H, G);
+  const trace::CheckResult C = checkKit(I.Bytes, First.GroundTruth);
   ASSERT_TRUE(C.Ok) << C.Problem;
   // Per CPU: {exits, entries, handler records}.
   std::map<unsigned, std::array<uint64_t, 3>> PerCpu;
@@ -308,10 +310,7 @@ TEST(XenKit, WithoutApicvXenInjectsThroughTheEntryFieldAndItsInjVirqChecksOut) {
   EXPECT_EQ(Inj, (std::vector<std::array<uint32_t, 2>>{{0x40, 0}, {0x40, 0}}));
   EXPECT_EQ(Windows, 0u);
 
-  trace::TraceReader H, G;
-  H.openMemory(I.Bytes.data(), I.Bytes.size());
-  G.openMemory(K.GroundTruth.data(), K.GroundTruth.size());
-  const trace::CheckResult C = trace::checkAgainstGroundTruth(H, G);
+  const trace::CheckResult C = checkKit(I.Bytes, K.GroundTruth);
   ASSERT_TRUE(C.Ok) << C.Problem;
   ASSERT_EQ(C.Cpus.size(), 1u);
   EXPECT_EQ(C.Cpus[0].Exits, 323u);

@@ -1,7 +1,7 @@
 // Single-bit changes of an imported KVM trace (trace/ftrace_import.h) against the ground
 // truth of the same run, through `trace check` (trace/check_kvm.h), by the method of the
 // bundled core's mutation test (tests/trace/slot_check_mutation_test.cpp): every bit of the
-// file (or a seeded sample) is flipped in turn, each mutant is checked in memory against
+// file is flipped in turn, each mutant is checked in memory against
 // the unchanged ground truth, and it must be caught, with status 1 naming a record (its
 // offset) or status 2 (a broken file), unless the bit lies in a field trace/check_kvm.cpp
 // lists as free (kvmFreeFields(), each with its reason). A timestamp is free only while the
@@ -19,8 +19,10 @@
 #include "trace/xentrace.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -269,31 +271,14 @@ struct KvmMutationResult {
   }
 };
 
-/// The bits to flip: every bit of a file of up to MaxFlips bits (0: no limit), else
-/// MaxFlips bits drawn by a fixed-seed generator (the same every run).
-inline std::vector<uint64_t> kvmBitsToFlip(uint64_t Bits, uint64_t MaxFlips) {
-  std::vector<uint64_t> Out;
-  if (!MaxFlips || Bits <= MaxFlips) {
-    for (uint64_t B = 0; B < Bits; ++B)
-      Out.push_back(B);
-    return Out;
-  }
-  uint64_t State = 0x6b766d6d7574ull;
-  for (uint64_t I = 0; I < MaxFlips; ++I) {
-    State = State * 6364136223846793005ull + 1442695040888963407ull;
-    Out.push_back((State >> 17) % Bits);
-  }
-  return Out;
-}
-
-/// Flips every bit of the imported trace Kvm (or a sample of MaxFlips) in turn and checks
-/// each mutant against Gt, which the unchanged trace must match.
+/// Flips every bit of the imported trace Kvm in turn and checks each mutant against Gt,
+/// which the unchanged trace must match.
 inline KvmMutationResult mutateKvmFile(const std::vector<uint8_t> &Kvm,
-                                       const std::vector<uint8_t> &Gt, uint64_t MaxFlips = 0) {
+                                       const std::vector<uint8_t> &Gt) {
   KvmMutationResult Res;
   const std::vector<KvmSpan> Spans = kvmSpans(Kvm, Gt);
   std::vector<uint8_t> M = Kvm;
-  for (uint64_t B : kvmBitsToFlip(Kvm.size() * 8, MaxFlips)) {
+  for (uint64_t B = 0; B < Kvm.size() * 8; ++B) {
     const uint64_t Byte = B / 8;
     const unsigned Bit = unsigned(B % 8);
     ++Res.Flipped;
@@ -317,6 +302,22 @@ inline KvmMutationResult mutateKvmFile(const std::vector<uint8_t> &Kvm,
       Res.Unnamed.push_back(fmt::format("bit {} of byte {:#x}: {}", Bit, Byte, R.Problem));
   }
   return Res;
+}
+
+/// Flips every bit of Kvm (mutateKvmFile), prints the catch rate under Name, and fails the
+/// test for each checked bit not caught and each status-1 mutant that names no record.
+inline KvmMutationResult expectEveryCheckedBitCaught(const std::vector<uint8_t> &Kvm,
+                                                     const std::vector<uint8_t> &Gt,
+                                                     const char *Name) {
+  const KvmMutationResult M = mutateKvmFile(Kvm, Gt);
+  for (const std::string &Line : M.NotCaught)
+    ADD_FAILURE() << Name << ": not caught: " << Line;
+  for (const std::string &Line : M.Unnamed)
+    ADD_FAILURE() << Name << ": status 1 without naming a record: " << Line;
+  std::printf("%s\n", M.text(Name).c_str());
+  EXPECT_EQ(M.Flipped, Kvm.size() * 8);
+  EXPECT_EQ(M.Caught, M.Checked);
+  return M;
 }
 
 } // namespace vmxsim::test
