@@ -3,7 +3,7 @@
 # -icount shift=0 (deterministic) and without (its fastest mode), and on Debian's Bochs 2.7
 # (the other software VMX), and one table of rates and vmxsim/peer ratios.
 #
-#   scripts/bench-peers.sh [--runs N] [--build DIR] [--no-bochs] [--linux]
+#   scripts/bench-peers.sh [--runs N] [--build DIR] [--no-bochs] [--linux] [--kits]
 #
 # Workloads (hvm/images; each figure is the difference of a small and a large run of the
 # same image on the same peer, so boot and firmware time cancel out):
@@ -17,6 +17,8 @@
 #                  vmxsim and Bochs only: QEMU TCG has no VMX)
 #   --linux        the Linux boot kit (scripts/peers/bench-linux-boot.sh --icount: wall time
 #                  to power-off, vmxsim, QEMU TCG and QEMU -icount)
+#   --kits         the KVM kit and the Xen kit (scripts/peers/bench-kits-boot.sh: wall time
+#                  to power-off on vmxsim and on Bochs 2.7, one boot each, and the ratio)
 # Runs are interleaved: each round runs every workload on vmxsim and then on each peer, so
 # a noisy machine slows both sides of a ratio alike; ratios are taken within a round. The
 # table gives medians over the rounds with their range (min-max). Each run must end the
@@ -30,13 +32,14 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 source scripts/bench-lib.sh
 
-runs=5 build=build-bench bochs=1 linux=0
+runs=5 build=build-bench bochs=1 linux=0 kits=0
 while [ $# -gt 0 ]; do
   case $1 in
   --runs) runs=${2:?}; shift 2 ;;
   --build) build=${2:?}; shift 2 ;;
   --no-bochs) bochs=0; shift ;;
   --linux) linux=1; shift ;;
+  --kits) kits=1; shift ;;
   *) echo "bench-peers: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -188,4 +191,8 @@ echo "- compiled C: $selftest_insns instructions (vmxsim's retired count of self
 if [ "$linux" = 1 ]; then
   echo
   ./scripts/peers/bench-linux-boot.sh --runs "$runs" --vmxsim "$vmxsim" --icount
+fi
+if [ "$kits" = 1 ]; then
+  echo
+  ./scripts/peers/bench-kits-boot.sh --vmxsim "$vmxsim"
 fi

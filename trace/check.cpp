@@ -1064,9 +1064,50 @@ private:
             "access type differs from the exit qualification");
       break;
     }
+    case XT_EV_InjVirq:
+    case XT_EV_IntrWindow:
+      xenInjectionRecord(R);
+      break;
     default:
       break;
     }
+  }
+
+  /// Without slot watching: Xen's INJ_VIRQ and INTR_WINDOW against the CPU's next VM
+  /// entry, whose VM-entry interruption information (GT_VMENTRY; SDM Vol. 3C, "VM-Entry
+  /// Controls for Event Injection": bits 7:0 vector, 10:8 type, 31 valid) is what Xen
+  /// wrote to the VMCS before the record. Xen 4.17's vmx_intr_assist writes INJ_VIRQ
+  /// {vector, fake 0} when it injects an external interrupt through that field (with
+  /// virtual-interrupt delivery it writes none), and vmx_enable_intr_window INTR_WINDOW
+  /// {vector waiting, its source, the vector already being injected or all ones} when it
+  /// asks for an interrupt-window exit. Both are written on the way to a VM entry, inside
+  /// an exit or before the vCPU's first entry on the CPU, so they are not required to
+  /// follow an exit. The waiting vector and its source are Xen's own (free).
+  void xenInjectionRecord(const TraceRecord &R) {
+    const std::optional<GtEvent> Next = nextTransition(R.Cpu);
+    if (!Res.Ok)
+      return;
+    const auto bad = [&](const std::string &Why) {
+      fail(fmt::format("cpu{}: {} at offset {:#x}: {}", R.Cpu, formatRecord(R, 0), R.Offset,
+                       Why));
+    };
+    if (!Next || Next->IsExit || Next->IsFail)
+      return bad("no VM entry of the CPU follows it");
+    const uint32_t Inj = Next->InjInfo;
+    if (R.Event == XT_EV_InjVirq) {
+      if (R.NumWords != 2 || R.Words[0] > 0xff || R.Words[1] != 0 ||
+          (Inj & 0x800007ffu) != (kIntrValid | R.Words[0]))
+        return bad(fmt::format("the next VM entry injects {:#x} (interruption information), "
+                               "not external interrupt {:#x}",
+                               Inj, R.Words[0]));
+    } else {
+      const uint32_t Queued = (Inj & kIntrValid) ? Inj & 0xff : 0xffffffffu;
+      if (R.NumWords != 3 || R.Words[0] > 0xff || R.Words[2] != Queued)
+        return bad(fmt::format("the next VM entry injects {:#x} (interruption information): "
+                               "its vector, or all ones when none, must be the third word",
+                               Inj));
+    }
+    ++cpu(R.Cpu).HandlerRecords;
   }
 
   void strictHandlerRecord(const TraceRecord &R) {

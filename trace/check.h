@@ -46,8 +46,14 @@
 // data), what only Xen knows (NPF's frame and p2m type, HLT's pending), an IOMEM store's
 // data (its source register is not in GT_VMEXIT_REGS), the later IOMEM records of one
 // exit (a string instruction's), and VMMCALL's EAX (no GT_VMEXIT_REGS for VMCALL) are
-// free. Other HVM records (the EMUL subclass's LAPIC timer records, INTR_WINDOW, ...) are
-// read but neither checked nor counted.
+// free. INJ_VIRQ {vector, fake} and INTR_WINDOW {vector, source, queued} (Xen 4.17's
+// vmx_intr_assist and vmx_enable_intr_window, written on the way to a VM entry: inside an
+// exit or before the vCPU's first entry on the CPU) are checked against the CPU's next VM
+// entry's interruption information: INJ_VIRQ's vector is the external interrupt it
+// injects (fake 0); INTR_WINDOW's third word the vector it injects, or all ones when it
+// injects nothing (the waiting vector and its source are Xen's own). Other HVM records
+// (the EMUL subclass's LAPIC timer records, ...) are read but neither checked nor
+// counted.
 //
 // # Every word proven: ground truth with slot watching
 //

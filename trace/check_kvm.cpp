@@ -81,8 +81,10 @@ public:
       const State &S = States[Cpu];
       if (S.Exits != G.Exits.size() || S.Entries != G.Entries.size())
         return mismatch(fmt::format("cpu{}: the ground truth has {} VM exits and {} VM-entry "
-                                    "attempts, the KVM trace {} kvm_exit and {} kvm_entry",
-                                    Cpu, G.Exits.size(), G.Entries.size(), S.Exits, S.Entries));
+                                    "attempts, the KVM trace {} kvm_exit and {} kvm_entry "
+                                    "(its last record on the CPU at offset {:#x})",
+                                    Cpu, G.Exits.size(), G.Entries.size(), S.Exits, S.Entries,
+                                    S.LastOffset));
     }
     if (!HaveHeader)
       return readError("the KVM trace has no KVM_FTRACE record (not made by trace import)");
@@ -90,10 +92,10 @@ public:
     for (const auto &[Cpu, S] : States)
       CpusSeen = std::max(CpusSeen, unsigned(Cpu) + 1);
     if (Header[0] != EventRecords || Header[1] != Res.Other || Header[2] != CpusSeen)
-      return mismatch(fmt::format("KVM_FTRACE says {} events, {} unknown, {} cpus; the trace "
-                                  "holds {} events, {} unknown, on {} cpus",
-                                  Header[0], Header[1], Header[2], EventRecords, Res.Other,
-                                  CpusSeen));
+      return mismatch(fmt::format("KVM_FTRACE (offset {:#x}) says {} events, {} unknown, {} "
+                                  "cpus; the trace holds {} events, {} unknown, on {} cpus",
+                                  HeaderOffset, Header[0], Header[1], Header[2], EventRecords,
+                                  Res.Other, CpusSeen));
     uint64_t Paired = 0;
     for (const KvmCpuCheck &C : Res.Cpus)
       Paired += C.Exits + C.Entries;
@@ -107,6 +109,10 @@ private:
     size_t Exits = 0, Entries = 0;
     uint32_t Last = 0; ///< the previous record's event on this CPU
     bool InExit = false;
+    bool InjSeen = false;    ///< a kvm_inj_virq since the previous kvm_entry
+    bool GpExpected = false; ///< a kvm_msr with #GP since the previous kvm_entry
+    bool MsrSeen = false;    ///< a kvm_msr since the previous kvm_entry
+    uint64_t LastOffset = 0; ///< the previous record's offset on this CPU
   };
 
   KvmCheckResult &readError(std::string Msg) {
@@ -222,10 +228,12 @@ private:
     KvmCpuCheck &C = cpuCheck(R.Cpu);
     const uint32_t Prev = S.Last;
     S.Last = R.Event;
+    S.LastOffset = R.Offset;
     const auto here = [&] {
       return fmt::format("cpu{}: {} at TSC {} (offset {:#x})", R.Cpu, recordText(R), R.Tsc,
                          R.Offset);
     };
+
     // The exit the record belongs to (after kvm_exit k and before kvm_entry), or null.
     const GtTrans *Exit = S.InExit && S.Exits ? &G.Exits[S.Exits - 1] : nullptr;
     // The window of an exit's records: [exit, next entry attempt].
@@ -284,6 +292,7 @@ private:
         return;
       }
       HaveHeader = true;
+      HeaderOffset = R.Offset;
       std::copy(R.Words, R.Words + 3, Header);
       return;
     case XT_EV_VmxExit64: {
@@ -353,6 +362,24 @@ private:
                              here(), G.Exits[Before - 1].Tsc));
         return;
       }
+      // SDM Vol. 3C, "VM-Entry Controls for Event Injection": valid (bit 31), type 0
+      // (external interrupt) or 4 (software interrupt) in bits 10:8.
+      const uint32_t InjType = T.InjInfo >> 8 & 7;
+      if (!T.IsFail && (T.InjInfo >> 31) && (InjType == 0 || InjType == 4) && !S.InjSeen) {
+        mismatch(fmt::format("{}: its VM entry injects {:#x} (interruption information), with "
+                             "no kvm_inj_virq before it",
+                             here(), T.InjInfo));
+        return;
+      }
+      // kvm_msr's #GP flag: KVM injects #GP (hardware exception 3, vector 13) at the next
+      // entry exactly when the access failed.
+      const bool InjectsGp = !T.IsFail && (T.InjInfo & 0x800007ffu) == 0x8000030du;
+      if (S.MsrSeen && InjectsGp != S.GpExpected) {
+        mismatch(fmt::format("{}: kvm_msr said #GP {}, its VM entry injects {:#x}", here(),
+                             S.GpExpected ? 1 : 0, T.InjInfo));
+        return;
+      }
+      S.InjSeen = S.MsrSeen = S.GpExpected = false;
       C.EntryLead.add(T.Tsc - R.Tsc);
       return;
     }
@@ -412,6 +439,12 @@ private:
       if (!inExitWindow("kvm_msr") || !needExit({kRdmsr, kWrmsr}, "kvm_msr"))
         return;
       const bool Write = (Exit->Reason & 0xffff) == kWrmsr;
+      if (R.Words[4] > 1) {
+        mismatch(fmt::format("{}: #GP flag {} (0 or 1)", here(), R.Words[4]));
+        return;
+      }
+      S.MsrSeen = true;
+      S.GpExpected = R.Words[4] == 1;
       if (!same("msr write", R.Words[0], Write ? 1 : 0) || !needRegs() ||
           !same("msr index (ECX)", R.Words[1], msrIndex(Exit->Regs[1])))
         return;
@@ -462,7 +495,8 @@ private:
         return;
       }
       const uint32_t Want = 0x80000000u | (R.Words[1] ? 4u << 8 : 0) | R.Words[0];
-      same("injection (valid | type | vector)", Want, T.InjInfo & 0x800007ffu);
+      if (same("injection (valid | type | vector)", Want, T.InjInfo & 0x800007ffu))
+        S.InjSeen = true;
       return;
     }
     case XT_EV_KvmOther:
@@ -481,7 +515,48 @@ private:
   std::map<uint16_t, State> States;
   bool HaveHeader = false;
   uint32_t Header[3] = {};
+  uint64_t HeaderOffset = 0;
   uint64_t EventRecords = 0;
+};
+
+/// The fields kvmFreeFields() lists (check_kvm.h): what the ground truth cannot prove.
+constexpr KvmFreeField kKvmFreeFields[] = {
+    {0, true, 0, 0, KvmFreeWhen::InWindow,
+     "a timestamp: ftrace stamps an event when it reserves ring-buffer space, at a point of "
+     "its tracing code vmxsim cannot name, so it is bounded by its exit's window and by its "
+     "CPU's previous and next events, not proven exactly"},
+    {XT_EV_KvmExitInfo, false, 0, 1, KvmFreeWhen::Always,
+     "kvm_exit's vcpu: KVM's own vCPU number (vcpu_id), which no VMCS field holds"},
+    {XT_EV_KvmEntryInfo, false, 0, 1, KvmFreeWhen::Always,
+     "kvm_entry's vcpu: KVM's own vCPU number (vcpu_id), which no VMCS field holds"},
+    {XT_EV_KvmEntryInfo, false, 3, 1, KvmFreeWhen::Always,
+     "kvm_entry's immediate_exit: KVM's intent to exit right after the entry, its own "
+     "bookkeeping"},
+    {XT_EV_KvmPio, false, 4, 1, KvmFreeWhen::Read,
+     "an IN's value: its result, which KVM or user space supplies and which reaches RAX "
+     "only at a later entry; the ground truth has RAX at the exit"},
+    {XT_EV_KvmMmio, false, 0, 1, KvmFreeWhen::AfterEptMisconfig,
+     "the type after an EPT misconfiguration: its qualification says nothing of the access, "
+     "so any of 0 (unsatisfied read), 1 (read), 2 (write) may be right"},
+    {XT_EV_KvmMmio, false, 1, 1, KvmFreeWhen::Always,
+     "mmio len: the access size KVM's instruction emulator decoded, in no VMCS field"},
+    {XT_EV_KvmMmio, false, 4, 2, KvmFreeWhen::Always,
+     "mmio val: the data, from the emulator or from user space, in no VMCS field or "
+     "recorded register"},
+    {XT_EV_KvmMsr, false, 2, 2, KvmFreeWhen::Read,
+     "an RDMSR's value: its result, which reaches EDX:EAX only at the next entry"},
+    {XT_EV_KvmCr, false, 2, 2, KvmFreeWhen::Read,
+     "a MOV from CR's value: its result, which reaches the register only at the next entry"},
+    {XT_EV_KvmCr, false, 2, 2, KvmFreeWhen::CrFromOtherGpr,
+     "a MOV to CR's value from a register other than RAX, RCX, RDX: the ground truth "
+     "records those three only (GT_VMEXIT_REGS)"},
+    {XT_EV_KvmCpuid, false, 2, 5, KvmFreeWhen::Always,
+     "KVM's CPUID answer (EAX..EDX) and flags: results, from KVM's CPUID table"},
+    {XT_EV_KvmInjVirq, false, 2, 1, KvmFreeWhen::Always,
+     "kvm_inj_virq's reinjected: whether KVM injects the event again after an IDT-vectoring "
+     "exit, its own bookkeeping (the entry's interruption information is the same)"},
+    {XT_EV_KvmOther, false, 0, 1, KvmFreeWhen::Always,
+     "an unknown event's line number in the ftrace file: not a VM transition"},
 };
 
 std::string cyclesText(const KvmCycles &S) {
@@ -491,6 +566,8 @@ std::string cyclesText(const KvmCycles &S) {
 }
 
 } // namespace
+
+std::span<const KvmFreeField> kvmFreeFields() { return kKvmFreeFields; }
 
 bool isImportedKvmTrace(const std::string &Path) {
   TraceReader R(ReadOrder::File);

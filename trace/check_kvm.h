@@ -21,7 +21,8 @@
 //   kvm_mmio only after an EPT violation or misconfiguration: gpa = the exit's guest-
 //     physical address; after an EPT violation a write is a data write (qualification
 //     bit 1) and a read a data read (bit 0);
-//   kvm_msr only after RDMSR (read) or WRMSR (write): index = ECX, a write's value = EDX:EAX;
+//   kvm_msr only after RDMSR (read) or WRMSR (write): index = ECX, a write's value = EDX:EAX,
+//     its #GP flag 1 exactly when the next VM entry injects #GP (type 3, vector 13);
 //   kvm_cr only after a CR access: the CR number (bits 3:0), write for MOV to CR and LMSW
 //     and CLTS, read for MOV from CR; a MOV to CR's value when its register is RAX, RCX or
 //     RDX;
@@ -30,14 +31,22 @@
 //     interrupt) or 4 (software interrupt, "Soft/INTn");
 //   KVM_FTRACE's counts: events = the event records, unknown = KVM_OTHER records, cpus
 //   = the CPUs with records.
+//   every VM entry that injects an external or software interrupt (VM-entry interruption
+//     information valid, type 0 or 4) has a kvm_inj_virq since the CPU's previous
+//     kvm_entry (KVM 6.1 traces every such injection, reinjections included, in
+//     vmx_inject_irq);
 // Free (not in the ground truth, so not checked): vcpu numbers, immediate_exit, an IN's
 // and an RDMSR's and MOV from CR's value (results, which enter the guest later), MMIO
 // len and val and after an EPT misconfiguration its type, KVM's CPUID answer and flags,
-// an MSR access's #GP flag, kvm_inj_virq's reinjected flag, KVM_OTHER's line number.
+// kvm_inj_virq's reinjected flag, KVM_OTHER's line number: the
+// one table of them is kvmFreeFields() (kKvmFreeFields in check_kvm.cpp), with the reasons.
 // Windows (ftrace stamps an event when it reserves ring-buffer space, a point vmxsim cannot
 // name, so no timestamp is exact): a kvm_exit's and its handler events' timestamps lie
 // between that VM exit and the next VM-entry attempt of the CPU (the last exit: after the
-// exit); a kvm_entry's between the CPU's previous VM exit (or the start) and its VM entry.
+// exit); a kvm_entry's between the CPU's previous VM exit (or the start) and its VM entry;
+// and on each CPU the timestamps never go back (ftrace's per-CPU ring buffer is in time
+// order; the import refuses a trace whose timestamps go back on a CPU, and the trace
+// reader a file in which they do: ReadError).
 // A ground truth without GT_VMEXIT_REGS (an older vmxsim's) is bad input (ReadError) at
 // the first handler event that needs the registers.
 // The TSC is the same clock on both sides (ftrace's x86-tsc clock reads the TSC in VMX root
@@ -47,6 +56,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +81,27 @@ struct KvmCheckResult {
   std::vector<KvmCpuCheck> Cpus;
   uint64_t KvmRecords = 0, GroundTruthRecords = 0, Other = 0;
 };
+
+/// When a free field of an imported KVM record is free (KvmFreeField::When).
+enum class KvmFreeWhen : uint8_t {
+  Always,
+  Read,              ///< the record's first word (write) is 0: a read's result
+  AfterEptMisconfig, ///< after an EPT misconfiguration, any type 0..2
+  CrFromOtherGpr,    ///< a MOV to CR from a register other than RAX/RCX/RDX
+  InWindow,          ///< a timestamp inside its window and its CPU's order
+};
+
+/// A field of an imported KVM record that the check does not prove exactly, and why.
+/// Words [Word, Word + Words) of the record's payload, or (Timestamp) its TSC.
+struct KvmFreeField {
+  uint32_t Event; ///< the record's event id; 0: every timed record
+  bool Timestamp;
+  uint8_t Word, Words;
+  KvmFreeWhen When;
+  const char *Why;
+};
+/// The one table of them (check_kvm.cpp); every other bit of an imported trace is proven.
+std::span<const KvmFreeField> kvmFreeFields();
 
 /// Whether the trace at Path is an imported KVM trace (its first record is KVM_FTRACE).
 bool isImportedKvmTrace(const std::string &Path);

@@ -23,7 +23,10 @@
 // one line per exit and one "... ok" line per step it checked, or the first call or check
 // that failed. When Linux has two CPUs or more, the first part's thread is pinned to CPU 0
 // and a second part follows (smpPart below): a VM with two vCPUs, one thread each, pinned
-// to CPUs 0 and 1. Exit status: 0 when every step checked out, 1 otherwise.
+// to CPUs 0 and 1; then a third (migratePart): a VM with one vCPU whose thread starts on
+// CPU 0 and moves to CPU 1 (sched_setaffinity) after the vCPU's first exit to user space,
+// so that KVM moves the vCPU's VMCS (VMCLEAR on CPU 0, VMPTRLD and VMLAUNCH on CPU 1).
+// Exit status: 0 when every step checked out, 1 otherwise.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -215,18 +218,24 @@ enum { SmpVcpus = 2, SmpCodeGpa = 0x3000 };
 
 struct SmpVcpu {
   int Fd, Index, RunSize;
+  int Cpu, MoveTo; // the CPU the thread starts on; the one it moves to after the first exit (-1: none)
   uint32_t Id, Vendor; // what the guest sent to 0x510 and 0x511
+  int ExitCpu[8];      // the CPU each exit to user space came back on
   int Exits, Ok;
   char Problem[96];
 };
 
-static void *smpRun(void *Arg) {
-  struct SmpVcpu *V = Arg;
+static int pinTo(int Cpu) {
   cpu_set_t Set;
   CPU_ZERO(&Set);
-  CPU_SET(V->Index, &Set);
-  if (sched_setaffinity(0, sizeof Set, &Set) < 0) {
-    snprintf(V->Problem, sizeof V->Problem, "sched_setaffinity to CPU %d: %s", V->Index,
+  CPU_SET(Cpu, &Set);
+  return sched_setaffinity(0, sizeof Set, &Set);
+}
+
+static void *smpRun(void *Arg) {
+  struct SmpVcpu *V = Arg;
+  if (pinTo(V->Cpu) < 0) {
+    snprintf(V->Problem, sizeof V->Problem, "sched_setaffinity to CPU %d: %s", V->Cpu,
              strerror(errno));
     return NULL;
   }
@@ -241,6 +250,7 @@ static void *smpRun(void *Arg) {
       snprintf(V->Problem, sizeof V->Problem, "KVM_RUN: %s", strerror(errno));
       return NULL;
     }
+    V->ExitCpu[V->Exits] = sched_getcpu();
     if (Run->exit_reason == KVM_EXIT_HLT) {
       ++V->Exits;
       V->Ok = 1;
@@ -261,12 +271,21 @@ static void *smpRun(void *Arg) {
                Run->io.size);
       return NULL;
     }
+    // The thread (and with it the vCPU, at its next KVM_RUN) moves to another CPU.
+    if (V->Exits == 0 && V->MoveTo >= 0 && pinTo(V->MoveTo) < 0) {
+      snprintf(V->Problem, sizeof V->Problem, "sched_setaffinity to CPU %d: %s", V->MoveTo,
+               strerror(errno));
+      return NULL;
+    }
   }
   snprintf(V->Problem, sizeof V->Problem, "no hlt after 8 exits");
   return NULL;
 }
 
-static int smpPart(int Kvm) {
+// A VM of Count vCPUs running the smp guest, vCPU I's thread starting on CPU I (moving to
+// MoveTo after its first exit when MoveTo >= 0); V receives what each saw. 0 when every
+// call succeeded (what the vCPUs saw is the caller's to check).
+static int runSmpGuest(int Kvm, int Count, int MoveTo, struct SmpVcpu *V) {
   int Vm = ioctl(Kvm, KVM_CREATE_VM, 0UL);
   if (Vm < 0)
     return fail("smp: KVM_CREATE_VM");
@@ -284,10 +303,11 @@ static int smpPart(int Kvm) {
   const int RunSize = ioctl(Kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
   if (RunSize < 0)
     return fail("smp: KVM_GET_VCPU_MMAP_SIZE");
-  struct SmpVcpu V[SmpVcpus];
-  memset(V, 0, sizeof V);
-  for (int I = 0; I < SmpVcpus; ++I) {
+  memset(V, 0, sizeof *V * (size_t)Count);
+  for (int I = 0; I < Count; ++I) {
     V[I].Index = I;
+    V[I].Cpu = I;
+    V[I].MoveTo = MoveTo;
     V[I].RunSize = RunSize;
     V[I].Fd = ioctl(Vm, KVM_CREATE_VCPU, (unsigned long)I);
     if (V[I].Fd < 0)
@@ -310,11 +330,45 @@ static int smpPart(int Kvm) {
       return fail("smp: KVM_SET_REGS");
   }
   pthread_t T[SmpVcpus];
-  for (int I = 0; I < SmpVcpus; ++I)
+  for (int I = 0; I < Count; ++I)
     if ((errno = pthread_create(&T[I], NULL, smpRun, &V[I])) != 0)
       return fail("smp: pthread_create");
-  for (int I = 0; I < SmpVcpus; ++I)
+  for (int I = 0; I < Count; ++I)
     pthread_join(T[I], NULL);
+  return 0;
+}
+
+// One vCPU whose thread moves from CPU 0 to CPU 1 after its first exit (OUT 0x510): KVM
+// loads the vCPU on CPU 1 at the next KVM_RUN, clearing its VMCS on CPU 0 first (VMCLEAR,
+// by an IPI to CPU 0) and launching it again on CPU 1 (VMPTRLD, VMLAUNCH). The CPUID,
+// the OUT of its result and the HLT exit on CPU 1.
+static int migratePart(int Kvm) {
+  struct SmpVcpu V;
+  if (runSmpGuest(Kvm, 1, 1, &V) != 0)
+    return 1;
+  if (!V.Ok) {
+    printf("kvm-hello: migrate: %s: FAILED\n", V.Problem);
+    return 1;
+  }
+  char S[5];
+  memcpy(S, &V.Vendor, 4);
+  S[4] = 0;
+  printf("kvm-hello: migrate: vcpu 0: out 0x510 '%c' on cpu %d, moved to cpu 1, cpuid ebx "
+         "'%s' out on cpu %d, hlt on cpu %d\n",
+         (int)V.Id, V.ExitCpu[0], S, V.Exits == 3 ? V.ExitCpu[1] : -1, V.ExitCpu[V.Exits - 1]);
+  if (V.Exits != 3 || V.Id != 0x30u || strcmp(S, "vmxs") != 0 || V.ExitCpu[0] != 0 ||
+      V.ExitCpu[1] != 1 || V.ExitCpu[2] != 1) {
+    printf("kvm-hello: migrate: FAILED\n");
+    return 1;
+  }
+  printf("kvm-hello: migrate ok: the vcpu moved from cpu 0 to cpu 1\n");
+  return 0;
+}
+
+static int smpPart(int Kvm) {
+  struct SmpVcpu V[SmpVcpus];
+  if (runSmpGuest(Kvm, SmpVcpus, -1, V) != 0)
+    return 1;
   int Bad = 0;
   for (int I = 0; I < SmpVcpus; ++I) {
     if (!V[I].Ok) {
@@ -336,7 +390,7 @@ static int smpPart(int Kvm) {
   if (Bad)
     return 1;
   printf("kvm-hello: smp ok: %d vcpus on %d cpus\n", SmpVcpus, SmpVcpus);
-  return 0;
+  return migratePart(Kvm);
 }
 
 // The pattern slot 1 starts with, and its dword sum the guest must send.

@@ -255,6 +255,7 @@ struct XenExit {
   uint64_t Gpa;
   std::array<uint64_t, 3> Regs;
   std::vector<std::pair<uint32_t, std::vector<uint32_t>>> Records;
+  uint32_t EntryInjects = 0; ///< the next entry's VM-entry interruption information
 };
 
 /// Builds both traces of exits E on CPU 0, each exit at 1000 * (I + 1), its entry 500
@@ -280,7 +281,8 @@ Traces buildXen(const std::vector<XenExit> &E) {
         Gt.record(0, XT_EV_GtVmExitRegs,
                   {uint32_t(X.Regs[0]), uint32_t(X.Regs[0] >> 32), uint32_t(X.Regs[1]),
                    uint32_t(X.Regs[1] >> 32), uint32_t(X.Regs[2]), uint32_t(X.Regs[2] >> 32)});
-      Gt.recordTsc(0, XT_EV_GtVmEntry, T + 500, {0u, uint32_t(Rip + 1), 0u, 0u, 0u, 0u});
+      Gt.recordTsc(0, XT_EV_GtVmEntry, T + 500,
+                   {0u, uint32_t(Rip + 1), 0u, 0u, X.EntryInjects, 0u});
       Hv.recordTsc(0, XT_EV_VmxExit64, T + 100, {X.Reason, uint32_t(Rip), 0u});
       for (const auto &[Event, Words] : X.Records)
         Hv.record(0, Event, Words.data(), unsigned(Words.size()));
@@ -349,4 +351,58 @@ TEST(TraceCheck, XenNpfIomemIntrHltAndCrValueRecordsMatchTheGroundTruth) {
   R = check(buildXen(E));
   EXPECT_FALSE(R.Ok);
   EXPECT_NE(R.Problem.find("exit 3: not an HLT exit"), std::string::npos) << R.Problem;
+}
+
+// Xen without virtual-interrupt delivery (its apicv=0) injects through the VM-entry
+// interruption-information field: INTR_WINDOW when the interrupt must wait (here after an
+// external-interrupt exit, nothing being injected: all ones), then INJ_VIRQ on the
+// interrupt-window exit, whose entry injects the vector. Both are checked against the next
+// VM entry's injection; the waiting vector and its source are Xen's own.
+TEST(TraceCheck, XenInjVirqAndIntrWindowMatchTheNextEntrysInjection) {
+  const auto exits = [] {
+    return std::vector<XenExit>{
+        {1, 0, 0x800000fa, 0, {}, {{XT_EV_Intr, {0xfau}}, {XT_EV_IntrWindow, {0x40u, 2u, ~0u}}}},
+        {7, 0, 0, 0, {}, {{XT_EV_InjVirq, {0x40u, 0u}}}, 0x80000040u},
+    };
+  };
+  CheckResult R = check(buildXen(exits()));
+  ASSERT_TRUE(R.Ok) << R.Problem;
+  EXPECT_EQ(R.Cpus[0].HandlerRecords, 3u);
+  // The waiting vector and the source are free.
+  std::vector<XenExit> E = exits();
+  E[0].Records[1].second = {0x41u, 0u, ~0u};
+  R = check(buildXen(E));
+  EXPECT_TRUE(R.Ok) << R.Problem;
+
+  struct Case {
+    size_t Exit, Record, Word;
+    uint32_t Value;
+  } Cases[] = {
+      {1, 0, 0, 0x41}, // INJ_VIRQ of another vector
+      {1, 0, 1, 1},    // "fake"
+      {0, 1, 2, 0x40}, // INTR_WINDOW says 0x40 is being injected: nothing is
+      {0, 1, 0, 0x140}, // not a vector
+  };
+  for (const Case &C : Cases) {
+    E = exits();
+    E[C.Exit].Records[C.Record].second[C.Word] = C.Value;
+    R = check(buildXen(E));
+    EXPECT_FALSE(R.Ok) << C.Exit << " " << C.Record << " " << C.Word;
+    EXPECT_NE(R.Problem.find("offset 0x"), std::string::npos) << R.Problem;
+    EXPECT_NE(R.Problem.find("the next VM entry injects"), std::string::npos) << R.Problem;
+  }
+  // The entry injects something else (an NMI: type 2), or nothing.
+  for (uint32_t Inj : {0x80000202u, 0u}) {
+    E = exits();
+    E[1].EntryInjects = Inj;
+    R = check(buildXen(E));
+    EXPECT_FALSE(R.Ok) << Inj;
+    EXPECT_NE(R.Problem.find("INJ_VIRQ vector=0x40"), std::string::npos) << R.Problem;
+  }
+  // INTR_WINDOW while the entry injects: its third word is the vector.
+  E = exits();
+  E[0].EntryInjects = 0x80000030u;
+  E[0].Records[1].second[2] = 0x30;
+  R = check(buildXen(E));
+  EXPECT_TRUE(R.Ok) << R.Problem;
 }
