@@ -297,3 +297,22 @@ void Mmu::dropWriteMappings(uint64_t Pfn) {
 }
 
 } // namespace vmxsim
+
+namespace vmxsim {
+
+void Mmu::save(SnapshotWriter &W) const { W.all(CurrentVpid, TlbEptContext, CurrentEp4ta); }
+
+void Mmu::load(SnapshotReader &R) {
+  uint16_t Vpid = 0;
+  bool Ept = false;
+  uint64_t Ep4ta = 0;
+  R.all(Vpid, Ept, Ep4ta);
+  reset();
+  flushTlbAllContexts();
+  if (Ept)
+    switchTlbContextEpt(Vpid, Ep4ta);
+  else
+    switchTlbContext(Vpid);
+}
+
+} // namespace vmxsim

@@ -95,6 +95,7 @@
 #include "mmu/access.h"
 #include "mmu/ept.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -180,6 +181,10 @@ public:
 
   /// RESET/INIT: every cache empty, VPID 0's context current.
   void reset();
+  /// Snapshot: the current TLB context (VPID, EPT context and EP4TA), the only state of
+  /// the MMU that is not a cache. load() empties every cache and re-enters the context.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
   // --- hits: the hot paths (no allocation, no call) ---
 
