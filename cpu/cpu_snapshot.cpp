@@ -73,6 +73,17 @@ bool Cpu::load(SnapshotReader &R) {
     return false;
   }
   cpuFields(R, *this);
+  // Values the code switches over or indexes with: a snapshot this build wrote has
+  // them in range; anything else is refused rather than run.
+  if (R.ok() && (unsigned(Activity) > unsigned(ActivityState::WaitForSipi) ||
+                 unsigned(LastStop) > unsigned(StopReason::Unimplemented) ||
+                 unsigned(Vmx->CurrentLaunch) > unsigned(LaunchState::Launched) ||
+                 DeliveryDepth > 3 ||
+                 (NonRoot && !Vmx->InVmxOperation))) {
+    R.fail("CPU " + std::to_string(Id) + ": the snapshot's processor state is inconsistent");
+    reset();
+    return false;
+  }
   Mmu.load(R);
   PmuActive = false; // modeChanged must not fold counts before the counters are back
   modeChanged();

@@ -159,8 +159,13 @@ void GroundTruthLink::load(SnapshotReader &R) {
     return;
   }
   CrGpr.assign(M, -1);
-  for (int &G : CrGpr)
+  for (int &G : CrGpr) {
     R.io(G);
+    if (G < -1 || G > 15) {
+      R.fail("the snapshot's ground truth names register " + std::to_string(G));
+      G = -1;
+    }
+  }
 }
 
 } // namespace vmxsim

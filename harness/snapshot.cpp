@@ -260,6 +260,10 @@ Error Machine::restoreSnapshot(const std::string &Path) {
     Pic.Master.load(R);
     Pic.Slave.load(R);
     R.io(ApicRouter.Current);
+    if (ApicRouter.Current >= Cpus.size()) {
+      R.fail("the snapshot's executing CPU is out of range");
+      ApicRouter.Current = 0;
+    }
     Pit.load(R);
     IoApicDev.load(R);
     A20.load(R);

@@ -143,7 +143,13 @@ public:
   /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
   /// (callbacks, the bus, the sinks) is the machine's and is not saved.
   void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
-  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+  void load(SnapshotReader &R) {
+    snapshotFields(R, *this);
+    if (Index >= kBytes) {
+      R.fail("the snapshot's RTC index register is out of range");
+      Index = 0;
+    }
+  }
 
 private:
   template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {

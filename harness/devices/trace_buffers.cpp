@@ -147,7 +147,7 @@ void TraceBufferDrain::save(SnapshotWriter &W) const {
 
 void TraceBufferDrain::load(SnapshotReader &R) {
   const uint64_t N = R.u64();
-  if (R.ok() && N > XT_MAX_CPUS) {
+  if (R.ok() && N != Rings.size()) {
     R.fail("the snapshot's trace drain lists " + std::to_string(N) + " rings");
     return;
   }
