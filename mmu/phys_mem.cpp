@@ -334,12 +334,15 @@ void PhysMem::load(SnapshotReader &R) {
     R.all(W.Base, W.Size, W.Refs);
     NewWatches.push_back(W);
   }
-  // Every page in address order: the snapshot's, or zero.
+  // Every page in address order: the snapshot's, or zero. The runs of pages the
+  // snapshot does not hold become zero-fill-on-demand again (MADV_DONTNEED on the
+  // private anonymous mapping), without reading them.
   uint64_t Next = R.u64();
   auto Blocks = {std::pair{Low, LowSize}, std::pair{High, HighSize}};
   uint64_t Base = 0;
   for (auto [Ptr, BlockSize] : Blocks) {
-    for (uint64_t Off = 0; Ptr && Off < BlockSize && R.ok(); Off += kPageSize) {
+    uint64_t Off = 0;
+    while (Ptr && Off < BlockSize && R.ok()) {
       const uint64_t Pfn = (Base + Off) >> 12;
       if (Next != ~uint64_t(0) && Next < Pfn) {
         R.fail("the snapshot's memory pages are out of order or outside RAM");
@@ -348,9 +351,15 @@ void PhysMem::load(SnapshotReader &R) {
       if (Next == Pfn) {
         R.bytes(Ptr + Off, kPageSize);
         Next = R.u64();
-      } else if (!pageIsZero(Ptr + Off)) {
-        std::memset(Ptr + Off, 0, kPageSize);
+        Off += kPageSize;
+        continue;
       }
+      const uint64_t RunEnd = Next == ~uint64_t(0) || Next >= (Base + BlockSize) >> 12
+                                  ? BlockSize
+                                  : (Next << 12) - Base;
+      if (::madvise(Ptr + Off, RunEnd - Off, MADV_DONTNEED) != 0)
+        std::memset(Ptr + Off, 0, RunEnd - Off);
+      Off = RunEnd;
     }
     Base = kHighRamBase;
   }
