@@ -579,6 +579,22 @@ TEST(SnapshotCommand, RestoredRunWritesTheRestOfEveryOutput) {
     // Quiet, so nothing on stderr; without -q one line says where the outputs continue.
     EXPECT_EQ(R.Err, "");
   }
+  // Every 500,000 instructions: the same outputs, and a snapshot at each multiple.
+  const std::string Every = Dir + "/every";
+  std::filesystem::create_directories(Every);
+  Cmd E = vmxsimCommand(Common + " --serial " + Every + "/e.ser --trace-ground-truth " +
+                        Every + "/e.gt --xentrace " + Every + "/e.hv --snapshot-every 500000 "
+                        "--snapshot-dir " + Every);
+  EXPECT_EQ(E.Status, 1) << E.Err;
+  EXPECT_EQ(readFile(Every + "/e.ser"), readFile(Ser));
+  EXPECT_TRUE(readFile(Every + "/e.gt") == readFile(Gt));
+  EXPECT_TRUE(readFile(Every + "/e.hv") == readFile(Hv));
+  std::vector<std::string> Names;
+  for (const auto &F : std::filesystem::directory_iterator(Every))
+    if (F.path().extension() == ".snap")
+      Names.push_back(F.path().filename().string());
+  std::sort(Names.begin(), Names.end());
+  EXPECT_EQ(Names, (std::vector<std::string>{"vmxsim-1000000.snap", "vmxsim-500000.snap"}));
   // A flipped byte: one line, status 16.
   std::string Bytes = readFile(Dir + "/vmxsim-300000.snap");
   ASSERT_GT(Bytes.size(), 100u);
