@@ -19,13 +19,13 @@ namespace {
 
 constexpr uint64_t kSnapshotAt = 3'000'000'000;
 
+/// The Linux boot kit as tests/harness/snapshot_test.cpp boots it (COM1 discarded).
 bool linuxConfig(MachineConfig &Cfg) {
-  const std::string Cache = test::guestCache();
-  const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs.cpio.gz";
-  if (Cache.empty() || test::readFile(Kernel).empty() || test::readFile(Initrd).empty())
+  const test::DebianLinuxKit Kit = test::debianLinuxKit();
+  if (!Kit)
     return false;
-  Cfg.Kernel = Kernel;
-  Cfg.Modules = {Initrd};
+  Cfg.Kernel = Kit.Kernel;
+  Cfg.Modules = {Kit.Initrd};
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
   Cfg.Serial = OutputSpec::discard();

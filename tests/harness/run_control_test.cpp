@@ -20,58 +20,12 @@
 
 using namespace vmxsim;
 using vmxsim::test::readFile;
+using vmxsim::test::TracedMachine;
 using vmxsim::test::tracedTempPath;
 using vmxsim::testing::ExitInfo;
 using vmxsim::testing::GroundTruth;
 
 namespace {
-
-/// A machine running VMXSIM_IMAGE_DIR/Image with both traces in temporary files.
-struct TracedMachine {
-  std::unique_ptr<Machine> M;
-  std::string Gt, Hv;
-  TracedMachine(const std::string &Image, const std::string &Append, unsigned Cpus,
-                const std::string &Tag) {
-    Gt = tracedTempPath("runctl", Tag + ".gt.xt");
-    Hv = tracedTempPath("runctl", Tag + ".hv.xt");
-    MachineConfig Cfg;
-    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
-    Cfg.Append = Append;
-    Cfg.NumCpus = Cpus;
-    Cfg.Serial = OutputSpec::capture();
-    Cfg.Debugcon = OutputSpec::discard();
-    Cfg.MaxInsns = 50'000'000;
-    Cfg.GroundTruthFile = Gt;
-    Cfg.XentraceFile = Hv;
-    Error Err;
-    M = Machine::create(Cfg, Err);
-    EXPECT_TRUE(M) << Err.str();
-  }
-  ~TracedMachine() {
-    M.reset();
-    std::remove(Gt.c_str());
-    std::remove(Hv.c_str());
-  }
-  /// Runs to the end; the outputs once the machine is gone.
-  struct Outcome {
-    RunResult Result;
-    std::string Serial, GtBytes, HvBytes;
-    std::vector<uint64_t> Cycles, Retired;
-  };
-  Outcome finish() {
-    Outcome O;
-    O.Result = M->run();
-    O.Serial = M->serialOutput();
-    for (unsigned I = 0; I < M->numCpus(); ++I) {
-      O.Cycles.push_back(M->cpu(I).Cycles);
-      O.Retired.push_back(M->cpu(I).Retired);
-    }
-    M.reset();
-    O.GtBytes = readFile(Gt);
-    O.HvBytes = readFile(Hv);
-    return O;
-  }
-};
 
 RunResult stopped(ErrorOr<RunResult> R) {
   EXPECT_TRUE(R) << R.error().str();

@@ -38,53 +38,10 @@ struct RunSetup {
 };
 
 /// A machine of RunSetup whose outputs go to files named after Tag (COM1 captured).
-struct TestRun {
-  std::unique_ptr<Machine> M;
-  std::string Gt, Hv;
-  TestRun(const RunSetup &S, const std::string &Tag) {
-    Gt = tracedTempPath("snapshot", Tag + ".gt.xt");
-    Hv = tracedTempPath("snapshot", Tag + ".hv.xt");
-    MachineConfig Cfg;
-    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + S.Image;
-    Cfg.Append = S.Append;
-    Cfg.NumCpus = S.Cpus;
-    Cfg.RamBytes = S.RamBytes;
-    Cfg.Serial = OutputSpec::capture();
-    Cfg.Debugcon = OutputSpec::discard();
-    Cfg.MaxInsns = 50'000'000;
-    if (S.Traces) {
-      Cfg.GroundTruthFile = Gt;
-      Cfg.XentraceFile = Hv;
-      Cfg.GroundTruthInsns = S.GroundTruthInsns;
-    }
-    Error Err;
-    M = Machine::create(Cfg, Err);
-    EXPECT_TRUE(M) << Err.str();
-  }
-  ~TestRun() {
-    M.reset();
-    std::remove(Gt.c_str());
-    std::remove(Hv.c_str());
-  }
-  struct Outcome {
-    RunResult Result;
-    std::string Serial, GtBytes, HvBytes;
-    std::vector<uint64_t> Cycles, Retired;
-  };
-  /// Runs to the end; the outputs once the machine is gone (the files are complete).
-  Outcome finish() {
-    Outcome O;
-    O.Result = M->run();
-    O.Serial = M->serialOutput();
-    for (unsigned I = 0; I < M->numCpus(); ++I) {
-      O.Cycles.push_back(M->cpu(I).Cycles);
-      O.Retired.push_back(M->cpu(I).Retired);
-    }
-    M.reset();
-    O.GtBytes = readFile(Gt);
-    O.HvBytes = readFile(Hv);
-    return O;
-  }
+struct TestRun : vmxsim::test::TracedMachine {
+  TestRun(const RunSetup &S, const std::string &Tag)
+      : TracedMachine(S.Image, S.Append, S.Cpus, Tag, "snapshot",
+                      Options{S.Traces, S.GroundTruthInsns, S.RamBytes}) {}
 };
 
 std::string snapshotPath(const std::string &Tag) {
@@ -482,12 +439,11 @@ namespace {
 /// The cached kernel and initramfs, 512 MiB, "console=ttyS0", COM1 captured; false when
 /// the cache lacks them.
 bool debianLinux(MachineConfig &Cfg) {
-  const std::string Cache = vmxsim::test::guestCache();
-  const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs.cpio.gz";
-  if (Cache.empty() || readFile(Kernel).empty() || readFile(Initrd).empty())
+  const vmxsim::test::DebianLinuxKit Kit = vmxsim::test::debianLinuxKit();
+  if (!Kit)
     return false;
-  Cfg.Kernel = Kernel;
-  Cfg.Modules = {Initrd};
+  Cfg.Kernel = Kit.Kernel;
+  Cfg.Modules = {Kit.Initrd};
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
   Cfg.Serial = OutputSpec::capture();

@@ -3,11 +3,13 @@
 // that check one against the other (tests/hvm/).
 #pragma once
 #include "harness/machine.h"
+#include "tests/support/files.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -59,5 +61,65 @@ inline void removeTraceFiles(const TracedRun &T) {
   std::remove(T.Hv.c_str());
   std::remove(T.Gt.c_str());
 }
+
+/// A machine running VMXSIM_IMAGE_DIR/Image with COM1 captured and, unless Traces is
+/// off, both traces in temporary files named after Prefix and Tag; finish() runs it to
+/// the end and returns what it wrote (the run-control and snapshot tests compare runs).
+struct TracedMachineOptions {
+  bool Traces = true;
+  bool GroundTruthInsns = false;
+  uint64_t RamBytes = 256ull << 20;
+};
+struct TracedMachine {
+  using Options = TracedMachineOptions;
+  std::unique_ptr<Machine> M;
+  std::string Gt, Hv;
+  TracedMachine(const std::string &Image, const std::string &Append, unsigned Cpus,
+                const std::string &Tag, const std::string &Prefix = "runctl",
+                const Options &O = Options()) {
+    Gt = tracedTempPath(Prefix, Tag + ".gt.xt");
+    Hv = tracedTempPath(Prefix, Tag + ".hv.xt");
+    MachineConfig Cfg;
+    Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Image;
+    Cfg.Append = Append;
+    Cfg.NumCpus = Cpus;
+    Cfg.RamBytes = O.RamBytes;
+    Cfg.Serial = OutputSpec::capture();
+    Cfg.Debugcon = OutputSpec::discard();
+    Cfg.MaxInsns = 50'000'000;
+    if (O.Traces) {
+      Cfg.GroundTruthFile = Gt;
+      Cfg.XentraceFile = Hv;
+      Cfg.GroundTruthInsns = O.GroundTruthInsns;
+    }
+    Error Err;
+    M = Machine::create(Cfg, Err);
+    EXPECT_TRUE(M) << Err.str();
+  }
+  ~TracedMachine() {
+    M.reset();
+    std::remove(Gt.c_str());
+    std::remove(Hv.c_str());
+  }
+  struct Outcome {
+    RunResult Result;
+    std::string Serial, GtBytes, HvBytes;
+    std::vector<uint64_t> Cycles, Retired;
+  };
+  /// Runs to the end; the outputs once the machine is gone (the files are complete).
+  Outcome finish() {
+    Outcome O;
+    O.Result = M->run();
+    O.Serial = M->serialOutput();
+    for (unsigned I = 0; I < M->numCpus(); ++I) {
+      O.Cycles.push_back(M->cpu(I).Cycles);
+      O.Retired.push_back(M->cpu(I).Retired);
+    }
+    M.reset();
+    O.GtBytes = readFile(Gt);
+    O.HvBytes = readFile(Hv);
+    return O;
+  }
+};
 
 } // namespace vmxsim::test
