@@ -181,8 +181,10 @@ public:
 
   /// RESET/INIT: every cache empty, VPID 0's context current.
   void reset();
-  /// Snapshot: the current TLB context (VPID, EPT context and EP4TA), the only state of
-  /// the MMU that is not a cache. load() empties every cache and re-enters the context.
+  /// Snapshot: the TLBs (each entry with its page frame; load() rebuilds the host
+  /// pointer), the guest-physical mapping cache and the context generations, because a
+  /// stale translation is architecturally visible until it is invalidated (mmu.cpp says
+  /// how Linux sees it); load() flushes only the decoded blocks.
   void save(SnapshotWriter &W) const;
   void load(SnapshotReader &R);
 

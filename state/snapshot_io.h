@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -71,7 +72,9 @@ public:
     } else if constexpr (std::is_enum_v<T>) {
       io(static_cast<std::underlying_type_t<T>>(V));
     } else if constexpr (std::is_same_v<T, bool>) {
-      u8(V ? 1 : 0);
+      uint8_t B; // the byte as stored: a bool that was never written is not 0 or 1
+      std::memcpy(&B, &V, 1);
+      u8(B != 0);
     } else {
       static_assert(std::is_integral_v<T>, "snapshot fields are integers, bools or enums");
       const auto U = static_cast<std::make_unsigned_t<T>>(V);
