@@ -100,9 +100,9 @@ public:
 
   /// Snapshot (cpu/cpu_snapshot.cpp): the architectural state, the clocks, the MSRs,
   /// the VMX state with the cached current VMCS, the performance counters and the
-  /// event bookkeeping, at an instruction boundary between run() calls. The MMU's
-  /// caches (TLBs, guest-physical mappings, decoded blocks) are derived and not saved:
-  /// load() flushes them and re-derives the mode (modeChanged, debugRegistersChanged).
+  /// event bookkeeping and the MMU's TLBs (Mmu::save), at an instruction boundary
+  /// between run() calls. The decoded blocks are derived and not saved: load() flushes
+  /// them and re-derives the mode (modeChanged, debugRegistersChanged).
   /// load() returns false with R's error set when the snapshot does not fit this CPU.
   void save(SnapshotWriter &W) const;
   bool load(SnapshotReader &R);

@@ -2,7 +2,7 @@
 // field of Cpu, CpuState, MsrState, VmxState (with the cached current VMCS) and
 // VmxEventState that is not derived is listed here; what is derived (the mode, RIP mask
 // and TLB user bit: modeChanged; the armed breakpoints: debugRegistersChanged; the
-// MMU's caches) is recomputed by load(). The run loop's own deadlines (WindowDue,
+// decoded blocks) is recomputed by load(); the TLBs are saved (Mmu::save says why). The run loop's own deadlines (WindowDue,
 // BlockStop, RunUntil) are not state between run() calls: run() sets them.
 #include "cpu/cpu.h"
 #include "cpu/msrs.h"

@@ -10,9 +10,9 @@
 // counts of the device outputs), GT (the ground truth's writer and link, when written),
 // XT (the hypervisor trace's writer and drain, when written).
 //
-// What a restore re-derives instead of loading: the processors' TLBs, guest-physical
-// mapping caches and decoded blocks (flushed), their mode-derived values and armed
-// breakpoints, and PhysMem's code-line bookkeeping; the device wiring and the firmware's
+// What a restore re-derives instead of loading: the processors' decoded blocks (flushed),
+// the host pointers of their TLB entries (from the saved page frames), their
+// mode-derived values and armed breakpoints, and PhysMem's code-line bookkeeping; the device wiring and the firmware's
 // read-only regions come from building the machine with the same configuration.
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/vmx_features.h"

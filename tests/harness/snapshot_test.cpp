@@ -461,9 +461,9 @@ TEST(LinuxBootSnapshot, MidBootSnapshotRestoresToTheSameBootAndPowerOff) {
   Error Err;
   auto Saved = Machine::create(Cfg, Err);
   ASSERT_TRUE(Saved) << Err.str();
-  // 4.5e9 instructions: the kernel has initialised and printed its log, /init runs
-  // (about three quarters of the boot to power-off).
-  const RunResult At = Saved->runToRetired(4'500'000'000);
+  // 5e9 of the boot's 5.9e9 instructions: the kernel is printing its log on COM1 (it
+  // starts after 4.5e9, once the console is registered).
+  const RunResult At = Saved->runToRetired(5'000'000'000);
   ASSERT_EQ(At.Reason, RunReason::Stopped) << At.summary();
   const std::string File = snapshotPath("linux");
   const Error E = Saved->saveSnapshot(File);
