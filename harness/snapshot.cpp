@@ -12,7 +12,7 @@
 //
 // What a restore re-derives instead of loading: the processors' decoded blocks (flushed),
 // the host pointers of their TLB entries (from the saved page frames), their
-// mode-derived values and armed breakpoints, and PhysMem's code-line bookkeeping; the device wiring and the firmware's
+// mode-derived values and armed breakpoints; the device wiring and the firmware's
 // read-only regions come from building the machine with the same configuration.
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/vmx_features.h"

@@ -309,6 +309,16 @@ void PhysMem::save(SnapshotWriter &W) const {
     Base = kHighRamBase;
   }
   W.u64(~uint64_t(0));
+  // Which lines hold decoded code: the processors' blocks are flushed on load, but a
+  // store into such a line still ends the storing processor's block (noteWrite), which
+  // is where its next event window opens; without the marks a restored run would open
+  // it elsewhere.
+  for (uint64_t Pfn = 0; CodePages && Pfn < NumPfns; ++Pfn)
+    if (CodeLines[Pfn]) {
+      W.u64(Pfn);
+      W.u64(CodeLines[Pfn]);
+    }
+  W.u64(~uint64_t(0));
 }
 
 void PhysMem::load(SnapshotReader &R) {
@@ -371,12 +381,20 @@ void PhysMem::load(SnapshotReader &R) {
     return;
   A20Mask = Mask;
   Watches = std::move(NewWatches);
-  // No processor holds a decoded block after a load: no line holds code.
   for (uint64_t Pfn = 0; CodePages && Pfn < NumPfns; ++Pfn)
     if (CodeLines[Pfn]) {
       CodeLines[Pfn] = 0;
       --CodePages;
     }
+  for (uint64_t Pfn = R.u64(); R.ok() && Pfn != ~uint64_t(0); Pfn = R.u64()) {
+    const uint64_t Lines = R.u64();
+    if (Pfn >= NumPfns) {
+      R.fail("the snapshot marks code outside RAM");
+      return;
+    }
+    CodePages += CodeLines[Pfn] == 0 && Lines;
+    CodeLines[Pfn] = Lines;
+  }
 }
 
 } // namespace vmxsim

@@ -231,9 +231,9 @@ public:
   // RAM is saved page by page, only the pages that are not all zero (each behind its
   // frame number): a page the guest never wrote reads as zero and costs nothing, so a
   // snapshot holds what the loaders and the guest put there. The A20 mask and the write
-  // watches are saved too. load() makes RAM equal to the snapshot (pages it does not
-  // hold are zeroed) and forgets which lines hold decoded code: every processor's
-  // decoded blocks must be flushed with it (Cpu::load does). The MMIO and read-only
+  // watches and the lines that hold decoded code (CodeLines) are saved too. load()
+  // makes RAM equal to the snapshot (pages it does not hold are zeroed); every
+  // processor's decoded blocks must be flushed with it (Cpu::load does). The MMIO and read-only
   // regions are the machine's configuration and are not saved.
   void save(SnapshotWriter &W) const;
   void load(SnapshotReader &R);
