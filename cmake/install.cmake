@@ -1,6 +1,6 @@
 # `cmake --install BUILD [--prefix P]` puts, under P:
 #   lib/libvmxsim.a, lib/libvmxsim_mmu.a (and libvmxsim_gtest.a when built)
-#   include/vmxsim/{cpu,cpu/vmx,mmu,trace,harness}/...  the headers and .def tables; users
+#   include/vmxsim/{cpu,cpu/vmx,mmu,state,trace,harness}/...  the headers and .def tables; users
 #                       include them as the repository does: "harness/machine.h"
 #   bin/vmxsim          the command
 #   share/vmxsim/images/NAME.elf  the bundled guest images (hv.elf is the hypervisor core)
@@ -33,7 +33,7 @@ install(TARGETS vmxsim_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Every header and X-macro table of the library's layers (the libFuzzer target's folder
 # is not part of the API).
-install(DIRECTORY cpu mmu trace harness
+install(DIRECTORY cpu mmu state trace harness
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vmxsim
         FILES_MATCHING PATTERN "*.h" PATTERN "*.def"
         PATTERN "fuzz" EXCLUDE)

@@ -11,6 +11,7 @@
 #include "mmu/access.h"
 #include "mmu/io_bus.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -96,6 +97,15 @@ public:
   /// deadline may be brought forward during the run: pullDeadline), or the processor
   /// stops for another StopReason.
   StopReason run(uint64_t MaxInsns, uint64_t UntilCycle = ~uint64_t(0));
+
+  /// Snapshot (cpu/cpu_snapshot.cpp): the architectural state, the clocks, the MSRs,
+  /// the VMX state with the cached current VMCS, the performance counters and the
+  /// event bookkeeping and the MMU's TLBs (Mmu::save), at an instruction boundary
+  /// between run() calls. The decoded blocks are derived and not saved: load() flushes
+  /// them and re-derives the mode (modeChanged, debugRegistersChanged).
+  /// load() returns false with R's error set when the snapshot does not fit this CPU.
+  void save(SnapshotWriter &W) const;
+  bool load(SnapshotReader &R);
 
   // --- state (public: plain data, as in Blink/Bochs; functions keep the invariants) ---
   CpuState S;

@@ -7,6 +7,7 @@
 #include "cpu/vmx/apic_virtualization.h"
 
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace vmxsim {
@@ -294,6 +295,94 @@ void Mmu::dropWriteMappings(uint64_t Pfn) {
   for (TlbEntry &E : TlbWrite)
     if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
       E.Tag = kTlbEmpty;
+}
+
+} // namespace vmxsim
+
+namespace vmxsim {
+
+// The TLBs are saved, not flushed: they are architecturally visible. A guest that changes
+// a paging entry without invalidating it keeps using the old translation until it does
+// (SDM Vol. 3A, "Invalidation of TLBs and Paging-Structure Caches"), and Linux relies on
+// that being harmless: a write through a stale read-only entry takes a spurious page
+// fault that the kernel retries. A restore with empty TLBs would skip such faults, so
+// the restored run would take another path. Entries are saved with their page frame, and
+// their host pointers are rebuilt from it; the decoded blocks are flushed (they are
+// derived from memory alone and decoded again on their next fetch).
+namespace {
+template <class Ar, class E> void eptCacheFields(Ar &A, E &X) {
+  A.all(X.GpaPage, X.HpaPage, X.Generation, X.Rights, X.MemType, X.PageLevel, X.IgnorePat,
+        X.AccessedDirty, X.DirtyDone);
+}
+} // namespace
+
+void Mmu::save(SnapshotWriter &W) const {
+  W.all(CurrentVpid, TlbEptContext, CurrentEp4ta, TlbGeneration, TagLowUser,
+        TagLowSupervisor, UserTagBit, TlbEpoch, NextTlbGeneration);
+  for (const TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
+    for (unsigned I = 0; I < kTlbEntries; ++I) {
+      const TlbEntry &E = Array[I];
+      const uint8_t *Host = E.Tag == kTlbEmpty ? nullptr : Mem.ramPointer(Hpa(E.Pfn << 12));
+      // The entry's page must be where its frame's RAM is; anything else is not saved
+      // (an emptied entry is a legal TLB state, just not the one the run had).
+      const bool Keep =
+          Host && uintptr_t((E.Tag & ~uint64_t(0xfff)) + E.Addend) == uintptr_t(Host);
+      W.u64(Keep ? E.Tag : kTlbEmpty);
+      W.u64(Keep ? E.Pfn : 0);
+    }
+  for (const EptCacheEntry &E : EptCache) {
+    // An empty entry's other fields were never written (clearTlb empties by GpaPage).
+    const EptCacheEntry Empty{};
+    eptCacheFields(W, E.GpaPage ? E : Empty);
+  }
+  for (const EptTlbContext &C : EptContexts)
+    W.all(C.Epoch, C.Ep4ta, C.Vpid, C.Gen);
+  uint32_t Used = 0;
+  for (unsigned V = 0; V < 65536; ++V)
+    Used += VpidGeneration.get()[V] != 0;
+  W.u32(Used);
+  for (unsigned V = 0; V < 65536; ++V)
+    if (uint64_t G = VpidGeneration.get()[V]) {
+      W.u16(uint16_t(V));
+      W.u64(G);
+    }
+}
+
+void Mmu::load(SnapshotReader &R) {
+  R.all(CurrentVpid, TlbEptContext, CurrentEp4ta, TlbGeneration, TagLowUser,
+        TagLowSupervisor, UserTagBit, TlbEpoch, NextTlbGeneration);
+  for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
+    for (unsigned I = 0; I < kTlbEntries; ++I) {
+      TlbEntry &E = Array[I];
+      E.Tag = R.u64();
+      E.Pfn = R.u64();
+      uint8_t *Host = E.Tag == kTlbEmpty ? nullptr : Mem.ramPointer(Hpa(E.Pfn << 12));
+      if (!Host) { // empty, or a frame that is not RAM here: no entry
+        E = TlbEntry{kTlbEmpty, 0, 0};
+        continue;
+      }
+      E.Addend = uintptr_t(Host) - uintptr_t(E.Tag & ~uint64_t(0xfff));
+    }
+  for (EptCacheEntry &E : EptCache)
+    eptCacheFields(R, E);
+  for (EptTlbContext &C : EptContexts)
+    R.all(C.Epoch, C.Ep4ta, C.Vpid, C.Gen);
+  std::memset(VpidGeneration.get(), 0, 65536 * sizeof(uint64_t));
+  const uint32_t Used = R.u32();
+  if (Used > 65536) {
+    R.fail("the snapshot's TLB lists " + std::to_string(Used) + " VPID contexts");
+    return;
+  }
+  for (uint32_t I = 0; I < Used && R.ok(); ++I) {
+    const uint16_t V = R.u16();
+    VpidGeneration.get()[V] = R.u64();
+  }
+  if (!R.ok() || TlbGeneration >= 0x7ff || NextTlbGeneration > 0x7ff) {
+    R.fail("the snapshot's TLB state is inconsistent");
+    reset();
+    return;
+  }
+  flushDecodeCache();
 }
 
 } // namespace vmxsim

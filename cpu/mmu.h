@@ -95,6 +95,7 @@
 #include "mmu/access.h"
 #include "mmu/ept.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -180,6 +181,12 @@ public:
 
   /// RESET/INIT: every cache empty, VPID 0's context current.
   void reset();
+  /// Snapshot: the TLBs (each entry with its page frame; load() rebuilds the host
+  /// pointer), the guest-physical mapping cache and the context generations, because a
+  /// stale translation is architecturally visible until it is invalidated (mmu.cpp says
+  /// how Linux sees it); load() flushes only the decoded blocks.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
   // --- hits: the hot paths (no allocation, no call) ---
 

@@ -186,3 +186,22 @@ void PerfMon::loadGlobalCtrl(Cpu &C, uint64_t Value) {
 }
 
 } // namespace vmxsim
+
+namespace vmxsim {
+
+void PerfMon::save(SnapshotWriter &W) const {
+  W.all(Counter, EventSelect, FixedCtrl, GlobalCtrl, GlobalStatus, AnchorRetired,
+        AnchorUnhalted);
+}
+
+void PerfMon::load(Cpu &C, SnapshotReader &R) {
+  R.all(Counter, EventSelect, FixedCtrl, GlobalCtrl, GlobalStatus, AnchorRetired,
+        AnchorUnhalted);
+  Refused[0] = 0;
+  const uint64_t Retired = AnchorRetired, Unhalted = AnchorUnhalted;
+  configure(C);
+  AnchorRetired = Retired;
+  AnchorUnhalted = Unhalted;
+}
+
+} // namespace vmxsim

@@ -39,6 +39,7 @@
 // first running counter wraps (every instruction costs at least one cycle).
 #pragma once
 #include "cpu/status.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 
@@ -87,6 +88,10 @@ public:
   /// table "IA-32 and Intel 64 Processor States Following Power-up, Reset, or INIT"), so
   /// software written for version 1 keeps working.
   void reset(Cpu &C);
+  /// Snapshot: the counters, their controls and the update anchors; load() derives the
+  /// rest (configure) for C's current CPL.
+  void save(SnapshotWriter &W) const;
+  void load(Cpu &C, SnapshotReader &R);
 
   /// RDMSR/WRMSR of the rows of cpu/msrs.def whose Write kind is PerfMon (the reserved
   /// bits of the row are checked by the caller).

@@ -33,6 +33,10 @@ enum class ErrorCode : uint8_t {
   NotRam,            ///< a physical address range that is not all RAM
   NoTrace,           ///< a trace that the machine's configuration does not write
   BadCondition,      ///< a stop condition that cannot be met as given
+  // Snapshots (Machine::saveSnapshot, Machine::restoreSnapshot):
+  NotSnapshottable,  ///< the machine has something a snapshot cannot hold
+  BadSnapshot,       ///< not a snapshot, truncated, corrupt, or a newer format version
+  SnapshotMismatch,  ///< a snapshot of another configuration (memory, CPUs, image, ...)
 };
 
 struct Error {

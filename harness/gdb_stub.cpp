@@ -295,7 +295,8 @@ const char kMonitorHelp[] =
     "  monitor entry          run until the next completed VM entry\n"
     "  monitor vmcs           the selected CPU's current VMCS, every field by name\n"
     "  monitor trace N        the last N records of the ground truth and the hypervisor's trace\n"
-    "  monitor snapshot ...   (snapshots are not available in this build)\n"
+    "  monitor snapshot save FILE     save the whole machine (README.md, \"Snapshots\")\n"
+    "  monitor snapshot restore FILE  go back to a saved machine\n"
     "  monitor help           this text\n"
     "Breakpoints, watchpoints and Ctrl-C also end an exit/entry run. The stop is\n"
     "reported here, not to gdb, which keeps showing the registers it read before:\n"
@@ -682,8 +683,23 @@ GdbStub::Reply GdbStub::monitor(const std::string &Command) {
       addOutput(Out.Packets, Text);
     }
   } else if (Cmd == "snapshot") {
-    addOutput(Out.Packets, "snapshots are not available in this build (the machine has no "
-                           "snapshot API yet)\n");
+    // Machine::saveSnapshot / restoreSnapshot (README.md, "Snapshots"). A restore rewinds
+    // the machine; its outputs go on from where they are, so they then hold the run up to
+    // the restore followed by the run from the snapshot.
+    const bool Save = Words.size() == 3 && Words[1] == "save";
+    const bool Load = Words.size() == 3 && Words[1] == "restore";
+    if (!Save && !Load) {
+      addOutput(Out.Packets, "usage: monitor snapshot save FILE | monitor snapshot restore FILE\n");
+    } else if (Error E = Save ? M.saveSnapshot(Words[2]) : M.restoreSnapshot(Words[2])) {
+      addOutput(Out.Packets, "snapshot: " + E.str() + "\n");
+    } else {
+      addOutput(Out.Packets,
+                Save ? fmt::format("snapshot saved to {}\n", Words[2])
+                     : fmt::format("machine restored from {}: CPU {} at RIP={:#x} ({} "
+                                   "instructions retired); `maint flush register-cache` "
+                                   "shows its registers in gdb\n",
+                                   Words[2], GCpu, M.cpu(GCpu).S.Rip, M.cpu(GCpu).Retired));
+    }
   } else {
     addOutput(Out.Packets, fmt::format("unknown monitor command \"{}\"; monitor help lists "
                                        "them\n",

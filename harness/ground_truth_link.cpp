@@ -135,4 +135,37 @@ void GroundTruthInsnObserver::onException(const Cpu &C, const PendingEvent &E) {
     Next->onException(C, E);
 }
 
+void GroundTruthLink::save(SnapshotWriter &W) const {
+  W.u64(SlotsPa.size());
+  for (uint64_t Pa : SlotsPa)
+    W.u64(Pa);
+  W.u64(CrGpr.size());
+  for (int G : CrGpr)
+    W.io(G);
+}
+
+void GroundTruthLink::load(SnapshotReader &R) {
+  const uint64_t N = R.u64();
+  if (R.ok() && N != SlotsPa.size()) {
+    R.fail("the snapshot's ground truth watches " + std::to_string(N) +
+           " slot arrays, this image's " + std::to_string(SlotsPa.size()));
+    return;
+  }
+  for (uint64_t &Pa : SlotsPa)
+    Pa = R.u64();
+  const uint64_t M = R.u64(); // grows with the CPUs that exited so far
+  if (R.ok() && M > 4096) {
+    R.fail("the snapshot's ground truth lists " + std::to_string(M) + " CPUs");
+    return;
+  }
+  CrGpr.assign(M, -1);
+  for (int &G : CrGpr) {
+    R.io(G);
+    if (G < -1 || G > 15) {
+      R.fail("the snapshot's ground truth names register " + std::to_string(G));
+      G = -1;
+    }
+  }
+}
+
 } // namespace vmxsim

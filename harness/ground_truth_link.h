@@ -3,6 +3,7 @@
 // nothing of the processor; this is the one place that knows both.
 #pragma once
 #include "cpu/observer.h"
+#include "state/snapshot_io.h"
 #include "trace/ground_truth.h"
 
 #include <cstdint>
@@ -33,6 +34,11 @@ public:
   /// CPU's slots are watched from the store that publishes them. Before any CPU runs.
   /// False (nothing watched, nothing written) for any other header.
   bool watchSlotTable(PhysMem &Mem, std::span<Cpu *const> Cpus, uint64_t TablePa);
+
+  /// Snapshot: the published slot arrays and the open CR-access exits (the watches
+  /// themselves are PhysMem's; the table address is the image's).
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
 private:
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);

@@ -292,6 +292,8 @@ Error Machine::loadImage() {
     }
     Image = File.bytes();
   }
+  ImageCrc = crc32c(crc32c(0, Image.data(), Image.size()), Cfg.Append.data(),
+                    Cfg.Append.size());
 
   // Which loader: --flat first (any bytes can be a flat binary, so only the option says
   // so), then a Linux bzImage (the setup header's "HdrS" at 0x202: a Multiboot header or
@@ -322,6 +324,8 @@ Error Machine::loadImage() {
         return ME;
       }
       M.Bytes = ModuleFiles[I].bytes();
+      ImageCrc = crc32c(crc32c(ImageCrc, Spec.data(), Spec.size()), M.Bytes.data(),
+                        M.Bytes.size());
       P.Modules.push_back(std::move(M));
     }
     E = loadMultiboot(bsp(), Image, P, &Layout);
@@ -351,6 +355,7 @@ Error Machine::loadLinux(const std::string &Name, std::span<const uint8_t> Image
       return IE;
     }
     P.Initrd = Initrd.bytes();
+    ImageCrc = crc32c(ImageCrc, P.Initrd.data(), P.Initrd.size());
   }
   Error E = loadBzImage(bsp(), Image, P, &Layout);
   if (E)
@@ -373,6 +378,11 @@ void Machine::finishOutputs() {
     GroundTruthWriter->flush();
   if (TraceDrain)
     TraceDrain->drainAll();
+}
+
+RunResult Machine::runToRetired(uint64_t Total, const ProgressFn *Progress,
+                                uint64_t EveryInsns) {
+  return runScheduled(Progress, EveryInsns, Total, true);
 }
 
 Scheduler &Machine::scheduler() {

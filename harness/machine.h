@@ -187,6 +187,10 @@ inline constexpr int kExitInterrupted = 12;
 /// The run ended but an output file (--serial, --serial2, --debugcon, --trace-insns,
 /// --xentrace, --trace-ground-truth) could not be written in full; takes precedence over the others.
 inline constexpr int kExitOutputFailed = 14;
+/// A snapshot could not be restored (not a snapshot, truncated, corrupt, a newer format,
+/// taken of another configuration) or taken (`--snapshot-at`/`--snapshot-every` on a
+/// machine that cannot be saved, or a file that cannot be written).
+inline constexpr int kExitSnapshot = 16;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
@@ -230,6 +234,13 @@ public:
   /// guest does, its clocks and every trace are the same as without Progress.
   using ProgressFn = std::function<void(uint64_t Retired)>;
   RunResult run(const ProgressFn &Progress, uint64_t EveryInsns);
+  /// The same run, stopping (RunReason::Stopped) once the instructions retired by all
+  /// CPUs since load reach Total (when that comes before another reason), at the
+  /// boundary where a run with MaxInsns = Total would end; the traces are neither
+  /// drained nor flushed there, so continuing is the run that never stopped. For
+  /// snapshots at instruction counts (the vmxsim command's --snapshot-at).
+  RunResult runToRetired(uint64_t Total, const ProgressFn *Progress = nullptr,
+                         uint64_t EveryInsns = 0);
   /// Runs until the first of Conditions is met (RunReason::Stopped; harness/run_control.h
   /// says where exactly each stops), or a reason of run() comes first (then that
   /// reason, as run() would return it). Conditions are counted from this call on.
@@ -298,6 +309,39 @@ public:
   /// hypervisor's rings drained into its file, so that no record is lost. A run continued
   /// after this is no longer byte for byte the unstopped one (the guest sees the drain).
   void finishOutputs();
+
+  // --- Snapshots (harness/snapshot.cpp; the "Snapshots" section of README.md) ---
+
+  /// Writes the whole machine to Path (the format of state/snapshot_io.h): memory (the
+  /// pages that are not all zero), every CPU with its VMX state and cached VMCS, every
+  /// device, the scheduler's open slice, the virtual clocks, the trace writers' buffered
+  /// records and the byte counts of every output so far. Taken between runs (after
+  /// run() or runUntil() returned), at an instruction boundary. Errors: NotSnapshottable
+  /// (one line naming what cannot be saved: serial input from standard input),
+  /// HostFailure (the file cannot be written).
+  Error saveSnapshot(const std::string &Path);
+  /// Makes this machine the one saved in Path. The machine must have been created from
+  /// the same configuration (memory size, CPU count, image and its modules and command
+  /// line, processor model and VMX profile, quantum, which traces are written); its
+  /// outputs then receive what the saved run would have written after the snapshot
+  /// (each output's bytes from the offset recorded in the snapshot on: outputOffsets()).
+  /// Errors (one line, the machine unchanged): BadSnapshot (not a snapshot, truncated,
+  /// checksum mismatch, a newer format version), SnapshotMismatch (taken of another
+  /// configuration: says which part differs), FileUnreadable. An error in a later section
+  /// (only for a file this build did not write) leaves the machine partly restored: it
+  /// must not be run then.
+  Error restoreSnapshot(const std::string &Path);
+  /// The bytes each output had received when the snapshot this machine was restored from
+  /// was taken (0 for a machine that was not restored): a restored run's output file is
+  /// the uninterrupted run's file from this offset on.
+  struct OutputOffsets {
+    uint64_t Serial = 0, Serial2 = 0, Debugcon = 0, TraceInsns = 0, GroundTruth = 0,
+             Xentrace = 0;
+  };
+  const OutputOffsets &outputOffsets() const { return RestoredOffsets; }
+  /// The same byte counts now (what a snapshot taken now would record).
+  OutputOffsets currentOutputOffsets() const;
+
   /// Clears a device stop request so that run() continues past it.
   void clearStop() { Latch.clear(); }
   /// One line per output that could not be written in full ("<path>: cannot write:
@@ -410,6 +454,12 @@ private:
   BootLayout Layout;
   /// The image's trace-slot table (trace/slot_layout.h), when its ELF names one.
   std::optional<uint64_t> SlotTablePa;
+  /// CRC-32C of the image, its modules and its command line (a snapshot's check that a
+  /// restoring machine runs the same image).
+  uint32_t ImageCrc = 0;
+  OutputOffsets RestoredOffsets;
+  void saveConfig(SnapshotWriter &W) const;
+  Error checkConfig(SnapshotReader &R) const;
   /// Last: it detaches from the timers above when it goes.
   std::unique_ptr<Scheduler> Sched;
 };

@@ -28,6 +28,7 @@
 #include "trace/summary.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -243,7 +244,24 @@ struct RunOptions {
   std::string RtcBase;
   std::string Gdb; ///< --gdb [HOST]:PORT
   bool GdbWait = false;
+  /// Snapshots (harness/machine.h, Machine::saveSnapshot): at these totals of retired
+  /// instructions, every N of them, into this folder; and the snapshot to start from.
+  std::vector<uint64_t> SnapshotAt;
+  uint64_t SnapshotEvery = 0;
+  std::string SnapshotDir = ".";
+  std::string Restore;
 };
+
+/// A snapshot's file name: DIR/vmxsim-<total retired instructions>.snap.
+std::string snapshotPath(const std::string &Dir, uint64_t Retired) {
+  return fmt::format("{}/vmxsim-{}.snap", Dir, Retired);
+}
+
+[[noreturn]] void failSnapshot(const std::string &Msg) {
+  std::fprintf(stderr, "vmxsim: error: %s\n", Msg.c_str());
+  std::fflush(stdout);
+  std::exit(kExitSnapshot);
+}
 
 int runCommand(const RunOptions &O) {
   MachineConfig Cfg;
@@ -305,6 +323,9 @@ int runCommand(const RunOptions &O) {
   GdbServerOptions GdbOpts;
   if (O.GdbWait && O.Gdb.empty())
     fail("--gdb-wait needs --gdb [HOST]:PORT");
+  if (!O.Gdb.empty() && (!O.SnapshotAt.empty() || O.SnapshotEvery))
+    fail("--snapshot-at and --snapshot-every do not combine with --gdb: under gdb, 'monitor "
+         "snapshot save FILE' takes one");
   if (!O.Gdb.empty()) {
     std::string Why;
     if (!GdbServer::parseAddress(O.Gdb, GdbOpts, Why))
@@ -327,6 +348,22 @@ int runCommand(const RunOptions &O) {
   std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
   if (!M)
     fail(Err.str());
+  if (!O.Restore.empty()) {
+    if (Error E = M->restoreSnapshot(O.Restore))
+      failSnapshot(E.str());
+    if (!O.Quiet) {
+      const Machine::OutputOffsets &Off = M->outputOffsets();
+      uint64_t Retired = 0;
+      for (unsigned I = 0; I < M->numCpus(); ++I)
+        Retired += M->cpu(I).Retired;
+      std::fprintf(stderr,
+                   "vmxsim: restored %s at %llu instructions; the outputs continue at byte "
+                   "%llu (serial), %llu (ground truth), %llu (hypervisor trace)\n",
+                   O.Restore.c_str(), (unsigned long long)Retired,
+                   (unsigned long long)Off.Serial, (unsigned long long)Off.GroundTruth,
+                   (unsigned long long)Off.Xentrace);
+    }
+  }
   // Progress on stderr for long runs, when it is a terminal and the guest's output does
   // not go to that same terminal (harness/progress.h).
   const bool GuestOnTerminal =
@@ -343,11 +380,51 @@ int runCommand(const RunOptions &O) {
                  GdbOpts.Wait ? "; waiting for gdb to attach" : "");
     std::fflush(stderr);
   }
-  RunResult R = Gdb ? Gdb->run()
-              : Progress.enabled()
-                    ? M->run([&](uint64_t N) { Progress.show(ProgressLine::runText(N, Progress.elapsed())); },
-                             uint64_t(1) << 24)
-                    : M->run();
+  const Machine::ProgressFn ShowProgress = [&](uint64_t N) {
+    Progress.show(ProgressLine::runText(N, Progress.elapsed()));
+  };
+  const Machine::ProgressFn *ProgressPtr = Progress.enabled() ? &ShowProgress : nullptr;
+  // Snapshots at instruction totals: the run stops there (a stop that changes nothing the
+  // guest or the traces see), is saved, and goes on.
+  std::vector<uint64_t> Points = O.SnapshotAt;
+  std::sort(Points.begin(), Points.end());
+  auto retired = [&] {
+    uint64_t N = 0;
+    for (unsigned I = 0; I < M->numCpus(); ++I)
+      N += M->cpu(I).Retired;
+    return N;
+  };
+  auto nextPoint = [&](uint64_t Now) {
+    uint64_t Next = ~uint64_t(0);
+    for (uint64_t P : Points)
+      if (P > Now) {
+        Next = P;
+        break;
+      }
+    if (O.SnapshotEvery)
+      Next = std::min(Next, (Now / O.SnapshotEvery + 1) * O.SnapshotEvery);
+    return Next;
+  };
+  RunResult R;
+  if (Gdb)
+    R = Gdb->run();
+  for (; !Gdb;) {
+    const uint64_t Next = nextPoint(retired());
+    if (Next >= Cfg.MaxInsns) {
+      R = ProgressPtr ? M->run(*ProgressPtr, uint64_t(1) << 24) : M->run();
+      break;
+    }
+    R = M->runToRetired(Next, ProgressPtr, uint64_t(1) << 24);
+    if (R.Reason != RunReason::Stopped)
+      break;
+    const std::string Path = snapshotPath(O.SnapshotDir, R.Retired);
+    if (Error E = M->saveSnapshot(Path))
+      failSnapshot(E.str());
+    if (!O.Quiet) {
+      Progress.done();
+      std::fprintf(stderr, "vmxsim: snapshot %s\n", Path.c_str());
+    }
+  }
   Progress.done();
   std::fflush(stdout);
   if (R.Reason == RunReason::Interrupted && (StopSignal || R.What.empty()))
@@ -614,6 +691,17 @@ int main(int Argc, char **Argv) {
                   "port 0: any free one, named on stderr)");
   Run->add_flag("--gdb-wait", O.GdbWait,
                 "with --gdb: run nothing until gdb attaches (and continues)");
+  Run->add_option("--snapshot-at", O.SnapshotAt,
+                  "save a snapshot when the instructions retired by all CPUs reach N "
+                  "(repeatable; file DIR/vmxsim-N.snap)")
+      ->delimiter(',');
+  Run->add_option("--snapshot-every", O.SnapshotEvery,
+                  "save a snapshot every N retired instructions (all CPUs together)")
+      ->check(CLI::PositiveNumber);
+  Run->add_option("--snapshot-dir", O.SnapshotDir, "where snapshots go (default: .)");
+  Run->add_option("--restore", O.Restore,
+                  "start from this snapshot (the run must have the snapshotting run's "
+                  "options; every output receives the bytes after the snapshot)");
   Run->add_option("--rtc-base", O.RtcBase,
                   "RTC date-time at virtual time 0: YYYY-MM-DDTHH:MM:SS (UTC) or seconds "
                   "since 1970 (default 2026-01-01T00:00:00)");

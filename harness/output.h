@@ -41,6 +41,7 @@ public:
   /// like a file: the open waits for a reader (the vmxsim command says so first).
   Error open(const OutputSpec &Spec, Buffering B = Buffering::LineBuffered);
   void put(uint8_t Byte) {
+    ++Produced;
     if (Captured)
       Buffer.push_back(char(Byte));
     else if (Stream) {
@@ -62,6 +63,10 @@ public:
   /// Empty while every write succeeded; else "<name>: cannot write: <errno text>" for
   /// the first failure.
   const std::string &failure() const { return Failure; }
+  /// Bytes put so far (a restored machine's sinks continue the count of the run its
+  /// snapshot was taken in: harness/snapshot.h).
+  uint64_t produced() const { return Produced; }
+  void setProduced(uint64_t N) { Produced = N; }
   /// Also hands every byte to Fn(Context, Byte) (the run control's serial condition,
   /// harness/run_control.h); null = none. While a tap is set, the sink's destination is
   /// parked so that put() reaches putTapped through its last branch: a sink without a
@@ -77,6 +82,7 @@ private:
   void noteFailure();
 
   std::FILE *Stream = nullptr;
+  uint64_t Produced = 0;
   bool OwnsStream = false;
   bool Captured = false;
   bool LineFlush = false;

@@ -152,4 +152,23 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   }
 }
 
+void Scheduler::save(SnapshotWriter &W) const {
+  W.all(Cur.Open, Cur.Cpu, Cur.Until, Cur.RetiredBefore, Cur.WasHalted);
+  W.u64(Stuck.size());
+  for (uint8_t S : Stuck)
+    W.io(S);
+}
+
+void Scheduler::load(SnapshotReader &R) {
+  R.all(Cur.Open, Cur.Cpu, Cur.Until, Cur.RetiredBefore, Cur.WasHalted);
+  const uint64_t N = R.u64();
+  if (R.ok() && (N != Stuck.size() || Cur.Cpu >= Cpus.size())) {
+    R.fail("the snapshot's scheduler has another number of CPUs");
+    Cur = Slice{};
+    return;
+  }
+  for (uint8_t &S : Stuck)
+    R.io(S);
+}
+
 } // namespace vmxsim

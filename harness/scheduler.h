@@ -33,6 +33,7 @@
 #pragma once
 #include "cpu/cpu.h"
 #include "harness/timer_event.h"
+#include "state/snapshot_io.h"
 
 #include <atomic>
 #include <cstdint>
@@ -110,6 +111,10 @@ public:
   uint64_t totalRetired() const;
   /// The vCPU that ran last (0 before the first run).
   unsigned lastCpu() const { return Cur.Cpu; }
+  /// Snapshot: the open slice and the stuck marks (the vCPUs and timers save their own
+  /// state), so that a restored run continues the slice a stopped run would.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
 private:
   std::vector<Cpu *> Cpus;

@@ -1,6 +1,8 @@
 // The port-I/O address space (64 Ki ports). Devices claim port ranges; unassigned ports
 // read all-ones and ignore writes, as on a PC.
 #pragma once
+#include "state/snapshot_io.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -49,6 +51,9 @@ public:
   void requestBreak() { StopFlags |= kBreak; }
   bool breakRequested() const { return StopFlags & kBreak; }
   void clearBreak() { StopFlags &= uint8_t(~kBreak); }
+  /// Snapshot: a pending stop request and its status (the devices are the machine's).
+  void save(SnapshotWriter &W) const { W.all(StopFlags, Status); }
+  void load(SnapshotReader &R) { R.all(StopFlags, Status); }
 
 private:
   static constexpr uint8_t kDeviceStop = 1, kBreak = 2;

@@ -277,3 +277,124 @@ bool PhysMem::copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const {
 }
 
 } // namespace vmxsim
+
+namespace vmxsim {
+
+namespace {
+bool pageIsZero(const uint8_t *P) {
+  uint64_t Or = 0;
+  for (unsigned I = 0; I < kPageSize; I += 8) {
+    uint64_t W;
+    std::memcpy(&W, P + I, 8);
+    Or |= W;
+  }
+  return Or == 0;
+}
+} // namespace
+
+void PhysMem::save(SnapshotWriter &W) const {
+  W.all(RamSize, A20Mask);
+  W.u64(Watches.size());
+  for (const WatchRange &R : Watches)
+    W.all(R.Base, R.Size, R.Refs);
+  // The pages: frame number and 4 KiB each, ended by ~0.
+  auto Blocks = {std::pair{Low, LowSize}, std::pair{High, HighSize}};
+  uint64_t Base = 0;
+  for (auto [Ptr, Size] : Blocks) {
+    for (uint64_t Off = 0; Ptr && Off < Size; Off += kPageSize)
+      if (!pageIsZero(Ptr + Off)) {
+        W.u64((Base + Off) >> 12);
+        W.bytes(Ptr + Off, kPageSize);
+      }
+    Base = kHighRamBase;
+  }
+  W.u64(~uint64_t(0));
+  // Which lines hold decoded code: the processors' blocks are flushed on load, but a
+  // store into such a line still ends the storing processor's block (noteWrite), which
+  // is where its next event window opens; without the marks a restored run would open
+  // it elsewhere.
+  for (uint64_t Pfn = 0; CodePages && Pfn < NumPfns; ++Pfn)
+    if (CodeLines[Pfn]) {
+      W.u64(Pfn);
+      W.u64(CodeLines[Pfn]);
+    }
+  W.u64(~uint64_t(0));
+}
+
+void PhysMem::load(SnapshotReader &R) {
+  uint64_t Size = 0, Mask = 0;
+  R.all(Size, Mask);
+  if (R.ok() && Size != RamSize) {
+    R.fail("the snapshot's memory size is " + std::to_string(Size) + " bytes, this machine's " +
+           std::to_string(RamSize));
+    return;
+  }
+  if (R.ok() && Mask != ~uint64_t(0) && Mask != ~(uint64_t(1) << 20)) {
+    R.fail("the snapshot's A20 mask is not one the gate makes");
+    return;
+  }
+  const uint64_t NumWatches = R.u64();
+  if (NumWatches > 4096) {
+    R.fail("the snapshot lists " + std::to_string(NumWatches) + " write watches");
+    return;
+  }
+  std::vector<WatchRange> NewWatches;
+  for (uint64_t I = 0; I < NumWatches && R.ok(); ++I) {
+    WatchRange W{};
+    R.all(W.Base, W.Size, W.Refs);
+    NewWatches.push_back(W);
+  }
+  // Every page in address order: the snapshot's, or zero. The runs of pages the
+  // snapshot does not hold become zero-fill-on-demand again (MADV_DONTNEED on the
+  // private anonymous mapping), without reading them.
+  uint64_t Next = R.u64();
+  auto Blocks = {std::pair{Low, LowSize}, std::pair{High, HighSize}};
+  uint64_t Base = 0;
+  for (auto [Ptr, BlockSize] : Blocks) {
+    uint64_t Off = 0;
+    while (Ptr && Off < BlockSize && R.ok()) {
+      const uint64_t Pfn = (Base + Off) >> 12;
+      if (Next != ~uint64_t(0) && Next < Pfn) {
+        R.fail("the snapshot's memory pages are out of order or outside RAM");
+        return;
+      }
+      if (Next == Pfn) {
+        R.bytes(Ptr + Off, kPageSize);
+        Next = R.u64();
+        Off += kPageSize;
+        continue;
+      }
+      const uint64_t RunEnd = Next == ~uint64_t(0) || Next >= (Base + BlockSize) >> 12
+                                  ? BlockSize
+                                  : (Next << 12) - Base;
+      if (::madvise(Ptr + Off, RunEnd - Off, MADV_DONTNEED) != 0)
+        std::memset(Ptr + Off, 0, RunEnd - Off);
+      Off = RunEnd;
+    }
+    Base = kHighRamBase;
+  }
+  if (R.ok() && Next != ~uint64_t(0)) {
+    R.fail("the snapshot holds a memory page outside RAM");
+    return;
+  }
+  if (!R.ok())
+    return;
+  A20Mask = Mask;
+  Watches = std::move(NewWatches);
+  for (uint64_t Pfn = 0; CodePages && Pfn < NumPfns; ++Pfn)
+    if (CodeLines[Pfn]) {
+      CodeLines[Pfn] = 0;
+      --CodePages;
+    }
+  for (uint64_t Pfn = R.u64(); R.ok() && Pfn != ~uint64_t(0); Pfn = R.u64()) {
+    const uint64_t Lines = R.u64();
+    if (Pfn >= NumPfns) {
+      R.fail("the snapshot marks code outside RAM");
+      return;
+    }
+    CodePages += CodeLines[Pfn] == 0 && Lines;
+    CodeLines[Pfn] = Lines;
+  }
+}
+
+} // namespace vmxsim

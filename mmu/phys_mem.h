@@ -11,6 +11,7 @@
 // chipset write-protects the shadowed BIOS ROM.
 #pragma once
 #include "mmu/address.h"
+#include "state/snapshot_io.h"
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -224,6 +225,18 @@ public:
   uint64_t a20Mask() const { return A20Mask; }
   bool a20Enabled() const { return A20Mask == ~uint64_t(0); }
   void setA20(bool Enabled) { A20Mask = Enabled ? ~uint64_t(0) : ~(uint64_t(1) << 20); }
+
+  // --- Snapshot (harness/snapshot.h) ---
+  //
+  // RAM is saved page by page, only the pages that are not all zero (each behind its
+  // frame number): a page the guest never wrote reads as zero and costs nothing, so a
+  // snapshot holds what the loaders and the guest put there. The A20 mask and the write
+  // watches and the lines that hold decoded code (CodeLines) are saved too. load()
+  // makes RAM equal to the snapshot (pages it does not hold are zeroed); every
+  // processor's decoded blocks must be flushed with it (Cpu::load does). The MMIO and read-only
+  // regions are the machine's configuration and are not saved.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
 private:
   struct Region {

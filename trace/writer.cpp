@@ -82,6 +82,7 @@ uint64_t TraceWriter::lostRecords(unsigned Cpu) const {
 }
 
 void TraceWriter::emit(const void *Data, size_t Bytes) {
+  Written += Bytes;
   if (Ok && !Out.write(Data, Bytes))
     Ok = false;
 }
@@ -162,6 +163,39 @@ bool TraceWriter::makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc) {
     B.LostPending = 0;
   }
   return true;
+}
+
+void TraceWriter::save(SnapshotWriter &W) const {
+  W.all(NumCpus, CapWords, Written);
+  for (unsigned I = 0; I < NumCpus; ++I) {
+    const CpuBuffer &B = Cpus[I];
+    W.all(B.Used, B.LastTsc, B.Lost, B.LostPending, B.FirstLostTsc, B.Who);
+    W.bytes(B.Words.get(), size_t(B.Used) * 4);
+  }
+}
+
+void TraceWriter::load(SnapshotReader &R) {
+  unsigned N = 0;
+  uint32_t Cap = 0;
+  uint64_t Bytes = 0;
+  R.all(N, Cap, Bytes);
+  if (R.ok() && (N != NumCpus || Cap != CapWords)) {
+    R.fail("the snapshot's trace writer has " + std::to_string(N) + " CPUs of " +
+           std::to_string(Cap) + " words, this one " + std::to_string(NumCpus) + " of " +
+           std::to_string(CapWords));
+    return;
+  }
+  for (unsigned I = 0; I < NumCpus && R.ok(); ++I) {
+    CpuBuffer &B = Cpus[I];
+    R.all(B.Used, B.LastTsc, B.Lost, B.LostPending, B.FirstLostTsc, B.Who);
+    if (B.Used > CapWords) {
+      R.fail("a trace buffer holds more than it can");
+      B.Used = 0;
+      return;
+    }
+    R.bytes(B.Words.get(), size_t(B.Used) * 4);
+  }
+  Written = Bytes;
 }
 
 } // namespace vmxsim::trace

@@ -3,6 +3,7 @@
 // ascending CPU order, exactly as Xen's xentrace daemon lays them out. Recording a
 // record never allocates (STYLE 2.4).
 #pragma once
+#include "state/snapshot_io.h"
 #include "trace/xentrace.h"
 
 #include <cstdint>
@@ -110,6 +111,15 @@ public:
   uint64_t lostRecords(unsigned Cpu) const;
   /// False once the output failed (later records are still accepted and discarded).
   bool ok() const { return Ok; }
+  /// Bytes handed to the output so far (in a restored writer: since the start of the
+  /// run the snapshot was taken in).
+  uint64_t bytesWritten() const { return Written; }
+
+  /// Snapshot (harness/snapshot.h): every CPU's buffered records and counters and the
+  /// bytes written so far, so that a restored writer emits exactly the rest of the file.
+  /// load() fails (R's error) when the CPU count or buffer size differs.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
 private:
   struct CpuBuffer {
@@ -144,6 +154,7 @@ private:
   uint32_t CapWords;
   FullPolicy Policy;
   bool Ok = true;
+  uint64_t Written = 0;
   std::unique_ptr<CpuBuffer[]> Cpus;
 };
 

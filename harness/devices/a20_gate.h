@@ -11,6 +11,7 @@
 // with the new state whenever the combined gate changes, and must set the mask and flush
 // every CPU's translations and decoded blocks (the rule in cpu/mmu.h); the machine does.
 #pragma once
+#include "state/snapshot_io.h"
 #include <functional>
 
 namespace vmxsim {
@@ -31,6 +32,16 @@ public:
 
 private:
   bool Port92 = true, Keyboard = false;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Port92, S.Keyboard); // PhysMem saves the mask these make
+  }
 };
 
 } // namespace vmxsim

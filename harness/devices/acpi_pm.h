@@ -35,6 +35,7 @@
 // and Xen use the timer as a free-running counter and never enable it). No GPE blocks.
 #pragma once
 #include "harness/devices/stop_latch.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,16 @@ private:
   uint64_t TmrClearedAt = 0; ///< PM timer ticks when TMR_STS was last cleared
   uint16_t En = 0;
   uint16_t Cnt = kSciEn;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Sts, S.TmrClearedAt, S.En, S.Cnt);
+  }
 };
 
 } // namespace vmxsim

@@ -14,6 +14,7 @@
 // accepts only 16-bit selector accesses); reading the selector port returns 0.
 #pragma once
 #include "mmu/io_bus.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <map>
@@ -37,6 +38,11 @@ private:
   std::map<uint16_t, std::vector<uint8_t>> Items;
   uint16_t Selector = 0;
   uint32_t Offset = 0;
+
+public:
+  /// Snapshot: the selection (the items are the machine's configuration).
+  void save(SnapshotWriter &W) const { W.all(Selector, Offset); }
+  void load(SnapshotReader &R) { R.all(Selector, Offset); }
 };
 
 } // namespace vmxsim

@@ -48,6 +48,7 @@
 #pragma once
 #include "harness/timer_event.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -120,6 +121,18 @@ private:
   uint64_t Config = 0, Status = 0;
   uint64_t CounterBase = 0, RefCycle = 0; ///< counter = CounterBase + (T - RefCycle) / 10
   Timer T[kTimers];
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Config, S.Status, S.CounterBase, S.RefCycle);
+    for (auto &T : S.T)
+      A.all(T.Config, T.Comparator, T.Period, T.Match, T.Line);
+  }
 };
 
 } // namespace vmxsim

@@ -36,6 +36,7 @@
 #pragma once
 #include "harness/devices/a20_gate.h"
 #include "harness/devices/stop_latch.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -73,6 +74,17 @@ private:
   uint8_t OutBuf = 0;
   bool Full = false, FromAux = false, TimedOut = false, LastWasCommand = false;
   uint8_t Pending = 0; ///< the command waiting for its data byte, or 0
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Ram, S.OutPort, S.OutBuf, S.Full, S.FromAux, S.TimedOut, S.LastWasCommand,
+          S.Pending);
+  }
 };
 
 } // namespace vmxsim

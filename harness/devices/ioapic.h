@@ -29,6 +29,7 @@
 #pragma once
 #include "harness/devices/local_apic.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -78,6 +79,16 @@ private:
   void service(unsigned Pin);
   void send(unsigned Pin);
   ApicBus &Bus;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Sel, S.IdReg, S.Redir, S.PinLevel);
+  }
 };
 
 } // namespace vmxsim

@@ -56,6 +56,7 @@
 #include "cpu/cpu.h"
 #include "harness/timer_event.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <vector>
@@ -167,6 +168,19 @@ private:
   bool TimerArmed = false;
   uint64_t TimerStart = 0, TimerPeriod = 0;
   uint64_t TscDeadline = 0; ///< IA32_TSC_DEADLINE (TSC units); 0 = disarmed
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.InitPending, S.SipiPending, S.SipiVector, S.TprReg, S.LdrReg, S.DfrReg,
+          S.SvrReg, S.Isr, S.Tmr, S.Irr, S.EsrReg, S.EsrPending, S.IcrLoReg, S.IcrHiReg,
+          S.Lvt, S.LvtCmciReg, S.Initial, S.DivideReg, S.TimerArmed, S.TimerStart,
+          S.TimerPeriod, S.TscDeadline);
+  }
 };
 
 /// Connects the local APICs: IPI routing, and the machine-wide MMIO page that shows each

@@ -26,6 +26,7 @@
 // (ResetControl, harness/devices/system_ports.h, registered over it).
 #pragma once
 #include "mmu/io_bus.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 
@@ -126,6 +127,18 @@ private:
 
   uint32_t Address = 0;
   Function Funcs[2];
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Address);
+    for (auto &F : S.Funcs)
+      A.all(F.Cfg); // WriteMask is the chip's, set by the constructor
+  }
 };
 
 } // namespace vmxsim

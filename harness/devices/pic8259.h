@@ -8,6 +8,7 @@
 #pragma once
 #include "cpu/cpu.h"
 #include "harness/devices/byte_ports.h"
+#include "state/snapshot_io.h"
 
 namespace vmxsim {
 
@@ -44,6 +45,18 @@ private:
   int highestInService() const;
   void eoi(int Irq, bool Rotate);
   bool IsMaster;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Irr, S.Isr, S.Imr, S.VectorBase, S.Icw3, S.LowestPriority, S.AutoEoi,
+          S.RotateOnAutoEoi, S.SpecialMask, S.ReadIsr, S.Poll, S.LineLevel, S.InitStep,
+          S.Single, S.NeedIcw4);
+  }
 };
 
 /// The master/slave pair, as the CPU's interrupt controller.

@@ -52,6 +52,7 @@
 #pragma once
 #include "harness/devices/byte_ports.h"
 #include "harness/timer_event.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -128,6 +129,19 @@ private:
   void writeControl(uint8_t V);
   void writeRegister(uint16_t Offset, uint8_t V);
   void readBack(uint8_t V);
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    for (auto &C : S.Ch)
+      A.all(C.Mode, C.ControlBits, C.Access, C.Bcd, C.Count, C.Gate, C.Loaded, C.Triggered,
+            C.NullCount, C.Ref, C.TicksAtRef, C.NextEdge, C.WriteHigh, C.ReadHigh, C.LowByte,
+            C.Latched, C.LatchValue, C.LatchHigh, C.StatusLatched, C.StatusValue);
+  }
 };
 
 } // namespace vmxsim

@@ -45,6 +45,7 @@
 #pragma once
 #include "harness/timer_event.h"
 #include "mmu/io_bus.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -138,6 +139,23 @@ private:
   uint64_t RefCycle = 0, FirstUpdate = kCyclesPerSecond, DivBase = 0;
   int64_t DowOffset = 0; ///< day of week = (days since 1970 + 4 + DowOffset) mod 7 + 1
   uint64_t Evaluated = 0; ///< flags in C account for every event up to this cycle
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) {
+    snapshotFields(R, *this);
+    if (Index >= kBytes) {
+      R.fail("the snapshot's RTC index register is out of range");
+      Index = 0;
+    }
+  }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Ram, S.Index, S.NmiMask, S.IrqLevel, S.TimeAtRef, S.RefCycle, S.FirstUpdate,
+          S.DivBase, S.DowOffset, S.Evaluated);
+  }
 };
 
 } // namespace vmxsim

@@ -3,6 +3,7 @@
 // hvm/lib/exit.c does, to run on both) ends with the isa-debug-exit status.
 #pragma once
 #include "mmu/io_bus.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 
@@ -49,6 +50,10 @@ public:
     Missing = nullptr;
     Io.clearStop();
   }
+
+  /// Snapshot: the cause and value (the bus's own flags are IoBus's).
+  void save(SnapshotWriter &W) const { W.all(Cause, Val); }
+  void load(SnapshotReader &R) { R.all(Cause, Val); }
 
 private:
   IoBus &Io;

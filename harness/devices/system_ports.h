@@ -24,6 +24,7 @@
 #include "harness/devices/a20_gate.h"
 #include "harness/devices/pit8254.h"
 #include "harness/devices/stop_latch.h"
+#include "state/snapshot_io.h"
 
 namespace vmxsim {
 
@@ -49,6 +50,16 @@ private:
   StopLatch &Latch;
   A20Gate &Gate;
   uint8_t Value = 0x02;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Value);
+  }
 };
 
 class SystemControlB : public PortDevice {
@@ -68,6 +79,16 @@ public:
 private:
   Pit8254 &Pit;
   uint8_t Value = 0, Refresh = 0;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Value, S.Refresh);
+  }
 };
 
 class ResetControl : public PortDevice {
@@ -86,6 +107,16 @@ public:
 private:
   StopLatch &Latch;
   uint8_t Value = 0;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Value);
+  }
 };
 
 class PostCodePort : public PortDevice {
@@ -97,6 +128,16 @@ public:
 
 private:
   uint8_t Last = 0;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Last);
+  }
 };
 
 class PowerOffPort : public PortDevice {
@@ -117,6 +158,16 @@ public:
 private:
   StopLatch &Latch;
   unsigned Matched = 0;
+public:
+  /// Snapshot (harness/snapshot.h): every field of the device's state; the wiring
+  /// (callbacks, the bus, the sinks) is the machine's and is not saved.
+  void save(SnapshotWriter &W) const { snapshotFields(W, *this); }
+  void load(SnapshotReader &R) { snapshotFields(R, *this); }
+
+private:
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Matched);
+  }
 };
 
 } // namespace vmxsim

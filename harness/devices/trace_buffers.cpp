@@ -135,4 +135,42 @@ void TraceBufferDrain::drainAll() {
   Writer.flush();
 }
 
+void TraceBufferDrain::save(SnapshotWriter &W) const {
+  W.u64(Rings.size());
+  for (const Ring &G : Rings)
+    W.all(G.Addr, G.Size, G.Format);
+  W.u64(Problems.size());
+  for (const std::string &P : Problems)
+    W.str(P);
+  W.all(Drained, WroteAny, FileFormat);
+}
+
+void TraceBufferDrain::load(SnapshotReader &R) {
+  const uint64_t N = R.u64();
+  if (R.ok() && N != Rings.size()) {
+    R.fail("the snapshot's trace drain lists " + std::to_string(N) + " rings");
+    return;
+  }
+  Rings.assign(N, Ring{});
+  for (Ring &G : Rings) {
+    R.all(G.Addr, G.Size, G.Format);
+    if (G.Size > XT_TBUF_MAX_SIZE) {
+      R.fail("the snapshot's trace drain has a ring of " + std::to_string(G.Size) + " bytes");
+      G = Ring{};
+      return;
+    }
+    if (Scratch.size() < G.Size) // the copy buffer registerRing would have sized
+      Scratch.resize(G.Size);
+  }
+  const uint64_t P = R.u64();
+  if (R.ok() && P > 1024) {
+    R.fail("the snapshot's trace drain lists " + std::to_string(P) + " problems");
+    return;
+  }
+  Problems.assign(P, {});
+  for (std::string &S : Problems)
+    R.str(S);
+  R.all(Drained, WroteAny, FileFormat);
+}
+
 } // namespace vmxsim

@@ -20,6 +20,7 @@
 #pragma once
 #include "mmu/io_bus.h"
 #include "mmu/phys_mem.h"
+#include "state/snapshot_io.h"
 #include "trace/tbuf.h"
 
 #include <cstdint>
@@ -56,6 +57,10 @@ public:
   uint64_t bytesDrained() const { return Drained; }
   /// One line per ring given up ("trace buffer at 0x...: ...").
   const std::vector<std::string> &problems() const { return Problems; }
+  /// Snapshot: the registered rings, the file's flavour and what was drained (the
+  /// records are in guest memory; the writer saves its own state).
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
 
 private:
   struct Ring {

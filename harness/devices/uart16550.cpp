@@ -365,3 +365,28 @@ void Uart16550::writeRegister(uint16_t Offset, uint8_t Value) {
 }
 
 } // namespace vmxsim
+
+namespace vmxsim {
+
+void Uart16550::save(SnapshotWriter &W) const {
+  snapshotFields(W, *this);
+  W.io(bool(In));
+  if (In)
+    In->save(W);
+}
+
+void Uart16550::load(SnapshotReader &R) {
+  snapshotFields(R, *this);
+  bool HasInput = false;
+  R.io(HasInput);
+  if (HasInput) {
+    In = SerialInput::fromBytes({});
+    In->load(R);
+  } else {
+    In.reset();
+  }
+  if (RxCount > kFifoBytes || RxHead >= kFifoBytes)
+    R.fail("UART receiver state out of range");
+}
+
+} // namespace vmxsim

@@ -69,6 +69,7 @@
 #include "harness/error.h"
 #include "harness/output.h"
 #include "harness/timer_event.h"
+#include "state/snapshot_io.h"
 
 #include <cstdint>
 #include <functional>
@@ -95,6 +96,14 @@ public:
   Poll next(uint8_t &B);
   /// No byte will ever come.
   bool ended() const;
+  /// Reads the host's standard input (not deterministic: cannot be snapshotted).
+  bool interactive() const { return Stdin; }
+  /// Snapshot: the bytes not sent yet (a restored machine needs no file).
+  void save(SnapshotWriter &W) const { W.blob(Bytes.data() + Pos, Bytes.size() - Pos); }
+  void load(SnapshotReader &R) {
+    R.blob(Bytes, kMaxFileBytes);
+    Pos = 0;
+  }
 
 private:
   std::vector<uint8_t> Bytes;
@@ -145,6 +154,14 @@ public:
   void advanceTo(uint64_t Now) override;
   bool canWake() const override;
 
+  /// The terminal on the serial input, or null.
+  const SerialInput *input() const { return In.get(); }
+  /// Snapshot (harness/snapshot.h): the registers, the receiver with its timing and the
+  /// input's unsent bytes (a file's; an interactive input cannot be saved: the machine
+  /// refuses). load() replaces the input with the saved bytes when there were any.
+  void save(SnapshotWriter &W) const;
+  void load(SnapshotReader &R);
+
 protected:
   uint8_t readByte(uint16_t Offset) override;
   void writeByte(uint16_t Offset, uint8_t Value) override;
@@ -186,6 +203,12 @@ private:
   uint64_t Evaluated = 0;     ///< receiver events are accounted for up to this cycle
   uint64_t LastRxActivity = 0; ///< last byte received or RBR read (the timeout's start)
   uint64_t NextArrival = kNoTimerEvent; ///< when the byte on the wire arrives
+
+  template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
+    A.all(S.Rx, S.RxHead, S.RxCount, S.LastRbr, S.Divisor, S.IerV, S.LcrV, S.McrV, S.ScrV,
+          S.FcrV, S.MsrDelta, S.FifoEnabled, S.Overrun, S.ThrePending, S.TimeoutPending,
+          S.IrqLevel, S.Evaluated, S.LastRxActivity, S.NextArrival);
+  }
 };
 
 } // namespace vmxsim

@@ -370,6 +370,10 @@ TEST(CommandLine, BadGdbAddressIsOneLineAndStatus2) {
   CmdResult R = runVmxsim("run --gdb-wait /nonexistent/x.elf");
   EXPECT_EQ(R.Status, 2);
   EXPECT_EQ(R.Err, "vmxsim: error: --gdb-wait needs --gdb [HOST]:PORT\n");
+  R = runVmxsim("run --gdb :0 --snapshot-every 1000 /nonexistent/x.elf");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: --snapshot-at and --snapshot-every do not combine with "
+                   "--gdb: under gdb, 'monitor snapshot save FILE' takes one\n");
   // An address of no interface of this host (TEST-NET-1): the listen fails, one line.
   R = runVmxsim(std::string("run --gdb 192.0.2.1:1 ") + VMXSIM_IMAGE_DIR + "/vmx_e2e.elf");
   EXPECT_EQ(R.Status, 2);

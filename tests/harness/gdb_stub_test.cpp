@@ -351,8 +351,8 @@ TEST(GdbStub, GarbageGetsExactReplies) {
   EXPECT_EQ(monitorText(S, "trace 99999999999"), "usage: monitor trace N (N >= 1)\n");
   EXPECT_EQ(monitorText(S, "vmcs"), "CPU 0 has no current VMCS\n");
   EXPECT_EQ(monitorText(S, "snapshot take a"),
-            "snapshots are not available in this build (the machine has no snapshot API "
-            "yet)\n");
+            "usage: monitor snapshot save FILE | monitor snapshot restore FILE\n");
+  EXPECT_EQ(monitorText(S, "snapshot restore /nonexistent/x.snap").rfind("snapshot: ", 0), 0u);
   EXPECT_EQ(T.M->cpu(0).Retired, Retired);
 }
 
@@ -588,4 +588,31 @@ TEST(GdbStub, ARunThatEndsUnderTheStubAnswersW) {
   EXPECT_EQ(Under.Result.Reason, S.runEnd()->Reason);
   EXPECT_EQ(Under.Result.Retired, S.runEnd()->Retired);
   expectSameRun(Plain.finish(), Under, 100);
+}
+
+// monitor snapshot save / restore: after a restore the machine is where it was saved, and
+// running on from there meets the same exit at the same place.
+TEST(GdbStub, MonitorSnapshotSavesAndRestoresTheMachine) {
+  Traced T("hv.elf", "scenario=mixed", 2, "snapshot");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  GdbStub S(M);
+  S.attached(0);
+  monitorText(S, "exit CPUID");
+  const uint64_t Rip0 = M.cpu(0).S.Rip, Retired0 = M.cpu(0).Retired, Cycles0 = M.cpu(0).Cycles;
+  const std::string Path = ::testing::TempDir() + "gdbstub-monitor.snap";
+  EXPECT_EQ(monitorText(S, "snapshot save " + Path), "snapshot saved to " + Path + "\n");
+  const std::string Next = monitorText(S, "exit");
+  const uint64_t RipNext = M.cpu(0).S.Rip, RetiredNext = M.cpu(0).Retired;
+  ASSERT_NE(M.cpu(0).Retired + M.cpu(1).Retired, 0u);
+  EXPECT_EQ(monitorText(S, "snapshot restore " + Path),
+            fmt::format("machine restored from {}: CPU 0 at RIP={:#x} ({} instructions "
+                        "retired); `maint flush register-cache` shows its registers in gdb\n",
+                        Path, Rip0, Retired0));
+  EXPECT_EQ(M.cpu(0).Cycles, Cycles0);
+  EXPECT_EQ(regValue(S, kRip), Rip0);
+  EXPECT_EQ(monitorText(S, "exit"), Next);
+  EXPECT_EQ(M.cpu(0).S.Rip, RipNext);
+  EXPECT_EQ(M.cpu(0).Retired, RetiredNext);
+  std::remove(Path.c_str());
 }

@@ -27,4 +27,18 @@ inline std::string guestCache() {
   return {};
 }
 
+/// The guest cache's Debian kernel and busybox initramfs (scripts/fetch-guests.sh), or
+/// empty strings when the cache lacks them.
+struct DebianLinuxKit {
+  std::string Kernel, Initrd;
+  explicit operator bool() const { return !Kernel.empty(); }
+};
+inline DebianLinuxKit debianLinuxKit() {
+  const std::string Cache = guestCache();
+  const std::string Kernel = Cache + "/vmlinuz", Initrd = Cache + "/initramfs.cpio.gz";
+  if (Cache.empty() || !std::ifstream(Kernel) || !std::ifstream(Initrd))
+    return {};
+  return {Kernel, Initrd};
+}
+
 } // namespace vmxsim::test
