@@ -599,20 +599,36 @@ TEST(GdbStub, MonitorSnapshotSavesAndRestoresTheMachine) {
   GdbStub S(M);
   S.attached(0);
   monitorText(S, "exit CPUID");
-  const uint64_t Rip0 = M.cpu(0).S.Rip, Retired0 = M.cpu(0).Retired, Cycles0 = M.cpu(0).Cycles;
+  // The stop selected the CPU that exited (qC names its thread, CPU + 1).
+  const std::string Qc = one(S, "qC");
+  ASSERT_EQ(Qc.size(), 4u);
+  const unsigned Sel = unsigned(Qc[3] - '1');
+  ASSERT_LT(Sel, 2u);
+  uint64_t Rip[2], Retired[2], Cycles[2];
+  for (unsigned C = 0; C < 2; ++C)
+    Rip[C] = M.cpu(C).S.Rip, Retired[C] = M.cpu(C).Retired, Cycles[C] = M.cpu(C).Cycles;
   const std::string Path = ::testing::TempDir() + "gdbstub-monitor.snap";
   EXPECT_EQ(monitorText(S, "snapshot save " + Path), "snapshot saved to " + Path + "\n");
   const std::string Next = monitorText(S, "exit");
-  const uint64_t RipNext = M.cpu(0).S.Rip, RetiredNext = M.cpu(0).Retired;
-  ASSERT_NE(M.cpu(0).Retired + M.cpu(1).Retired, 0u);
+  uint64_t RipNext[2], RetiredNext[2];
+  for (unsigned C = 0; C < 2; ++C)
+    RipNext[C] = M.cpu(C).S.Rip, RetiredNext[C] = M.cpu(C).Retired;
+  ASSERT_NE(RetiredNext[0] + RetiredNext[1], Retired[0] + Retired[1]);
   EXPECT_EQ(monitorText(S, "snapshot restore " + Path),
-            fmt::format("machine restored from {}: CPU 0 at RIP={:#x} ({} instructions "
+            fmt::format("machine restored from {}: CPU {} at RIP={:#x} ({} instructions "
                         "retired); `maint flush register-cache` shows its registers in gdb\n",
-                        Path, Rip0, Retired0));
-  EXPECT_EQ(M.cpu(0).Cycles, Cycles0);
-  EXPECT_EQ(regValue(S, kRip), Rip0);
+                        Path, Sel, Rip[Sel], Retired[Sel]));
+  for (unsigned C = 0; C < 2; ++C) {
+    EXPECT_EQ(M.cpu(C).S.Rip, Rip[C]);
+    EXPECT_EQ(M.cpu(C).Retired, Retired[C]);
+    EXPECT_EQ(M.cpu(C).Cycles, Cycles[C]);
+  }
+  EXPECT_EQ(regValue(S, kRip), Rip[Sel]);
+  // Running on from the restored machine meets the same next exit at the same place.
   EXPECT_EQ(monitorText(S, "exit"), Next);
-  EXPECT_EQ(M.cpu(0).S.Rip, RipNext);
-  EXPECT_EQ(M.cpu(0).Retired, RetiredNext);
+  for (unsigned C = 0; C < 2; ++C) {
+    EXPECT_EQ(M.cpu(C).S.Rip, RipNext[C]);
+    EXPECT_EQ(M.cpu(C).Retired, RetiredNext[C]);
+  }
   std::remove(Path.c_str());
 }

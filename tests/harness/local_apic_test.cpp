@@ -224,7 +224,11 @@ TEST(Apic, CounterOverflowPmiArrivesAfterTheOverflowingInstructionAndMasksTheEnt
   }
 }
 
-TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
+namespace {
+/// One CPU in long mode with IF = 1 running four NOPs and a HLT at 0x100000, the APIC
+/// software-enabled with Lvt as its performance-counter entry, and fixed counter 0
+/// (instructions retired, OS and user, PMI on) one instruction from overflowing.
+std::unique_ptr<Machine> overflowAfterOneNop(uint32_t Lvt) {
   auto M = machine(1);
   Cpu &C = M->cpu(0);
   PhysMem &Mem = M->mem();
@@ -235,10 +239,17 @@ TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
   C.S.Rip = 0x100000;
   C.S.Rflags |= rflags::IF;
   wr(*M, 0, 0xf0, 0x1ff);
-  wr(*M, 0, 0x340, 0x10050); // masked
-  ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask), Status::Ok);
-  ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok);
-  ASSERT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+  wr(*M, 0, 0x340, Lvt);
+  EXPECT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask), Status::Ok);
+  EXPECT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok);
+  EXPECT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+  return M;
+}
+} // namespace
+
+TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
+  auto M = overflowAfterOneNop(0x10050); // masked
+  Cpu &C = M->cpu(0);
   EXPECT_EQ(C.run(100), StopReason::Halted);
   EXPECT_EQ(C.S.Rip, 0x100005u); // no interrupt: the code ran to its HLT
   EXPECT_EQ(rd(*M, 0, 0x200 + 0x20), 0u);
@@ -265,20 +276,7 @@ TEST(Apic, CounterOverflowThroughAnUnsupportedDeliveryModeStopsTheRun) {
       {0x200, "an SMI delivered to the local APIC (SMM)"},
   };
   for (const Case &K : Cases) {
-    auto M = machine(1);
-    Cpu &C = M->cpu(0);
-    PhysMem &Mem = M->mem();
-    test::writeFlatGdt(Mem);
-    test::setupLongMode(C, Mem);
-    const std::vector<uint8_t> Code = {0x90, 0x90, 0x90, 0x90, 0xf4};
-    Mem.copyIn(Hpa(0x100000), Code.data(), Code.size());
-    C.S.Rip = 0x100000;
-    C.S.Rflags |= rflags::IF;
-    wr(*M, 0, 0xf0, 0x1ff);
-    wr(*M, 0, 0x340, K.Lvt);
-    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR0, perfmon::kCounterMask), Status::Ok);
-    ASSERT_EQ(writeMsr(C, msr::IA32_FIXED_CTR_CTRL, 0xb), Status::Ok);
-    ASSERT_EQ(writeMsr(C, msr::IA32_PERF_GLOBAL_CTRL, uint64_t(1) << 32), Status::Ok);
+    auto M = overflowAfterOneNop(K.Lvt);
     const RunResult R = M->run();
     EXPECT_EQ(R.Reason, RunReason::Unimplemented) << std::hex << K.Lvt;
     EXPECT_EQ(R.ExitStatus, 10) << std::hex << K.Lvt;
