@@ -33,9 +33,9 @@ build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVMXSIM_SANITIZE=ON -DVMXSIM
 echo "== tests under ASan + UBSan"
 # The boots of Debian's Linux, alone, as Xen's dom0 (with or without the Xen kit's
 # domU) or running KVM (billions of guest instructions: a minute or more each in the
-# optimised build, ten times that under the sanitizers), run in the optimised build
-# only; under the sanitizers Xen's short no-dom0 boot and the loader tests exercise the
+# optimised build, ten times that under the sanitizers), and the snapshot of a Linux boot,
+# run in the optimised build only; under the sanitizers Xen's short no-dom0 boot and the loader tests exercise the
 # same loaders and devices.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900 \
-  -E '^LinuxBoot\.|^XenBoot\.XenBootsLinux|^LinuxKvm\.|^XenKit\.'
+  -E '^LinuxBoot\.|^LinuxBootSnapshot\.|^XenBoot\.XenBootsLinux|^LinuxKvm\.|^XenKit\.'
