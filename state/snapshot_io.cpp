@@ -90,7 +90,9 @@ std::vector<uint8_t> SnapshotWriter::finish() {
 bool SnapshotReader::open(std::vector<uint8_t> File, std::string &Why) {
   Data = std::move(File);
   if (Data.size() < 8 || std::memcmp(Data.data(), kSnapshotMagic, 8) != 0) {
-    Why = Data.size() < 8 && std::memcmp(Data.data(), kSnapshotMagic, Data.size()) == 0
+    // (an empty file is a truncated snapshot too; memcmp is not given its null data)
+    Why = Data.size() < 8 &&
+                  (Data.empty() || std::memcmp(Data.data(), kSnapshotMagic, Data.size()) == 0)
               ? "truncated snapshot (" + std::to_string(Data.size()) + " bytes, no header)"
               : "not a vmxsim snapshot (wrong magic)";
     return false;
@@ -180,7 +182,8 @@ bool SnapshotReader::raw(void *P, size_t N) {
     std::memset(P, 0, N);
     return false;
   }
-  std::memcpy(P, Data.data() + Pos, N);
+  if (N)
+    std::memcpy(P, Data.data() + Pos, N);
   Pos += N;
   return true;
 }

@@ -126,9 +126,13 @@ struct VmcsData {
       Written[I / 64] |= uint64_t(1) << (I % 64);
     }
   }
+  /// Marks every field, and no bit past the last one (the memo indexes per-field tables
+  /// with the marked bits).
   void markAllWritten() {
-    for (uint64_t &W : Written)
-      W = ~uint64_t(0);
+    for (unsigned W = 0; W < kWrittenWords; ++W) {
+      const unsigned Bits = kNumVmcsFields - 64 * W;
+      Written[W] = Bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << Bits) - 1;
+    }
   }
   static uint64_t truncateToWidth(VmcsField F, uint64_t V) {
     switch (fieldInfo(F).Width) {
