@@ -4,7 +4,7 @@
 // to a file and restored into a fresh machine. Skipped without the cache. The boot to
 // the snapshot point is not timed.
 #include "harness/machine.h"
-#include "tests/support/files.h"
+#include "tests/support/linux_kit_config.h"
 
 #include <benchmark/benchmark.h>
 
@@ -21,16 +21,7 @@ constexpr uint64_t kSnapshotAt = 3'000'000'000;
 
 /// The Linux boot kit as tests/harness/snapshot_test.cpp boots it (COM1 discarded).
 bool linuxConfig(MachineConfig &Cfg) {
-  const test::DebianLinuxKit Kit = test::debianLinuxKit();
-  if (!Kit)
-    return false;
-  Cfg.Kernel = Kit.Kernel;
-  Cfg.Modules = {Kit.Initrd};
-  Cfg.RamBytes = 512ull << 20;
-  Cfg.Append = "console=ttyS0";
-  Cfg.Serial = OutputSpec::discard();
-  Cfg.Debugcon = OutputSpec::discard();
-  return true;
+  return test::debianLinuxBootConfig(Cfg, OutputSpec::discard());
 }
 
 std::string snapshotFile() {

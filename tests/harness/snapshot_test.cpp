@@ -8,6 +8,7 @@
 #include "harness/machine.h"
 #include "state/snapshot_io.h"
 #include "tests/support/files.h"
+#include "tests/support/linux_kit_config.h"
 #include "tests/support/traced_run.h"
 
 #include <gtest/gtest.h>
@@ -439,15 +440,8 @@ namespace {
 /// The cached kernel and initramfs, 512 MiB, "console=ttyS0", COM1 captured; false when
 /// the cache lacks them.
 bool debianLinux(MachineConfig &Cfg) {
-  const vmxsim::test::DebianLinuxKit Kit = vmxsim::test::debianLinuxKit();
-  if (!Kit)
+  if (!vmxsim::test::debianLinuxBootConfig(Cfg, OutputSpec::capture()))
     return false;
-  Cfg.Kernel = Kit.Kernel;
-  Cfg.Modules = {Kit.Initrd};
-  Cfg.RamBytes = 512ull << 20;
-  Cfg.Append = "console=ttyS0";
-  Cfg.Serial = OutputSpec::capture();
-  Cfg.Debugcon = OutputSpec::discard();
   Cfg.MaxInsns = 12'000'000'000;
   return true;
 }
