@@ -70,20 +70,17 @@ void IoApic::service(unsigned Pin) {
 
 void IoApic::send(unsigned Pin) {
   uint64_t &R = Redir[Pin];
-  const auto Mode = LocalApic::Delivery((R >> 8) & 7);
+  // 110b, START-UP in the ICR, is reserved in a redirection entry (82093AA data sheet):
+  // it travels as the other reserved code, 011b, which the local APIC refuses.
+  const unsigned ModeBits = unsigned(R >> 8) & 7;
+  const auto Mode = LocalApic::Delivery(ModeBits == 6 ? 3 : ModeBits);
   const uint8_t Vector = uint8_t(R);
   const bool Logical = R & (1u << 11);
   const bool Level = R & kLevel;
   const uint8_t Dest = uint8_t(R >> 56);
-  switch (Mode) {
-  case LocalApic::Delivery::Fixed:
-  case LocalApic::Delivery::LowestPriority:
-  case LocalApic::Delivery::Nmi:
-  case LocalApic::Delivery::Init:
-    break;
-  default:
-    return; // SMI, ExtINT (see the header), reserved: nothing is sent
-  }
+  // Every mode goes to the local APICs: fixed, lowest priority, NMI, INIT, ExtINT (the
+  // processor's INTA then reads the 8259: virtual-wire mode) and, for the APIC to stop the
+  // run naming it, SMI and the reserved 011b and 110b.
   const bool Fixedish =
       Mode == LocalApic::Delivery::Fixed || Mode == LocalApic::Delivery::LowestPriority;
   // NMI and INIT are edge messages; only fixed/lowest-priority level entries wait for EOI.

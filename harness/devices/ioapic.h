@@ -6,7 +6,8 @@
 // MADT's I/O APIC ID), 0x01 version (0x00170020: 24 entries, version 0x20, read-only),
 // 0x02 arbitration ID (reads the ID, read-only), 0x10 + 2n / 0x11 + 2n the low / high
 // halves of redirection entry n: vector 7:0, delivery mode 10:8 (fixed, lowest priority,
-// NMI, INIT, ExtINT; SMI and the reserved codes send nothing), destination mode 11
+// NMI, INIT, ExtINT; SMI and the reserved codes stop the run with status 10 at the local
+// APIC that receives them, LocalApic::accept), destination mode 11
 // (physical / logical, as the local APIC matches them: ApicBus::matches), delivery status
 // 12 (read-only, always idle: delivery is immediate), polarity 13, remote IRR 14
 // (read-only), trigger mode 15, mask 16; destination 63:56. Entries reset masked. Other
@@ -23,9 +24,12 @@
 // class (ties: lowest APIC ID), as the local APIC's own IPIs do. A target vCPU that is
 // halted has its clock moved to the sender's time (the message arrives now).
 //
-// Not modelled: ExtINT messages (the 8259 reaches the BSP through LINT0 instead; an
-// ExtINT entry sends nothing), the 82093AA's APIC-bus arbitration, and a pin's delivery
-// status "send pending".
+// An ExtINT entry (virtual-wire mode through the I/O APIC) is edge-triggered whatever its
+// trigger bit (the data sheet requires edge for ExtINT): the target's INTA reads the
+// vector from the 8259; a target with no 8259 behind it stops the run (status 10).
+//
+// Not modelled: the 82093AA's APIC-bus arbitration, and a pin's delivery status "send
+// pending".
 #pragma once
 #include "harness/devices/local_apic.h"
 #include "mmu/phys_mem.h"

@@ -36,7 +36,7 @@ void LocalApic::reset() {
   Initial = DivideReg = 0;
   TimerArmed = false;
   TimerStart = TimerPeriod = TscDeadline = 0;
-  InitPending = SipiPending = false;
+  InitPending = SipiPending = ExtIntPending = false;
 }
 
 bool LocalApic::hardwareEnabled() const {
@@ -160,7 +160,20 @@ void LocalApic::accept(Delivery Mode, uint8_t Vector, bool LevelTrigger) {
     unimplemented("an SMI delivered to the local APIC (SMM)");
     break;
   case Delivery::ExtInt:
-    break; // a second ExtINT source besides LINT0 is not modelled
+    // An ExtINT message (an I/O APIC entry in virtual-wire mode): the processor's INTR is
+    // raised and the vector comes from the 8259's INTA, bypassing IRR, ISR and the
+    // priority (82093AA data sheet, Delivery Mode 111; SDM Vol. 3A, "Local Vector
+    // Table", ExtINT). Without an 8259 on this CPU there is no one to answer the INTA.
+    if (!Pic)
+      unimplemented("an ExtINT message to a local APIC with no 8259 behind it");
+    else
+      ExtIntPending = true;
+    break;
+  default:
+    // 011b (and 111b in the ICR, where ExtINT is not a valid mode): reserved encodings
+    // whose effect the SDM does not define.
+    unimplemented("an interrupt message with a reserved delivery mode");
+    break;
   }
 }
 
@@ -220,7 +233,7 @@ bool LocalApic::picRouted() const {
 
 bool LocalApic::intrPending() {
   updateTimer();
-  if (picRouted() && Pic->intrPending())
+  if (ExtIntPending || (picRouted() && Pic->intrPending()))
     return true;
   if (!hardwareEnabled() || !softwareEnabled())
     return false;
@@ -229,6 +242,12 @@ bool LocalApic::intrPending() {
 }
 
 uint8_t LocalApic::acknowledge() {
+  if (ExtIntPending) {
+    // The INTA of an ExtINT message: the 8259 supplies the vector (its spurious IRQ 7 or
+    // 15 if the request went away meanwhile).
+    ExtIntPending = false;
+    return Pic->acknowledge();
+  }
   if (picRouted() && Pic->intrPending())
     return Pic->acknowledge(); // ExtINT: the vector comes from the 8259's INTA
   int V = highest(Irr);
@@ -428,8 +447,14 @@ void LocalApic::sendIpi() {
   case Delivery::Nmi:
   case Delivery::StartUp:
     break;
+  case Delivery::Smi:
+    unimplemented("an SMI sent through the ICR (SMM)");
+    return;
   default:
-    return; // SMI is not modelled; 011b and 111b are reserved: nothing is sent
+    // 011b and 111b: reserved in the ICR (SDM Vol. 3A, "Interrupt Command Register
+    // (ICR)", Delivery Mode); what a processor sends for them is not defined.
+    unimplemented("an IPI with a reserved ICR delivery mode (011b or 111b)");
+    return;
   }
   // Self and all-including-self carry fixed interrupts only.
   if ((Shorthand == 1 || Shorthand == 2) && Mode != Delivery::Fixed)

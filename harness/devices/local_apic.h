@@ -137,6 +137,9 @@ public:
   /// The x2APIC logical ID (SDM Vol. 3A, Logical Destination Mode in x2APIC Mode).
   uint32_t x2apicLdr() const { return (uint32_t(ApicId >> 4) << 16) | (1u << (ApicId & 0xf)); }
   bool InitPending = false, SipiPending = false;
+  /// An ExtINT message (an I/O APIC virtual-wire entry) waits for the processor's INTA,
+  /// whose vector the 8259 supplies.
+  bool ExtIntPending = false;
   uint8_t SipiVector = 0;
 
   Cpu &C;
@@ -176,7 +179,7 @@ public:
 
 private:
   template <class Ar, class Self> static void snapshotFields(Ar &A, Self &S) {
-    A.all(S.InitPending, S.SipiPending, S.SipiVector, S.TprReg, S.LdrReg, S.DfrReg,
+    A.all(S.InitPending, S.SipiPending, S.ExtIntPending, S.SipiVector, S.TprReg, S.LdrReg, S.DfrReg,
           S.SvrReg, S.Isr, S.Tmr, S.Irr, S.EsrReg, S.EsrPending, S.IcrLoReg, S.IcrHiReg,
           S.Lvt, S.LvtCmciReg, S.Initial, S.DivideReg, S.TimerArmed, S.TimerStart,
           S.TimerPeriod, S.TscDeadline);

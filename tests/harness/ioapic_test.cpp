@@ -2,6 +2,7 @@
 // APIC, masking, level-triggered remote IRR and its EOI, bad input, and the MADT entries.
 #include "harness/acpi_tables.h"
 #include "harness/machine.h"
+#include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
 
@@ -165,13 +166,72 @@ TEST(AdvancedProgrammableInterruptController, IoApicLogicalLowestPriorityAndNmi)
   M->ioApic().pulse(8);
   EXPECT_TRUE(M->cpu(2).NmiPending);
   EXPECT_FALSE(M->cpu(1).NmiPending);
-  // ExtINT and reserved delivery modes send nothing.
-  route(*M, 10, (7u << 8) | 0x71, 0);
-  route(*M, 11, (3u << 8) | 0x72, 0);
-  M->ioApic().pulse(10);
-  M->ioApic().pulse(11);
-  EXPECT_FALSE(irrHas(M->localApic(0), 0x71));
-  EXPECT_FALSE(irrHas(M->localApic(0), 0x72));
+}
+
+// 82093AA data sheet, Delivery Mode 111 (ExtINT): the target's INTR is raised and the
+// INTA that follows is answered by the 8259, not by the local APIC's IRR (virtual-wire
+// mode through the I/O APIC).
+TEST(AdvancedProgrammableInterruptController, IoApicExtIntEntryHandsTheInterruptAcknowledgeToThe8259) {
+  auto M = machine(1);
+  ASSERT_TRUE(M);
+  LocalApic &A = M->localApic(0);
+  A.writeReg(LocalApic::Svr, 0x1ff); // software-enabled, LINT0 masked: no LINT0 ExtINT
+  for (auto [Port, V] : std::initializer_list<std::pair<uint16_t, uint8_t>>{
+           {0x20, 0x11}, {0x21, 0x20}, {0x21, 0x04}, {0x21, 0x01}, {0xa0, 0x11},
+           {0xa1, 0x28}, {0xa1, 0x02}, {0xa1, 0x01}, {0x21, 0x00}})
+    M->io().write(Port, 1, V);
+  M->pic().setIrq(5, true);
+  EXPECT_FALSE(A.intrPending()); // the 8259's request does not reach the CPU by itself
+  route(*M, 0, (7u << 8) | 0x99, 0); // ExtINT; the entry's vector is not used
+  M->ioApic().pulse(0);
+  EXPECT_TRUE(A.ExtIntPending);
+  EXPECT_TRUE(A.intrPending());
+  EXPECT_EQ(A.acknowledge(), 0x25u); // master vector base 0x20 + IRQ 5
+  EXPECT_FALSE(A.ExtIntPending);
+  EXPECT_FALSE(irrHas(A, 0x99));
+  EXPECT_FALSE(isrHas(A, 0x99));
+  EXPECT_FALSE(A.intrPending()); // the 8259 has IRQ 5 in service
+}
+
+namespace {
+/// A one-CPU-or-more machine whose CPU 0 runs four NOPs and halts, in long mode.
+void haltAfterNops(Machine &M) {
+  Cpu &C = M.cpu(0);
+  test::writeFlatGdt(M.mem());
+  test::setupLongMode(C, M.mem());
+  const uint8_t Code[] = {0x90, 0x90, 0x90, 0x90, 0xf4};
+  M.mem().copyIn(Hpa(0x100000), Code, sizeof Code);
+  C.S.Rip = 0x100000;
+}
+} // namespace
+
+// SMI needs SMM, which vmxsim lacks; an ExtINT message to a processor with no 8259 has no
+// one to answer its INTA; 011b and 110b are reserved: each stops the run with status 10
+// naming it, never dropped silently.
+TEST(AdvancedProgrammableInterruptController, IoApicMessagesVmxsimDoesNotModelStopTheRun) {
+  struct Case {
+    uint32_t Low;
+    unsigned Dest;
+    const char *What;
+  };
+  const Case Cases[] = {
+      {(2u << 8) | 0x71, 0, "an SMI delivered to the local APIC (SMM)"},
+      {(7u << 8) | 0x71, 1, "an ExtINT message to a local APIC with no 8259 behind it"},
+      {(3u << 8) | 0x72, 0, "an interrupt message with a reserved delivery mode"},
+      {(6u << 8) | 0x72, 0, "an interrupt message with a reserved delivery mode"},
+  };
+  for (const Case &K : Cases) {
+    auto M = machine(2);
+    ASSERT_TRUE(M);
+    haltAfterNops(*M);
+    route(*M, 10, K.Low, uint8_t(K.Dest));
+    M->ioApic().pulse(10);
+    const RunResult R = M->run();
+    EXPECT_EQ(R.Reason, RunReason::Unimplemented) << std::hex << K.Low;
+    EXPECT_EQ(R.ExitStatus, 10) << std::hex << K.Low;
+    EXPECT_EQ(R.What, K.What);
+    EXPECT_FALSE(irrHas(M->localApic(K.Dest), uint8_t(K.Low)));
+  }
 }
 
 TEST(AdvancedProgrammableInterruptController, MadtListsIoApicAndIrqZeroOverride) {

@@ -107,10 +107,9 @@ TEST(Apic, IllegalVectorsSetSendAndReceiveErrors) {
   EXPECT_EQ(rd(*M, 0, 0x200), 0u);    // nothing in IRR
 }
 
-TEST(Apic, ReservedDeliveryModeAndInitDeassertSendNothing) {
+TEST(Apic, InitDeassertAndNmiToSelfSendNothing) {
   auto M = machine(2);
   wr(*M, 0, 0x310, 1u << 24);
-  wr(*M, 0, 0x300, 0x00340);  // delivery mode 011b (reserved)
   wr(*M, 0, 0x300, 0x08500);  // INIT level de-assert
   wr(*M, 0, 0x300, 0x40400);  // NMI with the self shorthand: invalid combination
   LocalApic &B = M->localApic(1);
@@ -256,6 +255,31 @@ TEST(Apic, CounterOverflowWithMaskedLvtEntryRaisesNoInterrupt) {
   uint64_t V = 0;
   ASSERT_EQ(readMsr(C, msr::IA32_PERF_GLOBAL_STATUS, V), Status::Ok);
   EXPECT_EQ(V, uint64_t(1) << 32);
+}
+
+// An IPI with a reserved ICR delivery mode (011b, 111b: SDM Vol. 3A, "Interrupt Command
+// Register (ICR)") has no defined effect, and an SMI needs SMM: each stops the run with
+// status 10 naming it, never dropped silently.
+TEST(Apic, IpiWithReservedDeliveryModeOrSmiStopsTheRun) {
+  struct Case {
+    uint32_t IcrLow;
+    const char *What;
+  };
+  const Case Cases[] = {
+      {0x00340, "an IPI with a reserved ICR delivery mode (011b or 111b)"},
+      {0x00740, "an IPI with a reserved ICR delivery mode (011b or 111b)"},
+      {0x00200, "an SMI sent through the ICR (SMM)"},
+  };
+  for (const Case &K : Cases) {
+    auto M = overflowAfterOneNop(0x10050); // a CPU that runs NOPs and halts; no PMI
+    wr(*M, 0, 0x310, 0);
+    wr(*M, 0, 0x300, K.IcrLow);
+    const RunResult R = M->run();
+    EXPECT_EQ(R.Reason, RunReason::Unimplemented) << std::hex << K.IcrLow;
+    EXPECT_EQ(R.ExitStatus, 10) << std::hex << K.IcrLow;
+    EXPECT_EQ(R.What, K.What);
+    EXPECT_EQ(rd(*M, 0, 0x200 + 0x20), 0u);
+  }
 }
 
 // SDM Vol. 3A, "Local Vector Table": INIT and ExtINT are not supported for the LVT
