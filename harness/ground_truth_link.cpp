@@ -12,8 +12,11 @@ namespace {
 constexpr uint32_t kCrAccessReason = 28;
 } // namespace
 
-void GroundTruthLink::recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg) {
-  for (unsigned Reg = 0; Reg < 4; ++Reg)
+void GroundTruthLink::recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg,
+                                 bool HaveRaxRcxRdx) {
+  // trace/events.def, GT_GPR: RAX, RCX and RDX only where no GT_VMEXIT_REGS or
+  // GT_VMENTRY_REGS holds them.
+  for (unsigned Reg = HaveRaxRcxRdx ? 3 : 0; Reg < 4; ++Reg)
     R.gpr(Cpu, Reg, Gpr[Reg]);
   if (ExtraReg >= 4)
     R.gpr(Cpu, unsigned(ExtraReg), Gpr[ExtraReg]);
@@ -31,8 +34,9 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
     CrGpr.resize(E.Cpu + 1, -1);
   const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
   CrGpr[E.Cpu] = Cr ? int((E.Qualification >> 8) & 15) : -1;
-  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu]);
-  R.activity(E.Cpu, E.ActivityState);
+  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu], trace::exitHasRegs(E.Reason));
+  if (E.ActivityState) // no GT_ACTIVITY means active (trace/events.def)
+    R.activity(E.Cpu, E.ActivityState);
 }
 
 void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
@@ -41,7 +45,8 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
     return;
   if (E.Cpu >= CrGpr.size())
     CrGpr.resize(E.Cpu + 1, -1);
-  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu]);
+  R.entryRegs(E.Cpu, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
+  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu], true);
   CrGpr[E.Cpu] = -1;
 }
 

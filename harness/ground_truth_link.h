@@ -42,7 +42,7 @@ public:
 
 private:
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
-  void recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg);
+  void recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg, bool HaveRaxRcxRdx);
 
   trace::GroundTruthRecorder &R;
   PhysMem *Mem = nullptr; ///< set by watchSlotTable

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -28,9 +29,43 @@ constexpr uint32_t kIoReason = 30, kCrReason = 28, kExceptionReason = 0; // SDM 
 /// or, with it, a store into trace slots, a root-mode RDTSC, a CPU's slots appearing.
 enum class GtKind : uint8_t { Transition, SlotStore, RootTsc, Publish };
 
+/// The ground-truth record an item came from, without the xen-3.0 items a ground truth
+/// never has: what a message prints (record()) and where an item's numbers came from.
+/// Half the size of a TraceRecord: the check queues about fifteen items per exit.
+struct GtRecord {
+  uint64_t Offset = 0, Tsc = 0;
+  uint32_t Event = 0;
+  uint16_t Cpu = 0;
+  uint8_t NumWords = 0;
+  bool HasTsc = false;
+  uint32_t Words[XT_MAX_WORDS] = {};
+
+  GtRecord &operator=(const TraceRecord &R) {
+    Offset = R.Offset;
+    Tsc = R.Tsc;
+    Event = R.Event;
+    Cpu = R.Cpu;
+    NumWords = R.NumWords;
+    HasTsc = R.HasTsc;
+    std::memcpy(Words, R.Words, sizeof Words);
+    return *this;
+  }
+  TraceRecord record() const {
+    TraceRecord R;
+    R.Offset = Offset;
+    R.Tsc = Tsc;
+    R.Event = Event;
+    R.Cpu = Cpu;
+    R.NumWords = NumWords;
+    R.HasTsc = HasTsc;
+    std::memcpy(R.Words, Words, sizeof Words);
+    return R;
+  }
+};
+
 /// A ground-truth item of one CPU.
 struct GtEvent {
-  TraceRecord Rec;
+  GtRecord Rec;
   GtKind Kind = GtKind::Transition;
   bool IsExit = false;
   bool IsFail = false; ///< GT_VMENTRY_FAIL
@@ -39,7 +74,7 @@ struct GtEvent {
   uint32_t IntrInfo = 0, IntrErr = 0; ///< GT_VMEXIT_EVENT (0 without one)
   uint64_t Gpa = 0;                   ///< GT_VMEXIT_ADDR's guest-physical address (0 without)
   uint32_t Activity = 0;              ///< GT_ACTIVITY's state
-  bool HasActivity = false;           ///< a GT_ACTIVITY followed the exit
+  bool HasActivity = false;           ///< a GT_ACTIVITY followed the exit, or slot watching is on (none: active)
   uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY
   /// GT_GPR records that followed it: RAX, RCX, RDX, RBX (registers 0-3) in Gpr[0..3],
   /// any other register (a CR access's) in Gpr[4] with its number in ExtraReg.
@@ -50,7 +85,7 @@ struct GtEvent {
   uint64_t Value = 0;           ///< GT_SLOT_STORE, GT_ROOT_TSC
 };
 
-uint64_t word64(const TraceRecord &R, unsigned I) {
+template <class Record> uint64_t word64(const Record &R, unsigned I) {
   return uint64_t(R.Words[I]) | uint64_t(R.Words[I + 1]) << 32;
 }
 
@@ -126,6 +161,8 @@ public:
   GtEvent &front() { return Items[Head]; }
   GtEvent &operator[](size_t I) { return Items[Head + I]; }
   void push_back(const GtEvent &E) { Items.push_back(E); }
+  /// A new item at the back, built in place (no copy of a whole GtEvent).
+  GtEvent &emplace_back() { return Items.emplace_back(); }
   void pop_front() {
     if (++Head == Items.size()) {
       Items.clear();
@@ -165,7 +202,7 @@ public:
       if (pullAny(E))
         fail(fmt::format("cpu{}: the ground truth has more: {} at offset {:#x} has no "
                          "hypervisor record",
-                         E.Rec.Cpu, formatRecord(E.Rec, 0), E.Rec.Offset));
+                         E.Rec.Cpu, formatRecord(E.Rec.record(), 0), E.Rec.Offset));
       else if (Gt.failed()) {
         fail("ground truth: " + Gt.error().str());
         Res.ReadError = true;
@@ -268,7 +305,9 @@ private:
       }
       // GT_VMEXIT_REGS: RAX, RCX, RDX at the exit (GT_GPR, with slot watching, repeats
       // them): the operands Xen's handler records carry (CPUID leaf, MSR index, OUT data).
-      if (Held[R.Cpu] && R.Event == XT_EV_GtVmExitRegs && R.NumWords >= 6) {
+      // GT_VMENTRY_REGS: the same three at the entry (with slot watching).
+      if (Held[R.Cpu] && (R.Event == XT_EV_GtVmExitRegs || R.Event == XT_EV_GtVmEntryRegs) &&
+          R.NumWords >= 6) {
         GtEvent &H = *Held[R.Cpu];
         for (unsigned I = 0; I < 3; ++I)
           H.Gpr[I] = word64(R, 2 * I);
@@ -297,10 +336,30 @@ private:
         continue;
       }
       bool Queued = flushHeld(R.Cpu);
+      // The items most records are, built where they are queued.
+      if (Strict && R.Event == XT_EV_GtSlotStore && R.NumWords >= 7 &&
+          R.Words[1] < XT_SLOT_LAYOUT_MAX_CPUS && R.Words[2] < kSlots) {
+        GtEvent &E = Pending[R.Cpu].emplace_back();
+        E.Rec = R;
+        E.Kind = GtKind::SlotStore;
+        E.Owner = R.Words[1];
+        E.Slot = R.Words[2];
+        E.Value = word64(R, 3);
+        return true;
+      }
+      if (Strict && R.Event == XT_EV_GtRootTsc && R.NumWords >= 3) {
+        GtEvent &E = Pending[R.Cpu].emplace_back();
+        E.Rec = R;
+        E.Kind = GtKind::RootTsc;
+        E.Value = word64(R, 1);
+        return true;
+      }
       GtEvent E;
       E.Rec = R;
       if (R.Event == XT_EV_GtVmExit && R.NumWords >= 7) {
         E.IsExit = true;
+        // With slot watching, no GT_ACTIVITY after the exit means active (state 0).
+        E.HasActivity = Strict;
         E.Reason = R.Words[1];
         E.Rip = word64(R, 2);
         E.Qual = word64(R, 4);
@@ -316,19 +375,6 @@ private:
       } else if (R.Event == XT_EV_GtSlotLayout && R.NumWords >= 3 &&
                  R.Words[2] == kSlots) {
         Strict = true;
-      } else if (Strict && R.Event == XT_EV_GtSlotStore && R.NumWords >= 7 &&
-                 R.Words[1] < XT_SLOT_LAYOUT_MAX_CPUS && R.Words[2] < kSlots) {
-        E.Kind = GtKind::SlotStore;
-        E.Owner = R.Words[1];
-        E.Slot = R.Words[2];
-        E.Value = word64(R, 3);
-        Pending[R.Cpu].push_back(E);
-        Queued = true;
-      } else if (Strict && R.Event == XT_EV_GtRootTsc && R.NumWords >= 3) {
-        E.Kind = GtKind::RootTsc;
-        E.Value = word64(R, 1);
-        Pending[R.Cpu].push_back(E);
-        Queued = true;
       }
       if (Queued)
         return true;
@@ -416,12 +462,13 @@ private:
                            word64(First->Rec, 3), First->Rec.Offset));
         return false;
       }
-      const GtEvent T = Pending[R.Cpu].front();
-      Pending[R.Cpu].pop_front();
-      if (T.Value == R.Tsc)
-        break;
-      if (!First)
+      const GtEvent &T = Pending[R.Cpu].front();
+      const bool Stamped = T.Value == R.Tsc;
+      if (!Stamped && !First)
         First = T;
+      Pending[R.Cpu].pop_front(); // T is gone
+      if (Stamped)
+        break;
     }
     // Last: no RDTSC between it and the transition. Looked up without applying the
     // stores: the caller still needs the slots as this RDTSC saw them.
@@ -819,7 +866,7 @@ private:
   std::string versus(const TraceRecord &R, const GtEvent &E, const std::string &Why) {
     return fmt::format("cpu{}: {}: hypervisor {} at offset {:#x}; ground truth {} at "
                        "offset {:#x}",
-                       R.Cpu, Why, formatRecord(R, 0), R.Offset, formatRecord(E.Rec, 0),
+                       R.Cpu, Why, formatRecord(R, 0), R.Offset, formatRecord(E.Rec.record(), 0),
                        E.Rec.Offset);
   }
 

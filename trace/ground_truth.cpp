@@ -1,10 +1,16 @@
 #include "trace/ground_truth.h"
 
+#include <array>
+
 namespace vmxsim::trace {
 
 namespace {
 uint32_t lo(uint64_t V) { return uint32_t(V); }
 uint32_t hi(uint64_t V) { return uint32_t(V >> 32); }
+/// RAX, RCX and RDX as GT_VMEXIT_REGS and GT_VMENTRY_REGS hold them.
+std::array<uint32_t, 6> regWords(const uint64_t (&Regs)[3]) {
+  return {lo(Regs[0]), hi(Regs[0]), lo(Regs[1]), hi(Regs[1]), lo(Regs[2]), hi(Regs[2])};
+}
 } // namespace
 
 void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip,
@@ -23,10 +29,14 @@ void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, ui
     W.record(Cpu, XT_EV_GtVmExitAddr, Addr);
   }
   if (exitHasRegs(Reason)) {
-    const uint32_t R[6] = {lo(Regs[0]), hi(Regs[0]), lo(Regs[1]), hi(Regs[1]), lo(Regs[2]),
-                           hi(Regs[2])};
-    W.record(Cpu, XT_EV_GtVmExitRegs, R);
+    const auto R = regWords(Regs);
+    W.record(Cpu, XT_EV_GtVmExitRegs, R.data(), unsigned(R.size()));
   }
+}
+
+void GroundTruthRecorder::entryRegs(unsigned Cpu, const uint64_t (&Regs)[3]) {
+  const auto R = regWords(Regs);
+  W.record(Cpu, XT_EV_GtVmEntryRegs, R.data(), unsigned(R.size()));
 }
 
 void GroundTruthRecorder::vmEntry(unsigned Cpu, uint64_t Tsc, uint64_t Rip, bool IsLaunch,

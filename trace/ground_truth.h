@@ -45,7 +45,10 @@ public:
                       uint32_t CheckId, uint64_t Qualification);
   /// GT_GPR {cpu, reg, value}: after the vmExit or vmEntry it belongs to.
   void gpr(unsigned Cpu, unsigned Reg, uint64_t Value);
-  /// GT_ACTIVITY {cpu, activity}: after a vmExit's GT_GPR records.
+  /// GT_VMENTRY_REGS {rax, rcx, rdx}: after the vmEntry it belongs to.
+  void entryRegs(unsigned Cpu, const uint64_t (&Regs)[3]);
+  /// GT_ACTIVITY {cpu, activity}: after a vmExit's GT_GPR records (the caller omits it
+  /// for the active state, 0).
   void activity(unsigned Cpu, uint32_t State);
   /// GT_SLOT_LAYOUT {table, slots, max_cpus}, at TSC 0: the first record.
   void slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -393,99 +394,152 @@ bool TraceReader::scanWindow() {
   return !HasError;
 }
 
+TraceReader::WindowStep TraceReader::nextWindow(Cursor &C, TraceRecord &R) {
+  while (C.Pending.empty() && !ScanDone)
+    scanWindow();
+  if (C.Pending.empty())
+    return WindowStep::End;
+  C.Cur = C.Pending.front();
+  C.Pending.pop_front();
+  C.Pos = C.Cur.Data;
+  C.End = C.Cur.Data + C.Cur.Bytes;
+  if (Order == ReadOrder::File && Flavour == TraceFlavour::Modern) {
+    // The window header itself, as xentrace_format showed it.
+    R = TraceRecord{};
+    R.Offset = C.Cur.Header;
+    R.Event = XT_EV_TraceCpuChange;
+    R.Cpu = C.Cur.Cpu;
+    R.Tsc = ReadLastTsc[C.Cur.Cpu];
+    R.NumWords = 2;
+    R.Words[0] = C.Cur.Cpu;
+    R.Words[1] = C.Cur.Announced;
+    return WindowStep::Header;
+  }
+  return WindowStep::Records;
+}
+
+bool TraceReader::refill(Cursor &C) {
+  // Every record of a queued window was checked by the scan: it is complete. A xen-3.0
+  // window is one record; its chunk may run on past it (the next records of the file).
+  const uint64_t Avail = Flavour == TraceFlavour::Xen30 ? Size - C.Pos : C.End - C.Pos;
+  if (C.Buf.empty())
+    C.Buf.resize(ChunkBytes);
+  const size_t N = size_t(Avail < ChunkBytes ? Avail : ChunkBytes);
+  if (!readAt(C.Pos, C.Buf.data(), N)) {
+    C.Pos = C.End;
+    C.Pending.clear();
+    return false;
+  }
+  C.BufOff = C.Pos;
+  C.BufLen = N;
+  return true;
+}
+
+void TraceReader::decodeXen30(Cursor &C, TraceRecord &R) {
+  const uint8_t *P = &C.Buf[C.Pos - C.BufOff];
+  R = TraceRecord{};
+  R.Offset = C.Cur.Header;
+  R.Flavour = TraceFlavour::Xen30;
+  R.Cpu = C.Cur.Cpu;
+  R.HasTsc = true;
+  R.Tsc = ReadLastTsc[C.Cur.Cpu] = loadQuad(P);
+  R.Event = loadWord(P + 8);
+  for (unsigned I = 0; I < XT30_ITEMS; ++I)
+    R.Items[I] = loadQuad(P + 16 + 8 * I);
+  C.Pos += XT30_RECORD_BYTES;
+  if (R.Event == XT30_EV_LostRecords)
+    Lost += R.Items[0];
+}
+
+namespace {
+/// kKeepPairs[n][j]: the mask of words 2j and 2j+1 (a little-endian 64-bit load of them)
+/// that keeps the words a record of n words has and clears the others: a record's words
+/// are copied whole and the tail masked, in four operations.
+constexpr auto kKeepPairs = [] {
+  std::array<std::array<uint64_t, 4>, XT_MAX_WORDS + 1> M{};
+  for (unsigned N = 0; N <= XT_MAX_WORDS; ++N)
+    for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+      if (I < N)
+        M[N][I / 2] |= uint64_t(0xffffffff) << (32 * (I % 2));
+  return M;
+}();
+static_assert(XT_MAX_WORDS == 7, "the masked copy below moves 3 pairs and a word");
+} // namespace
+
 bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
   for (;;) {
-    if (C.Pos >= C.End) {
-      while (C.Pending.empty() && !ScanDone)
-        scanWindow();
-      if (C.Pending.empty())
+    if (C.Pos >= C.End) [[unlikely]] {
+      const WindowStep S = nextWindow(C, R);
+      if (S == WindowStep::End)
         return false;
-      C.Cur = C.Pending.front();
-      C.Pending.pop_front();
-      C.Pos = C.Cur.Data;
-      C.End = C.Cur.Data + C.Cur.Bytes;
-      if (Order == ReadOrder::File && Flavour == TraceFlavour::Modern) {
-        // The window header itself, as xentrace_format showed it.
-        R = TraceRecord{};
-        R.Offset = C.Cur.Header;
-        R.Event = XT_EV_TraceCpuChange;
-        R.Cpu = C.Cur.Cpu;
-        R.Tsc = ReadLastTsc[C.Cur.Cpu];
-        R.NumWords = 2;
-        R.Words[0] = C.Cur.Cpu;
-        R.Words[1] = C.Cur.Announced;
+      if (S == WindowStep::Header)
         return true;
-      }
       continue;
     }
-    // Every record of a queued window was checked by the scan: it is complete. A xen-3.0
-    // window is one record; its chunk may run on past it (the next records of the file).
-    const uint64_t Avail =
-        Flavour == TraceFlavour::Xen30 ? Size - C.Pos : C.End - C.Pos;
-    const size_t Want = Flavour == TraceFlavour::Xen30 ? XT30_RECORD_BYTES
-                        : size_t(Avail < XT_MAX_RECORD_WORDS * 4 ? Avail : XT_MAX_RECORD_WORDS * 4);
-    if (C.Pos < C.BufOff || C.Pos + Want > C.BufOff + C.BufLen) {
-      if (C.Buf.empty())
-        C.Buf.resize(ChunkBytes);
-      const size_t N = size_t(Avail < ChunkBytes ? Avail : ChunkBytes);
-      if (!readAt(C.Pos, C.Buf.data(), N)) {
-        C.Pos = C.End;
-        C.Pending.clear();
+    if (Flavour == TraceFlavour::Xen30) [[unlikely]] {
+      if ((C.Pos < C.BufOff || C.Pos + XT30_RECORD_BYTES > C.BufOff + C.BufLen) && !refill(C))
         return false;
-      }
-      C.BufOff = C.Pos;
-      C.BufLen = N;
-    }
-    const uint8_t *P = &C.Buf[C.Pos - C.BufOff];
-    if (Flavour == TraceFlavour::Xen30) {
-      R = TraceRecord{};
-      R.Offset = C.Cur.Header;
-      R.Flavour = TraceFlavour::Xen30;
-      R.Cpu = C.Cur.Cpu;
-      R.HasTsc = true;
-      R.Tsc = ReadLastTsc[C.Cur.Cpu] = loadQuad(P);
-      R.Event = loadWord(P + 8);
-      for (unsigned I = 0; I < XT30_ITEMS; ++I)
-        R.Items[I] = loadQuad(P + 16 + 8 * I);
-      C.Pos += XT30_RECORD_BYTES;
-      if (R.Event == XT30_EV_LostRecords)
-        Lost += R.Items[0];
+      decodeXen30(C, R);
       return true;
     }
+    // A modern record: the buffer holds the largest record's bytes from here, or the
+    // rest of the window (the scan checked that the record lies inside it).
+    const uint64_t Left = C.End - C.Pos;
+    const size_t Want = Left < XT_MAX_RECORD_WORDS * 4 ? size_t(Left) : XT_MAX_RECORD_WORDS * 4;
+    if ((C.Pos < C.BufOff || C.Pos + Want > C.BufOff + C.BufLen) && !refill(C)) [[unlikely]]
+      return false;
+    const uint8_t *P = &C.Buf[C.Pos - C.BufOff];
     const uint32_t Header = loadWord(P);
     R.Offset = C.Pos;
     R.Event = xt_header_event(Header);
     R.Cpu = C.Cur.Cpu;
     R.HasTsc = xt_header_has_tsc(Header);
-    R.NumWords = uint8_t(xt_header_words(Header));
+    const unsigned NumWords = xt_header_words(Header);
+    R.NumWords = uint8_t(NumWords);
     P += 4;
     uint64_t &Last = ReadLastTsc[C.Cur.Cpu];
-    if (R.HasTsc) {
-      Last = uint64_t(loadWord(P)) | uint64_t(loadWord(P + 4)) << 32;
-      P += 8;
-    }
-    R.Tsc = Last;
     // The words it has, the others 0. Fast path: the buffer holds a record of the largest
-    // size from here, so all seven words can be copied at once and the tail cleared.
+    // size from here, so all seven words can be copied at once and the tail masked.
     if (std::endian::native == std::endian::little &&
-        C.Pos + XT_MAX_RECORD_WORDS * 4 <= C.BufOff + C.BufLen) {
-      std::memcpy(R.Words, P, sizeof R.Words);
-      for (unsigned I = R.NumWords; I < XT_MAX_WORDS; ++I)
-        R.Words[I] = 0;
+        C.Pos + XT_MAX_RECORD_WORDS * 4 <= C.BufOff + C.BufLen) [[likely]] {
+      if (R.HasTsc) {
+        std::memcpy(&Last, P, 8);
+        P += 8;
+      }
+      R.Tsc = Last;
+      const auto &Keep = kKeepPairs[NumWords];
+      uint64_t W01, W23, W45;
+      uint32_t W6;
+      std::memcpy(&W01, P, 8);
+      std::memcpy(&W23, P + 8, 8);
+      std::memcpy(&W45, P + 16, 8);
+      std::memcpy(&W6, P + 24, 4);
+      W01 &= Keep[0];
+      W23 &= Keep[1];
+      W45 &= Keep[2];
+      W6 &= uint32_t(Keep[3]);
+      std::memcpy(&R.Words[0], &W01, 8);
+      std::memcpy(&R.Words[2], &W23, 8);
+      std::memcpy(&R.Words[4], &W45, 8);
+      R.Words[6] = W6;
     } else {
+      if (R.HasTsc) {
+        Last = loadQuad(P);
+        P += 8;
+      }
+      R.Tsc = Last;
       for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
-        R.Words[I] = I < R.NumWords ? loadWord(P + 4 * I) : 0;
+        R.Words[I] = I < NumWords ? loadWord(P + 4 * I) : 0;
     }
     C.Pos += uint64_t(xt_record_words(Header)) * 4;
     // WRAP_BUFFER is padding (format doc, section 4): merged readers skip it.
-    if (Order == ReadOrder::Merged && R.Event == XT_EV_WrapBuffer)
+    if (Order == ReadOrder::Merged && R.Event == XT_EV_WrapBuffer) [[unlikely]]
       continue;
-    if (R.Event == XT_EV_LostRecords && R.NumWords >= 1)
+    if (R.Event == XT_EV_LostRecords && NumWords >= 1) [[unlikely]]
       Lost += R.Words[0];
     return true;
   }
 }
-
 const TraceRecord *TraceReader::nextMerged() {
   if (!Src)
     return nullptr;

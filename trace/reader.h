@@ -139,6 +139,12 @@ private:
   bool readAt(uint64_t Offset, void *Buf, size_t Len);
   /// Decodes the next record of cursor C into R; false when C has no more records.
   bool fetch(Cursor &C, TraceRecord &R);
+  /// fetch's rare steps: moving to the cursor's next window (and, in file order,
+  /// returning its header), reading the next chunk, a xen-3.0 record.
+  enum class WindowStep : uint8_t { End, Header, Records };
+  WindowStep nextWindow(Cursor &C, TraceRecord &R);
+  bool refill(Cursor &C);
+  void decodeXen30(Cursor &C, TraceRecord &R);
   const TraceRecord *nextMerged();
 
   ReadOrder Order;
