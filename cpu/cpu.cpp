@@ -3,6 +3,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/decode.h"
 #include "cpu/exceptions.h"
+#include "cpu/jit/translator.h"
 #include "cpu/memory.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
@@ -40,6 +41,13 @@ Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
 }
 
 Cpu::~Cpu() = default;
+
+void Cpu::setExecMode(ExecMode M) {
+  if (M == ExecMode::Interp)
+    Jit.reset();
+  else
+    Jit = std::make_unique<Translator>(*this, M);
+}
 
 void Cpu::reset() {
   // SDM Vol. 3A, Processor State After Reset (table "IA-32 and Intel 64 Processor States
@@ -297,6 +305,28 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
           break;
       }
       return false;
+    }
+    // A translated block runs where this fast loop would run the whole block: the
+    // window is due after its end (docs/TRANSLATOR.md, "Exactness"). It hands the rest of
+    // the block to the loop below when it stops early (Done < NumInsns).
+    if (Jit && Cached && Cycles + I->CostToEnd < WindowDue) {
+      BlockStop = Cycles + I->CostToEnd;
+      const JitRun R = Jit->run(*Cached);
+      if (R.Ran) {
+        if (R.Mismatch) {
+          Why = StopReason::LockstepMismatch;
+          return true;
+        }
+        if (R.St != Status::Ok)
+          return handleStatus(R.St, Why);
+        if (Cycles >= WindowDue)
+          return false;
+        I += R.Done;
+        if (I == End) {
+          Prev = Cached;
+          continue;
+        }
+      }
     }
     // One compare per instruction finds both the block's end and the boundary at which
     // the window is due: BlockStop is the earlier of WindowDue and the cycle at which the
