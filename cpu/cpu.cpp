@@ -309,9 +309,12 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     // A translated block runs where this fast loop would run the whole block: the
     // window is due after its end (docs/TRANSLATOR.md, "Exactness"). It hands the rest of
     // the block to the loop below when it stops early (Done < NumInsns).
-    if (Jit && Cached && Cycles + I->CostToEnd < WindowDue) {
+    // (A block just decoded into its cache slot counts as cached: Key is 0 only for the
+    // uncached scratch block and a slot left unfilled.)
+    if (Jit && B->Key && DecodeMode == uint8_t(CodeMode::Long64) &&
+        Cycles + I->CostToEnd < WindowDue) {
       BlockStop = Cycles + I->CostToEnd;
-      const JitRun R = Jit->run(*Cached);
+      const JitRun R = Jit->run(*B);
       if (R.Ran) {
         if (R.Mismatch) {
           Why = StopReason::LockstepMismatch;
