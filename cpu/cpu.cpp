@@ -133,6 +133,7 @@ void Cpu::modeChanged() {
 StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
   RunUntil = UntilCycle;
   const uint64_t InsnEnd = MaxInsns > ~Retired ? ~uint64_t(0) : Retired + MaxInsns;
+  this->InsnEnd = InsnEnd;
   for (;;) {
     if (Io.stopRequested())
       return LastStop = StopReason::StopRequested;

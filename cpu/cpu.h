@@ -203,6 +203,9 @@ public:
   /// zeroes both), so one compare per instruction finds both the end of the block and
   /// every instruction boundary at which the window is due.
   uint64_t BlockStop = 0;
+  /// The retired-instruction count at which the current run() call ends (its budget):
+  /// translated loops read it (cpu/jit/translator.h).
+  uint64_t InsnEnd = ~uint64_t(0);
   /// The virtual-cycle deadline of the current run() call: where it returns Deadline.
   uint64_t RunUntil = ~uint64_t(0);
   /// Brings the current run's deadline forward to cycle T (if T is earlier), ending the

@@ -305,6 +305,8 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffCycles = Off(&C.Cycles);
   OffRetired = Off(&C.Retired);
   OffBlockStop = Off(&C.BlockStop);
+  OffWindowDue = Off(&C.WindowDue);
+  OffInsnEnd = Off(&C.InsnEnd);
   void *P = mmap(nullptr, kCodeBytes + kScratchBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (P == MAP_FAILED)
@@ -326,6 +328,7 @@ Translator::~Translator() {
 bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   BlockEmitter BE{E, OffGpr, OffRip, OffRflags, OffCycles, OffRetired, OffBlockStop};
+  constexpr unsigned kBody = kLocal + 2, kExitN = kLocal + 3;
   const unsigned N = B.NumInsns;
   // Prologue: RBX = the Cpu, R12 = the RIP the block was entered at (the block is keyed
   // by physical address; the same code may run at several linear addresses).
@@ -334,6 +337,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   E.push(H13); // keeps RSP 16-byte aligned for the handler calls
   E.movRR(8, HBX, HDI);
   E.movRR(8, H12, HSI);
+  E.bind(kBody);
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -370,24 +374,49 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       const int64_t Target = int64_t(Next) + int64_t(I.Imm);
       if (!fitsInt32(Target) || K + 1 != N)
         return false;
-      const unsigned NotTaken = kLocal, Store = kLocal + 1;
-      if (F.Op == JitOp::JccRel) {
+      const unsigned NotTaken = kLocal, Tail = kLocal + 1;
+      // The branch completes on both paths below (its bail-out exit, before it, uses
+      // the counts saved above).
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+      const uint32_t PendCycles = BE.PendCycles, PendInsns = BE.PendInsns;
+      const bool Cond = F.Op == JitOp::JccRel;
+      if (Cond) {
         const int Host = BE.condition(I.Cond);
-        // Jump to NotTaken when the condition (with the opcode's negation) is false.
+        // To NotTaken when the condition (with the opcode's negation) is false.
         E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
       }
       E.leaR12(HAX, int32_t(Target));
       BE.checkCanonical(K);
-      if (F.Op == JitOp::JccRel) {
-        E.jump(-1, Store);
+      E.store(8, HAX, OffRip);
+      if (Target == 0 && Mode == ExecMode::Translate) {
+        // A branch back to the block's start (a loop of one block): run the block again
+        // at once when the run loop would enter it again, in full, with this same
+        // translation (docs/TRANSLATOR.md, "Loops"). Not in lockstep, which compares
+        // every run.
+        BE.sync();
+        E.load(8, HAX, OffCycles);
+        E.aluImm(Alu::Add, 8, HAX, B.Insns[0].CostToEnd);
+        E.cmpRegMem64(HAX, OffWindowDue);
+        E.jump(kHostAE, kExitN);
+        E.load(8, HCX, OffRetired);
+        E.aluImm(Alu::Add, 8, HCX, N);
+        E.cmpRegMem64(HCX, OffInsnEnd);
+        E.jump(kHostAE, kExitN);
+        E.store(8, HAX, OffBlockStop);
+        E.jump(-1, kBody);
+      } else if (Cond) {
+        E.jump(-1, Tail);
+      }
+      if (Cond) {
         E.bind(NotTaken);
         E.leaR12(HAX, Next);
-        E.bind(Store);
+        E.store(8, HAX, OffRip);
       }
-      E.store(8, HAX, OffRip);
+      E.bind(Tail);
+      BE.PendCycles = PendCycles;
+      BE.PendInsns = PendInsns;
       RipByHandler = true;
-      BE.PendCycles += I.Cost;
-      ++BE.PendInsns;
     } else if (F.Op == JitOp::Nop) {
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
@@ -405,6 +434,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
   }
+  E.bind(kExitN); // RIP stored, the counts added
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
   E.pop(H13);
@@ -480,20 +510,10 @@ Translator::Entry Translator::translate(Block &B) {
   return reinterpret_cast<Entry>(Start);
 }
 
-JitRun Translator::enter(Block &B, Entry Fn) {
-  const uint64_t R = Fn(&C, C.S.Rip);
-  JitRun Out;
-  Out.Ran = true;
-  Out.Done = uint8_t(R);
-  Out.St = Status(uint8_t(R >> 8));
-  ++Stats.Runs;
-  Stats.InsnsTranslated += Out.Done;
-  if (Out.Done != B.NumInsns || Out.St != Status::Ok)
-    ++Stats.Bailouts;
-  return Out;
-}
+uint64_t Translator::retired() const { return C.Retired; }
+uint64_t Translator::rip() const { return C.S.Rip; }
 
-JitRun Translator::run(Block &B) {
+JitRun Translator::runSlow(Block &B) {
   if (!Code)
     return {};
   if (B.JitStamp != Stamp) {

@@ -4,6 +4,7 @@
 // the CPU's ExecMode is not Interp.
 #pragma once
 #include "cpu/jit/exec_mode.h"
+#include "cpu/mmu.h"
 #include "cpu/status.h"
 
 #include <cstddef>
@@ -28,7 +29,7 @@ struct JitStats {
   uint64_t Refused[size_t(JitRefusal::Count)] = {};
   uint64_t Flushes = 0;      ///< code cache flushed whole because it was full
   uint64_t Runs = 0;         ///< translated block entries
-  uint64_t InsnsTranslated = 0; ///< instructions retired by translated code
+  uint64_t InsnsTranslated = 0; ///< instructions retired while translated code ran
   uint64_t Bailouts = 0;     ///< entries that handed the rest of the block to the interpreter
   uint64_t LockstepCompared = 0; ///< blocks run both ways and compared (Lockstep)
   uint64_t LockstepUncompared = 0; ///< blocks with memory forms, run translated only
@@ -63,7 +64,11 @@ public:
   /// when it has become hot). The caller has checked that the interpreter's fast loop
   /// would run the whole block: no stepping, breakpoints or observers, the instruction
   /// budget and the event window beyond its end.
-  JitRun run(Block &B);
+  JitRun run(Block &B) {
+    if (B.JitStamp == Stamp && B.JitCode && Mode == ExecMode::Translate) [[likely]]
+      return enter(B, reinterpret_cast<Entry>(const_cast<void *>(B.JitCode)));
+    return runSlow(B);
+  }
 
   ExecMode mode() const { return Mode; }
   const JitStats &stats() const { return Stats; }
@@ -79,7 +84,22 @@ private:
   /// Translates B into the code cache; null when refused (counted).
   Entry translate(Block &B);
   bool emitBlock(Block &B, void *Emitter);
-  JitRun enter(Block &B, Entry Fn);
+  JitRun runSlow(Block &B);
+  JitRun enter(Block &B, Entry Fn) {
+    const uint64_t Before = retired();
+    const uint64_t R = Fn(&C, rip());
+    JitRun Out;
+    Out.Ran = true;
+    Out.Done = uint8_t(R);
+    Out.St = Status(uint8_t(R >> 8));
+    ++Stats.Runs;
+    Stats.InsnsTranslated += retired() - Before;
+    if (Out.Done != B.NumInsns || Out.St != Status::Ok)
+      ++Stats.Bailouts;
+    return Out;
+  }
+  uint64_t retired() const;
+  uint64_t rip() const;
   JitRun lockstep(Block &B, Entry Fn);
 
   Cpu &C;
@@ -96,7 +116,7 @@ private:
   char Message[192] = {};
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
-          OffBlockStop = 0;
+          OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0;
 };
 
 } // namespace vmxsim
