@@ -510,9 +510,6 @@ Translator::Entry Translator::translate(Block &B) {
   return reinterpret_cast<Entry>(Start);
 }
 
-uint64_t Translator::retired() const { return C.Retired; }
-uint64_t Translator::rip() const { return C.S.Rip; }
-
 JitRun Translator::runSlow(Block &B) {
   if (!Code)
     return {};

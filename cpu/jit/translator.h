@@ -3,8 +3,8 @@
 // does with them, instruction for instruction. One Translator per CPU, created only when
 // the CPU's ExecMode is not Interp.
 #pragma once
+#include "cpu/cpu.h"
 #include "cpu/jit/exec_mode.h"
-#include "cpu/mmu.h"
 #include "cpu/status.h"
 
 #include <cstddef>
@@ -86,20 +86,19 @@ private:
   bool emitBlock(Block &B, void *Emitter);
   JitRun runSlow(Block &B);
   JitRun enter(Block &B, Entry Fn) {
-    const uint64_t Before = retired();
-    const uint64_t R = Fn(&C, rip());
+    const uint64_t Before = C.Retired;
+    const uint64_t R = Fn(&C, C.S.Rip);
     JitRun Out;
     Out.Ran = true;
     Out.Done = uint8_t(R);
     Out.St = Status(uint8_t(R >> 8));
     ++Stats.Runs;
-    Stats.InsnsTranslated += retired() - Before;
+    Stats.InsnsTranslated += C.Retired - Before;
     if (Out.Done != B.NumInsns || Out.St != Status::Ok)
       ++Stats.Bailouts;
     return Out;
   }
-  uint64_t retired() const;
-  uint64_t rip() const;
+
   JitRun lockstep(Block &B, Entry Fn);
 
   Cpu &C;
