@@ -209,11 +209,8 @@ template <typename T> JitForm aluFormSized(Handler Fn) {
 } // namespace
 
 JitForm aluJitForm(const DecodedInsn &I) {
-  for (JitForm F : {aluFormSized<uint8_t>(I.Fn), aluFormSized<uint16_t>(I.Fn),
-                    aluFormSized<uint32_t>(I.Fn), aluFormSized<uint64_t>(I.Fn)})
-    if (F.Op != JitOp::None)
-      return F;
-  return {};
+  return firstKnown({aluFormSized<uint8_t>(I.Fn), aluFormSized<uint16_t>(I.Fn),
+                     aluFormSized<uint32_t>(I.Fn), aluFormSized<uint64_t>(I.Fn)});
 }
 
 } // namespace vmxsim

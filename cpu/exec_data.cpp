@@ -339,11 +339,8 @@ template <typename T> JitForm dataFormSized(Handler Fn) {
 JitForm dataJitForm(const DecodedInsn &I) {
   if (I.Fn == &execNop)
     return JitForm{JitOp::Nop, JitShape::None, 0, 0};
-  for (JitForm F : {dataFormSized<uint8_t>(I.Fn), dataFormSized<uint16_t>(I.Fn),
-                    dataFormSized<uint32_t>(I.Fn), dataFormSized<uint64_t>(I.Fn)})
-    if (F.Op != JitOp::None)
-      return F;
-  return {};
+  return firstKnown({dataFormSized<uint8_t>(I.Fn), dataFormSized<uint16_t>(I.Fn),
+                     dataFormSized<uint32_t>(I.Fn), dataFormSized<uint64_t>(I.Fn)});
 }
 
 } // namespace vmxsim

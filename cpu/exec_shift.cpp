@@ -236,11 +236,8 @@ template <typename T> JitForm shiftFormSized(Handler Fn) {
 } // namespace
 
 JitForm shiftJitForm(const DecodedInsn &I) {
-  for (JitForm F : {shiftFormSized<uint8_t>(I.Fn), shiftFormSized<uint16_t>(I.Fn),
-                    shiftFormSized<uint32_t>(I.Fn), shiftFormSized<uint64_t>(I.Fn)})
-    if (F.Op != JitOp::None)
-      return F;
-  return {};
+  return firstKnown({shiftFormSized<uint8_t>(I.Fn), shiftFormSized<uint16_t>(I.Fn),
+                     shiftFormSized<uint32_t>(I.Fn), shiftFormSized<uint64_t>(I.Fn)});
 }
 
 } // namespace vmxsim

@@ -134,19 +134,17 @@ public:
     byte(Count);
   }
   /// BT r32, imm8 (0F BA /4).
-  void btImm(Reg R, uint8_t Bit) {
-    prefix(4, 0, R);
-    byte(0x0f);
-    byte(0xba);
-    modrmReg(4, R);
-    byte(Bit);
-  }
+  void btImm(Reg R, uint8_t Bit) { bt(4, R, false, 0, Bit); }
   /// BT qword [RBX + Disp], imm8.
-  void btMem64(int32_t Disp, uint8_t Bit) {
-    prefix(8, 0, HBX);
+  void btMem64(int32_t Disp, uint8_t Bit) { bt(8, HBX, true, Disp, Bit); }
+  void bt(unsigned Size, Reg Rm, bool Mem, int32_t Disp, uint8_t Bit) {
+    prefix(Size, 0, Rm);
     byte(0x0f);
     byte(0xba);
-    modrmMem(4, Disp);
+    if (Mem)
+      modrmMem(4, Disp);
+    else
+      modrmReg(4, Rm);
     byte(Bit);
   }
   /// LEA R, [R12 + Disp] (R12 holds the block's entry RIP).

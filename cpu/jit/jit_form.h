@@ -7,6 +7,7 @@
 #include "cpu/decoded_insn.h"
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace vmxsim {
 
@@ -31,6 +32,14 @@ struct JitForm {
   uint8_t Size = 0;    ///< operand size in bytes
   uint8_t SrcSize = 0; ///< MOVZX/MOVSX: the source's size
 };
+
+/// The first of Forms that names an operation (a family's answers per operand size).
+inline JitForm firstKnown(std::initializer_list<JitForm> Forms) {
+  for (JitForm F : Forms)
+    if (F.Op != JitOp::None)
+      return F;
+  return {};
+}
 
 /// Each family's answer (cpu/exec_alu.cpp, exec_data.cpp, exec_shift.cpp,
 /// exec_control.cpp): the form of I when its handler is one of the family's, else

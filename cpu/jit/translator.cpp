@@ -62,6 +62,15 @@ struct BlockEmitter {
       E.store(Size, X, gpr(R, Size));
     }
   }
+  /// X = the source operand of a reg, reg or reg, imm form (register Reg[1] or Imm).
+  void source(const DecodedInsn &I, const JitForm &F, Reg X) {
+    if (F.Shape == JitShape::RegReg)
+      E.load(F.Size, X, gpr(I.Reg[1], F.Size));
+    else if (F.Size == 8)
+      E.movImm64(X, I.Imm);
+    else
+      E.movImm32(X, uint32_t(I.Imm));
+  }
   /// The host's flags into EDX, keeping HostBits.
   void hostFlags(uint32_t HostBits) {
     E.pushfq();
@@ -137,12 +146,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   case JitOp::Add: case JitOp::Or: case JitOp::Adc: case JitOp::Sbb: case JitOp::And:
   case JitOp::Sub: case JitOp::Xor: case JitOp::Cmp: case JitOp::Test: {
     E.load(N, HCX, BE.gpr(I.Reg[0], N));
-    if (F.Shape == JitShape::RegReg)
-      E.load(N, HAX, BE.gpr(I.Reg[1], N));
-    else if (N == 8)
-      E.movImm64(HAX, I.Imm);
-    else
-      E.movImm32(HAX, uint32_t(I.Imm));
+    BE.source(I, F, HAX);
     if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
       E.btMem64(BE.OffRflags, 0); // the guest's CF is the carry/borrow in
     if (F.Op == JitOp::Test)
@@ -177,12 +181,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     return true;
   }
   case JitOp::Mov:
-    if (F.Shape == JitShape::RegReg)
-      E.load(N, HAX, BE.gpr(I.Reg[1], N));
-    else if (N == 8)
-      E.movImm64(HAX, I.Imm);
-    else
-      E.movImm32(HAX, uint32_t(I.Imm));
+    BE.source(I, F, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
   case JitOp::MovZx: case JitOp::MovSx:
