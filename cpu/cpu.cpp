@@ -3,6 +3,7 @@
 #include "cpu/cpu_model.h"
 #include "cpu/decode.h"
 #include "cpu/exceptions.h"
+#include "cpu/jit/translator.h"
 #include "cpu/memory.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
@@ -40,6 +41,13 @@ Cpu::Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id)
 }
 
 Cpu::~Cpu() = default;
+
+void Cpu::setExecMode(ExecMode M) {
+  if (M == ExecMode::Interp)
+    Jit.reset();
+  else
+    Jit = std::make_unique<Translator>(*this, M);
+}
 
 void Cpu::reset() {
   // SDM Vol. 3A, Processor State After Reset (table "IA-32 and Intel 64 Processor States
@@ -125,6 +133,7 @@ void Cpu::modeChanged() {
 StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
   RunUntil = UntilCycle;
   const uint64_t InsnEnd = MaxInsns > ~Retired ? ~uint64_t(0) : Retired + MaxInsns;
+  this->InsnEnd = InsnEnd;
   for (;;) {
     if (Io.stopRequested())
       return LastStop = StopReason::StopRequested;
@@ -297,6 +306,31 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
           break;
       }
       return false;
+    }
+    // A translated block runs where this fast loop would run the whole block: the
+    // window is due after its end (docs/TRANSLATOR.md, "Exactness"). It hands the rest of
+    // the block to the loop below when it stops early (Done < NumInsns).
+    // (A block just decoded into its cache slot counts as cached: Key is 0 only for the
+    // uncached scratch block and a slot left unfilled.)
+    if (Jit && B->Key && DecodeMode == uint8_t(CodeMode::Long64) &&
+        Cycles + I->CostToEnd < WindowDue) {
+      BlockStop = Cycles + I->CostToEnd;
+      const JitRun R = Jit->run(*B);
+      if (R.Ran) {
+        if (R.Mismatch) {
+          Why = StopReason::LockstepMismatch;
+          return true;
+        }
+        if (R.St != Status::Ok)
+          return handleStatus(R.St, Why);
+        if (Cycles >= WindowDue)
+          return false;
+        I += R.Done;
+        if (I == End) {
+          Prev = Cached;
+          continue;
+        }
+      }
     }
     // One compare per instruction finds both the block's end and the boundary at which
     // the window is due: BlockStop is the earlier of WindowDue and the cycle at which the

@@ -4,6 +4,7 @@
 #pragma once
 #include "cpu/debug.h"
 #include "cpu/decoded_insn.h"
+#include "cpu/jit/exec_mode.h"
 #include "cpu/mmu.h"
 #include "cpu/observer.h"
 #include "cpu/registers.h"
@@ -25,6 +26,7 @@ struct MsrState;
 struct VmxState;
 class InterruptSource;
 class PerfMon;
+class Translator;
 
 
 /// An exception waiting to be delivered (or turned into a VM exit by the VMX layer).
@@ -43,6 +45,9 @@ enum class StopReason : uint8_t {
   Shutdown,      ///< triple fault: the processor entered shutdown
   StopRequested, ///< a device (isa-debug-exit, shutdown port) asked the machine to stop
   Unimplemented, ///< the guest executed something vmxsim does not implement
+  /// ExecMode::Lockstep: a translated block and the interpreter disagreed
+  /// (Cpu::UnimplementedWhat holds the one-line message).
+  LockstepMismatch,
 };
 
 /// What the event window decided at an instruction boundary (Cpu::eventWindow).
@@ -135,6 +140,10 @@ public:
     bool FlipBtCarry = false; ///< BT/BTS/BTR/BTC store the complement of CF
   } TestBugs;
   unsigned Id;
+  /// The translation cache (cpu/jit/translator.h); null with ExecMode::Interp.
+  std::unique_ptr<Translator> Jit;
+  /// Selects how guest code is executed; Interp drops the translator and its cache.
+  void setExecMode(ExecMode M);
 
   uint64_t Cycles = 0;  ///< virtual clock: the TSC before offsetting/scaling
   uint64_t Retired = 0; ///< retired instructions
@@ -194,6 +203,9 @@ public:
   /// zeroes both), so one compare per instruction finds both the end of the block and
   /// every instruction boundary at which the window is due.
   uint64_t BlockStop = 0;
+  /// The retired-instruction count at which the current run() call ends (its budget):
+  /// translated loops read it (cpu/jit/translator.h).
+  uint64_t InsnEnd = ~uint64_t(0);
   /// The virtual-cycle deadline of the current run() call: where it returns Deadline.
   uint64_t RunUntil = ~uint64_t(0);
   /// Brings the current run's deadline forward to cycle T (if T is earlier), ending the

@@ -456,6 +456,10 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   B.Gen = C.Mem.codeGeneration(Pfn);
   B.Lines = 0;
   B.NumInsns = 0;
+  B.JitCode = nullptr;
+  B.JitStamp = 0;
+  B.JitRuns = 0;
+  B.JitCalls = 0;
 
   unsigned Off = unsigned(Pa & 0xfff);
   while (B.NumInsns < kMaxBlockInsns) {

@@ -1,6 +1,7 @@
 // Two-operand integer arithmetic and logic: ADD OR ADC SBB AND SUB XOR CMP TEST
 // (SDM Vol. 2, instruction pages of each), and INC/DEC/NEG/NOT.
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -179,5 +180,37 @@ bool bindInc(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Inc
 bool bindDec(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Dec>(D, I); }
 bool bindNeg(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Neg>(D, I); }
 bool bindNot(const DecodeInfo &D, DecodedInsn &I) { return bindUnaryOp<UnOp::Not>(D, I); }
+
+namespace {
+/// The (size, form) of Fn when it is execAlu<T, Op, F> or execUnary<T, Op, IsMem>.
+template <typename T> JitForm aluFormSized(Handler Fn) {
+  constexpr uint8_t N = sizeof(T);
+  JitForm R;
+  auto Try = [&](Handler H, JitOp Op, JitShape Shape) {
+    if (Fn == H)
+      R = JitForm{Op, Shape, N, N};
+  };
+#define VMX_JIT_ALU(Name)                                                                \
+  Try(&execAlu<T, AluOp::Name, Form::RR>, JitOp::Name, JitShape::RegReg);                \
+  Try(&execAlu<T, AluOp::Name, Form::RI>, JitOp::Name, JitShape::RegImm);                \
+  Try(&execAlu<T, AluOp::Name, Form::RM>, JitOp::Name, JitShape::Mem);                   \
+  Try(&execAlu<T, AluOp::Name, Form::MR>, JitOp::Name, JitShape::Mem);                   \
+  Try(&execAlu<T, AluOp::Name, Form::MI>, JitOp::Name, JitShape::Mem);
+  VMX_JIT_ALU(Add) VMX_JIT_ALU(Or) VMX_JIT_ALU(Adc) VMX_JIT_ALU(Sbb) VMX_JIT_ALU(And)
+  VMX_JIT_ALU(Sub) VMX_JIT_ALU(Xor) VMX_JIT_ALU(Cmp) VMX_JIT_ALU(Test)
+#undef VMX_JIT_ALU
+#define VMX_JIT_UNARY(Name)                                                              \
+  Try(&execUnary<T, UnOp::Name, false>, JitOp::Name, JitShape::Reg);                     \
+  Try(&execUnary<T, UnOp::Name, true>, JitOp::Name, JitShape::Mem);
+  VMX_JIT_UNARY(Inc) VMX_JIT_UNARY(Dec) VMX_JIT_UNARY(Neg) VMX_JIT_UNARY(Not)
+#undef VMX_JIT_UNARY
+  return R;
+}
+} // namespace
+
+JitForm aluJitForm(const DecodedInsn &I) {
+  return firstKnown({aluFormSized<uint8_t>(I.Fn), aluFormSized<uint16_t>(I.Fn),
+                     aluFormSized<uint32_t>(I.Fn), aluFormSized<uint64_t>(I.Fn)});
+}
 
 } // namespace vmxsim

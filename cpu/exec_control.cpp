@@ -2,6 +2,7 @@
 // the procedure-frame instructions ENTER/LEAVE (SDM Vol. 2, instruction pages of each).
 // Far transfers, gates and IRET are in cpu/exec_far.cpp.
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -232,6 +233,20 @@ bool bindLeave(const DecodeInfo &D, DecodedInsn &I) {
   I.Fn = Size == 2 ? &execLeave<uint16_t> : Size == 4 ? &execLeave<uint32_t> : &execLeave<uint64_t>;
   I.Cost = costOf(CostClass::Memory);
   return true;
+}
+
+/// Relative JMP/Jcc with the 64-bit operand size are emitted inline (64-bit mode); the
+/// near relative CALL and RET go through their handlers.
+JitForm controlJitForm(const DecodedInsn &I) {
+  if (I.Fn == &execJmpRel<uint64_t>)
+    return JitForm{JitOp::JmpRel, JitShape::None, 8, 8};
+  if (I.Fn == &execJccRel<uint64_t>)
+    return JitForm{JitOp::JccRel, JitShape::None, 8, 8};
+  if (I.Fn == &execCallRel<uint64_t>)
+    return JitForm{JitOp::CallRel, JitShape::Mem, 8, 8};
+  if (I.Fn == &execRet<uint64_t>)
+    return JitForm{JitOp::Ret, JitShape::Mem, 8, 8};
+  return {};
 }
 
 } // namespace vmxsim

@@ -2,6 +2,7 @@
 // MOVZX/MOVSX/MOVSXD, CBW/CWDE/CDQE, CWD/CDQ/CQO, XLAT, PUSHA/POPA (SDM Vol. 2,
 // instruction pages of each). XCHG and the compare-exchanges are in exec_atomic.cpp.
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -296,6 +297,50 @@ bool bindPopa(const DecodeInfo &D, DecodedInsn &I) {
   I.Fn = D.OpSize == 2 ? &execPopa<uint16_t> : &execPopa<uint32_t>;
   I.Cost = costOf(CostClass::Memory);
   return true;
+}
+
+namespace {
+template <typename T> JitForm dataFormSized(Handler Fn) {
+  constexpr uint8_t N = sizeof(T);
+  JitForm R;
+  auto Try = [&](Handler H, JitOp Op, JitShape Shape, uint8_t Src = sizeof(T)) {
+    if (Fn == H)
+      R = JitForm{Op, Shape, N, Src};
+  };
+  Try(&execMov<T, Form::RR>, JitOp::Mov, JitShape::RegReg);
+  Try(&execMov<T, Form::RI>, JitOp::Mov, JitShape::RegImm);
+  Try(&execMov<T, Form::RM>, JitOp::Mov, JitShape::Mem);
+  Try(&execMov<T, Form::MR>, JitOp::Mov, JitShape::Mem);
+  Try(&execMov<T, Form::MI>, JitOp::Mov, JitShape::Mem);
+  if constexpr (N >= 2) {
+    Try(&execLea<T>, JitOp::Lea, JitShape::Reg);
+    Try(&execPush<T, false>, JitOp::Push, JitShape::Mem);
+    Try(&execPush<T, true>, JitOp::Push, JitShape::Mem);
+    Try(&execPushImm<T>, JitOp::Push, JitShape::Mem);
+    Try(&execPop<T, false>, JitOp::Pop, JitShape::Mem);
+    Try(&execPop<T, true>, JitOp::Pop, JitShape::Mem);
+    auto Ext = [&](auto Src) {
+      using S = decltype(Src);
+      constexpr uint8_t M = sizeof(S);
+      Try(&execMovExt<T, S, false, false>, JitOp::MovZx, JitShape::RegReg, M);
+      Try(&execMovExt<T, S, true, false>, JitOp::MovSx, JitShape::RegReg, M);
+      Try(&execMovExt<T, S, false, true>, JitOp::MovZx, JitShape::Mem, M);
+      Try(&execMovExt<T, S, true, true>, JitOp::MovSx, JitShape::Mem, M);
+    };
+    Ext(uint8_t{});
+    Ext(uint16_t{});
+    Ext(uint32_t{});
+    Ext(uint64_t{});
+  }
+  return R;
+}
+} // namespace
+
+JitForm dataJitForm(const DecodedInsn &I) {
+  if (I.Fn == &execNop)
+    return JitForm{JitOp::Nop, JitShape::None, 0, 0};
+  return firstKnown({dataFormSized<uint8_t>(I.Fn), dataFormSized<uint16_t>(I.Fn),
+                     dataFormSized<uint32_t>(I.Fn), dataFormSized<uint64_t>(I.Fn)});
 }
 
 } // namespace vmxsim

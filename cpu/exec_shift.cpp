@@ -14,6 +14,7 @@
 //  - 16-bit SHLD/SHRD with a count of 17..31 (result undefined) shift the 48-bit
 //    concatenation DEST:SRC:DEST, which continues the count <= 16 behaviour smoothly.
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -213,5 +214,30 @@ bool bindShr(const DecodeInfo &D, DecodedInsn &I) { return bindShiftOp<ShOp::Shr
 bool bindSar(const DecodeInfo &D, DecodedInsn &I) { return bindShiftOp<ShOp::Sar>(D, I); }
 bool bindShld(const DecodeInfo &D, DecodedInsn &I) { return bindDoubleShift<true>(D, I); }
 bool bindShrd(const DecodeInfo &D, DecodedInsn &I) { return bindDoubleShift<false>(D, I); }
+
+namespace {
+/// Shifts and rotates by an immediate (register destination inline, memory through the
+/// handler); the CL forms and the double shifts are not translated.
+template <typename T> JitForm shiftFormSized(Handler Fn) {
+  constexpr uint8_t N = sizeof(T);
+  JitForm R;
+  auto Try = [&](Handler H, JitOp Op, JitShape Shape) {
+    if (Fn == H)
+      R = JitForm{Op, Shape, N, N};
+  };
+#define VMX_JIT_SHIFT(Name)                                                              \
+  Try(&execShift<T, ShOp::Name, false, false>, JitOp::Name, JitShape::RegImm);           \
+  Try(&execShift<T, ShOp::Name, false, true>, JitOp::Name, JitShape::Mem);
+  VMX_JIT_SHIFT(Rol) VMX_JIT_SHIFT(Ror) VMX_JIT_SHIFT(Shl) VMX_JIT_SHIFT(Shr)
+  VMX_JIT_SHIFT(Sar)
+#undef VMX_JIT_SHIFT
+  return R;
+}
+} // namespace
+
+JitForm shiftJitForm(const DecodedInsn &I) {
+  return firstKnown({shiftFormSized<uint8_t>(I.Fn), shiftFormSized<uint16_t>(I.Fn),
+                     shiftFormSized<uint32_t>(I.Fn), shiftFormSized<uint64_t>(I.Fn)});
+}
 
 } // namespace vmxsim

@@ -163,6 +163,14 @@ struct Block {
   /// so flushing the cache is one increment, and a zero-filled block is never valid.
   uint32_t Key;
   uint8_t NumInsns;
+  /// The translation cache (cpu/jit/translator.h): the block's host code, valid while
+  /// JitStamp equals the translator's stamp (null: refused); entries counted toward the
+  /// threshold; whether the code calls handlers (memory forms). decodeBlock zeroes them
+  /// when it fills the slot, so a dropped block's translation is never reached.
+  uint8_t JitCalls;
+  uint16_t JitRuns;
+  uint32_t JitStamp;
+  const void *JitCode;
   BlockLink Links[2]; ///< the last two successors (a branch's taken and fall-through)
   DecodedInsn Insns[kMaxBlockInsns];
 };

@@ -132,6 +132,7 @@ Error Machine::init() {
     Model.Vmx = Cfg.Vmx;
   for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
     Cpus.push_back(std::make_unique<Cpu>(Mem, Io, Model, I));
+    Cpus.back()->setExecMode(Cfg.Exec);
     CpuPtrs.push_back(Cpus.back().get());
   }
   for (unsigned I = 0; I < Cfg.NumCpus; ++I) {
@@ -503,6 +504,12 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
     R.What = C.UnimplementedWhat ? C.UnimplementedWhat : "an unnamed feature";
     R.Rip = C.UnimplementedWhat ? C.UnimplementedRip : C.S.Rip;
     break;
+  case StopReason::LockstepMismatch:
+    R.Reason = RunReason::LockstepMismatch;
+    R.ExitStatus = kExitLockstepMismatch;
+    R.What = C.UnimplementedWhat ? C.UnimplementedWhat : "lockstep mismatch";
+    R.Rip = C.UnimplementedRip;
+    break;
   case StopReason::InsnLimit:
   case StopReason::Deadline:
     R.Reason = RunReason::InsnLimit;
@@ -542,6 +549,8 @@ std::string RunResult::describe() const {
                        CpuId, Rip, What.empty() ? "" : "; ", What);
   case RunReason::Unimplemented:
     return fmt::format("unimplemented: {} at RIP={:#x} (CPU {})", What, Rip, CpuId);
+  case RunReason::LockstepMismatch:
+    return fmt::format("{} (CPU {})", What, CpuId);
   case RunReason::Interrupted:
     return fmt::format("stopped{}{} at RIP={:#x} (CPU {})", What.empty() ? "" : " by ", What,
                        Rip, CpuId);

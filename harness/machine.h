@@ -45,6 +45,7 @@
 // under the deterministic scheduler (harness/scheduler.h). fw_cfg reports NumCpus.
 #pragma once
 #include "cpu/cpu.h"
+#include "cpu/jit/exec_mode.h"
 #include "cpu/cpu_model.h"
 #include "cpu/vmx/vmx_features.h"
 #include "harness/devices/a20_gate.h"
@@ -156,6 +157,10 @@ struct MachineConfig {
   /// The RTC's date-time at virtual cycle 0, in seconds since 1970-01-01 00:00:00 UTC
   /// (`--rtc-base`; Rtc146818::parseBase reads the option's forms).
   int64_t RtcBaseSeconds = kDefaultRtcBase;
+  /// How the CPUs execute guest code (`--exec`; docs/TRANSLATOR.md): the interpreter,
+  /// the translation cache, or both in lockstep (a difference stops the run with
+  /// RunReason::LockstepMismatch).
+  ExecMode Exec = ExecMode::Interp;
 };
 
 /// Why Machine::run returned.
@@ -170,6 +175,9 @@ enum class RunReason : uint8_t {
   InsnLimit,     ///< MaxInsns retired: status kExitInsnLimit
   Halted,        ///< every CPU halted and nothing can wake one: status kExitHalted
   Unimplemented, ///< the guest used something vmxsim lacks: status kExitUnimplemented
+  /// ExecMode::Lockstep: a translated block disagreed with the interpreter (What says
+  /// where and in what): status kExitLockstepMismatch.
+  LockstepMismatch,
   Interrupted,   ///< MachineConfig::StopFlag was raised (the vmxsim command: a signal)
   /// A condition of runUntil was met (RunResult::Condition says which): status 0. The
   /// run can be continued; the hypervisor's trace is not drained and the ground truth
@@ -191,6 +199,9 @@ inline constexpr int kExitOutputFailed = 14;
 /// taken of another configuration) or taken (`--snapshot-at`/`--snapshot-every` on a
 /// machine that cannot be saved, or a file that cannot be written).
 inline constexpr int kExitSnapshot = 16;
+/// `--exec lockstep`: a translated block and the interpreter disagreed (one line names the
+/// block, the instruction and what differs).
+inline constexpr int kExitLockstepMismatch = 18;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;

@@ -12,6 +12,7 @@
 // the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
 // Subcommands are the extension point: "trace" and "xcheck" will join "run".
+#include "cpu/jit/translator.h"
 #include "cpu/vmx/profile_table.h"
 #include "harness/gdb_stub.h"
 #include "harness/machine.h"
@@ -250,6 +251,8 @@ struct RunOptions {
   uint64_t SnapshotEvery = 0;
   std::string SnapshotDir = ".";
   std::string Restore;
+  std::string Exec = "interp";
+  bool JitStats = false;
 };
 
 /// A snapshot's file name: DIR/vmxsim-<total retired instructions>.snap.
@@ -278,6 +281,9 @@ int runCommand(const RunOptions &O) {
     fail(fmt::format("--vmx-profile: unknown profile '{}' (full, kvm-nested, minimal)",
                      O.VmxProfile));
   Cfg.MaxInsns = O.MaxInsns;
+  Cfg.Exec = O.Exec == "translate"  ? ExecMode::Translate
+             : O.Exec == "lockstep" ? ExecMode::Lockstep
+                                    : ExecMode::Interp;
   // The processor model with the RDRAND/RDSEED seed the run asked for (cpu/exec_random.cpp);
   // the machine copies it.
   CpuModel Model = CpuModel::defaultModel();
@@ -432,6 +438,7 @@ int runCommand(const RunOptions &O) {
   switch (R.Reason) {
   case RunReason::TripleFault:
   case RunReason::Unimplemented:
+  case RunReason::LockstepMismatch:
     std::fprintf(stderr, "vmxsim: %s\n%s\n", R.describe().c_str(),
                  formatCpuState(M->cpu(R.CpuId).S).c_str());
     break;
@@ -449,6 +456,13 @@ int runCommand(const RunOptions &O) {
   if (const TraceBufferDrain *D = M->traceBuffers())
     for (const std::string &P : D->problems())
       std::fprintf(stderr, "vmxsim: warning: %s; its records were not drained\n", P.c_str());
+  if (O.JitStats)
+    for (unsigned I = 0; I < M->numCpus(); ++I)
+      if (const Translator *T = M->cpu(I).Jit.get()) {
+        char Line[1024];
+        T->describe(Line, sizeof Line);
+        std::fprintf(stderr, "vmxsim: CPU %u %s\n", I, Line);
+      }
   if (!O.Quiet || R.Reason == RunReason::Interrupted)
     std::fprintf(stderr, "%s\n", R.summary().c_str());
   // Every output was flushed by run(); one that lost bytes makes the run fail even if
@@ -686,6 +700,15 @@ int main(int Argc, char **Argv) {
       ->check(CLI::IsMember({"real", "prot32", "long"}))
       ->needs(Flat);
   Run->add_flag("-q,--quiet", O.Quiet, "no run summary on stderr");
+  Run->add_option("--exec", O.Exec,
+                  "how guest code runs: interp (the interpreter, default), translate (hot "
+                  "blocks as translated host code, docs/TRANSLATOR.md) or lockstep (each "
+                  "translated block run both ways and compared; a difference stops the run, "
+                  "status 18)")
+      ->check(CLI::IsMember({"interp", "translate", "lockstep"}));
+  Run->add_flag("--jit-stats", O.JitStats,
+                "print the translator's counters per CPU at the end (blocks translated, "
+                "instructions run translated, why blocks were refused)");
   Run->add_option("--gdb", O.Gdb,
                   "serve gdb's remote protocol on [HOST]:PORT (default host 127.0.0.1; "
                   "port 0: any free one, named on stderr)");

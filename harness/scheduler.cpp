@@ -147,6 +147,7 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     case StopReason::Shutdown:
     case StopReason::StopRequested:
     case StopReason::Unimplemented:
+    case StopReason::LockstepMismatch:
       return {Why, Pick};
     }
   }

@@ -2,6 +2,7 @@
 // XenTrace (--xentrace) and vmxsim's ground truth (--trace-ground-truth), for the tests
 // that check one against the other (tests/hvm/).
 #pragma once
+#include "cpu/jit/translator.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
 
@@ -69,6 +70,7 @@ struct TracedMachineOptions {
   bool Traces = true;
   bool GroundTruthInsns = false;
   uint64_t RamBytes = 256ull << 20;
+  ExecMode Exec = ExecMode::Interp;
 };
 struct TracedMachine {
   using Options = TracedMachineOptions;
@@ -87,6 +89,7 @@ struct TracedMachine {
     Cfg.Serial = OutputSpec::capture();
     Cfg.Debugcon = OutputSpec::discard();
     Cfg.MaxInsns = 50'000'000;
+    Cfg.Exec = O.Exec;
     if (O.Traces) {
       Cfg.GroundTruthFile = Gt;
       Cfg.XentraceFile = Hv;
@@ -105,6 +108,7 @@ struct TracedMachine {
     RunResult Result;
     std::string Serial, GtBytes, HvBytes;
     std::vector<uint64_t> Cycles, Retired;
+    uint64_t InsnsTranslated = 0; ///< by all CPUs' translators (ExecMode other than Interp)
   };
   /// Runs to the end; the outputs once the machine is gone (the files are complete).
   Outcome finish() {
@@ -114,6 +118,8 @@ struct TracedMachine {
     for (unsigned I = 0; I < M->numCpus(); ++I) {
       O.Cycles.push_back(M->cpu(I).Cycles);
       O.Retired.push_back(M->cpu(I).Retired);
+      if (const Translator *T = M->cpu(I).Jit.get())
+        O.InsnsTranslated += T->stats().InsnsTranslated;
     }
     M.reset();
     O.GtBytes = readFile(Gt);

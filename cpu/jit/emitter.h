@@ -1,0 +1,228 @@
+// A minimal x86-64 machine-code writer for the translator (cpu/jit/translator.cpp): the
+// handful of instruction forms it emits, each encoded as the SDM Vol. 2 instruction pages
+// define it (REX, ModR/M with a [base + disp32] or register operand, immediates). Memory
+// operands are always [RBX + disp32] (RBX holds the Cpu). Writes into a caller's buffer;
+// running out of room sets Overflow and writes nothing more.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace vmxsim::x64 {
+
+enum Reg : uint8_t { HAX, HCX, HDX, HBX, HSP, HBP, HSI, HDI, H8, H9, H10, H11, H12, H13 };
+
+/// ALU opcode bases (the "op r/m, r" forms are Base + 0 for 8-bit, Base + 1 otherwise)
+/// and the /digit of the group-1 immediate forms.
+enum class Alu : uint8_t { Add = 0, Or = 1, Adc = 2, Sbb = 3, And = 4, Sub = 5, Xor = 6, Cmp = 7 };
+/// /digit of the group-2 shift and rotate forms.
+enum class Shift : uint8_t { Rol = 0, Ror = 1, Shl = 4, Shr = 5, Sar = 7 };
+
+class Emitter {
+public:
+  Emitter(uint8_t *Buf, size_t Cap) : Buf(Buf), Cap(Cap) {}
+  size_t size() const { return Len; }
+  bool overflow() const { return Overflow; }
+  uint8_t *data() { return Buf; }
+
+  void byte(uint8_t B) {
+    if (Len < Cap)
+      Buf[Len++] = B;
+    else
+      Overflow = true;
+  }
+  void u32(uint32_t V) {
+    for (unsigned K = 0; K < 4; ++K)
+      byte(uint8_t(V >> (8 * K)));
+  }
+  void u64(uint64_t V) {
+    for (unsigned K = 0; K < 8; ++K)
+      byte(uint8_t(V >> (8 * K)));
+  }
+
+  // --- operand encodings ---
+  /// Operand-size prefix and REX for an operation of Size bytes between register Reg
+  /// (ModR/M.reg) and register or base Rm (ModR/M.rm).
+  void prefix(unsigned Size, unsigned Reg, unsigned Rm) {
+    if (Size == 2)
+      byte(0x66);
+    const uint8_t Rex = uint8_t(0x40 | (Size == 8 ? 8 : 0) | ((Reg >> 3) & 1) << 2 | ((Rm >> 3) & 1));
+    if (Rex != 0x40)
+      byte(Rex);
+  }
+  void modrmMem(unsigned Reg, int32_t Disp) { // [RBX + disp32]
+    byte(uint8_t(0x80 | (Reg & 7) << 3 | HBX));
+    u32(uint32_t(Disp));
+  }
+  void modrmReg(unsigned Reg, unsigned Rm) { byte(uint8_t(0xc0 | (Reg & 7) << 3 | (Rm & 7))); }
+
+  /// Op8 (8-bit) or Op (16/32/64-bit) with Reg, [RBX + Disp].
+  void opMem(unsigned Size, uint8_t Op8, uint8_t Op, unsigned Reg, int32_t Disp) {
+    prefix(Size, Reg, HBX);
+    byte(Size == 1 ? Op8 : Op);
+    modrmMem(Reg, Disp);
+  }
+  void opReg(unsigned Size, uint8_t Op8, uint8_t Op, unsigned Reg, unsigned Rm) {
+    prefix(Size, Reg, Rm);
+    byte(Size == 1 ? Op8 : Op);
+    modrmReg(Reg, Rm);
+  }
+
+  // --- instructions ---
+  void load(unsigned Size, Reg R, int32_t Disp) { opMem(Size, 0x8a, 0x8b, R, Disp); }
+  void store(unsigned Size, Reg R, int32_t Disp) { opMem(Size, 0x88, 0x89, R, Disp); }
+  /// MOVZX r32, r/m8|16 (Size 1, 2), MOV r32, r/m32 (4), MOV r64, r/m64 (8).
+  void loadZx(unsigned Size, Reg R, int32_t Disp) {
+    if (Size >= 4)
+      return load(Size, R, Disp);
+    prefix(4, R, HBX);
+    byte(0x0f);
+    byte(Size == 1 ? 0xb6 : 0xb7);
+    modrmMem(R, Disp);
+  }
+  /// MOVSX r64, r/m8|16, MOVSXD r64, r/m32, MOV r64, r/m64.
+  void loadSx64(unsigned Size, Reg R, int32_t Disp) {
+    if (Size == 8)
+      return load(8, R, Disp);
+    prefix(8, R, HBX);
+    if (Size == 4) {
+      byte(0x63);
+    } else {
+      byte(0x0f);
+      byte(Size == 1 ? 0xbe : 0xbf);
+    }
+    modrmMem(R, Disp);
+  }
+  void movRR(unsigned Size, Reg Dst, Reg Src) { opReg(Size, 0x88, 0x89, Src, Dst); }
+  void movImm32(Reg R, uint32_t V) { // zero-extends into the 64-bit register
+    if (R >= 8)
+      byte(0x41);
+    byte(uint8_t(0xb8 + (R & 7)));
+    u32(V);
+  }
+  void movImm64(Reg R, uint64_t V) {
+    byte(uint8_t(0x48 | (R >= 8 ? 1 : 0)));
+    byte(uint8_t(0xb8 + (R & 7)));
+    u64(V);
+  }
+  /// ALU Dst, Src (registers).
+  void aluRR(Alu Op, unsigned Size, Reg Dst, Reg Src) {
+    const uint8_t Base = uint8_t(unsigned(Op) * 8);
+    opReg(Size, Base, uint8_t(Base + 1), Src, Dst);
+  }
+  void testRR(unsigned Size, Reg A, Reg B) { opReg(Size, 0x84, 0x85, B, A); }
+  /// ALU r64/r32, imm32 (group 1, 81 /digit; sign-extended for 64-bit).
+  void aluImm(Alu Op, unsigned Size, Reg R, uint32_t Imm) {
+    prefix(Size, 0, R);
+    byte(0x81);
+    modrmReg(unsigned(Op), R);
+    u32(Imm);
+  }
+  /// ADD qword [RBX + Disp], imm32.
+  void addMem64Imm(int32_t Disp, int32_t Imm) {
+    prefix(8, 0, HBX);
+    byte(0x81);
+    modrmMem(0, Disp);
+    u32(uint32_t(Imm));
+  }
+  void cmpRegMem64(Reg R, int32_t Disp) { opMem(8, 0x3a, 0x3b, R, Disp); }
+  /// Group 3 (F6/F7): NOT /2, NEG /3; group 4/5 (FE/FF): INC /0, DEC /1.
+  void group3(unsigned Digit, unsigned Size, Reg R) { opReg(Size, 0xf6, 0xf7, Digit, R); }
+  void group45(unsigned Digit, unsigned Size, Reg R) { opReg(Size, 0xfe, 0xff, Digit, R); }
+  void shiftImm(Shift Op, unsigned Size, Reg R, uint8_t Count) {
+    opReg(Size, 0xc0, 0xc1, unsigned(Op), R);
+    byte(Count);
+  }
+  /// BT r32, imm8 (0F BA /4).
+  void btImm(Reg R, uint8_t Bit) { bt(4, R, false, 0, Bit); }
+  /// BT qword [RBX + Disp], imm8.
+  void btMem64(int32_t Disp, uint8_t Bit) { bt(8, HBX, true, Disp, Bit); }
+  void bt(unsigned Size, Reg Rm, bool Mem, int32_t Disp, uint8_t Bit) {
+    prefix(Size, 0, Rm);
+    byte(0x0f);
+    byte(0xba);
+    if (Mem)
+      modrmMem(4, Disp);
+    else
+      modrmReg(4, Rm);
+    byte(Bit);
+  }
+  /// LEA R, [R12 + Disp] (R12 holds the block's entry RIP).
+  void leaR12(Reg R, int32_t Disp) {
+    byte(uint8_t(0x49 | (R >= 8 ? 4 : 0)));
+    byte(0x8d);
+    byte(uint8_t(0x84 | (R & 7) << 3));
+    byte(0x24); // SIB: base R12, no index
+    u32(uint32_t(Disp));
+  }
+  void pushfq() { byte(0x9c); }
+  void push(Reg R) {
+    if (R >= 8)
+      byte(0x41);
+    byte(uint8_t(0x50 + (R & 7)));
+  }
+  void pop(Reg R) {
+    if (R >= 8)
+      byte(0x41);
+    byte(uint8_t(0x58 + (R & 7)));
+  }
+  void callRax() {
+    byte(0xff);
+    byte(0xd0);
+  }
+  void ret() { byte(0xc3); }
+
+  // --- branches to labels (forward or backward, rel32) ---
+  static constexpr unsigned kMaxFixups = 512;
+  /// Jcc (Cc = the host condition code 0..15) or JMP (Cc = -1) to Label; bound later.
+  void jump(int Cc, unsigned Label) {
+    if (Cc < 0) {
+      byte(0xe9);
+    } else {
+      byte(0x0f);
+      byte(uint8_t(0x80 + Cc));
+    }
+    if (NumFixups < kMaxFixups)
+      Fixups[NumFixups++] = Fixup{uint32_t(Len), Label};
+    else
+      Overflow = true;
+    u32(0);
+  }
+  void bind(unsigned Label) {
+    if (Label < kMaxLabels)
+      Labels[Label] = uint32_t(Len);
+  }
+  static constexpr unsigned kMaxLabels = 256;
+  /// Patches every jump; false when one names an unbound label.
+  bool resolve() {
+    for (unsigned K = 0; K < NumFixups; ++K) {
+      const Fixup &F = Fixups[K];
+      if (F.Label >= kMaxLabels || Labels[F.Label] == kUnbound || F.At + 4 > Len)
+        return false;
+      const int32_t Rel = int32_t(Labels[F.Label]) - int32_t(F.At + 4);
+      std::memcpy(Buf + F.At, &Rel, 4);
+    }
+    return true;
+  }
+  void resetLabels() {
+    for (uint32_t &L : Labels)
+      L = kUnbound;
+    NumFixups = 0;
+  }
+
+private:
+  static constexpr uint32_t kUnbound = ~uint32_t(0);
+  struct Fixup {
+    uint32_t At;
+    unsigned Label;
+  };
+  uint8_t *Buf;
+  size_t Cap;
+  size_t Len = 0;
+  bool Overflow = false;
+  Fixup Fixups[kMaxFixups];
+  unsigned NumFixups = 0;
+  uint32_t Labels[kMaxLabels];
+};
+
+} // namespace vmxsim::x64

@@ -1,0 +1,63 @@
+// What the translator (cpu/jit/translator.h) needs to know about a decoded instruction:
+// which operation its bound handler performs, in which form. The handlers are private to
+// their family's file (cpu/exec_*.cpp), so each family that has translatable forms answers
+// for its own handlers by comparing the handler pointer with its instantiations: the
+// handler bound at decode time stays the one definition of what the instruction does.
+#pragma once
+#include "cpu/decoded_insn.h"
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace vmxsim {
+
+enum class JitOp : uint8_t {
+  None, ///< not a form the translator knows
+  // Two-operand arithmetic and logic, in the order of cpu/exec_alu.cpp's AluOp.
+  Add, Or, Adc, Sbb, And, Sub, Xor, Cmp, Test,
+  Inc, Dec, Neg, Not,
+  Mov, Lea, MovZx, MovSx,
+  Rol, Ror, Shl, Shr, Sar,
+  JmpRel, JccRel, Nop,
+  Push, Pop, CallRel, Ret,
+};
+
+/// Where the operands are: register-only forms are emitted inline; a memory form is
+/// executed by calling its own handler from the translated code (cpu/jit/translator.cpp).
+enum class JitShape : uint8_t { RegReg, RegImm, Reg, Mem, None };
+
+struct JitForm {
+  JitOp Op = JitOp::None;
+  JitShape Shape = JitShape::None;
+  uint8_t Size = 0;    ///< operand size in bytes
+  uint8_t SrcSize = 0; ///< MOVZX/MOVSX: the source's size
+};
+
+/// The first of Forms that names an operation (a family's answers per operand size).
+inline JitForm firstKnown(std::initializer_list<JitForm> Forms) {
+  for (JitForm F : Forms)
+    if (F.Op != JitOp::None)
+      return F;
+  return {};
+}
+
+/// Each family's answer (cpu/exec_alu.cpp, exec_data.cpp, exec_shift.cpp,
+/// exec_control.cpp): the form of I when its handler is one of the family's, else
+/// Op == JitOp::None.
+JitForm aluJitForm(const DecodedInsn &I);
+JitForm dataJitForm(const DecodedInsn &I);
+JitForm shiftJitForm(const DecodedInsn &I);
+JitForm controlJitForm(const DecodedInsn &I);
+
+/// The first family that knows I's handler.
+inline JitForm jitFormOf(const DecodedInsn &I) {
+  for (JitForm (*F)(const DecodedInsn &) :
+       {aluJitForm, dataJitForm, shiftJitForm, controlJitForm}) {
+    JitForm R = F(I);
+    if (R.Op != JitOp::None)
+      return R;
+  }
+  return {};
+}
+
+} // namespace vmxsim

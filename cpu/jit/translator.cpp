@@ -1,0 +1,649 @@
+// The translator (cpu/jit/translator.h; rules and their reasons in docs/TRANSLATOR.md).
+#include "cpu/jit/translator.h"
+
+#include "cpu/cpu.h"
+#include "cpu/decode.h"
+#include "cpu/jit/emitter.h"
+#include "cpu/jit/jit_form.h"
+
+#include <sys/mman.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace vmxsim {
+
+using namespace x64;
+
+namespace {
+
+// Labels of one block's code: the epilogue, then per instruction K the exits "hand the
+// block to the interpreter before K" (kBail + K), "K's handler returned a status"
+// (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
+constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120;
+static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
+              kLocal - kStop > kMaxBlockInsns && kLocal + 2 * kMaxBlockInsns < Emitter::kMaxLabels);
+
+// Host condition codes (the low nibble of Jcc).
+constexpr int kHostB = 2, kHostAE = 3, kHostNE = 5;
+
+bool fitsInt32(int64_t V) { return V >= INT32_MIN && V <= INT32_MAX; }
+
+/// What one translation knows while it emits: the offsets into the Cpu, and the cycles
+/// and instructions completed since the emitted code last added them to Cpu::Cycles and
+/// Cpu::Retired.
+struct BlockEmitter {
+  Emitter &E;
+  int32_t OffGpr, OffRip, OffRflags, OffCycles, OffRetired, OffBlockStop;
+  uint32_t PendCycles = 0, PendInsns = 0;
+  // Per instruction K: the pending counts before it (for its bail-out exit) and which
+  // exits were used.
+  uint32_t BailCycles[kMaxBlockInsns + 1] = {}, BailInsns[kMaxBlockInsns + 1] = {};
+  int32_t Offset[kMaxBlockInsns + 1] = {};
+  int32_t NextOff = 0; ///< offset of the instruction after the one being emitted
+  bool UsedBail[kMaxBlockInsns + 1] = {}, UsedStatus[kMaxBlockInsns] = {},
+       UsedStop[kMaxBlockInsns] = {};
+
+  /// The guest register R as an operand of Size bytes (AH..BH: byte 1 of RAX..RBX).
+  int32_t gpr(uint8_t R, unsigned Size) const {
+    if (Size == 1 && R >= kRegAH)
+      return OffGpr + 8 * (R - kRegAH) + 1;
+    return OffGpr + 8 * R;
+  }
+  /// Writes the Size-byte result in X to guest register R as setReg does (SDM Vol. 1,
+  /// "General-Purpose Registers in 64-Bit Mode": 32-bit results zero-extend, 8- and
+  /// 16-bit results merge).
+  void setReg(unsigned Size, Reg X, uint8_t R) {
+    if (Size == 4) {
+      E.movRR(4, X, X);
+      E.store(8, X, gpr(R, 8));
+    } else {
+      E.store(Size, X, gpr(R, Size));
+    }
+  }
+  /// X = the source operand of a reg, reg or reg, imm form (register Reg[1] or Imm).
+  void source(const DecodedInsn &I, const JitForm &F, Reg X) {
+    if (F.Shape == JitShape::RegReg)
+      E.load(F.Size, X, gpr(I.Reg[1], F.Size));
+    else if (F.Size == 8)
+      E.movImm64(X, I.Imm);
+    else
+      E.movImm32(X, uint32_t(I.Imm));
+  }
+  /// The host's flags into EDX, keeping HostBits.
+  void hostFlags(uint32_t HostBits) {
+    E.pushfq();
+    E.pop(HDX);
+    E.aluImm(Alu::And, 4, HDX, HostBits);
+  }
+  /// RFLAGS = (RFLAGS & ~Mask) | EDX (EDX holds only bits of Mask).
+  void mergeFlags(uint32_t Mask) {
+    E.load(8, HAX, OffRflags);
+    E.aluImm(Alu::And, 8, HAX, ~Mask);
+    E.aluRR(Alu::Or, 8, HAX, HDX);
+    E.store(8, HAX, OffRflags);
+  }
+  void sync() {
+    if (PendCycles)
+      E.addMem64Imm(OffCycles, int32_t(PendCycles));
+    if (PendInsns)
+      E.addMem64Imm(OffRetired, int32_t(PendInsns));
+    PendCycles = PendInsns = 0;
+  }
+  void bailBefore(int Cc, unsigned K) {
+    UsedBail[K] = true;
+    E.jump(Cc, kBail + K);
+  }
+  /// RAX = a branch target: hand the instruction to the interpreter unless it is
+  /// canonical with 48 bits (the interpreter raises the #GP(0), or accepts it under
+  /// CR4.LA57).
+  void checkCanonical(unsigned K) {
+    E.movRR(8, HCX, HAX);
+    E.shiftImm(Shift::Shl, 8, HCX, 16);
+    E.shiftImm(Shift::Sar, 8, HCX, 16);
+    E.aluRR(Alu::Cmp, 8, HCX, HAX);
+    bailBefore(kHostNE, K);
+  }
+  /// Tests guest condition Cc >> 1 (SDM Vol. 1, Jcc conditions) on RFLAGS; returns the
+  /// host condition code that holds when it is true.
+  int condition(uint8_t Cc) {
+    E.load(8, HAX, OffRflags);
+    switch (Cc >> 1) {
+    case 0: E.btImm(HAX, 11); return kHostB;       // OF
+    case 1: E.btImm(HAX, 0); return kHostB;        // CF
+    case 2: E.btImm(HAX, 6); return kHostB;        // ZF
+    case 3:                                        // CF or ZF
+      E.byte(0xa9); // TEST EAX, imm32
+      E.u32(uint32_t(rflags::CF | rflags::ZF));
+      return kHostNE;
+    case 4: E.btImm(HAX, 7); return kHostB;        // SF
+    case 5: E.btImm(HAX, 2); return kHostB;        // PF
+    default:                                       // SF != OF (and, for LE, or ZF)
+      E.movRR(4, HCX, HAX);
+      E.shiftImm(Shift::Shr, 4, HCX, 4); // OF to bit 7
+      E.aluRR(Alu::Xor, 4, HCX, HAX);
+      if ((Cc >> 1) == 7) {
+        E.movRR(4, HDX, HAX);
+        E.shiftImm(Shift::Shl, 4, HDX, 1); // ZF to bit 7
+        E.aluRR(Alu::Or, 4, HCX, HDX);
+      }
+      E.btImm(HCX, 7);
+      return kHostB;
+    }
+  }
+};
+
+constexpr uint32_t kSzp = uint32_t(rflags::SF | rflags::ZF | rflags::PF);
+constexpr uint32_t kArith = uint32_t(rflags::Arith);
+
+/// Emits the register-only forms. False when the form is not taken (the block is then
+/// refused as UnsupportedForm).
+bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
+  Emitter &E = BE.E;
+  const unsigned N = F.Size;
+  switch (F.Op) {
+  case JitOp::Add: case JitOp::Or: case JitOp::Adc: case JitOp::Sbb: case JitOp::And:
+  case JitOp::Sub: case JitOp::Xor: case JitOp::Cmp: case JitOp::Test: {
+    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    BE.source(I, F, HAX);
+    if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
+      E.btMem64(BE.OffRflags, 0); // the guest's CF is the carry/borrow in
+    if (F.Op == JitOp::Test)
+      E.testRR(N, HCX, HAX);
+    else
+      E.aluRR(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), N, HCX, HAX);
+    // ADD/ADC/SUB/SBB/CMP define all six; the logical ones clear CF, OF and AF (AF is
+    // undefined and the interpreter clears it, cpu/exec.h flagsLogic).
+    const bool Logic = F.Op == JitOp::Or || F.Op == JitOp::And || F.Op == JitOp::Xor ||
+                       F.Op == JitOp::Test;
+    BE.hostFlags(Logic ? kSzp : kArith);
+    if (F.Op != JitOp::Cmp && F.Op != JitOp::Test)
+      BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(kArith);
+    return true;
+  }
+  case JitOp::Inc: case JitOp::Dec: case JitOp::Neg: case JitOp::Not: {
+    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    if (F.Op == JitOp::Not) {
+      E.group3(2, N, HCX);
+      BE.setReg(N, HCX, I.Reg[0]);
+      return true;
+    }
+    if (F.Op == JitOp::Neg)
+      E.group3(3, N, HCX);
+    else
+      E.group45(F.Op == JitOp::Inc ? 0 : 1, N, HCX);
+    const uint32_t Mask = F.Op == JitOp::Neg ? kArith : kArith & ~uint32_t(rflags::CF);
+    BE.hostFlags(Mask);
+    BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(Mask);
+    return true;
+  }
+  case JitOp::Mov:
+    BE.source(I, F, HAX);
+    BE.setReg(N, HAX, I.Reg[0]);
+    return true;
+  case JitOp::MovZx: case JitOp::MovSx:
+    if (F.Op == JitOp::MovZx)
+      E.loadZx(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
+    else
+      E.loadSx64(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
+    BE.setReg(N, HAX, I.Reg[0]);
+    return true;
+  case JitOp::Lea: {
+    // cpu/memory.h effectiveAddress: displacement + base + index << scale, truncated to
+    // the address size.
+    if (I.AddrSize != 8 && I.AddrSize != 4)
+      return false;
+    if (I.Base == kRegRip) {
+      const int64_t D = int64_t(BE.NextOff) + I.Disp;
+      if (!fitsInt32(D))
+        return false;
+      E.leaR12(HAX, int32_t(D));
+    } else if (I.Base != kRegNone) {
+      E.load(8, HAX, BE.gpr(I.Base, 8));
+      if (I.Disp) {
+        if (!fitsInt32(I.Disp))
+          return false;
+        E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
+      }
+    } else {
+      E.movImm64(HAX, uint64_t(I.Disp));
+    }
+    if (I.Index != kRegNone) {
+      E.load(8, HCX, BE.gpr(I.Index, 8));
+      if (I.ScaleLog2)
+        E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
+      E.aluRR(Alu::Add, 8, HAX, HCX);
+    }
+    if (I.AddrSize == 4)
+      E.movRR(4, HAX, HAX);
+    BE.setReg(N, HAX, I.Reg[0]);
+    return true;
+  }
+  case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
+    // cpu/exec_shift.cpp defines the flags the SDM leaves undefined; they are computed
+    // here from the same formulas, never taken from the host.
+    const unsigned Bits = 8 * N;
+    const uint8_t Count = uint8_t(I.Imm & (N == 8 ? 0x3f : 0x1f));
+    const uint8_t R = I.Reg[0];
+    if (Count == 0) { // nothing changes, but a 32-bit destination is zero-extended
+      if (N == 4) {
+        E.load(4, HAX, BE.gpr(R, 4));
+        BE.setReg(4, HAX, R);
+      }
+      return true;
+    }
+    const bool Rotate = F.Op == JitOp::Rol || F.Op == JitOp::Ror;
+    if (!Rotate && Count >= Bits)
+      return false; // 8- and 16-bit shifts past the width: interpreted
+    E.loadZx(N, HCX, BE.gpr(R, N)); // zero-extended: bits above the operand stay 0
+    E.movRR(8, HSI, HCX);           // the original value
+    const Shift Op = F.Op == JitOp::Rol   ? Shift::Rol
+                     : F.Op == JitOp::Ror ? Shift::Ror
+                     : F.Op == JitOp::Shl ? Shift::Shl
+                     : F.Op == JitOp::Shr ? Shift::Shr
+                                          : Shift::Sar;
+    E.shiftImm(Op, N, HCX, Count);
+    uint32_t Mask;
+    if (Rotate) {
+      // ROL: CF = LSB(result), OF = MSB(result) XOR CF; ROR: CF = MSB(result), OF = the
+      // XOR of the result's two top bits.
+      E.movRR(8, HAX, HCX);
+      E.movRR(8, HDX, HCX);
+      if (F.Op == JitOp::Rol) {
+        E.aluImm(Alu::And, 4, HAX, 1);
+        E.shiftImm(Shift::Shr, 8, HDX, uint8_t(Bits - 1));
+      } else {
+        E.shiftImm(Shift::Shr, 8, HAX, uint8_t(Bits - 1));
+        E.shiftImm(Shift::Shr, 8, HDX, uint8_t(Bits - 2));
+      }
+      E.aluRR(Alu::Xor, 4, HDX, HAX);
+      E.aluImm(Alu::And, 4, HDX, 1);
+      E.shiftImm(Shift::Shl, 4, HDX, 11);
+      E.aluRR(Alu::Or, 4, HDX, HAX);
+      Mask = uint32_t(rflags::CF | rflags::OF);
+    } else {
+      // The count is below the width: the host's result, CF, SF, ZF and PF are the
+      // architectural ones. OF: SHL MSB(result) XOR CF, SHR MSB(original), SAR 0; AF 0.
+      BE.hostFlags(kSzp | uint32_t(rflags::CF));
+      if (F.Op == JitOp::Shl) {
+        E.movRR(8, HAX, HCX);
+        E.shiftImm(Shift::Shr, 8, HAX, uint8_t(Bits - 1));
+        E.aluRR(Alu::Xor, 4, HAX, HDX);
+        E.aluImm(Alu::And, 4, HAX, 1);
+        E.shiftImm(Shift::Shl, 4, HAX, 11);
+        E.aluRR(Alu::Or, 4, HDX, HAX);
+      } else if (F.Op == JitOp::Shr) {
+        E.movRR(8, HAX, HSI);
+        E.shiftImm(Shift::Shr, 8, HAX, uint8_t(Bits - 1));
+        E.shiftImm(Shift::Shl, 4, HAX, 11);
+        E.aluRR(Alu::Or, 4, HDX, HAX);
+      }
+      Mask = kArith;
+    }
+    BE.setReg(N, HCX, R);
+    BE.mergeFlags(Mask);
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
+  auto Off = [&](const void *P) {
+    return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
+  };
+  OffGpr = Off(&C.S.Gpr[0]);
+  OffRip = Off(&C.S.Rip);
+  OffRflags = Off(&C.S.Rflags);
+  OffCycles = Off(&C.Cycles);
+  OffRetired = Off(&C.Retired);
+  OffBlockStop = Off(&C.BlockStop);
+  OffWindowDue = Off(&C.WindowDue);
+  OffInsnEnd = Off(&C.InsnEnd);
+  void *P = mmap(nullptr, kCodeBytes + kScratchBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (P == MAP_FAILED)
+    return;
+  Scratch = static_cast<uint8_t *>(P) + kCodeBytes;
+  if (mprotect(P, kCodeBytes, PROT_READ | PROT_EXEC) != 0) {
+    munmap(P, kCodeBytes + kScratchBytes);
+    Scratch = nullptr;
+    return;
+  }
+  Code = static_cast<uint8_t *>(P);
+}
+
+Translator::~Translator() {
+  if (Code)
+    munmap(Code, kCodeBytes + kScratchBytes);
+}
+
+bool Translator::emitBlock(Block &B, void *EmitterPtr) {
+  Emitter &E = *static_cast<Emitter *>(EmitterPtr);
+  BlockEmitter BE{E, OffGpr, OffRip, OffRflags, OffCycles, OffRetired, OffBlockStop};
+  constexpr unsigned kBody = kLocal + 2, kExitN = kLocal + 3;
+  const unsigned N = B.NumInsns;
+  // Prologue: RBX = the Cpu, R12 = the RIP the block was entered at (the block is keyed
+  // by physical address; the same code may run at several linear addresses).
+  E.push(HBX);
+  E.push(H12);
+  E.push(H13); // keeps RSP 16-byte aligned for the handler calls
+  E.movRR(8, HBX, HDI);
+  E.movRR(8, H12, HSI);
+  E.bind(kBody);
+  bool RipByHandler = false;
+  int32_t Off = 0;
+  for (unsigned K = 0; K < N; ++K) {
+    const DecodedInsn &I = B.Insns[K];
+    const JitForm F = jitFormOf(I);
+    const int32_t Next = Off + I.Len;
+    BE.BailCycles[K] = BE.PendCycles;
+    BE.BailInsns[K] = BE.PendInsns;
+    BE.Offset[K] = Off;
+    RipByHandler = false;
+    if (F.Shape == JitShape::Mem) {
+      // Through the instruction's own handler, with RIP, Cycles and Retired as the
+      // interpreter has them, its status and the run loop's stop check after it.
+      E.leaR12(HAX, Off);
+      E.store(8, HAX, OffRip);
+      BE.sync();
+      E.movRR(8, HDI, HBX);
+      E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
+      E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
+      E.callRax();
+      E.testRR(1, HAX, HAX);
+      BE.UsedStatus[K] = true;
+      E.jump(kHostNE, kStatus + K);
+      E.addMem64Imm(OffCycles, I.Cost);
+      E.addMem64Imm(OffRetired, 1);
+      if (K + 1 < N) {
+        E.load(8, HAX, OffCycles);
+        E.cmpRegMem64(HAX, OffBlockStop);
+        BE.UsedStop[K] = true;
+        E.jump(kHostAE, kStop + K);
+      }
+      RipByHandler = true;
+    } else if (F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel) {
+      const int64_t Target = int64_t(Next) + int64_t(I.Imm);
+      if (!fitsInt32(Target) || K + 1 != N)
+        return false;
+      const unsigned NotTaken = kLocal, Tail = kLocal + 1;
+      // The branch completes on both paths below (its bail-out exit, before it, uses
+      // the counts saved above).
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+      const uint32_t PendCycles = BE.PendCycles, PendInsns = BE.PendInsns;
+      const bool Cond = F.Op == JitOp::JccRel;
+      if (Cond) {
+        const int Host = BE.condition(I.Cond);
+        // To NotTaken when the condition (with the opcode's negation) is false.
+        E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
+      }
+      E.leaR12(HAX, int32_t(Target));
+      BE.checkCanonical(K);
+      E.store(8, HAX, OffRip);
+      if (Target == 0 && Mode == ExecMode::Translate) {
+        // A branch back to the block's start (a loop of one block): run the block again
+        // at once when the run loop would enter it again, in full, with this same
+        // translation (docs/TRANSLATOR.md, "Loops"). Not in lockstep, which compares
+        // every run.
+        BE.sync();
+        E.load(8, HAX, OffCycles);
+        E.aluImm(Alu::Add, 8, HAX, B.Insns[0].CostToEnd);
+        E.cmpRegMem64(HAX, OffWindowDue);
+        E.jump(kHostAE, kExitN);
+        E.load(8, HCX, OffRetired);
+        E.aluImm(Alu::Add, 8, HCX, N);
+        E.cmpRegMem64(HCX, OffInsnEnd);
+        E.jump(kHostAE, kExitN);
+        E.store(8, HAX, OffBlockStop);
+        E.jump(-1, kBody);
+      } else if (Cond) {
+        E.jump(-1, Tail);
+      }
+      if (Cond) {
+        E.bind(NotTaken);
+        E.leaR12(HAX, Next);
+        E.store(8, HAX, OffRip);
+      }
+      E.bind(Tail);
+      BE.PendCycles = PendCycles;
+      BE.PendInsns = PendInsns;
+      RipByHandler = true;
+    } else if (F.Op == JitOp::Nop) {
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+    } else {
+      BE.NextOff = Next;
+      if (!emitInline(BE, I, F))
+        return false;
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+    }
+    Off = Next;
+  }
+  BE.sync();
+  if (!RipByHandler) {
+    E.leaR12(HAX, Off);
+    E.store(8, HAX, OffRip);
+  }
+  E.bind(kExitN); // RIP stored, the counts added
+  E.movImm32(HAX, N);
+  E.bind(kEpilogue);
+  E.pop(H13);
+  E.pop(H12);
+  E.pop(HBX);
+  E.ret();
+  // The exits.
+  for (unsigned K = 0; K < N; ++K) {
+    if (BE.UsedBail[K]) {
+      E.bind(kBail + K);
+      BE.PendCycles = BE.BailCycles[K];
+      BE.PendInsns = BE.BailInsns[K];
+      BE.sync();
+      E.leaR12(HAX, BE.Offset[K]);
+      E.store(8, HAX, OffRip);
+      E.movImm32(HAX, K);
+      E.jump(-1, kEpilogue);
+    }
+    if (BE.UsedStatus[K]) { // AL = the status; the handler left RIP at the instruction
+      E.bind(kStatus + K);
+      E.byte(0x0f); // MOVZX EAX, AL
+      E.byte(0xb6);
+      E.byte(0xc0);
+      E.shiftImm(Shift::Shl, 4, HAX, 8);
+      E.aluImm(Alu::Or, 4, HAX, K);
+      E.jump(-1, kEpilogue);
+    }
+    if (BE.UsedStop[K]) {
+      E.bind(kStop + K);
+      E.movImm32(HAX, K + 1);
+      E.jump(-1, kEpilogue);
+    }
+  }
+  return !E.overflow() && E.resolve();
+}
+
+Translator::Entry Translator::translate(Block &B) {
+  // Every instruction must be in the supported set.
+  bool Calls = false;
+  for (unsigned K = 0; K < B.NumInsns; ++K) {
+    const JitForm F = jitFormOf(B.Insns[K]);
+    if (F.Op == JitOp::None) {
+      ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];
+      ++Stats.UnsupportedMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
+      return nullptr;
+    }
+    Calls |= F.Shape == JitShape::Mem;
+  }
+  Emitter E(Scratch, kScratchBytes);
+  E.resetLabels();
+  if (!emitBlock(B, &E)) {
+    ++Stats.Refused[size_t(E.overflow() ? JitRefusal::CodeTooLarge
+                                        : JitRefusal::UnsupportedForm)];
+    return nullptr;
+  }
+  const size_t Bytes = (E.size() + 15) & ~size_t(15);
+  if (Used + Bytes > kCodeBytes) {
+    // Full: every translation is dropped at once (their blocks' stamps no longer match).
+    ++Stats.Flushes;
+    ++Stamp;
+    Used = 0;
+  }
+  // W^X: the cache is writable only while the block is copied in.
+  if (mprotect(Code, kCodeBytes, PROT_READ | PROT_WRITE) != 0)
+    return nullptr;
+  std::memcpy(Code + Used, Scratch, E.size());
+  if (mprotect(Code, kCodeBytes, PROT_READ | PROT_EXEC) != 0)
+    return nullptr;
+  uint8_t *Start = Code + Used;
+  Used += Bytes;
+  B.JitCalls = Calls;
+  ++Stats.Translated;
+  return reinterpret_cast<Entry>(Start);
+}
+
+JitRun Translator::runSlow(Block &B) {
+  if (!Code)
+    return {};
+  if (B.JitStamp != Stamp) {
+    // Not translated in this cache generation: count the entry, translate when hot.
+    if (++B.JitRuns < Threshold)
+      return {};
+    B.JitRuns = 0;
+    B.JitStamp = Stamp;
+    B.JitCode = reinterpret_cast<const void *>(translate(B));
+  }
+  if (!B.JitCode)
+    return {};
+  Entry Fn = reinterpret_cast<Entry>(const_cast<void *>(B.JitCode));
+  if (Mode == ExecMode::Lockstep)
+    return lockstep(B, Fn);
+  return enter(B, Fn);
+}
+
+JitRun Translator::lockstep(Block &B, Entry Fn) {
+  if (B.JitCalls) {
+    // The memory forms run their own handlers in the translation: running the block
+    // twice would repeat its stores and device accesses. Run it once, translated.
+    ++Stats.LockstepUncompared;
+    return enter(B, Fn);
+  }
+  const CpuState Before = C.S;
+  const uint64_t Cycles0 = C.Cycles, Retired0 = C.Retired, Stop0 = C.BlockStop;
+  // The interpreter first: the register-only forms complete or fault (a branch to a
+  // non-canonical address), never end the block early.
+  for (unsigned K = 0; K < B.NumInsns; ++K) {
+    const DecodedInsn &I = B.Insns[K];
+    if (I.Fn(C, I) != Status::Ok) {
+      // Faulting: the translation hands the instruction to the interpreter anyway.
+      C.S = Before;
+      C.Cycles = Cycles0;
+      C.Retired = Retired0;
+      C.BlockStop = Stop0;
+      return enter(B, Fn);
+    }
+    C.Cycles += I.Cost;
+    ++C.Retired;
+  }
+  const CpuState Interp = C.S;
+  const uint64_t CyclesI = C.Cycles, RetiredI = C.Retired;
+  C.S = Before;
+  C.Cycles = Cycles0;
+  C.Retired = Retired0;
+  C.BlockStop = Stop0;
+  JitRun R = enter(B, Fn);
+  ++Stats.LockstepCompared;
+  // The first difference: a register, RIP, RFLAGS, the clock or the count.
+  static const char *const Names[16] = {"RAX", "RCX", "RDX", "RBX", "RSP", "RBP",
+                                        "RSI", "RDI", "R8",  "R9",  "R10", "R11",
+                                        "R12", "R13", "R14", "R15"};
+  const char *What = nullptr;
+  uint64_t A = 0, T = 0;
+  int Gpr = -1;
+  for (unsigned K = 0; K < 16 && !What; ++K)
+    if (Interp.Gpr[K] != C.S.Gpr[K]) {
+      What = Names[K], A = Interp.Gpr[K], T = C.S.Gpr[K], Gpr = int(K);
+    }
+  if (!What && Interp.Rflags != C.S.Rflags)
+    What = "RFLAGS", A = Interp.Rflags, T = C.S.Rflags;
+  if (!What && Interp.Rip != C.S.Rip)
+    What = "RIP", A = Interp.Rip, T = C.S.Rip;
+  if (!What && CyclesI != C.Cycles)
+    What = "cycles", A = CyclesI, T = C.Cycles;
+  if (!What && RetiredI != C.Retired)
+    What = "retired", A = RetiredI, T = C.Retired;
+  if (!What && (R.St != Status::Ok || R.Done != B.NumInsns))
+    What = "instructions completed", A = B.NumInsns, T = R.Done;
+  if (!What)
+    return R;
+  // The instruction named is the last of the block that writes what differs (for the
+  // clock, the count and RIP: the last instruction).
+  unsigned At = B.NumInsns - 1;
+  for (unsigned K = B.NumInsns; K-- > 0;) {
+    const DecodedInsn &I = B.Insns[K];
+    const JitForm F = jitFormOf(I);
+    const bool WritesFlags = F.Op != JitOp::Mov && F.Op != JitOp::Lea &&
+                             F.Op != JitOp::MovZx && F.Op != JitOp::MovSx &&
+                             F.Op != JitOp::Not && F.Op != JitOp::Nop &&
+                             F.Op != JitOp::JmpRel && F.Op != JitOp::JccRel;
+    const uint8_t Dst = I.Reg[0] >= kRegAH && I.Reg[0] != kRegNone && F.Size == 1
+                            ? uint8_t(I.Reg[0] - kRegAH)
+                            : I.Reg[0];
+    if ((Gpr >= 0 && Dst == Gpr) || (Gpr < 0 && std::strcmp(What, "RFLAGS") == 0 && WritesFlags)) {
+      At = K;
+      break;
+    }
+  }
+  uint64_t InsnRip = Before.Rip;
+  for (unsigned K = 0; K < At; ++K)
+    InsnRip += B.Insns[K].Len;
+  std::snprintf(Message, sizeof Message,
+                "lockstep mismatch in the block at RIP=%#" PRIx64 ": %s at %#" PRIx64
+                " (instruction %u of %u): %s interpreter=%#" PRIx64 " translated=%#" PRIx64,
+                Before.Rip, mnemonicName(B.Insns[At].Mnemonic), InsnRip, At + 1,
+                unsigned(B.NumInsns), What, A, T);
+  C.UnimplementedWhat = Message;
+  C.UnimplementedRip = Before.Rip;
+  R.Mismatch = true;
+  return R;
+}
+
+void Translator::describe(char *Out, size_t Size) const {
+  int Len = std::snprintf(
+      Out, Size,
+      "jit: %" PRIu64 " blocks translated, %" PRIu64 " runs, %" PRIu64
+      " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes; refused: %" PRIu64
+      " unsupported instruction, %" PRIu64 " unsupported form, %" PRIu64 " too large",
+      Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
+      Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
+  if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
+    Len += std::snprintf(Out + Len, Size - size_t(Len),
+                         "; lockstep: %" PRIu64 " compared, %" PRIu64 " uncompared (memory)",
+                         Stats.LockstepCompared, Stats.LockstepUncompared);
+  // The most frequent unsupported instructions.
+  uint32_t Shown[5] = {};
+  unsigned Which[5] = {};
+  for (unsigned M = 0; M < JitStats::kMnemonics; ++M)
+    for (unsigned K = 0; K < 5; ++K)
+      if (Stats.UnsupportedMnemonic[M] > Shown[K]) {
+        for (unsigned J = 4; J > K; --J)
+          Shown[J] = Shown[J - 1], Which[J] = Which[J - 1];
+        Shown[K] = Stats.UnsupportedMnemonic[M];
+        Which[K] = M;
+        break;
+      }
+  for (unsigned K = 0; K < 5 && Shown[K] && Len > 0 && size_t(Len) < Size; ++K)
+    Len += std::snprintf(Out + Len, Size - size_t(Len), "%s%s %u", K ? ", " : " (by: ",
+                         mnemonicName(uint16_t(Which[K])), Shown[K]);
+  if (Shown[0] && Len > 0 && size_t(Len) < Size)
+    std::snprintf(Out + Len, Size - size_t(Len), ")");
+}
+
+} // namespace vmxsim

@@ -1,0 +1,409 @@
+// The translation cache (cpu/jit/translator.h, docs/TRANSLATOR.md) against the
+// interpreter, its reference: a seeded random fuzz of instruction streams over the
+// supported set run in lockstep (every translated register-only block run both ways and
+// compared by the translator itself) and, separately, interpreted and translated with
+// every register, RFLAGS, RIP, the clock, the count and the data they stored compared;
+// self-modifying code rewriting a translated block; a fault inside a translated block.
+#include "cpu/jit/translator.h"
+#include "tests/support/test_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace vmxsim;
+using namespace vmxsim::test;
+
+namespace {
+
+/// A random stream of instructions of the translator's set (and a few it refuses),
+/// ending in HLT. RBX holds kDataBase and RSP the stack: neither is a destination.
+class StreamGen {
+public:
+  explicit StreamGen(uint64_t Seed) : R(Seed) {}
+
+  std::vector<uint8_t> stream(unsigned NumInsns) {
+    Insns.clear();
+    Branches.clear();
+    for (unsigned K = 0; K < NumInsns; ++K)
+      one();
+    Insns.push_back({0xeb, 0x00}); // JMP +0: HLT (outside the set) is a block of its own
+    Insns.push_back({0xf4});       // HLT
+    // Lay out, then resolve each forward Jcc rel8 to the start of its target.
+    std::vector<size_t> Start;
+    std::vector<uint8_t> Out;
+    for (const auto &I : Insns) {
+      Start.push_back(Out.size());
+      Out.insert(Out.end(), I.begin(), I.end());
+    }
+    for (auto [From, To] : Branches) {
+      const size_t To2 = std::min(To, Insns.size() - 1);
+      Out[Start[From] + 1] = uint8_t(Start[To2] - (Start[From] + 2));
+    }
+    return Out;
+  }
+
+private:
+  std::mt19937_64 R;
+  std::vector<std::vector<uint8_t>> Insns;
+  std::vector<std::pair<size_t, size_t>> Branches;
+
+  unsigned pick(unsigned N) { return unsigned(R() % N); }
+  unsigned size() { return (unsigned[]){1, 2, 4, 8}[pick(4)]; }
+  /// A destination: no RBX, RSP (or BH, BL, SPL).
+  unsigned dst(unsigned Size) {
+    static const unsigned Wide[] = {0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    static const unsigned Byte[] = {0, 1, 2, 4, 5, 6}; // AL CL DL AH CH DH
+    return Size == 1 ? Byte[pick(6)] : Wide[pick(14)];
+  }
+  unsigned src(unsigned Size) { return Size == 1 ? pick(8) : pick(16); }
+  /// Prefixes and opcode of a register-form instruction (ModR/M reg = Reg, rm = Rm).
+  void rr(std::vector<uint8_t> &B, unsigned Size, std::initializer_list<uint8_t> Op,
+          unsigned Reg, unsigned Rm) {
+    if (Size == 2)
+      B.push_back(0x66);
+    const uint8_t Rex = uint8_t(0x40 | (Size == 8) << 3 | (Reg >> 3) << 2 | (Rm >> 3));
+    if (Rex != 0x40)
+      B.push_back(Rex);
+    B.insert(B.end(), Op);
+    B.push_back(uint8_t(0xc0 | (Reg & 7) << 3 | (Rm & 7)));
+  }
+  /// The same with the memory operand [RBX + disp8] (inside the data area).
+  void rm(std::vector<uint8_t> &B, unsigned Size, std::initializer_list<uint8_t> Op,
+          unsigned Reg) {
+    if (Size == 2)
+      B.push_back(0x66);
+    const uint8_t Rex = uint8_t(0x40 | (Size == 8) << 3 | (Reg >> 3) << 2);
+    if (Rex != 0x40)
+      B.push_back(Rex);
+    B.insert(B.end(), Op);
+    B.push_back(uint8_t(0x40 | (Reg & 7) << 3 | 3));
+    B.push_back(uint8_t(pick(15) * 8 + pick(2)));
+  }
+  void imm(std::vector<uint8_t> &B, unsigned Bytes) {
+    // Edge values as often as random ones.
+    static const uint64_t Edge[] = {0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff,
+                                    0x7fffffff, 0x80000000, 0xffffffff, ~uint64_t(0)};
+    uint64_t V = pick(2) ? R() : Edge[pick(12)];
+    for (unsigned K = 0; K < Bytes; ++K)
+      B.push_back(uint8_t(V >> (8 * K)));
+  }
+
+  void one() {
+    std::vector<uint8_t> B;
+    const unsigned S = size();
+    const uint8_t W = S == 1 ? 0 : 1;
+    switch (pick(16)) {
+    case 0: // ALU r/m, r  (ADD OR ADC SBB AND SUB XOR CMP)
+      rr(B, S, {uint8_t(pick(8) * 8 + W)}, src(S), dst(S));
+      break;
+    case 1: { // ALU r/m, imm (80/81/83)
+      const unsigned Op = pick(8);
+      if (S == 1) {
+        rr(B, 1, {0x80}, Op, dst(1));
+        imm(B, 1);
+      } else if (pick(2)) {
+        rr(B, S, {0x83}, Op, dst(S));
+        imm(B, 1);
+      } else {
+        rr(B, S, {0x81}, Op, dst(S));
+        imm(B, S == 2 ? 2 : 4);
+      }
+      break;
+    }
+    case 2: // TEST r/m, r; TEST r/m, imm
+      if (pick(2)) {
+        rr(B, S, {uint8_t(0x84 + W)}, src(S), dst(S));
+      } else {
+        rr(B, S, {uint8_t(0xf6 + W)}, 0, dst(S));
+        imm(B, S == 1 ? 1 : S == 2 ? 2 : 4);
+      }
+      break;
+    case 3: // MOV r/m, r; MOV r, imm
+      if (pick(2)) {
+        rr(B, S, {uint8_t(0x88 + W)}, src(S), dst(S));
+      } else {
+        const unsigned D = dst(S);
+        if (S == 2)
+          B.push_back(0x66);
+        if (S == 8 || D >= 8)
+          B.push_back(uint8_t(0x40 | (S == 8) << 3 | (D >> 3)));
+        B.push_back(uint8_t((S == 1 ? 0xb0 : 0xb8) + (D & 7)));
+        imm(B, S);
+      }
+      break;
+    case 4: // INC DEC NOT NEG
+      if (pick(2))
+        rr(B, S, {uint8_t(0xfe + W)}, pick(2), dst(S));
+      else
+        rr(B, S, {uint8_t(0xf6 + W)}, 2 + pick(2), dst(S));
+      break;
+    case 5: { // ROL ROR SHL SHR SAR by imm8 (any count: masking, >= width) or by 1
+      static const unsigned Ops[] = {0, 1, 4, 5, 7};
+      if (pick(4)) {
+        rr(B, S, {uint8_t(0xc0 + W)}, Ops[pick(5)], dst(S));
+        B.push_back(uint8_t(pick(3) ? pick(S * 8 + 1) : pick(256)));
+      } else {
+        rr(B, S, {uint8_t(0xd0 + W)}, Ops[pick(5)], dst(S));
+      }
+      break;
+    }
+    case 6: { // LEA r, [base + index * scale + disp] (64- or 32-bit address), or [RIP+d]
+      const unsigned D = S == 1 ? 4 : S;
+      if (pick(3) == 0)
+        B.push_back(0x67);
+      if (D == 2)
+        B.push_back(0x66);
+      const unsigned Reg = dst(D), Base = pick(16);
+      unsigned Index = pick(16);
+      if (Index == 4)
+        Index = 5;
+      const bool Rip = pick(5) == 0;
+      B.push_back(uint8_t(0x40 | (D == 8) << 3 | (Reg >> 3) << 2 | (Index >> 3) << 1 |
+                          (Rip ? 0 : Base >> 3)));
+      B.push_back(0x8d);
+      if (Rip) {
+        B.push_back(uint8_t((Reg & 7) << 3 | 5));
+        imm(B, 4);
+      } else {
+        const bool D32 = pick(2);
+        B.push_back(uint8_t((D32 ? 0x84 : 0x44) | (Reg & 7) << 3));
+        B.push_back(uint8_t(pick(4) << 6 | (Index & 7) << 3 | (Base & 7)));
+        imm(B, D32 ? 4 : 1);
+      }
+      break;
+    }
+    case 7: { // MOVZX / MOVSX r, r/m8|16; MOVSXD r64, r/m32
+      const unsigned D = (unsigned[]){2, 4, 8}[pick(3)];
+      if (pick(4) == 0) {
+        rr(B, 8, {0x63}, dst(8), src(4));
+      } else {
+        const bool Word = D > 2 && pick(2);
+        // A byte source without REX is AL..BH; keep the REX-free encodings for it.
+        const unsigned Reg = Word ? dst(D) : (unsigned[]){0, 1, 2, 5, 6, 7}[pick(6)];
+        const unsigned Rm = Word ? src(2) : pick(8);
+        rr(B, D, {0x0f, uint8_t((pick(2) ? 0xb6 : 0xbe) + Word)}, Reg, Rm);
+      }
+      break;
+    }
+    case 8: // ALU r, [RBX + d8]; ALU [RBX + d8], r
+      rm(B, S, {uint8_t(pick(8) * 8 + W + (pick(2) ? 2 : 0))}, dst(S));
+      break;
+    case 9: // MOV r, [RBX + d8]; MOV [RBX + d8], r; MOVZX r32, byte [RBX + d8]
+      if (pick(3) == 0)
+        rm(B, 4, {0x0f, 0xb6}, dst(4));
+      else
+        rm(B, S, {uint8_t(0x88 + W + (pick(2) ? 2 : 0))}, dst(S));
+      break;
+    case 10: // INC/DEC [mem], shift [mem], imm8
+      if (pick(2)) {
+        rm(B, S, {uint8_t(0xfe + W)}, pick(2));
+      } else {
+        rm(B, S, {uint8_t(0xc0 + W)}, (unsigned[]){0, 1, 4, 5, 7}[pick(5)]);
+        B.push_back(uint8_t(pick(40)));
+      }
+      break;
+    case 11: // PUSH r ... POP r
+      for (unsigned Push : {1u, 0u}) {
+        const unsigned Reg = Push ? src(8) : dst(8);
+        if (Reg >= 8)
+          B.push_back(0x41);
+        B.push_back(uint8_t((Push ? 0x50 : 0x58) + (Reg & 7)));
+      }
+      break;
+    case 12: // Jcc rel8 forward over 0..3 instructions
+      Branches.push_back({Insns.size(), Insns.size() + 1 + pick(4)});
+      B = {uint8_t(0x70 + pick(16)), 0};
+      break;
+    case 13: // NOP, or (rarely) an instruction outside the set (IMUL r, r/m): a refused block
+      if (pick(8))
+        B = {0x90};
+      else
+        rr(B, S == 1 ? 4 : S, {0x0f, 0xaf}, dst(4), src(4));
+      break;
+    default: // more of the plain ALU forms
+      rr(B, S, {uint8_t(pick(8) * 8 + W)}, src(S), dst(S));
+      break;
+    }
+    Insns.push_back(B);
+  }
+};
+
+struct Outcome {
+  StopReason Why;
+  CpuState S;
+  uint64_t Cycles, Retired;
+  uint8_t Data[256];
+  uint8_t Stack[64];
+};
+
+Outcome runStream(TestMachine &M, const std::vector<uint8_t> &Code, uint64_t Seed) {
+  M.setupLongMode();
+  M.loadCode(Code);
+  std::mt19937_64 R(Seed);
+  for (uint64_t &G : M.S.Gpr)
+    G = R();
+  M.S.Gpr[RBX] = kDataBase;
+  M.S.Gpr[RSP] = kStackTop;
+  M.S.Rflags = rflags::Fixed1 | (R() & rflags::Arith);
+  uint8_t Data[256];
+  for (uint8_t &B : Data)
+    B = uint8_t(R());
+  M.write(kDataBase, Data, sizeof Data);
+  M.Cpu_.Activity = ActivityState::Active;
+  Outcome O;
+  O.Why = M.run(10000);
+  O.S = M.S;
+  O.Cycles = M.Cpu_.Cycles;
+  O.Retired = M.Cpu_.Retired;
+  std::memcpy(O.Data, M.Mem.ramPointer(Hpa(kDataBase)), sizeof O.Data);
+  std::memcpy(O.Stack, M.Mem.ramPointer(Hpa(kStackTop - 64)), sizeof O.Stack);
+  return O;
+}
+
+void expectSame(const Outcome &A, const Outcome &B, unsigned Stream) {
+  ASSERT_EQ(A.Why, B.Why) << "stream " << Stream;
+  for (unsigned K = 0; K < 16; ++K)
+    ASSERT_EQ(A.S.Gpr[K], B.S.Gpr[K]) << "stream " << Stream << " register " << K;
+  ASSERT_EQ(A.S.Rflags, B.S.Rflags) << "stream " << Stream;
+  ASSERT_EQ(A.S.Rip, B.S.Rip) << "stream " << Stream;
+  ASSERT_EQ(A.Cycles, B.Cycles) << "stream " << Stream;
+  ASSERT_EQ(A.Retired, B.Retired) << "stream " << Stream;
+  ASSERT_EQ(0, std::memcmp(A.Data, B.Data, sizeof A.Data)) << "stream " << Stream;
+  ASSERT_EQ(0, std::memcmp(A.Stack, B.Stack, sizeof A.Stack)) << "stream " << Stream;
+}
+
+void translateAtOnce(TestMachine &M, ExecMode Mode) {
+  M.Cpu_.setExecMode(Mode);
+  ASSERT_TRUE(M.Cpu_.Jit && M.Cpu_.Jit->usable());
+  M.Cpu_.Jit->Threshold = 1; // every block is translated at its first entry
+}
+
+} // namespace
+
+TEST(Translator, FuzzedStreamsAgreeWithTheInterpreterInLockstepAndTranslated) {
+  TestMachine Interp, Lock, Trans;
+  translateAtOnce(Lock, ExecMode::Lockstep);
+  translateAtOnce(Trans, ExecMode::Translate);
+  StreamGen Gen(0x6a69742d66757a7aull);
+  constexpr unsigned kStreams = 2000;
+  for (unsigned K = 0; K < kStreams; ++K) {
+    const std::vector<uint8_t> Code = Gen.stream(4 + K % 40);
+    const Outcome A = runStream(Interp, Code, K);
+    const Outcome B = runStream(Lock, Code, K);
+    ASSERT_NE(B.Why, StopReason::LockstepMismatch)
+        << "stream " << K << ": " << Lock.Cpu_.UnimplementedWhat;
+    expectSame(A, B, K);
+    expectSame(A, runStream(Trans, Code, K), K);
+    if (HasFatalFailure())
+      return;
+  }
+  // The streams did run translated, and in lockstep most blocks were compared.
+  const JitStats &L = Lock.Cpu_.Jit->stats();
+  const JitStats &T = Trans.Cpu_.Jit->stats();
+  char Line[1024];
+  Trans.Cpu_.Jit->describe(Line, sizeof Line);
+  std::printf("%s\n", Line);
+  EXPECT_GT(L.LockstepCompared, kStreams / 2);
+  EXPECT_GT(T.InsnsTranslated, 20 * uint64_t(kStreams));
+  EXPECT_GT(T.Refused[size_t(JitRefusal::UnsupportedInsn)], 100u);
+  EXPECT_EQ(L.Refused[size_t(JitRefusal::CodeTooLarge)], 0u);
+}
+
+TEST(Translator, LockstepReportsADifferenceNamingBlockInstructionAndRegister) {
+  // A translated block whose host code is made wrong on purpose (its first instruction's
+  // handler, which lockstep runs as the reference, replaced by one that adds 1 more):
+  // the run stops with the one-line message.
+  TestMachine M;
+  M.setupLongMode();
+  translateAtOnce(M, ExecMode::Lockstep);
+  M.loadCode({0x48, 0x01, 0xc8, 0x90, 0xeb, 0x00, 0xf4}); // add rax, rcx; nop; jmp +0; hlt
+  M.S.Gpr[RAX] = 5;
+  M.S.Gpr[RCX] = 7;
+  // Decode and translate the block, then make the interpreter's copy differ.
+  ASSERT_EQ(M.run(100), StopReason::Halted);
+  EXPECT_EQ(M.S.Gpr[RAX], 12u);
+  M.Cpu_.Activity = ActivityState::Active;
+  Block *B = M.Cpu_.Mmu.cachedBlock(Gla(kCodeBase), M.Cpu_.DecodeMode);
+  ASSERT_NE(B, nullptr);
+  ASSERT_NE(B->JitCode, nullptr);
+  B->Insns[0].Fn = [](Cpu &C, const DecodedInsn &I) {
+    C.S.Gpr[RAX] += C.S.Gpr[RCX] + 1;
+    return next(C, I);
+  };
+  M.S.Rip = kCodeBase;
+  EXPECT_EQ(M.run(100), StopReason::LockstepMismatch);
+  EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+               "lockstep mismatch in the block at RIP=0x100000: add at 0x100000 "
+               "(instruction 1 of 3): RAX interpreter=0x14 translated=0x13");
+}
+
+TEST(Translator, RewrittenTranslatedBlockRunsTheNewCode) {
+  // A loop whose body block is translated (20 iterations, threshold 16), then rewritten
+  // by the guest: the next run of the block executes the new immediate.
+  //   loop: mov eax, imm32 ; b8 xx xx xx xx   <- patched
+  //         add rsi, rax   ; 48 01 c6
+  //         dec ecx        ; ff c9
+  //         jnz loop       ; 75 f4
+  //         mov byte [rip + patch], 7 (at kCodeBase + 1)  ; c6 05 disp32 07
+  //         dec edi ; jnz again ... hlt
+  for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+    TestMachine M;
+    M.setupLongMode();
+    M.Cpu_.setExecMode(Mode);
+    std::vector<uint8_t> Code = {
+        0xb9, 20, 0, 0, 0,                   // 0:  mov ecx, 20
+        0xb8, 1, 0, 0, 0,                    // 5:  loop: mov eax, 1
+        0x48, 0x01, 0xc6,                    // 10: add rsi, rax
+        0xff, 0xc9,                          // 13: dec ecx
+        0x75, 0xf4,                          // 15: jnz loop (-> 5)
+        0xc6, 0x05, 0, 0, 0, 0, 100,         // 17: mov byte [rip + d], 100 (d below)
+        0xff, 0xcf,                          // 24: dec edi
+        0x75, 0xe4,                          // 26: jnz 0 (-> 0)
+        0xf4};                               // 28: hlt
+    const int32_t D = 6 - 24; // the imm32's low byte (offset 6) from the next RIP (24)
+    std::memcpy(&Code[19], &D, 4);
+    M.loadCode(Code);
+    M.S.Gpr[RSI] = 0;
+    M.S.Gpr[RDI] = 2;
+    ASSERT_EQ(M.run(10000), StopReason::Halted);
+    EXPECT_EQ(M.S.Gpr[RSI], 20u * 1 + 20u * 100) << int(Mode);
+    if (Mode != ExecMode::Interp) {
+      EXPECT_GE(M.Cpu_.Jit->stats().Translated, 1u);
+    }
+  }
+}
+
+TEST(Translator, FaultInsideATranslatedBlockLeavesTheInterpretersState) {
+  // add rax, rcx; mov rdx, [rbx]; inc rax; jmp back: the load from RBX faults (#PF, an
+  // unmapped address above the identity map) on the 40th run; there is no IDT, so the
+  // fault ends in a triple fault. Interpreted and translated runs stop at the same
+  // instruction with the same registers, CR2, clock and count.
+  auto Run = [](ExecMode Mode) {
+    auto M = std::make_unique<TestMachine>();
+    M->setupLongMode();
+    M->Cpu_.setExecMode(Mode);
+    M->loadCode({0x48, 0x01, 0xc8,       // add rax, rcx
+                 0x48, 0x8b, 0x13,       // mov rdx, [rbx]
+                 0x48, 0xff, 0xc0,       // inc rax
+                 0x48, 0x83, 0xc3, 0x08, // add rbx, 8  (walks to the unmapped address)
+                 0xeb, 0xf1});           // jmp 0
+    M->S.Gpr[RBX] = (4ull << 30) - 39 * 8; // the 40th load is at 4 GiB: not mapped
+    M->S.Gpr[RCX] = 3;
+    EXPECT_EQ(M->run(100000), StopReason::Shutdown);
+    return M;
+  };
+  auto A = Run(ExecMode::Interp), B = Run(ExecMode::Translate);
+  EXPECT_GT(B->Cpu_.Jit->stats().InsnsTranslated, 100u);
+  for (unsigned K = 0; K < 16; ++K)
+    EXPECT_EQ(A->S.Gpr[K], B->S.Gpr[K]) << K;
+  EXPECT_EQ(A->S.Rip, B->S.Rip);
+  EXPECT_EQ(A->S.Rip, kCodeBase + 3); // the load
+  EXPECT_EQ(A->S.Cr2, 4ull << 30);
+  EXPECT_EQ(A->S.Cr2, B->S.Cr2);
+  EXPECT_EQ(A->S.Rflags, B->S.Rflags);
+  EXPECT_EQ(A->Cpu_.Cycles, B->Cpu_.Cycles);
+  EXPECT_EQ(A->Cpu_.Retired, B->Cpu_.Retired);
+}
