@@ -250,6 +250,8 @@ struct RunOptions {
   uint64_t SnapshotEvery = 0;
   std::string SnapshotDir = ".";
   std::string Restore;
+  /// The input log (harness/input_log.h).
+  std::string RecordInput, ReplayInput;
 };
 
 /// A snapshot's file name: DIR/vmxsim-<total retired instructions>.snap.
@@ -303,6 +305,13 @@ int runCommand(const RunOptions &O) {
   Cfg.Serial2 = parseOutput(O.Serial2);
   Cfg.SerialIn = O.SerialIn;
   Cfg.Serial2In = O.Serial2In;
+  Cfg.RecordInput = O.RecordInput;
+  Cfg.ReplayInput = O.ReplayInput;
+  if (!O.RecordInput.empty() && !O.ReplayInput.empty())
+    fail("--record-input and --replay-input do not combine");
+  if (!O.Gdb.empty() && (!O.RecordInput.empty() || !O.ReplayInput.empty()))
+    fail("--record-input and --replay-input do not combine with --gdb: gdb's register and "
+         "memory writes are not logged");
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
   Cfg.GroundTruthFile = O.GroundTruth;
@@ -346,6 +355,10 @@ int runCommand(const RunOptions &O) {
 
   Error Err;
   std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
+  if (!M && (Err.Code == ErrorCode::BadInputLog || Err.Code == ErrorCode::InputLogMismatch)) {
+    std::fprintf(stderr, "vmxsim: error: %s\n", Err.str().c_str());
+    return kExitInputLog;
+  }
   if (!M)
     fail(Err.str());
   if (!O.Restore.empty()) {
@@ -456,6 +469,12 @@ int runCommand(const RunOptions &O) {
   const std::vector<std::string> Lost = M->outputProblems();
   for (const std::string &P : Lost)
     std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
+  // An input log that lost events, or a replay that left the log: the run is not the
+  // recorded one, whatever the guest said.
+  if (const std::string P = M->inputLogProblem(); !P.empty() && Lost.empty()) {
+    std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
+    return kExitInputLog;
+  }
   return Lost.empty() ? R.ExitStatus : kExitOutputFailed;
 }
 
@@ -702,6 +721,12 @@ int main(int Argc, char **Argv) {
   Run->add_option("--restore", O.Restore,
                   "start from this snapshot (the run must have the snapshotting run's "
                   "options; every output receives the bytes after the snapshot)");
+  Run->add_option("--record-input", O.RecordInput,
+                  "write every input read from the host's standard input (--serial-in -), "
+                  "with the virtual time it was consumed at, into this input log");
+  Run->add_option("--replay-input", O.ReplayInput,
+                  "feed the inputs of this input log at exactly their recorded times (the "
+                  "run is then the recorded one, byte for byte; status 18 if it is not)");
   Run->add_option("--rtc-base", O.RtcBase,
                   "RTC date-time at virtual time 0: YYYY-MM-DDTHH:MM:SS (UTC) or seconds "
                   "since 1970 (default 2026-01-01T00:00:00)");
