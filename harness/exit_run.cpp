@@ -1,41 +1,12 @@
 #include "harness/exit_run.h"
 
+#include "harness/whole_number.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 namespace vmxsim {
-
-namespace {
-bool whole(const std::string &S, uint64_t &Out) {
-  size_t I = 0;
-  unsigned Base = 10;
-  if (S.size() > 2 && S[0] == '0' && (S[1] == 'x' || S[1] == 'X')) {
-    Base = 16;
-    I = 2;
-  }
-  if (I == S.size())
-    return false;
-  uint64_t V = 0;
-  for (; I < S.size(); ++I) {
-    const char C = S[I];
-    unsigned D;
-    if (C >= '0' && C <= '9')
-      D = unsigned(C - '0');
-    else if (Base == 16 && C >= 'a' && C <= 'f')
-      D = unsigned(C - 'a' + 10);
-    else if (Base == 16 && C >= 'A' && C <= 'F')
-      D = unsigned(C - 'A' + 10);
-    else
-      return false;
-    if (V > (~uint64_t(0) - D) / Base)
-      return false;
-    V = V * Base + D;
-  }
-  Out = V;
-  return true;
-}
-} // namespace
 
 bool parseRegisterPoke(const std::string &S, RegisterPoke &Out, std::string &Why) {
   const size_t Colon = S.find(':'), Eq = S.find('=');
@@ -45,11 +16,11 @@ bool parseRegisterPoke(const std::string &S, RegisterPoke &Out, std::string &Why
   }
   RegisterPoke P;
   P.Register = S.substr(Colon + 1, Eq - Colon - 1);
-  if (!whole(S.substr(0, Colon), P.AtExit) || P.AtExit == 0) {
+  if (!parseWholeNumber(S.substr(0, Colon), P.AtExit) || P.AtExit == 0) {
     Why = fmt::format("'{}': the exit number must be a whole number from 1", S);
     return false;
   }
-  if (P.Register.empty() || !whole(S.substr(Eq + 1), P.Value)) {
+  if (P.Register.empty() || !parseWholeNumber(S.substr(Eq + 1), P.Value)) {
     Why = fmt::format("'{}' is not N:REG=VALUE (VALUE a whole number)", S);
     return false;
   }

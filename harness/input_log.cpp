@@ -1,6 +1,7 @@
 #include "harness/input_log.h"
 
 #include "harness/loader.h"
+#include "harness/whole_number.h"
 
 #include <fmt/format.h>
 
@@ -27,39 +28,11 @@ std::vector<std::string_view> words(std::string_view Line) {
   return W;
 }
 
-/// A whole number, decimal or 0x hex, that fits in 64 bits.
-bool number(std::string_view S, uint64_t &Out) {
-  unsigned Base = 10;
-  if (S.size() > 2 && S[0] == '0' && (S[1] == 'x' || S[1] == 'X')) {
-    Base = 16;
-    S.remove_prefix(2);
-  }
-  if (S.empty())
-    return false;
-  uint64_t V = 0;
-  for (char C : S) {
-    unsigned D;
-    if (C >= '0' && C <= '9')
-      D = unsigned(C - '0');
-    else if (Base == 16 && C >= 'a' && C <= 'f')
-      D = unsigned(C - 'a' + 10);
-    else if (Base == 16 && C >= 'A' && C <= 'F')
-      D = unsigned(C - 'A' + 10);
-    else
-      return false;
-    if (V > (~uint64_t(0) - D) / Base)
-      return false;
-    V = V * Base + D;
-  }
-  Out = V;
-  return true;
-}
-
 /// "key=NUMBER".
 bool keyed(std::string_view W, std::string_view Key, uint64_t &Out) {
   if (W.size() <= Key.size() + 1 || W.substr(0, Key.size()) != Key || W[Key.size()] != '=')
     return false;
-  return number(W.substr(Key.size() + 1), Out);
+  return parseWholeNumber(W.substr(Key.size() + 1), Out);
 }
 
 bool portName(std::string_view W, unsigned &Port) {
@@ -123,7 +96,7 @@ Error InputLog::parse(std::string_view Text, InputLog &Out) {
       uint64_t V = 0;
       if (W.size() != 2 || W[0] != "vmxsim-input-log")
         return bad("not a vmxsim input log (the first line is not 'vmxsim-input-log 1')");
-      if (!number(W[1], V) || V != kVersion)
+      if (!parseWholeNumber(W[1], V) || V != kVersion)
         return bad(fmt::format("input log version '{}' is not this vmxsim's ({})",
                                shown(W[1]), kVersion));
       continue;
@@ -135,7 +108,7 @@ Error InputLog::parse(std::string_view Text, InputLog &Out) {
     if (W[0] == "machine") {
       uint64_t Crc = 0, Cpus = 0;
       if (Machine || LineNo != 2 || W.size() != 3 || W[1].substr(0, 10) != "image-crc=" ||
-          W[1].size() != 18 || !number("0x" + std::string(W[1].substr(10)), Crc) ||
+          W[1].size() != 18 || !parseWholeNumber("0x" + std::string(W[1].substr(10)), Crc) ||
           !keyed(W[2], "cpus", Cpus) || Cpus < 1 || Cpus > 64)
         return lineErr("expected 'machine image-crc=XXXXXXXX cpus=N' (N 1..64) as line 2");
       Out.ImageCrc = uint32_t(Crc);

@@ -11,7 +11,7 @@
 // power-off port or a reset request (port 0x92, 0xcf9 or the i8042: a reset always ends
 // the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
 // 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
-// Subcommands are the extension point: "trace" and "xcheck" will join "run".
+// Subcommands: run, bisect (harness/bisect.h), trace, xcheck, vmx-profiles.
 #include "cpu/vmx/profile_table.h"
 #include "harness/bisect.h"
 #include "harness/exit_run.h"
@@ -19,6 +19,7 @@
 #include "harness/machine.h"
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
+#include "harness/whole_number.h"
 #include "trace/check.h"
 #include "trace/check_kvm.h"
 #include "trace/diff.h"
@@ -92,36 +93,8 @@ bool parseSize(std::string S, uint64_t &Out) {
   return true;
 }
 
-/// A whole number: decimal, or hexadecimal with 0x. No sign, no spaces, no suffix; a value
-/// that does not fit in 64 bits is refused rather than wrapped or clamped.
-bool parseWhole(const std::string &S, uint64_t &Out) {
-  size_t I = 0;
-  unsigned Base = 10;
-  if (S.size() > 2 && S[0] == '0' && (S[1] == 'x' || S[1] == 'X')) {
-    Base = 16;
-    I = 2;
-  }
-  if (I == S.size())
-    return false;
-  uint64_t V = 0;
-  for (; I < S.size(); ++I) {
-    const char C = S[I];
-    unsigned D;
-    if (C >= '0' && C <= '9')
-      D = unsigned(C - '0');
-    else if (Base == 16 && C >= 'a' && C <= 'f')
-      D = unsigned(C - 'a' + 10);
-    else if (Base == 16 && C >= 'A' && C <= 'F')
-      D = unsigned(C - 'A' + 10);
-    else
-      return false;
-    if (V > (~uint64_t(0) - D) / Base)
-      return false;
-    V = V * Base + D;
-  }
-  Out = V;
-  return true;
-}
+/// A whole number (harness/whole_number.h).
+bool parseWhole(const std::string &S, uint64_t &Out) { return parseWholeNumber(S, Out); }
 
 /// Adds a whole-number option to App: Var receives it if it parses (parseWhole) and lies
 /// in [Min, Max]; anything else (negative, too large, trailing text) is a command-line

@@ -78,9 +78,10 @@ protected:
 } // namespace
 
 TEST_F(InputLogFiles, PipedStandardInputIsRecordedAndReplayedByteForByte) {
-  const CmdResult A =
-      runCmd("run --serial " + SerialA + " --serial-in - --record-input " + Log + " " + Image,
-             "hello\\nx");
+  const std::string TraceA = tempPath("insns-a.txt"), TraceB = tempPath("insns-b.txt");
+  const CmdResult A = runCmd("run --serial " + SerialA + " --trace-insns " + TraceA +
+                                 " --serial-in - --record-input " + Log + " " + Image,
+                             "hello\\nx");
   ASSERT_EQ(A.Status, (0x0a << 1) | 1) << A.Err;
   EXPECT_EQ(readFile(SerialA), "hello\n");
   InputLog L;
@@ -97,10 +98,17 @@ TEST_F(InputLogFiles, PipedStandardInputIsRecordedAndReplayedByteForByte) {
   }
   // No standard input at all: the log alone makes the same run (serial output, and the
   // summary line's instruction and cycle counts).
-  const CmdResult B = runCmd("run --serial " + SerialB + " --replay-input " + Log + " " + Image);
+  const CmdResult B = runCmd("run --serial " + SerialB + " --trace-insns " + TraceB +
+                             " --replay-input " + Log + " " + Image);
   EXPECT_EQ(B.Status, A.Status) << B.Err;
   EXPECT_EQ(B.Err, A.Err);
   EXPECT_EQ(readFile(SerialB), "hello\n");
+  // Every instruction, with the registers it changed: the same, byte for byte.
+  const std::string InsnsA = readFile(TraceA);
+  EXPECT_GT(InsnsA.size(), 1000u);
+  EXPECT_TRUE(InsnsA == readFile(TraceB));
+  std::remove(TraceA.c_str());
+  std::remove(TraceB.c_str());
   // Again: the replay is itself deterministic.
   const CmdResult C = runCmd("run --serial " + SerialB + " --replay-input " + Log + " " + Image);
   EXPECT_EQ(C.Err, A.Err);
