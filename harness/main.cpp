@@ -10,7 +10,9 @@
 // name. Exit status: the guest's isa-debug-exit status ((V << 1) | 1, odd), 0 for the
 // power-off port or a reset request (port 0x92, 0xcf9 or the i8042: a reset always ends
 // the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
-// 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
+// 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature, 12 stopped
+// by a signal, 14 an output lost bytes, 16 a snapshot problem, 18 an input-log problem
+// (harness/machine.h: kExit*).
 // Subcommands: run, bisect (harness/bisect.h), trace, xcheck, vmx-profiles.
 #include "cpu/vmx/profile_table.h"
 #include "harness/bisect.h"
