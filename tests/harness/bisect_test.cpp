@@ -22,9 +22,7 @@ struct CmdResult {
 };
 
 std::string tempPath(const std::string &Name) {
-  return (std::filesystem::temp_directory_path() /
-          ("vmxsim_bisect_test_" + std::to_string(::getpid()) + "_" + Name))
-      .string();
+  return vmxsim::test::tempPath("vmxsim_bisect_test", Name);
 }
 
 /// A folder of this test's own holding the images as bench.elf and hv.elf: the runs name

@@ -26,9 +26,7 @@ struct CmdResult {
 };
 
 std::string tempPath(const std::string &Name) {
-  return (std::filesystem::temp_directory_path() /
-          ("vmxsim_input_log_test_" + std::to_string(::getpid()) + "_" + Name))
-      .string();
+  return vmxsim::test::tempPath("vmxsim_input_log_test", Name);
 }
 void writeFile(const std::string &Path, const std::string &S) {
   std::ofstream(Path, std::ios::binary) << S;

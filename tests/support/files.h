@@ -1,9 +1,11 @@
 // Small file helpers shared by the tests.
 #pragma once
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 namespace vmxsim::test {
 
@@ -13,6 +15,13 @@ inline std::string readFile(const std::string &Path) {
   std::stringstream S;
   S << In.rdbuf();
   return S.str();
+}
+
+/// A path in the temporary folder named by the test and this process: Test_PID_Name.
+inline std::string tempPath(const std::string &Test, const std::string &Name) {
+  return (std::filesystem::temp_directory_path() /
+          (Test + "_" + std::to_string(::getpid()) + "_" + Name))
+      .string();
 }
 
 /// scripts/fetch-guests.sh's cache of real guests (Debian's Linux, Xen, busybox): the same
