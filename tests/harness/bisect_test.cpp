@@ -16,10 +16,7 @@ using vmxsim::test::readFile;
 
 namespace {
 
-struct CmdResult {
-  int Status;
-  std::string Out, Err;
-};
+using CmdResult = vmxsim::test::CommandResult;
 
 std::string tempPath(const std::string &Name) {
   return vmxsim::test::tempPath("vmxsim_bisect_test", Name);
@@ -50,14 +47,9 @@ public:
     ::testing::AddGlobalTestEnvironment(new WorkDirCleanup);
 
 CmdResult runCmd(const std::string &Args) {
-  const std::string Out = tempPath("out"), Err = tempPath("err");
-  const std::string Cmd = "cd " + workDir() + " && " + std::string(VMXSIM_BINARY_DIR) +
-                          "/vmxsim " + Args + " >" + Out + " 2>" + Err + " </dev/null";
-  const int St = std::system(Cmd.c_str());
-  CmdResult R{WIFEXITED(St) ? WEXITSTATUS(St) : -1, readFile(Out), readFile(Err)};
-  std::remove(Out.c_str());
-  std::remove(Err.c_str());
-  return R;
+  return vmxsim::test::runShell("cd " + workDir() + " && " + VMXSIM_BINARY_DIR + "/vmxsim " +
+                                    Args,
+                                tempPath("out"), tempPath("err"));
 }
 
 const std::string Bench = "bench.elf";
