@@ -37,6 +37,9 @@ enum class ErrorCode : uint8_t {
   NotSnapshottable,  ///< the machine has something a snapshot cannot hold
   BadSnapshot,       ///< not a snapshot, truncated, corrupt, or a newer format version
   SnapshotMismatch,  ///< a snapshot of another configuration (memory, CPUs, image, ...)
+  // Input logs (harness/input_log.h):
+  BadInputLog,       ///< not an input log, truncated, malformed, another version
+  InputLogMismatch,  ///< the log of another machine (image, CPUs, ports), or a run that left it
 };
 
 struct Error {

@@ -31,6 +31,8 @@ Error Machine::validate(const MachineConfig &Cfg) {
   if (Cfg.SerialIn == "-" && Cfg.Serial2In == "-")
     return Error(ErrorCode::BadConfig,
                  "only one serial port can take its input from standard input");
+  if (!Cfg.RecordInput.empty() && !Cfg.ReplayInput.empty())
+    return Error(ErrorCode::BadConfig, "an input log is either recorded or replayed, not both");
   if (Cfg.FlatAddr && !HasImage)
     return Error(ErrorCode::BadConfig, "a flat load address needs an image");
   if (Cfg.FlatAddr && !Cfg.Modules.empty())
@@ -166,6 +168,8 @@ Error Machine::init() {
     return E;
 
   if (Error E = loadImage())
+    return E;
+  if (Error E = setUpInputLog())
     return E;
 
   if (Cfg.TraceInsns) {
@@ -431,6 +435,8 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
   // ground truth's buffers (which cuts its windows) at a run-control stop would make the
   // files differ from an unstopped run's; they are drained and flushed when it ends.
   if (!Stopped) {
+    if (InputRecorder)
+      InputRecorder->finish();
     if (GroundTruthWriter)
       GroundTruthWriter->flush();
     if (TraceDrain)
@@ -529,6 +535,63 @@ std::vector<std::string> Machine::outputProblems() const {
   if (XentraceWriter && !XentraceWriter->ok())
     Out.push_back(XentraceOut->failure());
   return Out;
+}
+
+Error Machine::setUpInputLog() {
+  if (!Cfg.RecordInput.empty()) {
+    // Needs the image's CRC (loadImage) for the machine line.
+    const unsigned Ports = (Cfg.SerialIn == "-" ? 1u : 0u) | (Cfg.Serial2In == "-" ? 2u : 0u);
+    InputRecorder = std::make_unique<InputLogWriter>();
+    if (Error E = InputRecorder->open(Cfg.RecordInput, ImageCrc, Cfg.NumCpus, Ports))
+      return E;
+    for (auto [P, U] : {std::pair{1u, &Uart}, std::pair{2u, &Uart2}})
+      if (Ports & (1u << (P - 1)))
+        U->recordInput(InputRecorder.get(), P);
+  }
+  if (!Cfg.ReplayInput.empty()) {
+    InputLog Log;
+    if (Error E = InputLog::read(Cfg.ReplayInput, Log)) {
+      E.Code = ErrorCode::BadInputLog; // a missing log too: the input log's status
+      return E;
+    }
+    auto Mismatch = [&](std::string What) {
+      return Error(ErrorCode::InputLogMismatch, "input log of another machine: " + What,
+                   Cfg.ReplayInput);
+    };
+    if (Log.ImageCrc != ImageCrc)
+      return Mismatch(fmt::format("image CRC-32C {:08x} (image, modules and command line), "
+                                  "this machine runs {:08x}",
+                                  Log.ImageCrc, ImageCrc));
+    if (Log.NumCpus != Cfg.NumCpus)
+      return Mismatch(fmt::format("{} CPUs, this machine has {}", Log.NumCpus, Cfg.NumCpus));
+    for (auto [P, Spec] : {std::pair{1u, &Cfg.SerialIn}, std::pair{2u, &Cfg.Serial2In}})
+      if ((Log.Ports & (1u << (P - 1))) && !Spec->empty() && *Spec != "-")
+        return Mismatch(fmt::format("it feeds COM{}, which reads the file '{}' here", P, *Spec));
+    Replay = std::move(Log);
+    installReplayInputs();
+  }
+  return Error::success();
+}
+
+void Machine::installReplayInputs() {
+  for (auto [P, U] : {std::pair{1u, &Uart}, std::pair{2u, &Uart2}}) {
+    if (!(Replay->Ports & (1u << (P - 1))))
+      continue;
+    std::vector<InputEvent> Mine;
+    for (const InputEvent &E : Replay->Events)
+      if (E.Port == P)
+        Mine.push_back(E);
+    U->setInput(SerialInput::replaying(std::move(Mine), P));
+  }
+}
+
+std::string Machine::inputLogProblem() const {
+  if (InputRecorder && !InputRecorder->failure().empty())
+    return InputRecorder->failure();
+  for (const Uart16550 *U : {&Uart, &Uart2})
+    if (U->input() && !U->input()->replayMismatch().empty())
+      return U->input()->replayMismatch();
+  return {};
 }
 
 std::string RunResult::describe() const {

@@ -130,6 +130,11 @@ struct MachineConfig {
   /// for the host's standard input (interactive, not deterministic; at most one of the
   /// two); empty = nothing.
   std::string SerialIn, Serial2In;
+  /// The input log (harness/input_log.h): record every input consumed from the host's
+  /// standard input into this file, or replay the inputs of this file (each port the log
+  /// names then reads the log instead of standard input; its SerialIn must be empty or
+  /// "-"). Not both.
+  std::string RecordInput, ReplayInput;
   /// Instruction trace (one line per instruction, see harness/insn_trace.h); off if unset.
   std::optional<OutputSpec> TraceInsns;
   /// Ground truth (trace/ground_truth.h): every VM exit and VM entry of every CPU as
@@ -202,6 +207,9 @@ inline constexpr int kExitSnapshot = 16;
 /// `--exec lockstep`: a translated block and the interpreter disagreed (one line names the
 /// block, the instruction and what differs).
 inline constexpr int kExitLockstepMismatch = 18;
+/// The input log (`--record-input`, `--replay-input`) could not be read or written, is of
+/// another machine, or the replayed run left the recorded one (one line).
+inline constexpr int kExitInputLog = 20;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
@@ -360,6 +368,9 @@ public:
   /// hypervisor's trace. Empty when every byte so far reached its destination. run()
   /// flushes every output before it returns, so this is complete after it.
   std::vector<std::string> outputProblems() const;
+  /// Empty, or one line: the input log being recorded could not be written in full, or
+  /// the run being replayed left the recorded one (MachineConfig::ReplayInput).
+  std::string inputLogProblem() const;
 
   const MachineConfig &config() const { return Cfg; }
   unsigned numCpus() const { return unsigned(Cpus.size()); }
@@ -469,6 +480,12 @@ private:
   /// restoring machine runs the same image).
   uint32_t ImageCrc = 0;
   OutputOffsets RestoredOffsets;
+  /// MachineConfig::RecordInput's writer; ReplayInput's events (kept for a restore).
+  std::unique_ptr<InputLogWriter> InputRecorder;
+  std::optional<InputLog> Replay;
+  Error setUpInputLog();
+  /// A new replaying input for each port the log names (Replay).
+  void installReplayInputs();
   void saveConfig(SnapshotWriter &W) const;
   Error checkConfig(SnapshotReader &R) const;
   /// Last: it detaches from the timers above when it goes.

@@ -10,14 +10,19 @@
 // name. Exit status: the guest's isa-debug-exit status ((V << 1) | 1, odd), 0 for the
 // power-off port or a reset request (port 0x92, 0xcf9 or the i8042: a reset always ends
 // the run, as QEMU's -no-reboot, since there is no firmware to reboot into), 2 for a bad command line / bad image / host failure,
-// 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature.
-// Subcommands are the extension point: "trace" and "xcheck" will join "run".
+// 4 instruction limit, 6 all CPUs halted, 8 triple fault, 10 unimplemented feature, 12 stopped
+// by a signal, 14 an output lost bytes, 16 a snapshot problem, 18 a lockstep mismatch, 20 an
+// input-log problem (harness/machine.h: kExit*).
+// Subcommands: run, bisect (harness/bisect.h), trace, xcheck, vmx-profiles.
 #include "cpu/jit/translator.h"
 #include "cpu/vmx/profile_table.h"
+#include "harness/bisect.h"
+#include "harness/exit_run.h"
 #include "harness/gdb_stub.h"
 #include "harness/machine.h"
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
+#include "harness/whole_number.h"
 #include "trace/check.h"
 #include "trace/check_kvm.h"
 #include "trace/diff.h"
@@ -91,36 +96,8 @@ bool parseSize(std::string S, uint64_t &Out) {
   return true;
 }
 
-/// A whole number: decimal, or hexadecimal with 0x. No sign, no spaces, no suffix; a value
-/// that does not fit in 64 bits is refused rather than wrapped or clamped.
-bool parseWhole(const std::string &S, uint64_t &Out) {
-  size_t I = 0;
-  unsigned Base = 10;
-  if (S.size() > 2 && S[0] == '0' && (S[1] == 'x' || S[1] == 'X')) {
-    Base = 16;
-    I = 2;
-  }
-  if (I == S.size())
-    return false;
-  uint64_t V = 0;
-  for (; I < S.size(); ++I) {
-    const char C = S[I];
-    unsigned D;
-    if (C >= '0' && C <= '9')
-      D = unsigned(C - '0');
-    else if (Base == 16 && C >= 'a' && C <= 'f')
-      D = unsigned(C - 'a' + 10);
-    else if (Base == 16 && C >= 'A' && C <= 'F')
-      D = unsigned(C - 'A' + 10);
-    else
-      return false;
-    if (V > (~uint64_t(0) - D) / Base)
-      return false;
-    V = V * Base + D;
-  }
-  Out = V;
-  return true;
-}
+/// A whole number (harness/whole_number.h).
+bool parseWhole(const std::string &S, uint64_t &Out) { return parseWholeNumber(S, Out); }
 
 /// Adds a whole-number option to App: Var receives it if it parses (parseWhole) and lies
 /// in [Min, Max]; anything else (negative, too large, trailing text) is a command-line
@@ -253,6 +230,10 @@ struct RunOptions {
   std::string Restore;
   std::string Exec = "interp";
   bool JitStats = false;
+  /// The input log (harness/input_log.h).
+  std::string RecordInput, ReplayInput;
+  /// --set-at-exit N:REG=VALUE (harness/exit_run.h).
+  std::vector<std::string> SetAtExit;
 };
 
 /// A snapshot's file name: DIR/vmxsim-<total retired instructions>.snap.
@@ -266,7 +247,9 @@ std::string snapshotPath(const std::string &Dir, uint64_t Retired) {
   std::exit(kExitSnapshot);
 }
 
-int runCommand(const RunOptions &O) {
+/// The machine a run's options describe (a bad option: fail(), status 2). Model receives
+/// the processor model, which Cfg.Model may point to.
+MachineConfig configFromOptions(const RunOptions &O, CpuModel &Model) {
   MachineConfig Cfg;
   if (!O.Image.empty() && !O.Kernel.empty())
     fail("give the image either as IMAGE or with --kernel, not both");
@@ -286,7 +269,7 @@ int runCommand(const RunOptions &O) {
                                     : ExecMode::Interp;
   // The processor model with the RDRAND/RDSEED seed the run asked for (cpu/exec_random.cpp);
   // the machine copies it.
-  CpuModel Model = CpuModel::defaultModel();
+  Model = CpuModel::defaultModel();
   if (O.Seed) {
     Model.RandomSeed = *O.Seed;
     Cfg.Model = &Model;
@@ -309,6 +292,13 @@ int runCommand(const RunOptions &O) {
   Cfg.Serial2 = parseOutput(O.Serial2);
   Cfg.SerialIn = O.SerialIn;
   Cfg.Serial2In = O.Serial2In;
+  Cfg.RecordInput = O.RecordInput;
+  Cfg.ReplayInput = O.ReplayInput;
+  if (!O.RecordInput.empty() && !O.ReplayInput.empty())
+    fail("--record-input and --replay-input do not combine");
+  if (!O.Gdb.empty() && (!O.RecordInput.empty() || !O.ReplayInput.empty()))
+    fail("--record-input and --replay-input do not combine with --gdb: gdb's register and "
+         "memory writes are not logged");
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
   Cfg.GroundTruthFile = O.GroundTruth;
@@ -325,6 +315,28 @@ int runCommand(const RunOptions &O) {
                    : O.EntryMode == "long" ? EntryMode::Long
                                            : EntryMode::Prot32;
   }
+  return Cfg;
+}
+
+/// --set-at-exit N:REG=VALUE, each (harness/exit_run.h).
+std::vector<RegisterPoke> pokesFromOptions(const RunOptions &O) {
+  std::vector<RegisterPoke> Pokes;
+  for (const std::string &S : O.SetAtExit) {
+    RegisterPoke P;
+    std::string Why;
+    if (!parseRegisterPoke(S, P, Why))
+      fail("--set-at-exit: " + Why);
+    Pokes.push_back(P);
+  }
+  return Pokes;
+}
+
+int runCommand(const RunOptions &O) {
+  CpuModel Model;
+  MachineConfig Cfg = configFromOptions(O, Model);
+  const std::vector<RegisterPoke> Pokes = pokesFromOptions(O);
+  if (!Pokes.empty() && (!O.Gdb.empty() || !O.SnapshotAt.empty() || O.SnapshotEvery))
+    fail("--set-at-exit does not combine with --gdb, --snapshot-at or --snapshot-every");
 
   GdbServerOptions GdbOpts;
   if (O.GdbWait && O.Gdb.empty())
@@ -352,6 +364,10 @@ int runCommand(const RunOptions &O) {
 
   Error Err;
   std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
+  if (!M && (Err.Code == ErrorCode::BadInputLog || Err.Code == ErrorCode::InputLogMismatch)) {
+    std::fprintf(stderr, "vmxsim: error: %s\n", Err.str().c_str());
+    return kExitInputLog;
+  }
   if (!M)
     fail(Err.str());
   if (!O.Restore.empty()) {
@@ -412,9 +428,17 @@ int runCommand(const RunOptions &O) {
     return Next;
   };
   RunResult R;
-  if (Gdb)
+  if (Gdb) {
     R = Gdb->run();
-  for (; !Gdb;) {
+  } else if (!Pokes.empty()) {
+    // Counted in VM exits (from the start, or from the snapshot of --restore).
+    ExitRun Run(*M, Pokes);
+    ErrorOr<RunResult> X = Run.run();
+    if (!X)
+      fail(X.error().str());
+    R = *X;
+  }
+  for (; !Gdb && Pokes.empty();) {
     const uint64_t Next = nextPoint(retired());
     if (Next >= Cfg.MaxInsns) {
       R = ProgressPtr ? M->run(*ProgressPtr, uint64_t(1) << 24) : M->run();
@@ -470,6 +494,12 @@ int runCommand(const RunOptions &O) {
   const std::vector<std::string> Lost = M->outputProblems();
   for (const std::string &P : Lost)
     std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
+  // An input log that lost events, or a replay that left the log: the run is not the
+  // recorded one, whatever the guest said.
+  if (const std::string P = M->inputLogProblem(); !P.empty() && Lost.empty()) {
+    std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
+    return kExitInputLog;
+  }
   return Lost.empty() ? R.ExitStatus : kExitOutputFailed;
 }
 
@@ -642,15 +672,8 @@ int checkedStdout(int Status, int FailStatus) {
   return FailStatus;
 }
 
-} // namespace
-
-int main(int Argc, char **Argv) {
-  CLI::App App{"vmxsim: a deterministic x86-64 emulator with Intel VMX in software", "vmxsim"};
-  App.set_version_flag("--version", std::string("vmxsim ") + VMXSIM_VERSION);
-  App.require_subcommand(1);
-
-  RunOptions O;
-  CLI::App *Run = App.add_subcommand("run", "boot an image and run it to completion");
+/// The options of `vmxsim run` (also the run descriptions of `vmxsim bisect`).
+void addRunOptions(CLI::App *Run, RunOptions &O) {
   Run->add_option("IMAGE", O.Image,
                   "Multiboot kernel (ELF32, ELF64, a.out kludge), Linux bzImage or flat binary");
   Run->add_option("--kernel", O.Kernel, "the image (same as IMAGE)");
@@ -725,9 +748,124 @@ int main(int Argc, char **Argv) {
   Run->add_option("--restore", O.Restore,
                   "start from this snapshot (the run must have the snapshotting run's "
                   "options; every output receives the bytes after the snapshot)");
+  Run->add_option("--record-input", O.RecordInput,
+                  "write every input read from the host's standard input (--serial-in -), "
+                  "with the virtual time it was consumed at, into this input log");
+  Run->add_option("--replay-input", O.ReplayInput,
+                  "feed the inputs of this input log at exactly their recorded times (the "
+                  "run is then the recorded one, byte for byte; status 20 if it is not)");
+  Run->add_option("--set-at-exit", O.SetAtExit,
+                  "N:REG=VALUE: after the N-th VM exit (all CPUs together, from the start), "
+                  "write the exiting CPU's register REG (a divergence injected at a chosen "
+                  "exit, for bisect); repeatable")
+      ->type_name("N:REG=VALUE");
   Run->add_option("--rtc-base", O.RtcBase,
                   "RTC date-time at virtual time 0: YYYY-MM-DDTHH:MM:SS (UTC) or seconds "
                   "since 1970 (default 2026-01-01T00:00:00)");
+}
+
+/// A run description of `vmxsim bisect`: the words of ARGS parsed as `vmxsim run`'s.
+/// The words of a run description (split at spaces; '...' and "..." group, a backslash
+/// escapes the next character). Opt names the option in errors.
+std::vector<std::string> splitWords(const std::string &Args, const std::string &Opt) {
+  std::vector<std::string> Words;
+  std::string Cur;
+  bool InWord = false;
+  char Quote = 0;
+  for (size_t I = 0; I < Args.size(); ++I) {
+    const char C = Args[I];
+    if (Quote) {
+      if (C == Quote)
+        Quote = 0;
+      else
+        Cur += C;
+    } else if (C == '\'' || C == '"') {
+      Quote = C;
+      InWord = true;
+    } else if (C == '\\' && I + 1 < Args.size()) {
+      Cur += Args[++I];
+      InWord = true;
+    } else if (C == ' ' || C == '\t' || C == '\n') {
+      if (InWord)
+        Words.push_back(Cur);
+      Cur.clear();
+      InWord = false;
+    } else {
+      Cur += C;
+      InWord = true;
+    }
+  }
+  if (Quote)
+    fail(fmt::format("{}: an unclosed {} quote", Opt, Quote));
+  if (InWord)
+    Words.push_back(Cur);
+  return Words;
+}
+
+BisectSide bisectSide(const std::string &Label, const std::string &Args, CpuModel &Model) {
+  const std::string Opt = Label == "A" ? "--a" : "--b";
+  std::vector<std::string> Words = splitWords(Args, Opt);
+  CLI::App Sub{"run", "run"};
+  RunOptions O;
+  addRunOptions(&Sub, O);
+  std::vector<std::string> Rev(Words.rbegin(), Words.rend());
+  try {
+    Sub.parse(Rev);
+  } catch (const CLI::ParseError &E) {
+    std::string Msg = E.what();
+    for (char &C : Msg)
+      if (C == '\n')
+        C = ' ';
+    fail(Opt + ": " + Msg);
+  }
+  if (!O.Gdb.empty() || !O.SnapshotAt.empty() || O.SnapshotEvery || !O.Restore.empty() ||
+      !O.RecordInput.empty() || O.SerialIn == "-" || O.Serial2In == "-")
+    fail(Opt + ": a bisected run cannot use --gdb, --snapshot-at, --snapshot-every, --restore, "
+               "--record-input or standard input (record it, then give --replay-input)");
+  BisectSide S;
+  S.Label = Label;
+  S.Cfg = configFromOptions(O, Model);
+  S.Pokes = pokesFromOptions(O);
+  return S;
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  CLI::App App{"vmxsim: a deterministic x86-64 emulator with Intel VMX in software", "vmxsim"};
+  App.set_version_flag("--version", std::string("vmxsim ") + VMXSIM_VERSION);
+  App.require_subcommand(1);
+
+  RunOptions O;
+  CLI::App *Run = App.add_subcommand("run", "boot an image and run it to completion");
+  addRunOptions(Run, O);
+
+  std::string BisectA, BisectB, BisectTrace, BisectBinary;
+  BisectOptions BisO;
+  CLI::App *Bisect = App.add_subcommand(
+      "bisect", "replay two runs to their first diverging VM exit and print both machines' "
+                "state there (status 0 no divergence, 1 divergence found, 2 bad input)");
+  Bisect->add_option("--a", BisectA, "side A: the arguments of `vmxsim run`, in one string")
+      ->required();
+  Bisect->add_option("--b", BisectB,
+                     "side B: the arguments of `vmxsim run` (with --b-binary: of that "
+                     "program's run)");
+  Bisect->add_option("--b-trace", BisectTrace,
+                     "side B is this ground truth (a vmxsim run's --trace-ground-truth, e.g. "
+                     "from another host or build): only its records are shown");
+  Bisect->add_option("--b-binary", BisectBinary,
+                     "side B is run by this other vmxsim program (another build) as "
+                     "'PATH run ARGS --trace-ground-truth FILE': only its records are shown");
+  Bisect->add_flag("--ignore-tsc", BisO.IgnoreTsc,
+                   "compare all but TSC values (trace diff's --ignore-tsc)");
+  addWhole(Bisect, "--snapshot-every-exits", BisO.SnapshotEveryExits,
+           "snapshot a run side every K VM exits (all CPUs; default 10000)", 1);
+  addWhole(Bisect, "--last-insns", BisO.LastInsns,
+           "instructions shown before the exit (default 32)", 1, 100000);
+  Bisect->add_option("--work-dir", BisO.WorkDir,
+                     "keep the traces and snapshots in DIR (default: a temporary folder, "
+                     "removed at the end)");
+  Bisect->add_flag("--keep", BisO.Keep, "do not remove the temporary folder (it is named)");
 
   TraceDumpOptions DumpO;
   CLI::App *Trace = App.add_subcommand("trace", "read XenTrace files");
@@ -856,6 +994,28 @@ int main(int Argc, char **Argv) {
   }
   if (Run->parsed())
     return checkedStdout(runCommand(O), kExitOutputFailed);
+  if (Bisect->parsed()) {
+    if (!BisectTrace.empty() + !BisectBinary.empty() + !BisectB.empty() == 0 ||
+        (!BisectTrace.empty() && (!BisectB.empty() || !BisectBinary.empty())))
+      fail("bisect: give side B as --b ARGS, --b-trace FILE, or --b-binary PATH --b ARGS");
+    if (!BisectBinary.empty() && BisectB.empty())
+      fail("bisect: --b-binary needs --b ARGS (that program's run arguments)");
+    CpuModel ModelA, ModelB;
+    BisectSide A = bisectSide("A", BisectA, ModelA), B;
+    if (!BisectTrace.empty()) {
+      B.Label = "B";
+      B.TraceFile = BisectTrace;
+    } else if (!BisectBinary.empty()) {
+      B.Label = "B";
+      B.Binary = BisectBinary;
+      CpuModel Unused;
+      (void)bisectSide("B", BisectB, Unused); // the arguments must at least be ours
+      B.BinaryArgs = splitWords(BisectB, "--b");
+    } else {
+      B = bisectSide("B", BisectB, ModelB);
+    }
+    return checkedStdout(bisectCommand(A, B, BisO, stdout, stderr), kExitUsage);
+  }
   if (Fuzz->parsed())
     return checkedStdout(xcheckFuzzCommand(FO), kExitUsage);
   if (Profiles->parsed()) {

@@ -62,11 +62,16 @@ void OutputSink::setTap(void (*Fn)(void *, uint8_t), void *Context) {
 
 void OutputSink::putTapped(uint8_t Byte) {
   Tap(TapContext, Byte);
-  Captured = ParkedCaptured;
-  Stream = ParkedStream;
-  put(Byte);
-  Captured = false;
-  Stream = nullptr;
+  // put() has counted the byte; it goes on to the parked destination, if there is one
+  // (a discarding sink has none: the tap is all it has).
+  if (ParkedCaptured) {
+    Buffer.push_back(char(Byte));
+  } else if (ParkedStream) {
+    if (std::fputc(Byte, ParkedStream) == EOF)
+      noteFailure();
+    else if (Byte == '\n' && LineFlush)
+      flush();
+  }
 }
 
 } // namespace vmxsim

@@ -8,7 +8,9 @@
 // port bus's stop flags and the stop latch), CPU (one per processor, with its local
 // APIC), DEVS (the platform devices), SCHD (the scheduler's open slice), OUTS (the byte
 // counts of the device outputs), GT (the ground truth's writer and link, when written),
-// XT (the hypervisor trace's writer and drain, when written).
+// XT (the hypervisor trace's writer and drain, when written), INPL (where the replay of
+// an input log is, when the run replays one: harness/input_log.h; the log's events are
+// not copied: the restoring run names the log again with --replay-input).
 //
 // What a restore re-derives instead of loading: the processors' decoded blocks (flushed),
 // the host pointers of their TLB entries (from the saved page frames), their
@@ -200,6 +202,17 @@ Error Machine::saveSnapshot(const std::string &Path) {
     TraceDrain->save(W);
     W.end();
   }
+  if (Replay) {
+    W.begin("INPL");
+    for (const Uart16550 *U : {&Uart, &Uart2}) {
+      const SerialInput *In = U->input();
+      const bool Replays = In && In->replays();
+      W.io(Replays);
+      if (Replays)
+        W.all(In->polls(), uint64_t(In->replayPosition()));
+    }
+    W.end();
+  }
   const std::vector<uint8_t> File = W.finish();
   // Written beside the target and renamed over it: a reader never sees half a file.
   const std::string Tmp = Path + ".tmp";
@@ -301,6 +314,30 @@ Error Machine::restoreSnapshot(const std::string &Path) {
     }
     R.end();
     O.Xentrace = XentraceWriter->bytesWritten();
+  }
+  const bool SavedReplay = R.ok() && R.peekTag() == "INPL";
+  if (R.ok() && SavedReplay != bool(Replay))
+    return Error(ErrorCode::SnapshotMismatch,
+                 SavedReplay ? "snapshot of a run that replayed an input log: restore it "
+                               "with --replay-input and that log"
+                             : "snapshot of a run that replayed no input log: restore it "
+                               "without --replay-input",
+                 Path);
+  if (SavedReplay && R.begin("INPL")) {
+    installReplayInputs();
+    for (Uart16550 *U : {&Uart, &Uart2}) {
+      bool Replays = false;
+      uint64_t Polls = 0, Position = 0;
+      R.io(Replays);
+      if (Replays)
+        R.all(Polls, Position);
+      SerialInput *In = U->input();
+      if (R.ok() && Replays != (In && In->replays()))
+        R.fail("the input log feeds other ports than the snapshot's run read");
+      else if (R.ok() && Replays && !In->seekReplay(Polls, size_t(Position)))
+        R.fail("the snapshot is past the end of the input log");
+    }
+    R.end();
   }
   if (R.ok() && !R.peekTag().empty())
     R.fail("section " + R.peekTag() + " is not one this vmxsim reads");

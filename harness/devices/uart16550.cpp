@@ -3,6 +3,7 @@
 #include "harness/loader.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -15,7 +16,7 @@ namespace vmxsim {
 Error SerialInput::open(const std::string &Spec, std::unique_ptr<SerialInput> &Out) {
   std::unique_ptr<SerialInput> In(new SerialInput);
   if (Spec == "-") {
-    In->Stdin = true;
+    In->Source = Kind::Stdin;
     Out = std::move(In);
     return Error::success();
   }
@@ -37,28 +38,89 @@ std::unique_ptr<SerialInput> SerialInput::fromBytes(std::vector<uint8_t> Bytes) 
   return In;
 }
 
-bool SerialInput::ended() const { return Stdin ? StdinEnded : Pos == Bytes.size(); }
+std::unique_ptr<SerialInput> SerialInput::replaying(std::vector<InputEvent> Events,
+                                                    unsigned Port) {
+  std::unique_ptr<SerialInput> In(new SerialInput);
+  In->Source = Kind::Replay;
+  In->Events = std::move(Events);
+  In->RecordPort = Port;
+  return In;
+}
 
-SerialInput::Poll SerialInput::next(uint8_t &B) {
-  if (!Stdin) {
+bool SerialInput::ended() const {
+  switch (Source) {
+  case Kind::File:
+    return Pos == Bytes.size();
+  case Kind::Stdin:
+    return StdinEnded;
+  case Kind::Replay:
+    return ReplayEnded;
+  }
+  return true;
+}
+
+bool SerialInput::seekReplay(uint64_t NumPolls, size_t Position) {
+  if (Position > Events.size())
+    return false;
+  Polls = NumPolls;
+  ReplayPos = Position;
+  ReplayEnded = Position > 0 && Events[Position - 1].K == InputEvent::Kind::End;
+  return true;
+}
+
+SerialInput::Poll SerialInput::replay(uint64_t At, uint8_t &B) {
+  if (ReplayEnded)
+    return Poll::End;
+  const uint64_t This = Polls++;
+  if (ReplayPos == Events.size() || Events[ReplayPos].Poll > This)
+    return Poll::NotYet; // the host had typed nothing at this poll
+  const InputEvent &E = Events[ReplayPos];
+  if (E.Poll != This || E.Cycle != At) {
+    Mismatch = fmt::format("input log: COM{}'s poll {} came at cycle {}, the log has '{}': "
+                           "this run is not the recorded one; its input ended there",
+                           RecordPort, This, At, formatInputEvent(E));
+    ReplayEnded = true;
+    return Poll::End;
+  }
+  ++ReplayPos;
+  if (E.K == InputEvent::Kind::End) {
+    ReplayEnded = true;
+    return Poll::End;
+  }
+  B = E.Value;
+  return Poll::Byte;
+}
+
+SerialInput::Poll SerialInput::next(uint64_t At, uint8_t &B) {
+  if (Source == Kind::File) {
     if (Pos == Bytes.size())
       return Poll::End;
     B = Bytes[Pos++];
     return Poll::Byte;
   }
+  if (Source == Kind::Replay)
+    return replay(At, B);
   if (StdinEnded)
     return Poll::End;
+  const uint64_t This = Polls++;
+  auto logged = [&](Poll P) {
+    if (Recorder)
+      Recorder->add(InputEvent{RecordPort, This, At,
+                               P == Poll::End ? InputEvent::Kind::End : InputEvent::Kind::Byte,
+                               P == Poll::End ? uint8_t(0) : B});
+    return P;
+  };
   // Interactive input: whatever the host has typed by now (never blocks).
   struct pollfd P = {STDIN_FILENO, POLLIN, 0};
   if (::poll(&P, 1, 0) <= 0 || !(P.revents & (POLLIN | POLLHUP)))
     return Poll::NotYet;
   const ssize_t N = ::read(STDIN_FILENO, &B, 1);
   if (N == 1)
-    return Poll::Byte;
+    return logged(Poll::Byte);
   if (N < 0 && (errno == EAGAIN || errno == EINTR))
     return Poll::NotYet;
   StdinEnded = true; // end of file, or an error that will not go away
-  return Poll::End;
+  return logged(Poll::End);
 }
 
 // --- The UART ---
@@ -177,7 +239,7 @@ void Uart16550::advanceTo(uint64_t T) {
     }
     NextArrival = kNoTimerEvent;
     uint8_t B = 0;
-    switch (In->next(B)) {
+    switch (In->next(Arrival, B)) {
     case SerialInput::Poll::Byte:
       receive(B, Arrival);
       updateSender(Arrival); // the next byte starts at once

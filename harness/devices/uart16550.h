@@ -67,6 +67,7 @@
 #pragma once
 #include "harness/devices/byte_ports.h"
 #include "harness/error.h"
+#include "harness/input_log.h"
 #include "harness/output.h"
 #include "harness/timer_event.h"
 #include "state/snapshot_io.h"
@@ -80,8 +81,9 @@
 namespace vmxsim {
 
 /// The byte source of a UART's serial input: a file read whole when the machine is
-/// built (deterministic), or the host's standard input polled without blocking
-/// (interactive, not deterministic).
+/// built (deterministic), the host's standard input polled without blocking
+/// (interactive, not deterministic; optionally recorded into an input log), or the
+/// events of an input log replayed (harness/input_log.h).
 class SerialInput {
 public:
   /// "-" = standard input; anything else a regular file, read whole now. One that cannot
@@ -89,15 +91,34 @@ public:
   /// it (ImageFile::open's messages).
   static Error open(const std::string &Spec, std::unique_ptr<SerialInput> &Out);
   static std::unique_ptr<SerialInput> fromBytes(std::vector<uint8_t> Bytes);
+  /// Replays Events (all of port Port, in poll order): a poll the log names gets its
+  /// byte or the end of the input; any other poll finds nothing. A logged poll at another
+  /// cycle than the run's (the run is not the recorded one) ends the input and sets
+  /// replayMismatch().
+  static std::unique_ptr<SerialInput> replaying(std::vector<InputEvent> Events, unsigned Port);
   static constexpr size_t kMaxFileBytes = 64ull << 20;
 
   enum class Poll : uint8_t { Byte, NotYet, End };
-  /// The next byte, if one is there now; End when none will ever come.
-  Poll next(uint8_t &B);
+  /// The next byte, if one is there now (At: the virtual cycle of the poll); End when
+  /// none will ever come.
+  Poll next(uint64_t At, uint8_t &B);
   /// No byte will ever come.
   bool ended() const;
   /// Reads the host's standard input (not deterministic: cannot be snapshotted).
-  bool interactive() const { return Stdin; }
+  bool interactive() const { return Source == Kind::Stdin; }
+  /// Standard input only: every poll that finds a byte or the end is added to Log.
+  void recordInto(InputLogWriter *Log, unsigned Port) {
+    Recorder = Log;
+    RecordPort = Port;
+  }
+  bool replays() const { return Source == Kind::Replay; }
+  /// Replay: where it is (polls so far, events consumed), for a snapshot's INPL section.
+  uint64_t polls() const { return Polls; }
+  size_t replayPosition() const { return ReplayPos; }
+  /// Replay: continues at that point (after a restore); false if Position is past the log.
+  bool seekReplay(uint64_t NumPolls, size_t Position);
+  /// Replay: empty, or one line saying where the run left the recorded one.
+  const std::string &replayMismatch() const { return Mismatch; }
   /// Snapshot: the bytes not sent yet (a restored machine needs no file).
   void save(SnapshotWriter &W) const { W.blob(Bytes.data() + Pos, Bytes.size() - Pos); }
   void load(SnapshotReader &R) {
@@ -106,9 +127,19 @@ public:
   }
 
 private:
+  enum class Kind : uint8_t { File, Stdin, Replay };
+  Poll replay(uint64_t At, uint8_t &B);
+  Kind Source = Kind::File;
   std::vector<uint8_t> Bytes;
   size_t Pos = 0;
-  bool Stdin = false, StdinEnded = false;
+  bool StdinEnded = false;
+  uint64_t Polls = 0;
+  InputLogWriter *Recorder = nullptr;
+  unsigned RecordPort = 1;
+  std::vector<InputEvent> Events;
+  size_t ReplayPos = 0;
+  bool ReplayEnded = false;
+  std::string Mismatch;
 };
 
 class Uart16550 : public BytePortDevice, public TimerEventSource {
@@ -156,6 +187,12 @@ public:
 
   /// The terminal on the serial input, or null.
   const SerialInput *input() const { return In.get(); }
+  SerialInput *input() { return In.get(); }
+  /// Records what the standard-input terminal sends into Log (SerialInput::recordInto).
+  void recordInput(InputLogWriter *Log, unsigned Port) {
+    if (In)
+      In->recordInto(Log, Port);
+  }
   /// Snapshot (harness/snapshot.h): the registers, the receiver with its timing and the
   /// input's unsent bytes (a file's; an interactive input cannot be saved: the machine
   /// refuses). load() replaces the input with the saved bytes when there were any.

@@ -1,9 +1,13 @@
 // Small file helpers shared by the tests.
 #pragma once
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace vmxsim::test {
 
@@ -13,6 +17,29 @@ inline std::string readFile(const std::string &Path) {
   std::stringstream S;
   S << In.rdbuf();
   return S.str();
+}
+
+/// A path in the temporary folder named by the test and this process: Test_PID_Name.
+inline std::string tempPath(const std::string &Test, const std::string &Name) {
+  return (std::filesystem::temp_directory_path() /
+          (Test + "_" + std::to_string(::getpid()) + "_" + Name))
+      .string();
+}
+
+/// A shell command's exit status (-1: it did not exit) and its two outputs.
+struct CommandResult {
+  int Status;
+  std::string Out, Err;
+};
+/// Runs Cmd with /bin/sh, its standard output and error into the files OutPath and
+/// ErrPath (read, then removed) and its standard input from /dev/null.
+inline CommandResult runShell(const std::string &Cmd, const std::string &OutPath,
+                              const std::string &ErrPath) {
+  const int St = std::system((Cmd + " >" + OutPath + " 2>" + ErrPath + " </dev/null").c_str());
+  CommandResult R{WIFEXITED(St) ? WEXITSTATUS(St) : -1, readFile(OutPath), readFile(ErrPath)};
+  std::remove(OutPath.c_str());
+  std::remove(ErrPath.c_str());
+  return R;
 }
 
 /// scripts/fetch-guests.sh's cache of real guests (Debian's Linux, Xen, busybox): the same
