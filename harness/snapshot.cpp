@@ -172,6 +172,7 @@ Error Machine::saveSnapshot(const std::string &Path) {
   A20.save(W);
   SysA.save(W);
   SysB.save(W);
+  FpuError.save(W);
   ResetCtl.save(W);
   Post.save(W);
   Rtc.save(W);
@@ -269,6 +270,7 @@ Error Machine::restoreSnapshot(const std::string &Path) {
     A20.load(R);
     SysA.load(R);
     SysB.load(R);
+    FpuError.load(R);
     ResetCtl.load(R);
     Post.load(R);
     Rtc.load(R);

@@ -108,6 +108,7 @@ void loadGuestNonRegisterState(Cpu &C, const VmcsData &V) {
   VmxState &X = *C.Vmx;
   const VmxProfile &P = *C.Model.Vmx;
   // HLT, shutdown and wait-for-SIPI wait for an event; the event window wakes them.
+  mwaitSettle(C); // an HLT state loaded now is not an MWAIT's wait
   C.Activity = ActivityState(V.get(F::GuestActivityState));
   uint32_t Intr = uint32_t(V.get(F::GuestInterruptibilityState));
   if (Intr & (interruptibility::BlockingBySti | interruptibility::BlockingByMovSs)) {
