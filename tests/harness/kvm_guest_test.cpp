@@ -229,7 +229,7 @@ TEST(LinuxKvm, TwoVcpusOnTwoCpusTraceTheirExitsPerCpuAndTheTraceChecksOut) {
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
   Cfg.NumCpus = 2;
-  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,784,025,194
+  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,789,872,969
   Cfg.Serial = OutputSpec::file(Serial);
   Cfg.Serial2 = OutputSpec::file(Ftrace);
   Cfg.GroundTruthFile = GroundTruth;
