@@ -1,7 +1,8 @@
 // The default processor model and CPUID (SDM Vol. 2A, CPUID—CPU Identification).
 //
 // The model is a modern Intel core (family 6, model 0x8F) that advertises only what
-// vmxsim executes: MONITOR/MWAIT (cpu/monitor.h); integer ISA incl. CMPXCHG8B/16B, POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
+// vmxsim executes: MONITOR/MWAIT (cpu/monitor.h); integer ISA incl. CMPXCHG8B/16B,
+// POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
 // MMX; SSE through SSE4.2, PCLMULQDQ and AES-NI (legacy encodings; no AVX); FXSAVE; the
 // x87 FPU (cpu/exec_x87.cpp; with CMOV, FCMOVcc and FCOMI too), whose FCS and FDS are
 // deprecated (stored as 0) and whose FDP is updated by every memory-operand instruction

@@ -90,7 +90,8 @@ struct VmEntryFailureEvent {
   uint64_t Qualification = 0;
 };
 
-/// A completed store (by a processor, or a device while that processor ran) that touched a watched range of physical memory
+/// A completed store (by a processor, or a device while that processor ran) that touched
+/// a watched range of physical memory
 /// (PhysMem::watchWrites): the bytes [Addr, Addr + SizeBytes) now hold what it stored.
 struct WatchedStoreEvent {
   unsigned Cpu = 0;

@@ -144,12 +144,13 @@ public:
   // kept stale. Generations are 64-bit: they never wrap.
   //
   // Who calls noteWrite: every store into RAM, with the bytes it wrote (and who made
-  // it, for the write watches below): the CPU's store slow path (cpu/memory.cpp), paging and EPT A/D updates, the
-  // slow accessors and the loaders. The stores that do not are those that cannot touch
-  // one: through TlbWrite, which never maps a page with code (markCodeLines reports the
-  // first line of a page, and the decoder then drops every CPU's TlbWrite entries for it),
-  // and through a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP
-  // string chunks, read-modify-write operands). The storing CPU leaves its block after a
+  // it, for the write watches below): the CPU's store slow path (cpu/memory.cpp), paging
+  // and EPT A/D updates, the slow accessors and the loaders. The stores that do not are
+  // those that cannot touch a line of code or a watched range: through TlbWrite, which
+  // never maps a page with code or a watch (markCodeLines reports the first line of a
+  // page, and the decoder then drops every CPU's TlbWrite entries for it), and through
+  // a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP string chunks,
+  // read-modify-write operands). The storing CPU leaves its block after a
   // store that invalidated code, so its next instruction is fetched anew; every CPU
   // compares generations at each block lookup, and a CPU's run slice always ends at a
   // block boundary, so another CPU sees the store at its next block.

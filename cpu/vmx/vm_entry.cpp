@@ -261,7 +261,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   if (IsLaunch) {
     X.CurrentLaunch = LaunchState::Launched;
     C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
-                uint32_t(LaunchState::Launched));
+                uint32_t(LaunchState::Launched), StoreAgent::Processor);
   }
   // Again after the MSR loads, which may change the mode; with none, nothing it reads
   // changed since the call above, so it would repeat that call's results exactly (with

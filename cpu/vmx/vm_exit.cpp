@@ -179,7 +179,7 @@ bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
       C.Pending = PendingEvent{};
       return false;
     }
-    C.Mem.write(Hpa(Area + 16ull * I + 8), 8, Value);
+    C.Mem.write(Hpa(Area + 16ull * I + 8), 8, Value, StoreAgent::Processor);
   }
   return true;
 }
@@ -222,7 +222,8 @@ uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented)
 Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator) {
   VmxState &X = *C.Vmx;
   if (X.haveCurrentVmcs())
-    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator));
+    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator),
+                StoreAgent::Processor);
   // "the logical processor experiences a VMX abort ... and enters the VMX-abort
   // shutdown state" (SDM Vol. 3C, "VMX Aborts").
   C.NonRoot = false;
