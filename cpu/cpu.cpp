@@ -74,6 +74,8 @@ void Cpu::reset() {
   *Vmx = VmxState{};
   NonRoot = false;
   Pending = PendingEvent{};
+  monitorReset(*this); // RESET and INIT disarm the monitor
+  Ignne = false;
   Activity = ActivityState::Active;
   NmiBlocked = NmiPending = false;
   ShadowUntil = 0;
@@ -95,7 +97,9 @@ void Cpu::init() {
   // as the other MSRs do.
   const PerfMon OldPmu = *Pmu;
   const bool OldPmuActive = PmuActive;
+  const bool OldIgnne = Ignne; // the chipset's pin, which INIT does not change
   reset();
+  Ignne = OldIgnne;
   *Msrs = OldMsrs;
   *Pmu = OldPmu;
   PmuActive = OldPmuActive;
@@ -132,6 +136,9 @@ void Cpu::modeChanged() {
 
 StopReason Cpu::run(uint64_t MaxInsns, uint64_t UntilCycle) {
   RunUntil = UntilCycle;
+  // Stores into watched memory made while this processor runs are its own, or those of
+  // a device its instruction programmed (Mmu::watchedWrite).
+  Mem.setWriteWatcher(&Mmu);
   const uint64_t InsnEnd = MaxInsns > ~Retired ? ~uint64_t(0) : Retired + MaxInsns;
   this->InsnEnd = InsnEnd;
   for (;;) {
@@ -244,6 +251,13 @@ EventWindow Cpu::eventWindow(StopReason &Why) {
       }
     }
 
+    // MWAIT with ECX[0] = 1: a pending interrupt that RFLAGS.IF masks still ends the
+    // wait; the processor resumes after MWAIT without taking it (SDM Vol. 2B, MWAIT,
+    // "Interrupts as break events even if masked").
+    if (Intr && mwaitWakesOnMaskedInterrupt(*this) && Intr->intrPending()) [[unlikely]] {
+      mwaitWake(*this);
+      return EventWindow::Run;
+    }
     if (!waiting())
       return EventWindow::Run;
     if (!NonRoot) {
@@ -425,6 +439,10 @@ bool Cpu::handleStatus(Status St, StopReason &Why) {
     return false;
   case Status::Shutdown:
     Activity = ActivityState::Shutdown;
+    return false;
+  case Status::Frozen:
+    Debug.Hits = 0; // the instruction did not execute: it runs again after the wait
+    breakBlock();
     return false;
   case Status::VmExit:
     Debug.Hits = 0; // the instruction did not complete (or was VMLAUNCH/VMRESUME)

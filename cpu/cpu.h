@@ -6,6 +6,7 @@
 #include "cpu/decoded_insn.h"
 #include "cpu/jit/exec_mode.h"
 #include "cpu/mmu.h"
+#include "cpu/monitor.h"
 #include "cpu/observer.h"
 #include "cpu/registers.h"
 #include "cpu/status.h"
@@ -21,6 +22,7 @@
 
 namespace vmxsim {
 
+class Cpu;
 struct CpuModel;
 struct MsrState;
 struct VmxState;
@@ -84,6 +86,17 @@ public:
   virtual void performanceMonitoringInterrupt() = 0;
 };
 
+/// The PC's legacy x87 error reporting (SDM Vol. 1, Appendix D, "MS-DOS Compatibility
+/// Sub-mode"; Vol. 3A, "Numeric Error" in CR0.NE): the processor's FERR# output, which
+/// the chipset routes to IRQ 13 (cpu/x87.h). Implemented by the machine's chipset.
+class FerrLine {
+public:
+  virtual ~FerrLine() = default;
+  /// The processor asserts FERR# (a waiting x87 instruction found an unmasked exception
+  /// pending with CR0.NE = 0).
+  virtual void assertFerr(Cpu &C) = 0;
+};
+
 class Cpu {
 public:
   Cpu(PhysMem &Mem, IoBus &Io, const CpuModel &Model, unsigned Id = 0);
@@ -130,6 +143,12 @@ public:
   InterruptSource *Intr = nullptr;
   /// The local APIC's MSR interface; null on a CPU without a local APIC.
   ApicHook *Apic = nullptr;
+  /// FERR#'s wire to the chipset; null when nothing is wired (a legacy x87 error then
+  /// stops the run as unimplemented, cpu/x87.h).
+  FerrLine *Ferr = nullptr;
+  /// The IGNNE# input: asserted by the chipset (a write to port F0h), deasserted when
+  /// FERR# is, that is when FSW.ES clears (cpu/x87.h, x87::esMayHaveCleared).
+  bool Ignne = false;
   CpuObserver *Observer = nullptr;
   /// Told of every VM exit, VM entry and VM-entry failure (cpu/observer.h): the
   /// ground truth listens here; null (one predictable branch) when nobody does.
@@ -169,7 +188,10 @@ public:
   /// guest's in non-root operation: VM entry loads it, VM exit saves it and makes the
   /// processor active). Anything that leaves the active state ends the current block.
   ActivityState Activity = ActivityState::Active;
-  /// Waiting for an event (HLT, shutdown, wait-for-SIPI): the run loop executes nothing.
+  /// MONITOR's address-range monitor and MWAIT's wait (cpu/monitor.h).
+  MonitorState Monitor;
+  /// Waiting for an event (HLT, MWAIT, shutdown, wait-for-SIPI): the run loop executes
+  /// nothing.
   bool waiting() const { return Activity != ActivityState::Active; }
   /// Shut down in root operation (a triple fault, a VMX abort): the run ends there.
   /// (In non-root operation the shutdown state is the guest's, which the VMX event

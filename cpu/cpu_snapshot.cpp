@@ -49,6 +49,10 @@ template <class Ar, class C> void cpuFields(Ar &A, C &Self) {
         Self.Pending.FaultAddr);
   A.all(Self.Activity, Self.ShadowUntil, Self.ShadowIsMovSs, Self.NmiBlocked,
         Self.NmiPending, Self.DeliveryDepth, Self.LastStop);
+  // The monitor (cpu/monitor.h); its line's write watch is PhysMem's to save.
+  A.all(Self.Monitor.State, Self.Monitor.Line, Self.Monitor.Waiting,
+        Self.Monitor.BreakOnMaskedInterrupt);
+  A.all(Self.Ignne); // the chipset drives it (cpu/x87.h); the processor holds its level
   A.all(Self.Debug.Hits, Self.Debug.Traps, Self.Debug.HeldRf);
   A.all(Self.Msrs->Value, Self.Msrs->TscOffset);
   vmxStateFields(A, *Self.Vmx);
@@ -77,6 +81,7 @@ bool Cpu::load(SnapshotReader &R) {
   // them in range; anything else is refused rather than run.
   if (R.ok() && (unsigned(Activity) > unsigned(ActivityState::WaitForSipi) ||
                  unsigned(LastStop) > unsigned(StopReason::Unimplemented) ||
+                 unsigned(Monitor.State) > unsigned(MonitorState::Phase::Triggered) ||
                  unsigned(Vmx->CurrentLaunch) > unsigned(LaunchState::Launched) ||
                  DeliveryDepth > 3 ||
                  (NonRoot && !Vmx->InVmxOperation))) {

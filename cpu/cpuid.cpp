@@ -1,7 +1,8 @@
 // The default processor model and CPUID (SDM Vol. 2A, CPUID—CPU Identification).
 //
 // The model is a modern Intel core (family 6, model 0x8F) that advertises only what
-// vmxsim executes: integer ISA incl. CMPXCHG8B/16B, POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
+// vmxsim executes: MONITOR/MWAIT (cpu/monitor.h); integer ISA incl. CMPXCHG8B/16B,
+// POPCNT, LZCNT, MOVBE, BMI1/BMI2, ADX;
 // MMX; SSE through SSE4.2, PCLMULQDQ and AES-NI (legacy encodings; no AVX); FXSAVE; the
 // x87 FPU (cpu/exec_x87.cpp; with CMOV, FCMOVcc and FCOMI too), whose FCS and FDS are
 // deprecated (stored as 0) and whose FDP is updated by every memory-operand instruction
@@ -47,7 +48,7 @@ CpuModel makeDefault() {
   M.MaxLinearAddrBits = 48;
   M.Vmx = &VmxProfile::full();
   uint32_t Ecx1 = (M.Vmx ? Vmx : 0) | Cx16 | Movbe | Popcnt | (M.Pcid ? Pcid : 0) |
-                  (kAdvertiseXsave ? Xsave : 0) | Rdrand | X2apic | TscDeadline;
+                  (kAdvertiseXsave ? Xsave : 0) | Rdrand | X2apic | TscDeadline | Monitor;
   // SIMD extensions after SSE2 (cpu/insns_sse_ext.def).
   Ecx1 |= Sse3 | Ssse3 | Sse41 | Sse42 | Pclmulqdq | Aes;
   uint32_t Edx1 = Fpu | De | Pse | Tsc | Msr | Pae | Mce | Cx8 | Apic | Sep | Mtrr | Pge | Mca |
@@ -70,6 +71,12 @@ CpuModel makeDefault() {
       {4, 2, true, 0x00000143, (15u << 22) | 63, 2047, 0}, // L2 2 MiB 16-way
       {4, 3, true, 0x00000163, (15u << 22) | 63, 32767, 0x4}, // L3 32 MiB, inclusive
       {4, 4, true, 0, 0, 0, 0},
+      // Leaf 5: MONITOR/MWAIT (cpu/monitor.h). EAX/EBX: smallest and largest monitor
+      // line, 64 bytes; ECX: MWAIT extensions enumerated (0), interrupts as break events
+      // even when masked (1); EDX: the number of MWAIT sub-states of C0 (bits 3:0), C1
+      // (7:4), ...: C0 and C1 with one each. (Every hint waits as C1 on the virtual
+      // clock, so deeper C-states would promise savings that do not exist.)
+      {5, 0, false, 64, 64, 0x3, 0x11},
       // Leaf 6: always-running APIC timer.
       {6, 0, false, 0x4, 0, 0, 0},
       // Leaf 7: structured extended features (subleaf 0 only).
@@ -150,6 +157,9 @@ CpuidResult cpuidQuery(const Cpu &C, uint32_t Leaf, uint32_t Subleaf) {
     // The APIC bit follows IA32_APIC_BASE.EN (SDM Vol. 3A, Local APIC Status and Location).
     if (!((*C.Msrs)[MsrSlot::IA32_APIC_BASE] & (1u << 11)))
       R.Edx &= ~cpuidbit::Apic;
+    // IA32_MISC_ENABLE[18] = 0 ("ENABLE MONITOR FSM") clears MONITOR (SDM Vol. 4).
+    if (!(MiscEnable & (1u << 18)))
+      R.Ecx &= ~cpuidbit::Monitor;
     // A model without a VMX profile has no VMX (SDM Vol. 3C, Discovering Support for VMX).
     if (!M.Vmx)
       R.Ecx &= ~cpuidbit::Vmx;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 namespace vmxsim {
 
@@ -235,6 +236,19 @@ DecodeResult decodeBytes(const uint8_t *Bytes, unsigned Size, CodeMode Mode,
   }
   Out.Imm = D.Imm;
   Out.Imm2 = uint16_t(D.Imm2);
+  // MONITOR's operand is DS:rAX with a segment override allowed (SDM Vol. 2B, MONITOR),
+  // which Zydis lists as the register rAX (and so marks the prefix ignored): its segment
+  // is the last segment prefix's. (In 64-bit mode only FS and GS add a base, which is
+  // segmentToLinear's business.)
+  if (Z.mnemonic == ZYDIS_MNEMONIC_MONITOR) {
+    constexpr std::pair<uint8_t, SegReg> kOverrides[] = {
+        {0x26, SegReg::ES}, {0x2e, SegReg::CS}, {0x36, SegReg::SS},
+        {0x3e, SegReg::DS}, {0x64, SegReg::FS}, {0x65, SegReg::GS}};
+    for (unsigned P = 0; P < Z.raw.prefix_count; ++P)
+      for (const auto &[Byte, Sg] : kOverrides)
+        if (Z.raw.prefixes[P].value == Byte)
+          Out.Seg = uint8_t(Sg);
+  }
 
   Binder B = binders()[Z.mnemonic];
   if (!B) {

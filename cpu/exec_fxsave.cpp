@@ -62,6 +62,7 @@ template <bool Wide> Status execFxrstor(Cpu &C, const DecodedInsn &I) {
   loadX87Area(C.S, Img.B, Wide);
   C.S.Mxcsr = Mxcsr;
   loadXmmArea(C, Img.B);
+  x87::esMayHaveCleared(C);
   return next(C, I);
 }
 
@@ -76,12 +77,14 @@ Status execFninit(Cpu &C, const DecodedInsn &I) {
   C.S.Ftw = 0;
   C.S.Fop = 0;
   C.S.Fip = C.S.Fdp = 0;
+  x87::esMayHaveCleared(C);
   return next(C, I);
 }
 /// FNCLEX clears the exception flags (bits 0-5), SF, ES and B.
 Status execFnclex(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkX87(C));
   C.S.Fsw &= 0x7f00;
+  x87::esMayHaveCleared(C);
   return next(C, I);
 }
 Status execFnstcw(Cpu &C, const DecodedInsn &I) {
@@ -99,6 +102,7 @@ Status execFldcw(Cpu &C, const DecodedInsn &I) {
   uint16_t V;
   VMX_TRY(loadOperand(C, I, V));
   x87::loadControlStatus(C.S, V, C.S.Fsw);
+  x87::esMayHaveCleared(C);
   return next(C, I);
 }
 template <bool ToAx> Status execFnstsw(Cpu &C, const DecodedInsn &I) {

@@ -1,6 +1,7 @@
 // System instructions without a family of their own: CPUID, RDTSC/RDTSCP/RDPMC,
 // RDMSR/WRMSR, HLT, CLI/STI, PUSHF/POPF, INVLPG, INVPCID, cache and fence instructions,
-// PAUSE, UD0/UD1/UD2, MONITOR/MWAIT (SDM Vol. 2, the instruction page of each).
+// PAUSE, UD0/UD1/UD2 (SDM Vol. 2, the instruction page of each). MONITOR/MWAIT are in
+// cpu/exec_monitor.cpp.
 // Segment-register and descriptor-table instructions are in cpu/exec_seg.cpp, far
 // transfers in cpu/exec_far.cpp, CR/DR in cpu/exec_cr.cpp, port I/O in cpu/exec_io.cpp.
 #include "cpu/cpuid.h"
@@ -114,6 +115,7 @@ Status execHlt(Cpu &C, const DecodedInsn &I) {
     return C.raiseGp(0);
   if (C.NonRoot) [[unlikely]]
     VMX_TRY(nonroot::onHlt(C, I));
+  mwaitSettle(C); // this HLT is not an MWAIT's wait
   C.Activity = ActivityState::Hlt;
   C.breakBlock();
   return next(C, I);

@@ -236,6 +236,7 @@ template <bool WithRegs> Status execFnstenv(Cpu &C, const DecodedInsn &I) {
   } else {
     loadControlStatus(S, uint16_t(S.Fcw | fsw::Flags), S.Fsw);
   }
+  esMayHaveCleared(C);
   return next(C, I);
 }
 
@@ -257,6 +258,7 @@ template <bool WithRegs> Status execFldenv(Cpu &C, const DecodedInsn &I) {
   if constexpr (WithRegs)
     for (unsigned R = 0; R < 8; ++R)
       std::memcpy(S.St[R], B + envSize(F) + 10 * R, 10);
+  esMayHaveCleared(C);
   return next(C, I);
 }
 
@@ -313,6 +315,25 @@ Handler memForm(unsigned Esc, unsigned Reg) {
 } // namespace
 
 namespace x87 {
+
+// SDM Vol. 1, Appendix D, "MS-DOS Compatibility Sub-mode" (and Vol. 3A, "Numeric Error"
+// under CR0.NE): with CR0.NE = 0, a waiting x87 instruction that finds an unmasked
+// exception pending asserts FERR# and freezes before executing, until an interrupt (the
+// PC routes FERR# to IRQ 13, whose handler writes port F0h and clears the exception);
+// while the IGNNE# input is asserted the processor ignores the pending exception and
+// executes the instruction. The freeze is the HLT activity state with RIP at the
+// instruction: an interrupt's handler returns to it, and it runs again. Without a chipset
+// (a bare test processor) nothing would receive FERR#: the run stops, naming it.
+Status legacyPendingError(Cpu &C) {
+  if (C.Ignne)
+    return Status::Ok;
+  if (!C.Ferr)
+    return C.unimplemented("x87 legacy FERR# (CR0.NE=0) error reporting without a chipset");
+  C.Ferr->assertFerr(C);
+  mwaitSettle(C); // this wait is not an MWAIT's
+  C.Activity = ActivityState::Hlt;
+  return Status::Frozen;
+}
 
 void storeEnv(const CpuState &S, EnvFormat F, uint8_t *B) {
   const uint16_t Tw = fullTagWord(S);

@@ -13,6 +13,7 @@
 // compacted formats place state at the same offsets; they differ in the header.
 #include "cpu/cpuid.h"
 #include "cpu/exec_sse.h"
+#include "cpu/x87.h"
 
 namespace vmxsim {
 
@@ -165,6 +166,7 @@ template <bool Wide> Status execXrstor(Cpu &C, const DecodedInsn &I) {
       for (unsigned N = numAreaXmm(C), R = 0; R < N; ++R)
         S.XmmReg[R] = Xmm{};
   }
+  x87::esMayHaveCleared(C);
   return next(C, I);
 }
 

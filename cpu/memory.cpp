@@ -121,19 +121,18 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
   auto copy = [&](Hpa Pa, const uint8_t *S, unsigned N) {
     if (uint8_t *H = C.Mem.ramPointer(Pa); H && Pa.pageOffset() + N <= kPageSize) {
       std::memcpy(H, S, N);
-      C.Mem.noteWrite(Pa, N);
-      noteWatchedStore(C, Pa, N);
+      C.Mem.noteWrite(Pa, N, StoreAgent::Instruction); // reports a watched store
       return;
     }
     C.breakBlock(); // device access, as in readLinearSlow
     if (N == 1 || N == 2 || N == 4 || N == 8) {
       uint64_t V = 0;
       std::memcpy(&V, S, N);
-      C.Mem.write(Pa, N, V);
+      C.Mem.write(Pa, N, V, StoreAgent::Instruction);
       return;
     }
     for (unsigned I = 0; I < N; ++I)
-      C.Mem.write(Pa + I, 1, S[I]);
+      C.Mem.write(Pa + I, 1, S[I], StoreAgent::Instruction);
   };
   copy(Pa0, Src, First);
   if (First < SizeBytes)

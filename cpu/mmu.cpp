@@ -3,6 +3,7 @@
 #include "cpu/mmu.h"
 
 #include "cpu/cpu.h"
+#include "cpu/monitor.h"
 #include "cpu/translation.h"
 #include "cpu/vmx/apic_virtualization.h"
 
@@ -136,32 +137,40 @@ bool Mmu::writeCodePage(Gla Linear, unsigned Size, const void *In, bool Supervis
   }
   std::memcpy(reinterpret_cast<void *>(La + E.Addend), In, Size);
   const Hpa Pa((E.Pfn << 12) | (La & 0xfff));
-  if (Mem.noteWrite(Pa, Size)) [[unlikely]]
+  if (Mem.noteWrite(Pa, Size, StoreAgent::Instruction)) [[unlikely]]
     Owner.breakBlock();
-  noteWatchedStore(Owner, Pa, Size);
   return true;
 }
 
-void noteWatchedStore(Cpu &C, Hpa Pa, unsigned SizeBytes) {
-  if (!C.Mem.watching() || !C.Mem.rangeWatched(Pa.value(), SizeBytes)) [[likely]]
-    return;
-  if (VmxTransitionObserver *O = C.Transitions) {
+// A store touched a watched range while this processor runs (it installed itself as the
+// machine's write watcher, Cpu::run): its instruction made the store, directly, through
+// the processor's own bookkeeping (A/D flags, ...) or through a device it programmed.
+void Mmu::watchedWrite(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent) {
+  // MONITOR (cpu/monitor.h): a store by any agent triggers every armed monitor whose
+  // line it touches, at the storing processor's time.
+  for (unsigned K = 0; K < NumPeers; ++K)
+    monitorSawStore(*Peers[K], Pa, SizeBytes, Owner.Cycles);
+  if (VmxTransitionObserver *O = Owner.Transitions) {
     WatchedStoreEvent E;
-    E.Cpu = C.Id;
-    E.Tsc = C.Cycles;
-    E.Rip = C.S.Rip;
+    E.Cpu = Owner.Id;
+    E.Tsc = Owner.Cycles;
+    E.Rip = Owner.S.Rip;
     E.Addr = Pa.value();
-    E.SizeBytes = SizeBytes;
+    E.SizeBytes = unsigned(SizeBytes);
+    E.Agent = Agent;
     O->watchedStore(E);
   }
 }
 
+void Mmu::dropWriteMappingsEverywhere(uint64_t Pfn) {
+  for (unsigned K = 0; K < NumPeers; ++K)
+    Peers[K]->Mmu.dropWriteMappings(Pfn);
+}
+
 void Mmu::blockDecoded(uint64_t Pfn, uint64_t Lines) {
-  if (Mem.markCodeLines(Pfn, Lines)) {
-    // No CPU may keep a fast write mapping of a page that now holds decoded code.
-    for (unsigned K = 0; K < NumPeers; ++K)
-      Peers[K]->Mmu.dropWriteMappings(Pfn);
-  }
+  // No CPU may keep a fast write mapping of a page that now holds decoded code.
+  if (Mem.markCodeLines(Pfn, Lines))
+    dropWriteMappingsEverywhere(Pfn);
   ++BlocksDecoded;
 }
 

@@ -181,9 +181,13 @@ inline unsigned blockSlot(uint64_t Pa) {
   return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
 }
 
-class Mmu {
+class Mmu final : public WriteWatcher {
 public:
   Mmu(Cpu &Owner, PhysMem &Mem);
+  /// The machine's write watcher while the owner runs (Cpu::run installs it): reports a
+  /// store into a watched range to the owner's transition observer (the ground truth,
+  /// the run control's write stops) and to every processor's MONITOR (cpu/monitor.h).
+  void watchedWrite(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent) override;
   Mmu(const Mmu &) = delete;
   Mmu &operator=(const Mmu &) = delete;
 
@@ -357,6 +361,9 @@ public:
   bool inEptContext() const { return TlbEptContext; }
   /// Drops fast write mappings (TlbWrite) of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);
+  /// dropWriteMappings on every processor of the machine (a page that starts holding a
+  /// watched range, PhysMem::watchWrites).
+  void dropWriteMappingsEverywhere(uint64_t Pfn);
   /// All CPUs of the machine (including the owner), for blockDecoded's cross-CPU drop of
   /// write mappings. Defaults to the owner alone.
   void setPeers(Cpu *const *All, unsigned N) {
@@ -439,10 +446,5 @@ private:
   unsigned NumPeers = 1;
   Cpu *Self;
 };
-
-/// A store by C into [Pa, Pa + SizeBytes) is complete: tells C's transition observer
-/// when the bytes overlap a watched range (PhysMem::watchWrites). Every store slow path
-/// calls it; one test when nothing is watched.
-void noteWatchedStore(Cpu &C, Hpa Pa, unsigned SizeBytes);
 
 } // namespace vmxsim

@@ -7,6 +7,8 @@
 // (a VM exit before guest state is saved, a VM entry once guest state is loaded), so an
 // observer needs no header of the processor's internals.
 #pragma once
+#include "mmu/phys_mem.h"
+
 #include <cstdint>
 
 namespace vmxsim {
@@ -88,7 +90,8 @@ struct VmEntryFailureEvent {
   uint64_t Qualification = 0;
 };
 
-/// A completed store by a processor that touched a watched range of physical memory
+/// A completed store (by a processor, or a device while that processor ran) that touched
+/// a watched range of physical memory
 /// (PhysMem::watchWrites): the bytes [Addr, Addr + SizeBytes) now hold what it stored.
 struct WatchedStoreEvent {
   unsigned Cpu = 0;
@@ -96,6 +99,9 @@ struct WatchedStoreEvent {
   uint64_t Rip = 0; ///< the storing instruction's RIP
   uint64_t Addr = 0; ///< machine-physical
   unsigned SizeBytes = 0;
+  /// What made the store: the instruction at Rip, the processor's own bookkeeping during
+  /// it (an accessed/dirty flag, ...), or a device that instruction programmed.
+  StoreAgent Agent = StoreAgent::Instruction;
 };
 
 /// VMX transitions, as they happen; the ground truth listens here. It is also told of

@@ -12,6 +12,9 @@ enum class [[nodiscard]] Status : uint8_t {
                  ///< loaded; callers unwind to the run loop without touching state
   Shutdown,      ///< triple fault or shutdown state
   Unimplemented, ///< an emulator gap (never a guest error): reported loudly
+  Frozen,        ///< the processor stopped before the instruction, which did not execute
+                 ///< (the x87 FERR# freeze, cpu/x87.h): its activity state says how it
+                 ///< waits; callers unwind to the run loop without touching state
 };
 
 /// Propagates any non-Ok status to the caller.

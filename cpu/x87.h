@@ -89,20 +89,30 @@ inline Status checkAvailable(Cpu &C) {
   return Status::Ok;
 }
 
+/// The CR0.NE = 0 half of checkPending (cpu/exec_x87.cpp).
+Status legacyPendingError(Cpu &C);
+
 /// What a waiting x87 instruction (all but FNINIT, FNCLEX, FNSTSW, FNSTCW, FNSTENV,
 /// FNSAVE, FXSAVE, FXRSTOR) does first when an unmasked exception is pending (FSW.ES = 1):
 /// with CR0.NE = 1 it raises #MF, the instruction not executed (SDM Vol. 3A,
 /// "Interrupt 16—x87 FPU Floating-Point Error (#MF)"). With CR0.NE = 0 the PC-style
-/// legacy path applies instead (FERR# raising IRQ 13 through the interrupt controller,
-/// the handler answering with IGNNE#: SDM Vol. 1, "Handling x87 FPU Exceptions in
-/// Software" and Vol. 3A, "Numeric Error"); vmxsim does not model FERR#/IGNNE#, so the
-/// run stops there, naming it.
+/// legacy path applies instead (legacyPendingError: FERR# raising IRQ 13 through the
+/// chipset, the handler answering with IGNNE#; SDM Vol. 1, Appendix D, and Vol. 3A,
+/// "Numeric Error").
 inline Status checkPending(Cpu &C) {
   if (!(C.S.Fsw & fsw::ES)) [[likely]]
     return Status::Ok;
   if (C.S.Cr0 & cr0::NE)
     return C.raise(vec::MF);
-  return C.unimplemented("x87 legacy FERR# (CR0.NE=0) error reporting");
+  return legacyPendingError(C);
+}
+
+/// After an instruction that may have cleared FSW.ES (FNINIT, FNCLEX, FLDCW, FLDENV,
+/// FRSTOR, FXRSTOR, XRSTOR): FERR# follows ES, and when FERR# is deasserted the chipset
+/// deasserts IGNNE# (SDM Vol. 1, Appendix D, "MS-DOS Compatibility Sub-mode").
+inline void esMayHaveCleared(Cpu &C) {
+  if (!(C.S.Fsw & fsw::ES))
+    C.Ignne = false;
 }
 
 /// The layouts of the x87 environment in memory (SDM Vol. 1, figures "Protected Mode

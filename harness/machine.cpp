@@ -111,6 +111,8 @@ Error Machine::init() {
   Pic.attach(Io);
   Io.add(SystemControlA::kPort, 1, &SysA);
   Io.add(SystemControlB::kPort, 1, &SysB);
+  Io.add(CoprocessorError::kPort, 1, &FpuError);
+  FpuError.Irq = [this](bool Level) { isaIrqLevel(CoprocessorError::kIrq, Level); };
   Io.add(PowerOffPort::kPort, 1, &PowerOff);
   Io.add(AcpiPm::kBase, AcpiPm::kSize, &Pm);
   Mem.addMmio(Hpa(LocalApic::kBase), LocalApic::kSize, &ApicRouter);
@@ -145,6 +147,8 @@ Error Machine::init() {
     ApicRouter.Apics.push_back(Apics.back().get());
     C.Intr = Apics.back().get();
     C.Apic = Apics.back().get();
+    C.Ferr = &FpuError;
+    FpuError.Cpus.push_back(&C);
     if (I == 0) {
       Apics.back()->Pic = &Pic; // the PIC's INTR line goes to the BSP's LINT0
     } else {

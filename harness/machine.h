@@ -50,6 +50,7 @@
 #include "cpu/vmx/vmx_features.h"
 #include "harness/devices/a20_gate.h"
 #include "harness/devices/acpi_pm.h"
+#include "harness/devices/coprocessor_error.h"
 #include "harness/devices/debug_console.h"
 #include "harness/devices/debug_exit.h"
 #include "harness/devices/fw_cfg.h"
@@ -450,6 +451,7 @@ private:
   A20Gate A20;
   SystemControlA SysA;
   SystemControlB SysB;
+  CoprocessorError FpuError; ///< FERR# to IRQ 13, port 0xf0, IGNNE#
   ResetControl ResetCtl;
   PostCodePort Post;
   Rtc146818 Rtc;

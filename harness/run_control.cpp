@@ -854,8 +854,7 @@ Error Machine::readPhysical(Hpa Pa, void *Out, uint64_t SizeBytes) const {
 Error Machine::writePhysical(Hpa Pa, const void *In, uint64_t SizeBytes) {
   if (!Mem.isRam(Pa, SizeBytes))
     return notRam(Pa.value(), SizeBytes);
-  Mem.copyIn(Pa, In, SizeBytes);
-  Mem.noteWrite(Pa, SizeBytes); // decoded code of those bytes goes
+  Mem.copyIn(Pa, In, SizeBytes); // noteWrite: decoded code of those bytes goes
   return Error::success();
 }
 

@@ -64,9 +64,11 @@ public:
   /// An instruction stored to at least one byte of [La, La + SizeBytes). The range is
   /// translated once, when runUntil is called, through the paging (and EPT) of onCpu's
   /// CPU (CPU 0 if none): a mapping changed later is not followed. A store by any CPU
-  /// to those physical bytes counts, unless onCpu names the storing CPU. Stores by
-  /// instructions count; the processor's own accesses (page-walk A/D updates, VMX's
-  /// MSR-store area) and devices do not.
+  /// to those physical bytes counts, unless onCpu names the storing CPU. Every store
+  /// counts (PhysMem::noteWrite): an instruction's, the processor's own (page-walk and
+  /// EPT A/D updates, the page-modification log, VMX's MSR-store area, posted-interrupt
+  /// descriptors), and a device's, which counts as the store of the CPU whose
+  /// instruction made the device store; the stop follows that instruction.
   static StopWhen write(Gla La, uint64_t SizeBytes = 1);
   static StopWhen write(Hpa Pa, uint64_t SizeBytes = 1);
   /// Before the first instruction of onCpu's CPU (CPU 0 if none) that would start with

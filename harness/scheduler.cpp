@@ -77,7 +77,9 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
         uint64_t T = kNever;
         if (C.shutDown())
           T = C.Cycles; // runs once more to report the shutdown
-        else if (!C.waiting() || (!Stuck[I] && A.hasWakeEvent()))
+        // (hasWakeEvent is asked even of a stuck vCPU: it lets a timer that expired while
+        // interrupts were masked set its IRR bit, which ends that timer's event.)
+        else if (!C.waiting() || (A.hasWakeEvent() && !Stuck[I]))
           T = C.Cycles;
         else if (C.Activity != ActivityState::WaitForSipi || C.NonRoot) {
           // Its timers' events, and what its own state wakes it for (a guest's VMX-

@@ -174,6 +174,7 @@ Error Machine::saveSnapshot(const std::string &Path) {
   A20.save(W);
   SysA.save(W);
   SysB.save(W);
+  FpuError.save(W);
   ResetCtl.save(W);
   Post.save(W);
   Rtc.save(W);
@@ -282,6 +283,7 @@ Error Machine::restoreSnapshot(const std::string &Path) {
     A20.load(R);
     SysA.load(R);
     SysB.load(R);
+    FpuError.load(R);
     ResetCtl.load(R);
     Post.load(R);
     Rtc.load(R);

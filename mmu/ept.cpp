@@ -26,7 +26,7 @@ void setEptBits(PhysMem &Mem, Hpa Entry, uint64_t Old, uint64_t Bits) {
   if (uint8_t *P = Mem.ramPointer(Entry)) {
     uint64_t V = Old | Bits;
     std::memcpy(P, &V, 8);
-    Mem.noteWrite(Entry, 8);
+    Mem.noteWrite(Entry, 8, StoreAgent::Processor);
   }
 }
 

@@ -77,7 +77,7 @@ struct Walker {
       // A/D updates are locked read-modify-writes on hardware; one vCPU runs at a time
       // here, so a plain store is atomic with respect to the other vCPUs.
       std::memcpy(P, &V, Size);
-      Mem.noteWrite(Hpa(Hp), Size);
+      Mem.noteWrite(Hpa(Hp), Size, StoreAgent::Processor);
     }
     return true;
   }

@@ -107,19 +107,27 @@ uint64_t PhysMem::read(Hpa Addr, unsigned SizeBytes) const {
   return V;
 }
 
-void PhysMem::write(Hpa Addr, unsigned SizeBytes, uint64_t Value) {
+void PhysMem::write(Hpa Addr, unsigned SizeBytes, uint64_t Value, StoreAgent Agent) {
   uint64_t Off;
   if (MmioDevice *D = mmioAt(Addr.value(), &Off)) {
     D->mmioWrite(Off, SizeBytes, Value);
     return;
   }
+  // Byte by byte (the bytes may straddle RAM and a hole); one report of the whole store
+  // when it is all RAM, as a processor's store would be.
+  const bool AllRam = isRam(Addr, SizeBytes);
   for (unsigned I = 0; I < SizeBytes; ++I) {
     Hpa A = Addr + I;
     if (uint8_t *P = ramPointer(A)) {
       *P = uint8_t(Value >> (8 * I));
-      noteWrite(A, 1);
+      if (AllRam)
+        noteCodeWrite(A, 1);
+      else
+        noteWrite(A, 1, Agent);
     }
   }
+  if (AllRam && !Watches.empty()) [[unlikely]]
+    reportWatched(Addr, SizeBytes, Agent);
 }
 
 void PhysMem::invalidateLines(uint64_t Pfn, uint64_t Lines) {
@@ -149,7 +157,7 @@ bool PhysMem::noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes) {
   uint64_t A = Addr.value();
   while (SizeBytes) {
     const uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
-    Any |= noteWrite(Hpa(A), Chunk);
+    Any |= noteCodeWrite(Hpa(A), Chunk);
     A += Chunk, SizeBytes -= Chunk;
   }
   return Any;
@@ -194,7 +202,7 @@ bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {
   return true;
 }
 
-bool PhysMem::copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes) {
+bool PhysMem::copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes, StoreAgent Agent) {
   if (!isRam(Addr, SizeBytes))
     return false;
   const uint8_t *S = static_cast<const uint8_t *>(Src);
@@ -202,7 +210,7 @@ bool PhysMem::copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes) {
   while (SizeBytes) {
     uint64_t Chunk = std::min<uint64_t>(SizeBytes, kPageSize - (A & 0xfff));
     std::memcpy(ramPointer(Hpa(A)), S, Chunk);
-    noteWrite(Hpa(A), Chunk);
+    noteWrite(Hpa(A), Chunk, Agent);
     A += Chunk, S += Chunk, SizeBytes -= Chunk;
   }
   return true;
@@ -220,9 +228,11 @@ bool PhysMem::zeroRam(Hpa Addr, uint64_t SizeBytes) {
     for (uint64_t I = 0; I < To - From; ++I)
       if (P[I]) {
         std::memset(P, 0, To - From);
-        noteWrite(Hpa(From), To - From);
-        return;
+        noteCodeWrite(Hpa(From), To - From);
+        break;
       }
+    if (!Watches.empty()) [[unlikely]]
+      reportWatched(Hpa(From), To - From, StoreAgent::Device); // a store, zeros or not
   };
   if ((A & 0xfff) || End - A < kPageSize) {
     const uint64_t To = std::min(End, (A & kPageMask) + kPageSize);
@@ -244,7 +254,9 @@ bool PhysMem::zeroRam(Hpa Addr, uint64_t SizeBytes) {
     // Decoded code in the cleared pages is stale; with no code page anywhere (a loader
     // at load time) there is nothing to look at.
     for (uint64_t P = A; CodePages && P < WholeEnd; P += kPageSize)
-      noteWrite(Hpa(P), kPageSize);
+      noteCodeWrite(Hpa(P), kPageSize);
+    if (!Watches.empty()) [[unlikely]]
+      reportWatched(Hpa(A), WholeEnd - A, StoreAgent::Device);
     A = WholeEnd;
   }
   if (A < End)

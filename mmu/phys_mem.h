@@ -27,6 +27,22 @@ public:
   virtual void mmioWrite(uint64_t Offset, unsigned SizeBytes, uint64_t Value) = 0;
 };
 
+/// Who made a store into RAM, as write watches report it (PhysMem::watchWrites): an
+/// instruction's explicit store, a store the processor makes on its own (accessed/dirty
+/// flags of paging and EPT structures, the page-modification log, posted-interrupt
+/// descriptors, the virtual-APIC page, VMCS and MSR-store areas), or anything else (a
+/// device, a loader, a debugger).
+enum class StoreAgent : uint8_t { Instruction, Processor, Device };
+
+/// Told of every store into a watched range, whatever made it (one per PhysMem: the
+/// processor that runs installs itself, Cpu::run). Only called while something is
+/// watched.
+class WriteWatcher {
+public:
+  virtual ~WriteWatcher() = default;
+  virtual void watchedWrite(Hpa Addr, uint64_t SizeBytes, StoreAgent Agent) = 0;
+};
+
 class PhysMem {
 public:
   /// Lowest address of the 32-bit hole; RAM above it moves to 4 GiB (QEMU pc: 3 GiB when
@@ -76,11 +92,13 @@ public:
   /// Slow-path accessors used for MMIO, page-crossing and loader access. Unassigned
   /// addresses read all-ones and ignore writes, as on a PC.
   uint64_t read(Hpa Addr, unsigned SizeBytes) const;
-  void write(Hpa Addr, unsigned SizeBytes, uint64_t Value);
+  void write(Hpa Addr, unsigned SizeBytes, uint64_t Value,
+             StoreAgent Agent = StoreAgent::Device);
 
   /// Bulk copies for loaders and tests; return false if any byte is not RAM (copyOut
   /// also reads the read-only range).
-  bool copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes);
+  bool copyIn(Hpa Addr, const void *Src, uint64_t SizeBytes,
+              StoreAgent Agent = StoreAgent::Device);
   bool copyOut(Hpa Addr, void *Dst, uint64_t SizeBytes) const;
   bool isRam(Hpa Addr, uint64_t SizeBytes) const;
   /// Makes RAM in [Addr, Addr + SizeBytes) read as zero (false if any byte is not RAM).
@@ -125,13 +143,14 @@ public:
   // with written data is decoded again although its bytes did not change; it is never
   // kept stale. Generations are 64-bit: they never wrap.
   //
-  // Who calls noteWrite: every store into RAM that could touch a set line, with the bytes
-  // it wrote: the CPU's store slow path (cpu/memory.cpp), paging and EPT A/D updates, the
-  // slow accessors and the loaders. The stores that do not are those that cannot touch
-  // one: through TlbWrite, which never maps a page with code (markCodeLines reports the
-  // first line of a page, and the decoder then drops every CPU's TlbWrite entries for it),
-  // and through a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP
-  // string chunks, read-modify-write operands). The storing CPU leaves its block after a
+  // Who calls noteWrite: every store into RAM, with the bytes it wrote (and who made
+  // it, for the write watches below): the CPU's store slow path (cpu/memory.cpp), paging
+  // and EPT A/D updates, the slow accessors and the loaders. The stores that do not are
+  // those that cannot touch a line of code or a watched range: through TlbWrite, which
+  // never maps a page with code or a watch (markCodeLines reports the first line of a
+  // page, and the decoder then drops every CPU's TlbWrite entries for it), and through
+  // a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP string chunks,
+  // read-modify-write operands). The storing CPU leaves its block after a
   // store that invalidated code, so its next instruction is fetched anew; every CPU
   // compares generations at each block lookup, and a CPU's run slice always ends at a
   // block boundary, so another CPU sees the store at its next block.
@@ -158,10 +177,16 @@ public:
   /// True if no write touched any of Lines of page Pfn after generation Gen: a block with
   /// those lines, current at Gen, is current now.
   bool linesUnwrittenSince(uint64_t Pfn, uint64_t Lines, uint64_t Gen) const;
-  /// Called for every write into RAM that could touch a line holding code (see above):
-  /// invalidates the decoded code in the lines of [Addr, Addr + SizeBytes). Returns true
-  /// if it invalidated any.
-  bool noteWrite(Hpa Addr, uint64_t SizeBytes) {
+  /// Called for every write into RAM (see above): reports it to the write watcher when
+  /// it touches a watched range, and invalidates the decoded code in the lines of
+  /// [Addr, Addr + SizeBytes). Returns true if it invalidated any.
+  bool noteWrite(Hpa Addr, uint64_t SizeBytes, StoreAgent Agent = StoreAgent::Device) {
+    if (!Watches.empty()) [[unlikely]]
+      reportWatched(Addr, SizeBytes, Agent);
+    return noteCodeWrite(Addr, SizeBytes);
+  }
+  /// The decoded-code half of noteWrite.
+  bool noteCodeWrite(Hpa Addr, uint64_t SizeBytes) {
     const uint64_t A = Addr.value(), Pfn = A >> 12;
     if ((A & 0xfff) + SizeBytes <= kPageSize && SizeBytes) [[likely]] {
       if (Pfn >= NumPfns)
@@ -177,10 +202,14 @@ public:
   /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
 
-  // --- Write watches (the ground truth of a hypervisor's trace slots) ---
+  // --- Write watches (the ground truth of a hypervisor's trace slots, the run control's
+  // write stops, MONITOR) ---
   //
-  // A watched range's stores by processors are reported (VmxTransitionObserver::
-  // watchedStore) with the storing CPU, its TSC and RIP. How: no processor keeps a fast
+  // Every store into a watched range is reported to the WriteWatcher (setWriteWatcher)
+  // with its StoreAgent: noteWrite, which every store into RAM passes, reports it. The
+  // processors turn that into VmxTransitionObserver::watchedStore with the storing CPU
+  // (for a device's store, the CPU whose instruction made the device store), its TSC and
+  // RIP, and into MONITOR's triggers (cpu/monitor.h). How: no processor keeps a fast
   // write mapping (TlbWrite) of a page holding a watched range, exactly as for a page
   // holding decoded code, so every store into such a page takes a slow path (the
   // TlbWriteCode entry or the full translation in cpu/memory.cpp), which compares it
@@ -193,6 +222,7 @@ public:
   /// The pages' write mappings stay on the slow path until re-filled, which is harmless.
   bool unwatchWrites(Hpa Base, uint64_t SizeBytes);
   bool watching() const { return !Watches.empty(); }
+  void setWriteWatcher(WriteWatcher *W) { Watcher = W; }
   /// True if page Pfn holds a byte of a watched range.
   bool pageWatched(uint64_t Pfn) const {
     if (Watches.empty()) [[likely]]
@@ -272,6 +302,11 @@ private:
     uint32_t Refs; ///< watchWrites calls not yet undone by unwatchWrites
   };
   std::vector<WatchRange> Watches;
+  WriteWatcher *Watcher = nullptr;
+  void reportWatched(Hpa Addr, uint64_t SizeBytes, StoreAgent Agent) {
+    if (Watcher && rangeWatched(Addr.value(), SizeBytes))
+      Watcher->watchedWrite(Addr, SizeBytes, Agent);
+  }
   void invalidateLines(uint64_t Pfn, uint64_t Lines);
   bool noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes);
 };

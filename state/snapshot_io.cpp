@@ -111,6 +111,11 @@ bool SnapshotReader::open(std::vector<uint8_t> File, std::string &Why) {
     Why = "snapshot format version 0 does not exist";
     return false;
   }
+  if (Version < kSnapshotFormatVersion) {
+    Why = "snapshot format version " + std::to_string(Version) + " is older than this vmxsim's (" +
+          std::to_string(kSnapshotFormatVersion) + ")";
+    return false;
+  }
   const uint64_t BodyLen = getLe(Data.data() + 16, 8);
   const uint64_t Expect = kSnapshotHeaderBytes + 4 + BodyLen;
   if (BodyLen > Data.size() || Data.size() != Expect) {

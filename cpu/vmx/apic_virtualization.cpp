@@ -143,7 +143,7 @@ void setVectorBit(Cpu &C, uint32_t Base, uint8_t Vector, bool On) {
   const Hpa A = vectorWord(C, Base, Vector);
   const uint32_t W = uint32_t(C.Mem.read(A, 4));
   const uint32_t Bit = 1u << (Vector & 31);
-  C.Mem.write(A, 4, On ? W | Bit : W & ~Bit);
+  C.Mem.write(A, 4, On ? W | Bit : W & ~Bit, StoreAgent::Processor);
 }
 /// The highest vector set in VIRR or VISR, -1 when none is.
 int highestVector(const Cpu &C, uint32_t Base) {
@@ -158,7 +158,7 @@ void pprVirtualization(Cpu &C) {
   const uint32_t Vtpr = readVirtualApic32(C, kVtpr);
   const uint8_t Svi = svi(C);
   const uint32_t Vppr = ((Vtpr >> 4) & 0xf) >= uint32_t(Svi >> 4) ? Vtpr & 0xff : Svi & 0xf0u;
-  C.Mem.write(Hpa(virtualApic(C) + kVppr), 4, Vppr);
+  C.Mem.write(Hpa(virtualApic(C) + kVppr), 4, Vppr, StoreAgent::Processor);
 }
 
 /// Evaluation of pending virtual interrupts (SDM Vol. 3C, "Evaluation of Pending Virtual
@@ -270,7 +270,7 @@ Status linearWrite(Cpu &C, Hpa Pa, unsigned SizeBytes, const uint8_t *In) {
   // "writing data to the corresponding page offset on the virtual-APIC page"; APIC-write
   // emulation follows the operation (pendingApicWrite).
   for (unsigned K = 0; K < SizeBytes; ++K)
-    C.Mem.write(Hpa(virtualApic(C) + Offset + K), 1, In[K]);
+    C.Mem.write(Hpa(virtualApic(C) + Offset + K), 1, In[K], StoreAgent::Processor);
   VmxEventState &E = C.Vmx->Events;
   E.ApicWritePending = true;
   E.ApicWriteOffset = uint16_t(Offset);
@@ -304,7 +304,8 @@ bool pendingApicWrite(Cpu &C, Status &St) {
   // exit it happens before the handler's first instruction, and a VM exit cancels it
   // (VM entry resets the pending state).
   if (Offset == kVtpr) {
-    C.Mem.write(Hpa(virtualApic(C) + kVtpr), 4, readVirtualApic32(C, kVtpr) & 0xff);
+    C.Mem.write(Hpa(virtualApic(C) + kVtpr), 4, readVirtualApic32(C, kVtpr) & 0xff,
+                StoreAgent::Processor);
     St = tprVirtualization(C);
     return St != Status::Ok;
   }
@@ -315,7 +316,8 @@ bool pendingApicWrite(Cpu &C, Status &St) {
   if (Offset == kVicrHi) {
     // "The processor clears bytes 2:0 of VICR_HI. No other virtualization or VM exit
     // occurs."
-    C.Mem.write(Hpa(virtualApic(C) + kVicrHi), 4, readVirtualApic32(C, kVicrHi) & 0xff000000u);
+    C.Mem.write(Hpa(virtualApic(C) + kVicrHi), 4, readVirtualApic32(C, kVicrHi) & 0xff000000u,
+                StoreAgent::Processor);
     return false;
   }
   if (Offset == kVicrLo && ctl(C, VmxControl::VirtualInterruptDelivery)) {
@@ -339,7 +341,8 @@ Status movToCr8(Cpu &C, const DecodedInsn &I, uint64_t Value) {
   // Accesses").
   if (Value >> 4)
     return C.raiseGp(0);
-  C.Mem.write(Hpa(virtualApic(C) + kVtpr), 4, uint32_t(Value & 0xf) << 4);
+  C.Mem.write(Hpa(virtualApic(C) + kVtpr), 4, uint32_t(Value & 0xf) << 4,
+              StoreAgent::Processor);
   C.breakBlock();
   VMX_TRY(next(C, I));
   return tprVirtualization(C);
@@ -378,7 +381,7 @@ Status wrmsr(Cpu &C, const DecodedInsn &I, uint32_t Msr, bool &Done) {
     Done = true;
     if (V >> 8)
       return C.raiseGp(0);
-    C.Mem.write(Hpa(virtualApic(C) + kVtpr), 8, V);
+    C.Mem.write(Hpa(virtualApic(C) + kVtpr), 8, V, StoreAgent::Processor);
     C.breakBlock();
     VMX_TRY(next(C, I));
     return tprVirtualization(C);
@@ -435,7 +438,7 @@ bool virtualInterruptDelivery(Cpu &C, Status &St) {
   setVectorBit(C, kVirr, Vector, false);
   const int Next = highestVector(C, kVirr);
   setInterruptStatus(C, Next < 0 ? 0 : uint8_t(Next), Vector);
-  C.Mem.write(Hpa(virtualApic(C) + kVppr), 4, Vector & 0xf0u);
+  C.Mem.write(Hpa(virtualApic(C) + kVppr), 4, Vector & 0xf0u, StoreAgent::Processor);
   E.VirtualInterruptRecognized = false;
   C.Activity = ActivityState::Active;
   St = deliverEvent(C, EventKind::External, Vector, false, 0, C.S.Rip);
@@ -456,16 +459,17 @@ bool postedInterrupt(Cpu &C, uint8_t Vector) {
   // highest PIR index); (5) evaluate pending virtual interrupts. The descriptor is 64
   // bytes, 64-byte aligned (a VM-entry check), so it never crosses a page.
   const uint64_t Desc = C.Vmx->Vmcs.get(F::PostedInterruptDescriptorAddress);
-  C.Mem.write(Hpa(Desc + 32), 1, C.Mem.read(Hpa(Desc + 32), 1) & ~uint64_t(1));
+  C.Mem.write(Hpa(Desc + 32), 1, C.Mem.read(Hpa(Desc + 32), 1) & ~uint64_t(1),
+              StoreAgent::Processor);
   C.Intr->endOfInterrupt();
   int Highest = -1;
   for (unsigned Word = 0; Word < 8; ++Word) {
     const uint32_t Pir = uint32_t(C.Mem.read(Hpa(Desc + 4 * Word), 4));
     if (!Pir)
       continue;
-    C.Mem.write(Hpa(Desc + 4 * Word), 4, 0);
+    C.Mem.write(Hpa(Desc + 4 * Word), 4, 0, StoreAgent::Processor);
     const Hpa Virr(virtualApic(C) + kVirr + 16 * Word);
-    C.Mem.write(Virr, 4, uint32_t(C.Mem.read(Virr, 4)) | Pir);
+    C.Mem.write(Virr, 4, uint32_t(C.Mem.read(Virr, 4)) | Pir, StoreAgent::Processor);
     Highest = int(Word * 32 + 31 - __builtin_clz(Pir));
   }
   if (Highest > rvi(C))

@@ -52,7 +52,8 @@ bool pmlLogFull(const Cpu &C) {
 void pmlLog(Cpu &C, Gpa Address) {
   VmcsData &V = C.Vmx->Vmcs;
   const uint64_t Index = V.get(F::PmlIndex);
-  C.Mem.write(Hpa(V.get(F::PmlAddress) + 8 * Index), 8, Address.value() & ~uint64_t(0xfff));
+  C.Mem.write(Hpa(V.get(F::PmlAddress) + 8 * Index), 8, Address.value() & ~uint64_t(0xfff),
+              StoreAgent::Processor);
   V.set(F::PmlIndex, Index - 1);
 }
 
@@ -90,13 +91,16 @@ bool eptViolationBecomesVe(const Cpu &C) {
 Status virtualizationException(Cpu &C, const VmExitInfo &Info) {
   const VmcsData &V = C.Vmx->Vmcs;
   const uint64_t Area = V.get(F::VirtualizationExceptionInformationAddress);
-  C.Mem.write(Hpa(Area + ve_info::ExitReason), 4, uint32_t(Info.Reason));
-  C.Mem.write(Hpa(Area + ve_info::Busy), 4, 0xffffffffu);
-  C.Mem.write(Hpa(Area + ve_info::Qualification), 8, Info.Qualification);
+  C.Mem.write(Hpa(Area + ve_info::ExitReason), 4, uint32_t(Info.Reason),
+              StoreAgent::Processor);
+  C.Mem.write(Hpa(Area + ve_info::Busy), 4, 0xffffffffu, StoreAgent::Processor);
+  C.Mem.write(Hpa(Area + ve_info::Qualification), 8, Info.Qualification,
+              StoreAgent::Processor);
   C.Mem.write(Hpa(Area + ve_info::GuestLinearAddress), 8,
-              Info.GuestLinearValid ? Info.GuestLinearAddress : 0);
-  C.Mem.write(Hpa(Area + ve_info::GuestPhysicalAddress), 8, Info.GuestPhysicalAddress);
-  C.Mem.write(Hpa(Area + ve_info::EptpIndex), 2, V.get(F::EptpIndex));
+              Info.GuestLinearValid ? Info.GuestLinearAddress : 0, StoreAgent::Processor);
+  C.Mem.write(Hpa(Area + ve_info::GuestPhysicalAddress), 8, Info.GuestPhysicalAddress,
+              StoreAgent::Processor);
+  C.Mem.write(Hpa(Area + ve_info::EptpIndex), 2, V.get(F::EptpIndex), StoreAgent::Processor);
   C.Pending = PendingEvent{vec::VE, false, 0, 0};
   return Status::Fault;
 }

@@ -147,6 +147,21 @@ Status onHlt(Cpu &C, const DecodedInsn &I) {
   return Status::Ok;
 }
 
+// SDM Vol. 3C, "Instructions That Cause VM Exits Conditionally" > MONITOR, MWAIT; the
+// MWAIT qualification is exit_qualification.def's mwait layout.
+Status onMonitor(Cpu &C, const DecodedInsn &I) {
+  if (procCtl(C, VmxControl::MonitorExiting))
+    return instructionExit(C, I, ExitReason::Monitor);
+  return Status::Ok;
+}
+
+Status onMwait(Cpu &C, const DecodedInsn &I, bool MonitorArmed) {
+  if (procCtl(C, VmxControl::MwaitExiting))
+    return instructionExit(C, I, ExitReason::Mwait,
+                           exitqual::mwait::MonitorArmed.set(0, MonitorArmed));
+  return Status::Ok;
+}
+
 Status onWbinvd(Cpu &C, const DecodedInsn &I) {
   if (procCtl(C, VmxControl::WbinvdExiting))
     return instructionExit(C, I, ExitReason::WbinvdOrWbnoinvd);

@@ -49,6 +49,10 @@ Status onXsetbv(Cpu &C, const DecodedInsn &I);
 // --- Conditional exits (SDM Vol. 3C, "Instructions That Cause VM Exits Conditionally").
 Status onHlt(Cpu &C, const DecodedInsn &I);
 Status onWbinvd(Cpu &C, const DecodedInsn &I);
+/// "MONITOR exiting" (exit 39, qualification 0) and "MWAIT exiting" (exit 36, bit 0 of
+/// the qualification: the monitor hardware is armed). Called after the #UD checks.
+Status onMonitor(Cpu &C, const DecodedInsn &I);
+Status onMwait(Cpu &C, const DecodedInsn &I, bool MonitorArmed);
 /// Only called when the RDPMC privilege check passed.
 Status onRdpmc(Cpu &C, const DecodedInsn &I);
 /// PAUSE exiting, and PAUSE-loop exiting at CPL 0.

@@ -108,6 +108,7 @@ void loadGuestNonRegisterState(Cpu &C, const VmcsData &V) {
   VmxState &X = *C.Vmx;
   const VmxProfile &P = *C.Model.Vmx;
   // HLT, shutdown and wait-for-SIPI wait for an event; the event window wakes them.
+  mwaitSettle(C); // an HLT state loaded now is not an MWAIT's wait
   C.Activity = ActivityState(V.get(F::GuestActivityState));
   uint32_t Intr = uint32_t(V.get(F::GuestInterruptibilityState));
   if (Intr & (interruptibility::BlockingBySti | interruptibility::BlockingByMovSs)) {
@@ -260,7 +261,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   if (IsLaunch) {
     X.CurrentLaunch = LaunchState::Launched;
     C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
-                uint32_t(LaunchState::Launched));
+                uint32_t(LaunchState::Launched), StoreAgent::Processor);
   }
   // Again after the MSR loads, which may change the mode; with none, nothing it reads
   // changed since the call above, so it would repeat that call's results exactly (with

@@ -25,6 +25,14 @@ namespace {
 
 using F = VmcsField;
 
+// The activity state a VM exit saves. MWAIT's wait is the HLT state here (cpu/monitor.h),
+// but the field never shows it: "Execution of the MWAIT instruction may put a logical
+// processor into an inactive state. However, this VMCS field never reflects this state"
+// (SDM Vol. 3C, Table "Format of the Activity State"); the guest resumes after MWAIT.
+ActivityState savedActivity(const Cpu &C) {
+  return mwaitWaiting(C) ? ActivityState::Active : C.Activity;
+}
+
 // SDM Vol. 3C, "Recording VM-Exit Information and Updating VM-Entry Control Fields".
 void recordExitInformation(Cpu &C, VmcsData &V, const VmExitInfo &Info) {
   uint32_t Reason = uint32_t(Info.Reason) | (Info.EntryFailure ? kExitReasonEntryFailure : 0);
@@ -105,7 +113,7 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   V.set(F::GuestRflags, S.Rflags | (C.Debug.HeldRf ? rflags::RF : 0));
 
   // Non-register state (SDM Vol. 3C, "Saving Non-Register State").
-  V.set(F::GuestActivityState, uint32_t(C.Activity));
+  V.set(F::GuestActivityState, uint32_t(savedActivity(C)));
   uint32_t Intr = 0;
   if (C.Retired < C.ShadowUntil)
     Intr |= C.ShadowIsMovSs ? interruptibility::BlockingByMovSs
@@ -171,7 +179,7 @@ bool storeGuestMsrs(Cpu &C, const VmcsData &V) {
       C.Pending = PendingEvent{};
       return false;
     }
-    C.Mem.write(Hpa(Area + 16ull * I + 8), 8, Value);
+    C.Mem.write(Hpa(Area + 16ull * I + 8), 8, Value, StoreAgent::Processor);
   }
   return true;
 }
@@ -214,7 +222,8 @@ uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented)
 Status vmxAbort(Cpu &C, VmxAbortIndicator Indicator) {
   VmxState &X = *C.Vmx;
   if (X.haveCurrentVmcs())
-    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator));
+    C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::AbortOffset), 4, uint32_t(Indicator),
+                StoreAgent::Processor);
   // "the logical processor experiences a VMX abort ... and enters the VMX-abort
   // shutdown state" (SDM Vol. 3C, "VMX Aborts").
   C.NonRoot = false;
@@ -335,7 +344,7 @@ static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
   E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
   E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
   std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
-  E.ActivityState = uint32_t(C.Activity); // the value saveGuestState stores
+  E.ActivityState = uint32_t(savedActivity(C)); // the value saveGuestState stores
   return E;
 }
 

@@ -69,9 +69,9 @@ void writeBackCurrentVmcs(Cpu &C) {
     return;
   for (unsigned K = 0; K < kNumVmcsFields; ++K)
     C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::fieldOffset(VmcsField(K))), 8,
-                X.Vmcs.Values[K]);
+                X.Vmcs.Values[K], StoreAgent::Processor);
   C.Mem.write(Hpa(X.CurrentVmcsPointer + vmcs_layout::LaunchStateOffset), 4,
-              uint32_t(X.CurrentLaunch));
+              uint32_t(X.CurrentLaunch), StoreAgent::Processor);
 }
 
 namespace {
@@ -237,7 +237,8 @@ Status execVmclear(Cpu &C, const DecodedInsn &I) {
     writeBackCurrentVmcs(C);
     X.CurrentVmcsPointer = kInvalidVmcsPointer;
   }
-  C.Mem.write(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4, uint32_t(LaunchState::Clear));
+  C.Mem.write(Hpa(Addr + vmcs_layout::LaunchStateOffset), 4, uint32_t(LaunchState::Clear),
+              StoreAgent::Processor);
   return vmSucceed(C, I);
 }
 
@@ -345,7 +346,7 @@ void writeAccessedField(Cpu &C, const AccessedVmcs &A, const VmcsLookup &L, uint
     return vmcsWriteValue(C.Vmx->Vmcs, L, V);
   const Hpa Slot(A.ShadowRegion + vmcs_layout::fieldOffset(L.Field));
   const uint64_t Stored = VmcsData::truncateToWidth(L.Field, C.Mem.read(Slot, 8));
-  C.Mem.write(Slot, 8, vmcsWrittenValue(Stored, L, V));
+  C.Mem.write(Slot, 8, vmcsWrittenValue(Stored, L, V), StoreAgent::Processor);
 }
 
 // Zydis operand order: VMREAD r/m, reg (Reg[0] = destination, Reg[1] = encoding);

@@ -259,13 +259,20 @@ uint8_t LocalApic::acknowledge() {
 }
 
 bool LocalApic::hasWakeEvent() {
+  // A timer that expired while the processor waited with interrupts masked sets its IRR
+  // bit now, so that its event is consumed: else the scheduler would pick the waiting
+  // processor at that expiry again and again (harness/scheduler.cpp asks every waiting
+  // processor).
+  updateTimer();
   if (InitPending && (C.NonRoot || !C.Vmx->InVmxOperation))
     return true;
   if (SipiPending || (C.NmiPending && !C.NmiBlocked))
     return true;
   if (C.Activity == ActivityState::WaitForSipi && !C.NonRoot)
     return false;
-  return (C.NonRoot || (C.S.Rflags & rflags::IF)) && intrPending();
+  // MWAIT with ECX[0] = 1 wakes for a masked interrupt too (cpu/monitor.h).
+  return (C.NonRoot || (C.S.Rflags & rflags::IF) || mwaitWakesOnMaskedInterrupt(C)) &&
+         intrPending();
 }
 
 uint32_t LocalApic::readReg(uint32_t Offset) {

@@ -59,7 +59,7 @@ TEST(ProcessorIdentificationAndFeatureDetermination, Leaf1ReportsVmxApicIdAndBas
   EXPECT_EQ(R.Ebx >> 24, 3u);
   EXPECT_TRUE(R.Ecx & cpuidbit::Vmx);
   EXPECT_TRUE(R.Ecx & cpuidbit::Sse3);
-  EXPECT_FALSE(R.Ecx & cpuidbit::Monitor);
+  EXPECT_TRUE(R.Ecx & cpuidbit::Monitor); // cpu/monitor.h
   EXPECT_FALSE(R.Ecx & cpuidbit::Osxsave);
   EXPECT_TRUE(R.Ecx & cpuidbit::Xsave);
   EXPECT_EQ(R.Edx & (cpuidbit::Fpu | cpuidbit::Fxsr | cpuidbit::Sse | cpuidbit::Sse2 |

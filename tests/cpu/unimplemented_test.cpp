@@ -61,10 +61,9 @@ TEST(UnimplementedInstructions, ShadowStackInstructionsRaiseUdWithoutCet) {
 }
 
 TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
-  // MONITOR (CPUID.1:ECX[3] = 0 in the model), CLWB (CPUID.7:EBX[24] = 0), RDPID
+  // CLWB (CPUID.7:EBX[24] = 0 in the model), RDPID
   // (CPUID.7:ECX[22] = 0), VADDPS (AVX: CPUID.1:ECX[28] = 0), EXTRQ (AMD's SSE4a).
   const std::vector<std::vector<uint8_t>> Forms = {
-      {0x0f, 0x01, 0xc8, 0xf4},                   // monitor
       {0x66, 0x0f, 0xae, 0x30, 0xf4},             // clwb [rax]
       {0xf3, 0x0f, 0xc7, 0xf8, 0xf4},             // rdpid rax
       {0xc5, 0xf0, 0x58, 0xc2, 0xf4},             // vaddps xmm0, xmm1, xmm2
@@ -75,19 +74,19 @@ TEST(UnimplementedInstructions, InstructionOfAnUnreportedExtensionRaisesUd) {
 }
 
 TEST(UnimplementedInstructions, InstructionTheProcessorHasAndVmxsimLacksStopsTheRun) {
-  // A model whose CPUID reports MONITOR/MWAIT (CPUID.1:ECX[3]), which vmxsim has no
-  // handler for: the processor has the instruction, so it is not a #UD.
+  // A model whose CPUID reports CLWB (CPUID.7:EBX[24]), which vmxsim has no handler
+  // for: the processor has the instruction, so it is not a #UD.
   CpuModel Model = CpuModel::defaultModel();
   for (CpuidLeaf &L : Model.Cpuid)
-    if (L.Leaf == 1)
-      L.Ecx |= 1u << 3;
+    if (L.Leaf == 7)
+      L.Ebx |= 1u << 24;
   TestMachine M(64ull << 20, Model);
   M.setupProtected32();
   M.S.Gpr[RAX] = kCodeBase + 0x800;
-  M.loadCode({0x90, 0x0f, 0x01, 0xc8, 0xf4}); // nop; monitor; hlt
+  M.loadCode({0x90, 0x66, 0x0f, 0xae, 0x30, 0xf4}); // nop; clwb [eax]; hlt
   EXPECT_EQ(M.run(100), StopReason::Unimplemented);
   ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "monitor");
+  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "clwb");
   EXPECT_EQ(M.Cpu_.UnimplementedRip, kCodeBase + 1);
   EXPECT_EQ(M.S.Rip, kCodeBase + 1); // stopped at the instruction, not past it
   EXPECT_EQ(M.Cpu_.Retired, 1u);

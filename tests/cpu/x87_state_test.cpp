@@ -164,7 +164,10 @@ TEST(X87Fpu, FldcwUnmaskingAFlaggedExceptionMakesItPending) {
   EXPECT_EQ(M.S.Fip, kCodeBase + 6) << "FLDCW is a control instruction";
 }
 
-TEST(X87Fpu, PendingExceptionWithCr0NeClearStopsUnimplemented) {
+// A bare processor has no chipset to take FERR# (the machine's is tested in
+// tests/harness/ferr_irq13_test.cpp): the run stops, naming it; with IGNNE# asserted the
+// pending exception is ignored and the instruction executes.
+TEST(X87Fpu, PendingExceptionWithCr0NeClearWithoutAChipsetStopsUnimplemented) {
   TestMachine M;
   setupLong(M);
   M.S.Cr0 &= ~cr0::NE;
@@ -172,8 +175,13 @@ TEST(X87Fpu, PendingExceptionWithCr0NeClearStopsUnimplemented) {
   M.write(kDataBase, &Cw, 2);
   const std::vector<uint8_t> Code = Fninit + FldcwRsi + Fld1 + Fldz + FdivpSt1 + Fld1;
   EXPECT_EQ(runCode(M, Code), StopReason::Unimplemented);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "x87 legacy FERR# (CR0.NE=0) error reporting");
+  EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+               "x87 legacy FERR# (CR0.NE=0) error reporting without a chipset");
   EXPECT_EQ(M.S.Rip, kCodeBase + 10);
+  M.Cpu_.Ignne = true;
+  EXPECT_EQ(M.run(1), StopReason::InsnLimit); // fld1 executes
+  EXPECT_EQ(M.S.Rip, kCodeBase + 12);
+  EXPECT_TRUE(M.Cpu_.Ignne); // ES is still set: FERR# (and so IGNNE#) stay asserted
 }
 
 TEST(X87Fpu, EmMpTsTable) {

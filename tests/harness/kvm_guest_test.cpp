@@ -65,7 +65,7 @@ TEST(LinuxKvm, KvmIntelRunsARealModeVcpuThroughIoMmioCpuidMsrEptFaultInterruptAn
   Cfg.Modules = {Initrd};
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
-  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,747,067,059
+  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,626,513,604
   Cfg.Serial = OutputSpec::file(Serial);
   Cfg.Serial2 = OutputSpec::file(Ftrace); // COM2: KVM's ftrace output
   Cfg.GroundTruthFile = GroundTruth;
@@ -229,7 +229,7 @@ TEST(LinuxKvm, TwoVcpusOnTwoCpusTraceTheirExitsPerCpuAndTheTraceChecksOut) {
   Cfg.RamBytes = 512ull << 20;
   Cfg.Append = "console=ttyS0";
   Cfg.NumCpus = 2;
-  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,784,025,194
+  Cfg.MaxInsns = 12'000'000'000; // the whole boot is 6,789,872,969
   Cfg.Serial = OutputSpec::file(Serial);
   Cfg.Serial2 = OutputSpec::file(Ftrace);
   Cfg.GroundTruthFile = GroundTruth;

@@ -424,3 +424,66 @@ TEST(RunControl, TraceSoFarIsEachCpusPrefixOfTheFinishedTraces) {
     }
   }
 }
+
+namespace {
+/// A machine whose CPU 0 runs Code at 0x100000 in 64-bit mode (identity paging of
+/// tests/support/test_machine.h).
+std::unique_ptr<Machine> bareLongMode(const std::vector<uint8_t> &Code) {
+  MachineConfig Cfg;
+  Cfg.Serial = OutputSpec::capture();
+  Cfg.Debugcon = OutputSpec::capture();
+  Cfg.MaxInsns = 1000;
+  Error Err;
+  auto M = Machine::create(Cfg, Err);
+  EXPECT_FALSE(Err) << Err.str();
+  if (!M)
+    return M;
+  test::writeFlatGdt(M->mem());
+  test::setupLongMode(M->cpu(0), M->mem());
+  M->mem().copyIn(Hpa(test::kCodeBase), Code.data(), Code.size());
+  M->cpu(0).S.Rip = test::kCodeBase;
+  return M;
+}
+
+/// A device that stores into memory (as a DMA engine would) when port 0x510 is
+/// written: the byte written, at Target.
+class StoringDevice final : public PortDevice {
+public:
+  StoringDevice(PhysMem &Mem, uint64_t Target) : Mem(Mem), Target(Target) {}
+  uint32_t ioRead(uint16_t, unsigned) override { return 0; }
+  void ioWrite(uint16_t, unsigned, uint32_t Value) override {
+    Mem.write(Hpa(Target), 1, Value);
+  }
+  PhysMem &Mem;
+  uint64_t Target;
+};
+} // namespace
+
+// A write stop sees the stores no instruction makes (issue 18): the processor's own
+// accessed-flag update of a page-table entry during a page walk, and a device's store.
+TEST(RunControl, WriteStopsAfterAnAccessedFlagUpdateOfThePageWalk) {
+  // nop; mov rsi, [rbx] (RBX = 0x200000: its walk sets the accessed flag of the 2 MiB
+  // PDE 1, clear as set up); nop; hlt
+  auto M = bareLongMode({0x90, 0x48, 0x8b, 0x33, 0x90, 0xf4});
+  ASSERT_TRUE(M);
+  M->cpu(0).S.Gpr[RBX] = test::kDataBase;
+  const uint64_t Pde = test::kPml4Base + 0x2000 + 8;
+  ASSERT_EQ(M->mem().read(Hpa(Pde), 8) & 0x20, 0u);
+  const RunResult R = stopped(M->runUntil({StopWhen::write(Hpa(Pde), 8)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(M->cpu(0).S.Rip, test::kCodeBase + 4); // after the reading instruction
+  EXPECT_EQ(M->mem().read(Hpa(Pde), 8) & 0x20, 0x20u);
+}
+
+TEST(RunControl, WriteStopsAfterTheInstructionWhoseDeviceStored) {
+  // mov al, 0x5a; mov dx, 0x510; out dx, al; nop; hlt
+  auto M = bareLongMode({0xb0, 0x5a, 0x66, 0xba, 0x10, 0x05, 0xee, 0x90, 0xf4});
+  ASSERT_TRUE(M);
+  const uint64_t Target = test::kDataBase + 0x123;
+  StoringDevice Dev(M->mem(), Target);
+  M->io().add(0x510, 1, &Dev);
+  const RunResult R = stopped(M->runUntil({StopWhen::write(Hpa(Target), 1)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(M->cpu(0).S.Rip, test::kCodeBase + 7); // after the OUT
+  EXPECT_EQ(M->mem().read(Hpa(Target), 1), 0x5au);
+}

@@ -722,6 +722,51 @@ TEST(VmxNonRootOperation, PreemptionTimerCountsInHltActivityAndWakesIt) {
   EXPECT_EQ(R.GuestNops, 1u); // RIP after the HLT
 }
 
+// MWAIT's wait in VMX non-root operation (cpu/monitor.h) is woken by what wakes HLT
+// there: the preemption timer's exit saves the activity state "active" (the field never
+// shows MWAIT's inactive state, SDM Vol. 3C, Table "Format of the Activity State") and
+// the RIP after MWAIT.
+TEST(VmxNonRootOperation, PreemptionTimerWakesMwaitAndTheExitSavesActive) {
+  EventsMachine M;
+  M.guest({0x0f, 0x01, 0xc8, 0x0f, 0x01, 0xc9, 0x90, 0xf4}); // monitor; mwait; nop; hlt
+  M.S.Gpr[RAX] = kGuestCode + 0x100;
+  M.S.Gpr[RCX] = M.S.Gpr[RDX] = 0;
+  M.pin(VmxControl::ActivateVmxPreemptionTimer);
+  M.vmcs().set(F::VmxPreemptionTimerValue, 10);
+  ASSERT_EQ(M.launch(), StopReason::Halted);
+  ASSERT_TRUE(M.exitedToHost());
+  EXPECT_EQ(M.reason(), 52u);
+  EXPECT_EQ(M.get(F::GuestActivityState), 0u);
+  EXPECT_EQ(M.get(F::GuestRip), kGuestCode + 6);
+  EXPECT_FALSE(mwaitWaiting(M.Cpu_));
+}
+
+// An interrupt the guest's RFLAGS.IF masks (no external-interrupt exiting) ends MWAIT's
+// wait only with ECX[0] = 1; the guest then runs on after MWAIT (CPUID exits).
+TEST(VmxNonRootOperation, MaskedInterruptWakesGuestMwaitOnlyWithEcxBitZero) {
+  for (const bool Break : {false, true}) {
+    SCOPED_TRACE(Break);
+    EventsMachine M;
+    // monitor; mov ecx, Break; mwait; cpuid
+    M.guest({0x0f, 0x01, 0xc8, 0xb9, uint8_t(Break), 0, 0, 0, 0x0f, 0x01, 0xc9, 0x0f, 0xa2});
+    M.S.Gpr[RAX] = kGuestCode + 0x100;
+    M.S.Gpr[RCX] = M.S.Gpr[RDX] = 0;
+    M.vmcs().set(F::GuestRflags, 0x2);
+    M.Intr.Pending = true;
+    ASSERT_EQ(M.launch(), StopReason::Halted);
+    if (Break) {
+      ASSERT_TRUE(M.exitedToHost());
+      EXPECT_EQ(M.reason(), 10u);
+      EXPECT_EQ(M.get(F::GuestRip), kGuestCode + 11);
+    } else {
+      EXPECT_TRUE(M.Cpu_.NonRoot);
+      EXPECT_TRUE(mwaitWaiting(M.Cpu_));
+      EXPECT_EQ(M.S.Rip, kGuestCode + 11);
+    }
+    EXPECT_EQ(M.Intr.Acks, 0u);
+  }
+}
+
 // --- Activity states ------------------------------------------------------------------
 
 TEST(VmxNonRootOperation, HltActivityWakesOnInterruptThroughGuestIdt) {

@@ -267,15 +267,42 @@ TEST(VmxNonRootOperation, WbinvdWithoutActivatedSecondaryControlsDoesNotExit) {
   expectGuestHalted(M, R, 2);
 }
 
-TEST(VmxNonRootOperation, MwaitAndMonitorAreUndefinedOpcodesNotExits) {
-  for (const Bytes &Code : {Bytes{0x0f, 0x01, 0xc9}, Bytes{0x0f, 0x01, 0xc8}}) {
+TEST(VmxNonRootOperation, MonitorExitsWithMonitorExitingBeforeItsGp) {
+  VmxTestMachine M;
+  enable(M, VmxControl::MonitorExiting);
+  M.S.Gpr[RAX] = kGuestCode;
+  M.S.Gpr[RCX] = 1; // an extension: #GP without the control; the exit comes first
+  StepResult R = launch(M, {0x0f, 0x01, 0xc8});
+  expectExit(M, R, ExitReason::Monitor, 0, 3);
+}
+
+TEST(VmxNonRootOperation, MwaitExitQualificationSaysWhetherTheMonitorIsArmed) {
+  {
     VmxTestMachine M;
     enable(M, VmxControl::MwaitExiting);
-    enable(M, VmxControl::MonitorExiting);
-    StepResult R = launch(M, Code);
-    EXPECT_TRUE(R.Faulted);
-    EXPECT_EQ(R.Vector, vec::UD);
+    M.S.Gpr[RCX] = 2; // reserved: #GP without the control; the exit comes first
+    StepResult R = launch(M, {0x0f, 0x01, 0xc9});
+    expectExit(M, R, ExitReason::Mwait, 0, 3);
   }
+  VmxTestMachine M;
+  enable(M, VmxControl::MwaitExiting);
+  M.S.Gpr[RAX] = kGuestCode;
+  M.S.Gpr[RCX] = 0;
+  StepResult R = launch(M, {0x0f, 0x01, 0xc8, 0x0f, 0x01, 0xc9}); // monitor; mwait
+  expectExit(M, R, ExitReason::Mwait, exitqual::mwait::MonitorArmed.set(0, 1), 3, 0,
+             kGuestCode + 3);
+}
+
+TEST(VmxNonRootOperation, MwaitWithoutMwaitExitingWaitsInTheGuest) {
+  VmxTestMachine M;
+  M.S.Gpr[RAX] = kGuestCode;
+  M.S.Gpr[RCX] = 0;
+  StepResult R = launch(M, {0x0f, 0x01, 0xc8, 0x0f, 0x01, 0xc9, 0xf4});
+  EXPECT_FALSE(R.Faulted) << "vector " << unsigned(R.Vector);
+  EXPECT_EQ(R.Why, StopReason::Halted);
+  EXPECT_TRUE(M.Cpu_.NonRoot);
+  EXPECT_EQ(M.S.Rip, kGuestCode + 6); // waiting after MWAIT
+  EXPECT_TRUE(mwaitWaiting(M.Cpu_));
 }
 
 TEST(VmxNonRootOperation, PauseExitsWithPauseExiting) {
