@@ -208,23 +208,19 @@ template <typename T> inline Status pop(Cpu &C, T &V) {
 // used and no limit is checked (SDM Vol. 3A, "Segmentation in IA-32e Mode"), and RIP has
 // no wrap mask (RipMask is all ones).
 
-/// The host address of the 8 stack bytes at La when the TLB maps them for a write with
-/// RFLAGS.AC clear (writeMem's fast path in 64-bit mode, which it is), else null: the
-/// caller then runs the generic path, which checks in the architectural order.
-inline uint8_t *stackWriteHost64(Cpu &C, uint64_t La) {
+/// Whether the TLB maps the 8 stack bytes at La for a write with RFLAGS.AC clear
+/// (writeMem's fast path in 64-bit mode, which it is); Host is then their host address.
+/// Otherwise the caller runs the generic path, which checks in the architectural order.
+inline bool stackWriteHit64(Cpu &C, uint64_t La, uint8_t *&Host) {
   const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-  if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - 8 &&
-      !(C.S.Rflags & rflags::AC)) [[likely]]
-    return reinterpret_cast<uint8_t *>(La + E.Addend);
-  return nullptr;
+  Host = reinterpret_cast<uint8_t *>(La + E.Addend);
+  return tlbMaps<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
 }
 /// The same for a read (readMem's fast path in 64-bit mode).
-inline const uint8_t *stackReadHost64(const Cpu &C, uint64_t La) {
+inline bool stackReadHit64(const Cpu &C, uint64_t La, const uint8_t *&Host) {
   const TlbEntry &E = C.Mmu.readSlot(Gla(La));
-  if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - 8 &&
-      !(C.S.Rflags & rflags::AC)) [[likely]]
-    return reinterpret_cast<const uint8_t *>(La + E.Addend);
-  return nullptr;
+  Host = reinterpret_cast<const uint8_t *>(La + E.Addend);
+  return tlbMaps<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
 }
 
 /// True when a near-branch target in 64-bit mode needs no canonical check: it has the

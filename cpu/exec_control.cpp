@@ -51,7 +51,7 @@ template <typename T> Status callTo(Cpu &C, const DecodedInsn &I, uint64_t Targe
     // 64-bit mode: a target sharing RIP's upper half and a store that hits the TLB.
     const uint64_t Sp = C.S.Gpr[RSP] - 8;
     if (sameCanonicalHalf(C, Target)) [[likely]] {
-      if (uint8_t *H = stackWriteHost64(C, Sp)) [[likely]] {
+      if (uint8_t *H; stackWriteHit64(C, Sp, H)) [[likely]] {
         const uint64_t Ret = nextRip64(C, I);
         std::memcpy(H, &Ret, 8);
         C.S.Gpr[RSP] = Sp;
@@ -84,7 +84,7 @@ template <typename T> Status execRet(Cpu &C, const DecodedInsn &I) {
   if constexpr (sizeof(T) == 8) {
     // 64-bit mode: a load that hits the TLB and a target sharing RIP's upper half.
     const uint64_t Sp = C.S.Gpr[RSP];
-    if (const uint8_t *H = stackReadHost64(C, Sp)) [[likely]] {
+    if (const uint8_t *H; stackReadHit64(C, Sp, H)) [[likely]] {
       uint64_t Target;
       std::memcpy(&Target, H, 8);
       if (sameCanonicalHalf(C, Target)) [[likely]] {

@@ -72,7 +72,7 @@ template <typename T, bool IsMem>
 // order (nothing is committed before the access). PUSH RSP stores the old value.
 Status execPushReg64(Cpu &C, const DecodedInsn &I) {
   const uint64_t Sp = C.S.Gpr[RSP] - 8;
-  if (uint8_t *H = stackWriteHost64(C, Sp)) [[likely]] {
+  if (uint8_t *H; stackWriteHit64(C, Sp, H)) [[likely]] {
     std::memcpy(H, &C.S.Gpr[I.Reg[0]], 8);
     C.S.Gpr[RSP] = Sp;
     return next64(C, I);
@@ -81,7 +81,7 @@ Status execPushReg64(Cpu &C, const DecodedInsn &I) {
 }
 Status execPopReg64(Cpu &C, const DecodedInsn &I) {
   const uint64_t Sp = C.S.Gpr[RSP];
-  if (const uint8_t *H = stackReadHost64(C, Sp)) [[likely]] {
+  if (const uint8_t *H; stackReadHit64(C, Sp, H)) [[likely]] {
     uint64_t V;
     std::memcpy(&V, H, 8);
     C.S.Gpr[RSP] = Sp + 8;
