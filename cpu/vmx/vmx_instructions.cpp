@@ -356,6 +356,10 @@ template <bool IsMem> Status execVmread(Cpu &C, const DecodedInsn &I) {
   const uint64_t Encoding = regOperand(C, I.Reg[1]);
   if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmreadBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmread, vmreadWriteInfo(I, I.Reg[0], I.Reg[1]));
+  // A shadow VMCS is accessed in memory, which may be MMIO or hold decoded code: the
+  // block ends after the instruction, as it did when every VMX instruction ended one.
+  if (C.NonRoot)
+    C.breakBlock();
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
   const AccessedVmcs A = accessedVmcs(C);
@@ -391,6 +395,10 @@ template <bool IsMem> Status execVmwrite(Cpu &C, const DecodedInsn &I) {
   const uint64_t Encoding = regOperand(C, I.Reg[0]);
   if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmwriteBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmwrite, vmreadWriteInfo(I, I.Reg[1], I.Reg[0]));
+  // A shadow VMCS is accessed in memory, which may be MMIO or hold decoded code: the
+  // block ends after the instruction, as it did when every VMX instruction ended one.
+  if (C.NonRoot)
+    C.breakBlock();
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
   const AccessedVmcs A = accessedVmcs(C);
@@ -578,8 +586,12 @@ bool noLock(const DecodedInsn &I) { return !(I.Flags & insnflag::Lock); }
 } // namespace
 
 // --- Binders (rows in cpu/vmx/insns_vmx.def) -------------------------------------------
-// Every VMX instruction ends its block: any of them may exit to the host or change the
-// state that decoding and the TLB depend on.
+// Every VMX instruction but VMREAD and VMWRITE ends its block: any of them may exit to
+// the host or change the state that decoding and the TLB depend on. VMREAD and VMWRITE
+// in VMX root operation change registers, RFLAGS, the current VMCS's data and (a memory
+// operand, through the ordinary store path) memory only, and a fault leaves the block
+// through its status; hypervisors run them back to back. In non-root operation they end
+// the block themselves (a VM exit, or a shadow-VMCS access).
 
 bool bindVmxon(const DecodeInfo &D, DecodedInsn &I) {
   bindVmx(I, &execVmxon, true);
@@ -604,13 +616,13 @@ bool bindVmptrst(const DecodeInfo &D, DecodedInsn &I) {
 bool bindVmread(const DecodeInfo &D, DecodedInsn &I) {
   copyOperandRegs(D, I);
   bool Mem = D.Ops[0].Kind == OperandKind::Mem;
-  bindVmx(I, Mem ? &execVmread<true> : &execVmread<false>, true);
+  bindVmx(I, Mem ? &execVmread<true> : &execVmread<false>, false);
   return noLock(I);
 }
 bool bindVmwrite(const DecodeInfo &D, DecodedInsn &I) {
   copyOperandRegs(D, I);
   bool Mem = D.Ops[1].Kind == OperandKind::Mem;
-  bindVmx(I, Mem ? &execVmwrite<true> : &execVmwrite<false>, true);
+  bindVmx(I, Mem ? &execVmwrite<true> : &execVmwrite<false>, false);
   return noLock(I);
 }
 bool bindVmlaunch(const DecodeInfo &, DecodedInsn &I) {
