@@ -37,6 +37,14 @@ void debugRegistersChanged(Cpu &C) {
   const bool De = C.S.Cr4 & cr4::DE;
   bool NewPages = false;
   D.InsnArmed = D.DataArmed = D.IoArmed = false;
+  // No breakpoint enabled (L0-L3 and G0-G3 clear, as after every VM exit: DR7 = 400H):
+  // what the loop below computes then, without it.
+  if (!(Dr7 & 0xff)) [[likely]] {
+    for (uint64_t &Page : D.DataPage)
+      Page = ~uint64_t(0);
+    C.breakBlock();
+    return;
+  }
   for (unsigned N = 0; N < 4; ++N) {
     uint64_t Page = ~uint64_t(0);
     if (enabled(Dr7, N)) {

@@ -197,6 +197,44 @@ template <typename T> inline Status pop(Cpu &C, T &V) {
   return Status::Ok;
 }
 
+// --- 64-bit operand size: 64-bit mode --------------------------------------------------
+//
+// A handler instantiated for a 64-bit stack or branch operand runs only in 64-bit mode:
+// the operand size of PUSH, POP, CALL, RET and the near branches is 64 bits only there
+// (SDM Vol. 1, "Stack Behavior in 64-Bit Mode"; Vol. 2A, "Operand-Size and Address-Size
+// Attributes"), a block is decoded in, and looked up by, one mode (Block::Key), and every
+// mode change ends the block (Cpu::modeChanged, breakBlock). Such handlers test neither
+// the mode nor SS.B: in 64-bit mode the stack-address size is 64 bits, SS's base is not
+// used and no limit is checked (SDM Vol. 3A, "Segmentation in IA-32e Mode"), and RIP has
+// no wrap mask (RipMask is all ones).
+
+/// Whether the TLB maps the 8 stack bytes at La for a write with RFLAGS.AC clear
+/// (writeMem's fast path in 64-bit mode, which it is); Host is then their host address.
+/// Otherwise the caller runs the generic path, which checks in the architectural order.
+inline bool stackWriteHit64(Cpu &C, uint64_t La, uint8_t *&Host) {
+  const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
+  Host = reinterpret_cast<uint8_t *>(La + E.Addend);
+  return tlbMaps<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
+}
+/// The same for a read (readMem's fast path in 64-bit mode).
+inline bool stackReadHit64(const Cpu &C, uint64_t La, const uint8_t *&Host) {
+  const TlbEntry &E = C.Mmu.readSlot(Gla(La));
+  Host = reinterpret_cast<const uint8_t *>(La + E.Addend);
+  return tlbMaps<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
+}
+
+/// True when a near-branch target in 64-bit mode needs no canonical check: it has the
+/// bits 63:47 of the current RIP. The executing instruction's RIP is canonical (the
+/// decoder refuses to fetch a non-canonical one, #GP; a block does not leave its page,
+/// and CR4.LA57 cannot change in IA-32e mode: MOV CR4 raises #GP, VM entry and exit end
+/// the block), and an address sharing bits 63:47 with a canonical one is canonical
+/// with 48 and with 57 linear-address bits. Other targets take branchTo's full check.
+inline bool sameCanonicalHalf(const Cpu &C, uint64_t Target) {
+  return ((Target ^ C.S.Rip) >> 47) == 0;
+}
+/// branchTo for a 64-bit operand (64-bit mode), the architected #GP(0) included.
+inline Status branchTo64(Cpu &C, uint64_t Target);
+
 // --- control transfer ---------------------------------------------------------------
 
 /// Near branch to Target (already computed in the operand size): truncated to the
@@ -219,6 +257,19 @@ inline Status branchTo(Cpu &C, uint64_t Target, unsigned OpSizeBytes) {
   C.S.Rip = Target;
   return Status::Ok;
 }
+inline Status branchTo64(Cpu &C, uint64_t Target) {
+  if (sameCanonicalHalf(C, Target)) [[likely]] {
+    C.S.Rip = Target;
+    return Status::Ok;
+  }
+  return branchTo(C, Target, 8);
+}
+/// next() and nextRip() in 64-bit mode (no wrap).
+inline Status next64(Cpu &C, const DecodedInsn &I) {
+  C.S.Rip += I.Len;
+  return Status::Ok;
+}
+inline uint64_t nextRip64(const Cpu &C, const DecodedInsn &I) { return C.S.Rip + I.Len; }
 inline uint64_t nextRip(const Cpu &C, const DecodedInsn &I) {
   return (C.S.Rip + I.Len) & C.RipMask;
 }

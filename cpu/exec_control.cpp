@@ -4,6 +4,9 @@
 #include "cpu/exec.h"
 #include "cpu/jit/jit_form.h"
 
+#include <array>
+#include <utility>
+
 namespace vmxsim {
 
 namespace {
@@ -17,6 +20,22 @@ template <typename T> Status execJccRel(Cpu &C, const DecodedInsn &I) {
     return branchTo(C, nextRip(C, I) + I.Imm, sizeof(T));
   return next(C, I);
 }
+// The 64-bit forms (64-bit mode: cpu/exec.h, "64-bit operand size"); Jcc is bound per
+// condition, so the condition is a constant.
+Status execJmpRel64(Cpu &C, const DecodedInsn &I) {
+  return branchTo64(C, nextRip64(C, I) + I.Imm);
+}
+template <uint8_t Cc> Status execJccRel64(Cpu &C, const DecodedInsn &I) {
+  if (testCond(C.S.Rflags, Cc))
+    return branchTo64(C, nextRip64(C, I) + I.Imm);
+  return next64(C, I);
+}
+template <size_t... Cc>
+constexpr std::array<Handler, 16> jcc64Table(std::index_sequence<Cc...>) {
+  return {&execJccRel64<uint8_t(Cc)>...};
+}
+constexpr std::array<Handler, 16> kJccRel64 = jcc64Table(std::make_index_sequence<16>());
+
 template <typename T, bool IsMem> Status execJmpInd(Cpu &C, const DecodedInsn &I) {
   T Target;
   if constexpr (IsMem)
@@ -29,6 +48,19 @@ template <typename T, bool IsMem> Status execJmpInd(Cpu &C, const DecodedInsn &I
 // CALL pushes the return address after the target is validated, so a bad target
 // faults with nothing pushed (SDM Vol. 2A, CALL: the #GP check precedes Push).
 template <typename T> Status callTo(Cpu &C, const DecodedInsn &I, uint64_t Target) {
+  if constexpr (sizeof(T) == 8) {
+    // 64-bit mode: a target sharing RIP's upper half and a store that hits the TLB.
+    const uint64_t Sp = C.S.Gpr[RSP] - 8;
+    if (sameCanonicalHalf(C, Target)) [[likely]] {
+      if (uint8_t *H; stackWriteHit64(C, Sp, H)) [[likely]] {
+        const uint64_t Ret = nextRip64(C, I);
+        std::memcpy(H, &Ret, 8);
+        C.S.Gpr[RSP] = Sp;
+        C.S.Rip = Target;
+        return Status::Ok;
+      }
+    }
+  }
   uint64_t Ret = nextRip(C, I);
   uint64_t OldRip = C.S.Rip;
   VMX_TRY(branchTo(C, Target, sizeof(T)));
@@ -50,6 +82,19 @@ template <typename T, bool IsMem> Status execCallInd(Cpu &C, const DecodedInsn &
 }
 
 template <typename T> Status execRet(Cpu &C, const DecodedInsn &I) {
+  if constexpr (sizeof(T) == 8) {
+    // 64-bit mode: a load that hits the TLB and a target sharing RIP's upper half.
+    const uint64_t Sp = C.S.Gpr[RSP];
+    if (const uint8_t *H; stackReadHit64(C, Sp, H)) [[likely]] {
+      uint64_t Target;
+      std::memcpy(&Target, H, 8);
+      if (sameCanonicalHalf(C, Target)) [[likely]] {
+        C.S.Rip = Target;
+        C.S.Gpr[RSP] = Sp + 8 + I.Imm;
+        return Status::Ok;
+      }
+    }
+  }
   T Target;
   VMX_TRY(peek(C, Target));
   VMX_TRY(branchTo(C, Target, sizeof(T)));
@@ -143,7 +188,7 @@ bool bindJmp(const DecodeInfo &D, DecodedInsn &I) {
   I.Cost = costOf(CostClass::Branch);
   if (Op.Kind == OperandKind::Imm) {
     I.Fn = Size == 2 ? &execJmpRel<uint16_t> : Size == 4 ? &execJmpRel<uint32_t>
-                                                         : &execJmpRel<uint64_t>;
+                                                         : &execJmpRel64;
     return true;
   }
   if (Op.Kind == OperandKind::Ptr || (Op.Kind == OperandKind::Mem && Op.SizeBytes > Size))
@@ -163,7 +208,7 @@ bool bindJcc(const DecodeInfo &D, DecodedInsn &I) {
   I.Cond = D.Opcode & 0xf;
   unsigned Size = branchSize(D);
   I.Fn = Size == 2 ? &execJccRel<uint16_t> : Size == 4 ? &execJccRel<uint32_t>
-                                                       : &execJccRel<uint64_t>;
+                                                       : kJccRel64[I.Cond];
   I.Flags |= insnflag::EndsBlock;
   I.Cost = costOf(CostClass::Branch);
   return true;

@@ -32,7 +32,8 @@ template <typename T> Status execLea(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-template <typename T, bool IsMem> Status execPush(Cpu &C, const DecodedInsn &I) {
+template <typename T, bool IsMem>
+[[gnu::noinline]] Status execPush(Cpu &C, const DecodedInsn &I) {
   T V;
   if constexpr (IsMem)
     VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), V));
@@ -46,7 +47,8 @@ template <typename T> Status execPushImm(Cpu &C, const DecodedInsn &I) {
   return next(C, I);
 }
 
-template <typename T, bool IsMem> Status execPop(Cpu &C, const DecodedInsn &I) {
+template <typename T, bool IsMem>
+[[gnu::noinline]] Status execPop(Cpu &C, const DecodedInsn &I) {
   T V;
   VMX_TRY(peek(C, V));
   if constexpr (IsMem) {
@@ -64,6 +66,30 @@ template <typename T, bool IsMem> Status execPop(Cpu &C, const DecodedInsn &I) {
     setReg<T>(C, I.Reg[0], V); // POP RSP: the popped value wins
   }
   return next(C, I);
+}
+
+// PUSH r64 and POP r64 (64-bit mode: cpu/exec.h, "64-bit operand size"): a store or load
+// that hits the TLB, else the generic handler, which starts over in the architectural
+// order (nothing is committed before the access). PUSH RSP stores the old value.
+Status execPushReg64(Cpu &C, const DecodedInsn &I) {
+  const uint64_t Sp = C.S.Gpr[RSP] - 8;
+  if (uint8_t *H; stackWriteHit64(C, Sp, H)) [[likely]] {
+    std::memcpy(H, &C.S.Gpr[I.Reg[0]], 8);
+    C.S.Gpr[RSP] = Sp;
+    return next64(C, I);
+  }
+  return execPush<uint64_t, false>(C, I);
+}
+Status execPopReg64(Cpu &C, const DecodedInsn &I) {
+  const uint64_t Sp = C.S.Gpr[RSP];
+  if (const uint8_t *H; stackReadHit64(C, Sp, H)) [[likely]] {
+    uint64_t V;
+    std::memcpy(&V, H, 8);
+    C.S.Gpr[RSP] = Sp + 8;
+    C.S.Gpr[I.Reg[0]] = V; // POP RSP: the popped value wins
+    return next64(C, I);
+  }
+  return execPop<uint64_t, false>(C, I);
 }
 
 Status execNop(Cpu &C, const DecodedInsn &I) { return next(C, I); }
@@ -190,7 +216,7 @@ bool bindPush(const DecodeInfo &D, DecodedInsn &I) {
                                                              : &execPush<uint64_t, true>;
   else
     I.Fn = Size == 2 ? &execPush<uint16_t, false> : Size == 4 ? &execPush<uint32_t, false>
-                                                              : &execPush<uint64_t, false>;
+                                                              : &execPushReg64;
   I.Cost = costOf(CostClass::Memory);
   return true;
 }
@@ -208,7 +234,7 @@ bool bindPop(const DecodeInfo &D, DecodedInsn &I) {
                                                             : &execPop<uint64_t, true>;
   else
     I.Fn = Size == 2 ? &execPop<uint16_t, false> : Size == 4 ? &execPop<uint32_t, false>
-                                                             : &execPop<uint64_t, false>;
+                                                             : &execPopReg64;
   I.Cost = costOf(CostClass::Memory);
   return true;
 }

@@ -57,11 +57,30 @@ Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
 /// writing: used to make multi-part stores all-or-nothing.
 Status probeWrite(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor = false);
 
+/// Whether TLB entry E, read from the slot of La (Mmu::readSlot/writeSlot), maps all of
+/// [La, La + Size) for an access with these tag bits: one compare of E's tag with the
+/// tag of the access's last byte. Slot K only ever holds entries of pages whose slot is
+/// K or tlbVictimSlot(K) (Mmu::placeEntry, Mmu::translate), never K + 1, the slot of the
+/// page after La's; so a match says both that E maps La's page and that the access ends
+/// in it (no page-crossing test).
+constexpr bool victimSlotNeverNext() {
+  for (unsigned K = 0; K < kTlbEntries; ++K)
+    if (tlbVictimSlot(K) == ((K + 1) & (kTlbEntries - 1)) || K == ((K + 1) & (kTlbEntries - 1)))
+      return false;
+  return true;
+}
+static_assert(victimSlotNeverNext(), "tlbMaps needs the next page's slot to differ");
+template <unsigned Size>
+inline bool tlbMaps(const Cpu &C, const TlbEntry &E, uint64_t La, bool Supervisor) {
+  static_assert(Size >= 1 && Size <= kPageSize);
+  return E.Tag == C.Mmu.tag(La + (Size - 1), Supervisor);
+}
+
 template <typename T>
 inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
   const TlbEntry &E = C.Mmu.readSlot(Gla(La));
-  if (E.Tag == C.Mmu.tag(La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+  if (tlbMaps<sizeof(T)>(C, E, La, Supervisor))
       [[likely]] {
     std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
     return Status::Ok;
@@ -73,7 +92,7 @@ template <typename T>
 inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
   const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-  if (E.Tag == C.Mmu.tag(La, Supervisor) && (La & 0xfff) <= kPageSize - sizeof(T))
+  if (tlbMaps<sizeof(T)>(C, E, La, Supervisor))
       [[likely]] {
     std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
     return Status::Ok;
@@ -132,7 +151,7 @@ template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T 
   if (fastAccessMode(C)) [[likely]] {
     const uint64_t La = fastLinear(C, Seg, Off);
     const TlbEntry &E = C.Mmu.readSlot(Gla(La));
-    if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - sizeof(T)) [[likely]] {
+    if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
       std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
       return Status::Ok;
     }
@@ -145,7 +164,7 @@ template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T
   if (fastAccessMode(C)) [[likely]] {
     const uint64_t La = fastLinear(C, Seg, Off);
     const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-    if (E.Tag == C.Mmu.tag(La, false) && (La & 0xfff) <= kPageSize - sizeof(T)) [[likely]] {
+    if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
       std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
       return Status::Ok;
     }
@@ -169,7 +188,7 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
   if (fastAccessMode(C)) [[likely]] { // the fast path of readMem and writeMem
     R.La = fastLinear(C, Seg, Off);
     const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
-    if (E.Tag == C.Mmu.tag(R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
+    if (tlbMaps<sizeof(T)>(C, E, R.La, false))
         [[likely]] {
       R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
       return Status::Ok;
@@ -178,7 +197,7 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
   const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
-  if (E.Tag == C.Mmu.tag(R.La, false) && (R.La & 0xfff) <= kPageSize - sizeof(T))
+  if (tlbMaps<sizeof(T)>(C, E, R.La, false))
       [[likely]] {
     R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
     return Status::Ok;

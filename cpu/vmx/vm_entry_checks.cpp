@@ -882,10 +882,11 @@ bool Checker::memoryUnchanged(const VmEntryCheckMemo::Group &G) const {
 // Fields: every store into the VMCS data marks the field in V.Written (VmcsData::set
 // and store, used by VMWRITE, VM exits and every other writer; VMPTRLD and copies mark
 // all). This function consumes the marks: a group whose fields meet them (found through
-// GroupsReading, which lists for each field the memoised groups that read it) is dropped
-// before anything runs, whether or not this entry gets as far as the group. So a group
-// still valid has had none of its fields written since it passed. Memory is compared by
-// value; Env is compared whole, and a different VmcsData object starts over.
+// GroupsReading, which lists for each field the groups that read it when they last
+// passed) is dropped before anything runs, whether or not this entry gets as far as the
+// group. So a group still valid has had none of its fields written since it passed.
+// Memory is compared by value; Env is compared whole, and a different VmcsData object
+// starts over.
 //
 // A group is memoised only after it passed, so skipping it can neither hide a failure
 // nor report one; the groups still run in the SDM order of vm_entry_checks.def, and the
@@ -897,13 +898,22 @@ template <typename Fn> void forEachField(const uint64_t (&Mask)[VmEntryCheckMemo
     for (uint64_t B = Mask[W]; B; B &= B - 1)
       F(W * 64 + unsigned(__builtin_ctzll(B)));
 }
-/// Drops group GI from the memo (keeping GroupsReading exact).
-void forget(VmEntryCheckMemo &M, unsigned GI) {
-  const uint32_t Bit = 1u << GI;
-  if (!(M.Valid & Bit))
-    return;
-  M.Valid &= ~Bit;
-  forEachField(M.Groups[GI].Fields, [&](unsigned I) { M.GroupsReading[I] &= uint16_t(~Bit); });
+/// Drops group GI from the memo. Its fields stay in GroupsReading (and in its Fields):
+/// bits of groups not in Valid are ignored, and the next time the group passes only
+/// the difference is applied (remember), which is nothing when it read the same fields.
+void forget(VmEntryCheckMemo &M, unsigned GI) { M.Valid &= ~(uint32_t(1) << GI); }
+/// Makes Groups[GI].Fields the fields in Read, keeping GroupsReading in step with it.
+void remember(VmEntryCheckMemo &M, unsigned GI,
+              const uint64_t (&Read)[VmEntryCheckMemo::kMaskWords]) {
+  const uint16_t Bit = uint16_t(1u << GI);
+  uint64_t(&Fields)[VmEntryCheckMemo::kMaskWords] = M.Groups[GI].Fields;
+  for (unsigned W = 0; W < VmEntryCheckMemo::kMaskWords; ++W) {
+    for (uint64_t B = Fields[W] & ~Read[W]; B; B &= B - 1)
+      M.GroupsReading[W * 64 + unsigned(__builtin_ctzll(B))] &= uint16_t(~Bit);
+    for (uint64_t B = Read[W] & ~Fields[W]; B; B &= B - 1)
+      M.GroupsReading[W * 64 + unsigned(__builtin_ctzll(B))] |= Bit;
+    Fields[W] = Read[W];
+  }
 }
 } // namespace
 
@@ -912,6 +922,8 @@ Id Checker::runMemo(VmEntryCheckMemo &M, VmcsData &Data) const {
   if (M.Tracked != &Data || !(M.Key == E)) {
     M.Valid = 0;
     std::fill(std::begin(M.GroupsReading), std::end(M.GroupsReading), 0);
+    for (VmEntryCheckMemo::Group &G : M.Groups)
+      std::fill(std::begin(G.Fields), std::end(G.Fields), 0);
     M.Key = E;
     M.Tracked = &Data;
   }
@@ -920,8 +932,7 @@ Id Checker::runMemo(VmEntryCheckMemo &M, VmcsData &Data) const {
   forEachField(Data.Written, [&](unsigned I) { Stale |= M.GroupsReading[I]; });
   for (uint64_t &W : Data.Written)
     W = 0;
-  for (; Stale; Stale &= Stale - 1)
-    forget(M, unsigned(__builtin_ctz(Stale)));
+  M.Valid &= ~Stale;
   // The groups to look at, in SDM order: those not memoised, and memoised ones whose
   // memory must be read again; the rest are skipped.
   constexpr uint32_t kAll = (uint64_t(1) << kNumVmEntryCheckGroups) - 1;
@@ -938,8 +949,7 @@ Id Checker::runMemo(VmEntryCheckMemo &M, VmcsData &Data) const {
     VMX_TRY_CHECKS(runGroup(GI));
     if (Unmemoisable)
       continue;
-    std::copy(std::begin(Read), std::end(Read), std::begin(G.Fields));
-    forEachField(G.Fields, [&](unsigned I) { M.GroupsReading[I] |= uint16_t(Bit); });
+    remember(M, GI, Read);
     G.NumMemoryInputs = NumMemoryReads;
     std::copy(MemoryRead, MemoryRead + NumMemoryReads, G.Memory);
     M.Valid |= Bit;

@@ -124,9 +124,11 @@ struct VmEntryCheckMemo {
   /// Bit G: group G passed and is memoised; of those, the groups that read memory.
   uint32_t Valid = 0, ReadsMemory = 0;
   Group Groups[kNumVmEntryCheckGroups];
-  /// By field index: the memoised groups that read the field (bit G set exactly when
-  /// group G is in Valid and the field in its Fields), so that a VM entry looks only at
-  /// the fields written since the last one.
+  /// By field index: the groups that read the field (bit G set exactly when the field
+  /// is in Groups[G].Fields, the fields group G read when it last passed; bits of groups
+  /// not in Valid are ignored), so that a VM entry looks only at the fields written
+  /// since the last one, and a group that passes again reading the same fields changes
+  /// nothing here.
   uint16_t GroupsReading[kNumVmcsFields] = {};
   static_assert(kNumVmEntryCheckGroups <= 16);
   /// Statistics for tests and the profile: groups run and groups skipped.

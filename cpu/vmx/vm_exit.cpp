@@ -192,8 +192,9 @@ uint32_t msrListLimit(const Cpu &C) {
 
 /// Loads MSRs from an MSR-load area (SDM Vol. 3C, "Loading MSRs" on VM entry and
 /// "Loading Host MSRs" on VM exit); returns the 1-based index of the failing entry, or 0.
+/// loadMsrArea (vm_exit.h) calls it for a list that is not empty.
 /// The entry after the first msrListLimit(C) fails like an MSR that cannot be loaded.
-uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented) {
+uint32_t loadMsrAreaEntries(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented) {
   Unimplemented = false;
   const uint32_t Limit = msrListLimit(C);
   for (uint32_t I = 0; I < Count; ++I) {

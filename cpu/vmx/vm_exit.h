@@ -74,7 +74,11 @@ Status vmExit(Cpu &C, const VmExitInfo &Info);
 /// value vmxsim does not model (WRMSR would stop the run with status 10) sets
 /// Unimplemented, with C.UnimplementedWhat naming it: the caller stops the run rather
 /// than report an MSR-loading failure the processor would not have.
-uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented);
+uint32_t loadMsrAreaEntries(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented);
+inline uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented) {
+  Unimplemented = false;
+  return Count == 0 ? 0 : loadMsrAreaEntries(C, Area, Count, Unimplemented);
+}
 
 /// VMX abort (SDM Vol. 3C, "VMX Aborts"): writes the indicator to offset 4 of the
 /// current VMCS region and puts the processor into shutdown. Returns Status::Shutdown.

@@ -351,12 +351,16 @@ void writeAccessedField(Cpu &C, const AccessedVmcs &A, const VmcsLookup &L, uint
 
 // Zydis operand order: VMREAD r/m, reg (Reg[0] = destination, Reg[1] = encoding);
 // VMWRITE reg, r/m (Reg[0] = encoding, Reg[1] = source).
-template <bool IsMem> Status execVmread(Cpu &C, const DecodedInsn &I) {
+template <bool IsMem> [[gnu::noinline]] Status execVmread(Cpu &C, const DecodedInsn &I) {
   if (vmxUd(C))
     return C.raiseUd();
   const uint64_t Encoding = regOperand(C, I.Reg[1]);
   if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmreadBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmread, vmreadWriteInfo(I, I.Reg[0], I.Reg[1]));
+  // A shadow VMCS is accessed in memory, which may be MMIO or hold decoded code: the
+  // block ends after the instruction, as it did when every VMX instruction ended one.
+  if (C.NonRoot)
+    C.breakBlock();
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
   const AccessedVmcs A = accessedVmcs(C);
@@ -386,12 +390,16 @@ template <bool IsMem> Status execVmread(Cpu &C, const DecodedInsn &I) {
   return vmSucceed(C, I);
 }
 
-template <bool IsMem> Status execVmwrite(Cpu &C, const DecodedInsn &I) {
+template <bool IsMem> [[gnu::noinline]] Status execVmwrite(Cpu &C, const DecodedInsn &I) {
   if (vmxUd(C))
     return C.raiseUd();
   const uint64_t Encoding = regOperand(C, I.Reg[0]);
   if (C.NonRoot && shadowAccessExits(C, Encoding, VmcsField::VmwriteBitmapAddress))
     return instructionExit(C, I, ExitReason::Vmwrite, vmreadWriteInfo(I, I.Reg[1], I.Reg[0]));
+  // A shadow VMCS is accessed in memory, which may be MMIO or hold decoded code: the
+  // block ends after the instruction, as it did when every VMX instruction ended one.
+  if (C.NonRoot)
+    C.breakBlock();
   if (C.S.cpl() > 0)
     return C.raiseGp(0);
   const AccessedVmcs A = accessedVmcs(C);
@@ -420,6 +428,44 @@ template <bool IsMem> Status execVmwrite(Cpu &C, const DecodedInsn &I) {
     return vmFailValid(C, I, uint32_t(VmInstructionError::VmwriteReadOnlyComponent));
   writeAccessedField(C, A, L, Value);
   return vmSucceed(C, I);
+}
+
+// VMREAD r64, r64 and VMWRITE r64, r64 in 64-bit mode (bound only there: a block runs in
+// the mode it was decoded in, cpu/exec.h), the form of a hypervisor's exit handler: in VMX
+// root operation at CPL 0 with a current VMCS and a supported field, every check of the
+// pseudo-code above passes in its order (no #UD: VMX operation, CR0.PE = 1, RFLAGS.VM = 0
+// and 64-bit mode; no VM exit outside non-root operation; CPL 0; a valid current VMCS; a
+// supported encoding and, for VMWRITE, a writable field), and the full handler would
+// read or write the current VMCS's data, with the 64-bit register operands of 64-bit
+// mode. Anything else runs the full handler from its start (nothing is changed before).
+bool vmreadWriteFast(const Cpu &C) {
+  const CpuState &S = C.S;
+  return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && (S.Cr0 & cr0::PE) &&
+         !(S.Rflags & rflags::VM) && S.ss().dpl() == 0 && C.Vmx->haveCurrentVmcs();
+}
+Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
+  if (vmreadWriteFast(C)) [[likely]] {
+    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[1]]);
+    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field)) [[likely]] {
+      C.S.Gpr[I.Reg[0]] = vmcsReadValue(C.Vmx->Vmcs, L);
+      C.S.Rflags &= ~rflags::Arith;
+      return next64(C, I);
+    }
+  }
+  return execVmread<false>(C, I);
+}
+Status execVmwrite64Reg(Cpu &C, const DecodedInsn &I) {
+  if (vmreadWriteFast(C)) [[likely]] {
+    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[0]]);
+    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field) &&
+        (fieldInfo(L.Field).Type != VmcsType::ExitInfo || C.Model.Vmx->VmwriteAnyField))
+        [[likely]] {
+      vmcsWriteValue(C.Vmx->Vmcs, L, C.S.Gpr[I.Reg[1]]);
+      C.S.Rflags &= ~rflags::Arith;
+      return next64(C, I);
+    }
+  }
+  return execVmwrite<false>(C, I);
 }
 
 // --- VMLAUNCH / VMRESUME (SDM Vol. 3C, VMLAUNCH/VMRESUME—Launch/Resume Virtual Machine) --
@@ -579,8 +625,12 @@ bool noLock(const DecodedInsn &I) { return !(I.Flags & insnflag::Lock); }
 } // namespace
 
 // --- Binders (rows in cpu/vmx/insns_vmx.def) -------------------------------------------
-// Every VMX instruction ends its block: any of them may exit to the host or change the
-// state that decoding and the TLB depend on.
+// Every VMX instruction but VMREAD and VMWRITE ends its block: any of them may exit to
+// the host or change the state that decoding and the TLB depend on. VMREAD and VMWRITE
+// in VMX root operation change registers, RFLAGS, the current VMCS's data and (a memory
+// operand, through the ordinary store path) memory only, and a fault leaves the block
+// through its status; hypervisors run them back to back. In non-root operation they end
+// the block themselves (a VM exit, or a shadow-VMCS access).
 
 bool bindVmxon(const DecodeInfo &D, DecodedInsn &I) {
   bindVmx(I, &execVmxon, true);
@@ -605,13 +655,19 @@ bool bindVmptrst(const DecodeInfo &D, DecodedInsn &I) {
 bool bindVmread(const DecodeInfo &D, DecodedInsn &I) {
   copyOperandRegs(D, I);
   bool Mem = D.Ops[0].Kind == OperandKind::Mem;
-  bindVmx(I, Mem ? &execVmread<true> : &execVmread<false>, true);
+  bindVmx(I, Mem ? &execVmread<true>
+                 : D.Mode == CodeMode::Long64 ? &execVmread64Reg
+                                              : &execVmread<false>,
+          false);
   return noLock(I);
 }
 bool bindVmwrite(const DecodeInfo &D, DecodedInsn &I) {
   copyOperandRegs(D, I);
   bool Mem = D.Ops[1].Kind == OperandKind::Mem;
-  bindVmx(I, Mem ? &execVmwrite<true> : &execVmwrite<false>, true);
+  bindVmx(I, Mem ? &execVmwrite<true>
+                 : D.Mode == CodeMode::Long64 ? &execVmwrite64Reg
+                                              : &execVmwrite<false>,
+          false);
   return noLock(I);
 }
 bool bindVmlaunch(const DecodeInfo &, DecodedInsn &I) {

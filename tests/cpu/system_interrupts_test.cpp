@@ -92,6 +92,46 @@ TEST(InterruptAndExceptionHandling, LongModeNonCanonicalPushRaisesSsZero) {
   EXPECT_EQ(F.stack(4), 0x800000000008u);
 }
 
+// Near branches in 64-bit mode check their target for canonicality (SDM Vol. 2A, CALL,
+// RET, Jcc: #GP(0) "if the target offset is non-canonical"), before anything is pushed or
+// popped; a target that shares bits 63:47 with RIP skips the full check (cpu/exec.h,
+// sameCanonicalHalf), every other one takes it.
+namespace {
+/// Runs Code in 64-bit mode and expects #GP(0) on the instruction at kCodeBase + At with
+/// RSP, as the fault found it, at its starting value + SpDelta.
+void expectGpAt(std::vector<uint8_t> Code, uint64_t At, int64_t SpDelta) {
+  LongFixture F;
+  F.M.loadCode(Code);
+  const uint64_t Sp = F.M.S.Gpr[RSP];
+  EXPECT_EQ(F.M.run(), StopReason::Halted);
+  EXPECT_EQ(F.M.S.Rip, kHandler + 16 * vec::GP + 1);
+  EXPECT_EQ(F.stack(0), 0u);             // error code
+  EXPECT_EQ(F.stack(1), kCodeBase + At); // the faulting instruction
+  EXPECT_EQ(F.stack(4), Sp + SpDelta);
+}
+} // namespace
+
+TEST(InterruptAndExceptionHandling, LongModeCallToNonCanonicalTargetRaisesGpBeforePushing) {
+  // mov rax, 0x800000000000 ; call rax: nothing is pushed.
+  expectGpAt({0x48, 0xb8, 0, 0, 0, 0, 0, 0x80, 0, 0, 0xff, 0xd0}, 10, 0);
+}
+
+TEST(InterruptAndExceptionHandling, LongModeRetToNonCanonicalAddressRaisesGpWithoutPopping) {
+  // mov rax, 0xffff7fffffffffff ; push rax ; ret: the return address stays on the stack.
+  expectGpAt({0x48, 0xb8, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0x50, 0xc3}, 11, -8);
+}
+
+TEST(InterruptAndExceptionHandling, LongModeJccIntoTheUpperCanonicalHalfFetchesThere) {
+  LongFixture F;
+  // xor eax, eax ; jz -0x200000 (rel32): from the lower half to 0xfffffffffff00008, a
+  // canonical address (no #GP) that the identity map does not map (a #PF on the fetch).
+  F.M.loadCode({0x31, 0xc0, 0x0f, 0x84, 0x00, 0x00, 0xe0, 0xff});
+  EXPECT_EQ(F.M.run(), StopReason::Halted);
+  EXPECT_EQ(F.M.S.Rip, kHandler + 16 * vec::PF + 1);
+  EXPECT_EQ(F.M.S.Cr2, 0xfffffffffff00008u);
+  EXPECT_EQ(F.stack(1), 0xfffffffffff00008u); // the fault is on the fetch at the target
+}
+
 TEST(InterruptAndExceptionHandling, PageFaultLoadsCr2AndPushesErrorCode) {
   LongFixture F;
   // mov rax, [0x200000000]  (beyond the identity map: PDPTE not present)
