@@ -283,9 +283,11 @@ bool bindLeave(const DecodeInfo &D, DecodedInsn &I) {
 /// Relative JMP/Jcc with the 64-bit operand size are emitted inline (64-bit mode); the
 /// near relative CALL and RET go through their handlers.
 JitForm controlJitForm(const DecodedInsn &I) {
-  if (I.Fn == &execJmpRel<uint64_t>)
+  // The 64-bit JMP and Jcc are bound to handlers of their own (Jcc one per condition,
+  // with the condition also in I.Cond, which the translation reads).
+  if (I.Fn == &execJmpRel64)
     return JitForm{JitOp::JmpRel, JitShape::None, 8, 8};
-  if (I.Fn == &execJccRel<uint64_t>)
+  if (I.Fn == kJccRel64[I.Cond & 15])
     return JitForm{JitOp::JccRel, JitShape::None, 8, 8};
   if (I.Fn == &execCallRel<uint64_t>)
     return JitForm{JitOp::CallRel, JitShape::Mem, 8, 8};
