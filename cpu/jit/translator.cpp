@@ -7,6 +7,7 @@
 #include "cpu/jit/jit_form.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
@@ -306,6 +307,8 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffBlockStop = Off(&C.BlockStop);
   OffWindowDue = Off(&C.WindowDue);
   OffInsnEnd = Off(&C.InsnEnd);
+  if (sysconf(_SC_PAGESIZE) != long(kHostPage))
+    return; // no code cache: every block is interpreted
   void *P = mmap(nullptr, kCodeBytes + kScratchBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (P == MAP_FAILED)
@@ -496,11 +499,17 @@ Translator::Entry Translator::translate(Block &B) {
     ++Stamp;
     Used = 0;
   }
-  // W^X: the cache is writable only while the block is copied in.
-  if (mprotect(Code, kCodeBytes, PROT_READ | PROT_WRITE) != 0)
+  // W^X: the pages the block lands on are writable only while it is copied in. Only
+  // those pages: changing the protection of the whole cache costs the host a walk of all
+  // its page-table entries per block (most of a Linux boot's time, before this).
+  const uintptr_t PageMask = uintptr_t(kHostPage) - 1;
+  uint8_t *First = reinterpret_cast<uint8_t *>(reinterpret_cast<uintptr_t>(Code + Used) & ~PageMask);
+  const uintptr_t Last = (reinterpret_cast<uintptr_t>(Code + Used + E.size()) + PageMask) & ~PageMask;
+  const size_t Span = size_t(Last - reinterpret_cast<uintptr_t>(First));
+  if (mprotect(First, Span, PROT_READ | PROT_WRITE) != 0)
     return nullptr;
   std::memcpy(Code + Used, Scratch, E.size());
-  if (mprotect(Code, kCodeBytes, PROT_READ | PROT_EXEC) != 0)
+  if (mprotect(First, Span, PROT_READ | PROT_EXEC) != 0)
     return nullptr;
   uint8_t *Start = Code + Used;
   Used += Bytes;

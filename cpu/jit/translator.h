@@ -54,6 +54,9 @@ public:
   static constexpr uint16_t kDefaultThreshold = 16;
   /// Host code bytes per CPU (reserved with mmap, committed as used).
   static constexpr size_t kCodeBytes = 4u << 20;
+  /// The host's page size, the unit of mprotect (x86-64 Linux: 4 KiB; the constructor
+  /// leaves the cache off on a host that says otherwise).
+  static constexpr size_t kHostPage = 4096;
 
   Translator(Cpu &C, ExecMode Mode);
   ~Translator();
