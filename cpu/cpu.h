@@ -48,7 +48,7 @@ enum class StopReason : uint8_t {
   StopRequested, ///< a device (isa-debug-exit, shutdown port) asked the machine to stop
   Unimplemented, ///< the guest executed something vmxsim does not implement
   /// ExecMode::Lockstep: a translated block and the interpreter disagreed
-  /// (Cpu::UnimplementedWhat holds the one-line message).
+  /// (Cpu::StopWhat holds the one-line message).
   LockstepMismatch,
 };
 
@@ -260,12 +260,15 @@ public:
   /// change to CR0, EFER, CS or RFLAGS.VM; ends the current block.
   void modeChanged();
   uint8_t DecodeMode = 0; ///< CodeMode of the current CS
-  /// What the guest executed that vmxsim does not implement (StopReason::Unimplemented).
-  const char *UnimplementedWhat = nullptr;
-  uint64_t UnimplementedRip = 0;
+  /// The one-line reason of a stop that is not the guest's doing, and the RIP it names:
+  /// what the guest executed that vmxsim does not implement (StopReason::Unimplemented),
+  /// or the translated block that disagreed with the interpreter
+  /// (StopReason::LockstepMismatch, cpu/jit/translator.h).
+  const char *StopWhat = nullptr;
+  uint64_t StopRip = 0;
   Status unimplemented(const char *What) {
-    UnimplementedWhat = What;
-    UnimplementedRip = S.Rip;
+    StopWhat = What;
+    StopRip = S.Rip;
     return Status::Unimplemented;
   }
 

@@ -133,7 +133,7 @@ private:
   uint8_t Running = 0; ///< bit I: counter I counts at the current CPL
   /// The instruction and unhalted-cycle counts at the last update.
   uint64_t AnchorRetired = 0, AnchorUnhalted = 0;
-  /// UnimplementedWhat of a refused event select (status 10 names it).
+  /// StopWhat of a refused event select (status 10 names it).
   char Refused[80] = {};
 };
 

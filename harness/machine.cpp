@@ -511,14 +511,14 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
   case StopReason::Unimplemented:
     R.Reason = RunReason::Unimplemented;
     R.ExitStatus = kExitUnimplemented;
-    R.What = C.UnimplementedWhat ? C.UnimplementedWhat : "an unnamed feature";
-    R.Rip = C.UnimplementedWhat ? C.UnimplementedRip : C.S.Rip;
+    R.What = C.StopWhat ? C.StopWhat : "an unnamed feature";
+    R.Rip = C.StopWhat ? C.StopRip : C.S.Rip;
     break;
   case StopReason::LockstepMismatch:
     R.Reason = RunReason::LockstepMismatch;
     R.ExitStatus = kExitLockstepMismatch;
-    R.What = C.UnimplementedWhat ? C.UnimplementedWhat : "lockstep mismatch";
-    R.Rip = C.UnimplementedRip;
+    R.What = C.StopWhat ? C.StopWhat : "lockstep mismatch";
+    R.Rip = C.StopRip;
     break;
   case StopReason::InsnLimit:
   case StopReason::Deadline:

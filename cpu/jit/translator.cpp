@@ -618,8 +618,8 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
                 " (instruction %u of %u): %s interpreter=%#" PRIx64 " translated=%#" PRIx64,
                 Before.Rip, mnemonicName(B.Insns[At].Mnemonic), InsnRip, At + 1,
                 unsigned(B.NumInsns), What, A, T);
-  C.UnimplementedWhat = Message;
-  C.UnimplementedRip = Before.Rip;
+  C.StopWhat = Message;
+  C.StopRip = Before.Rip;
   R.Mismatch = true;
   return R;
 }

@@ -42,7 +42,7 @@ struct JitStats {
 /// What Translator::run did with a block.
 struct JitRun {
   bool Ran = false;    ///< false: the block has no translation (yet); interpret it
-  bool Mismatch = false; ///< Lockstep found a difference (Cpu::UnimplementedWhat names it)
+  bool Mismatch = false; ///< Lockstep found a difference (Cpu::StopWhat names it)
   Status St = Status::Ok; ///< the status of the instruction at Done when not Ok
   uint8_t Done = 0;    ///< instructions of the block completed
 };

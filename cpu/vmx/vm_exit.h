@@ -72,7 +72,7 @@ Status vmExit(Cpu &C, const VmExitInfo &Info);
 /// Loads MSRs from an MSR-load area of Count 16-byte entries (SDM Vol. 3C, "Loading
 /// MSRs"); returns 0, or the 1-based index of the entry that failed. An entry whose
 /// value vmxsim does not model (WRMSR would stop the run with status 10) sets
-/// Unimplemented, with C.UnimplementedWhat naming it: the caller stops the run rather
+/// Unimplemented, with C.StopWhat naming it: the caller stops the run rather
 /// than report an MSR-loading failure the processor would not have.
 uint32_t loadMsrAreaEntries(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented);
 inline uint32_t loadMsrArea(Cpu &C, uint64_t Area, uint32_t Count, bool &Unimplemented) {

@@ -163,8 +163,8 @@ Outcome SimSide::run(const CpuState &Start, const RunLimits &L) {
   } else if (R == StopReason::Unimplemented) {
     O.End = ExitKind::Error;
     O.What = std::string("vmxsim does not implement ") +
-             (C.UnimplementedWhat ? C.UnimplementedWhat : "an instruction") + " at RIP " +
-             hex(C.UnimplementedRip);
+             (C.StopWhat ? C.StopWhat : "an instruction") + " at RIP " +
+             hex(C.StopRip);
   } else {
     O.End = ExitKind::Timeout;
     O.What = "vmxsim: no final event within " + std::to_string(L.MaxInsns) +

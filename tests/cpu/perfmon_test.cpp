@@ -218,8 +218,8 @@ TEST(PerformanceMonitoring, EnabledUncountableEventSelectIsUnimplemented) {
   for (const auto &K : Cases) {
     TestMachine M;
     EXPECT_EQ(writeMsr(M.Cpu_, msr::IA32_PERFEVTSEL0, K.Value), Status::Unimplemented);
-    ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-    EXPECT_STREQ(M.Cpu_.UnimplementedWhat, K.What);
+    ASSERT_NE(M.Cpu_.StopWhat, nullptr);
+    EXPECT_STREQ(M.Cpu_.StopWhat, K.What);
     EXPECT_EQ(rdmsr(M, msr::IA32_PERFEVTSEL0), 0u); // not written
     wrmsr(M, msr::IA32_PERFEVTSEL0, K.Value & ~perfmon::evtsel::En);
   }

@@ -251,7 +251,7 @@ TEST(ModelSpecificRegisters, DebugctlStoresLbrAndBtfAndReportsTheRestUnimplement
   for (unsigned Bit : {6u, 7u, 8u, 9u, 10u, 13u}) {
     TestMachine M;
     EXPECT_EQ(writeMsr(M.Cpu_, 0x1d9, uint64_t(1) << Bit), Status::Unimplemented) << Bit;
-    EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+    EXPECT_STREQ(M.Cpu_.StopWhat,
                  "IA32_DEBUGCTL features (branch trace, uncore PMI)");
   }
   for (unsigned Bit : {11u, 12u, 14u, 15u}) {

@@ -294,7 +294,7 @@ TEST(Translator, FuzzedStreamsAgreeWithTheInterpreterInLockstepAndTranslated) {
     const Outcome A = runStream(Interp, Code, K);
     const Outcome B = runStream(Lock, Code, K);
     ASSERT_NE(B.Why, StopReason::LockstepMismatch)
-        << "stream " << K << ": " << Lock.Cpu_.UnimplementedWhat;
+        << "stream " << K << ": " << Lock.Cpu_.StopWhat;
     expectSame(A, B, K);
     expectSame(A, runStream(Trans, Code, K), K);
     if (HasFatalFailure())
@@ -335,7 +335,7 @@ TEST(Translator, LockstepReportsADifferenceNamingBlockInstructionAndRegister) {
   };
   M.S.Rip = kCodeBase;
   EXPECT_EQ(M.run(100), StopReason::LockstepMismatch);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+  EXPECT_STREQ(M.Cpu_.StopWhat,
                "lockstep mismatch in the block at RIP=0x100000: add at 0x100000 "
                "(instruction 1 of 3): RAX interpreter=0x14 translated=0x13");
 }

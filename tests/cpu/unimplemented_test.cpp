@@ -85,9 +85,9 @@ TEST(UnimplementedInstructions, InstructionTheProcessorHasAndVmxsimLacksStopsThe
   M.S.Gpr[RAX] = kCodeBase + 0x800;
   M.loadCode({0x90, 0x66, 0x0f, 0xae, 0x30, 0xf4}); // nop; clwb [eax]; hlt
   EXPECT_EQ(M.run(100), StopReason::Unimplemented);
-  ASSERT_NE(M.Cpu_.UnimplementedWhat, nullptr);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, "clwb");
-  EXPECT_EQ(M.Cpu_.UnimplementedRip, kCodeBase + 1);
+  ASSERT_NE(M.Cpu_.StopWhat, nullptr);
+  EXPECT_STREQ(M.Cpu_.StopWhat, "clwb");
+  EXPECT_EQ(M.Cpu_.StopRip, kCodeBase + 1);
   EXPECT_EQ(M.S.Rip, kCodeBase + 1); // stopped at the instruction, not past it
   EXPECT_EQ(M.Cpu_.Retired, 1u);
 }

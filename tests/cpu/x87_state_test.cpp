@@ -175,7 +175,7 @@ TEST(X87Fpu, PendingExceptionWithCr0NeClearWithoutAChipsetStopsUnimplemented) {
   M.write(kDataBase, &Cw, 2);
   const std::vector<uint8_t> Code = Fninit + FldcwRsi + Fld1 + Fldz + FdivpSt1 + Fld1;
   EXPECT_EQ(runCode(M, Code), StopReason::Unimplemented);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+  EXPECT_STREQ(M.Cpu_.StopWhat,
                "x87 legacy FERR# (CR0.NE=0) error reporting without a chipset");
   EXPECT_EQ(M.S.Rip, kCodeBase + 10);
   M.Cpu_.Ignne = true;

@@ -188,7 +188,7 @@ TEST(VmExits, MsrLoadOfAnUnmodelledValueStopsTheRun) {
     M.vmcs().set(AtExit ? F::VmExitMsrLoadCount : F::VmEntryMsrLoadCount, 1);
     StepResult R = M.exec(enc::Vmlaunch, 10);
     EXPECT_EQ(R.Why, StopReason::Unimplemented);
-    EXPECT_STREQ(M.Cpu_.UnimplementedWhat,
+    EXPECT_STREQ(M.Cpu_.StopWhat,
                  "performance-monitoring event select 0x4300c4 (IA32_PERFEVTSEL0)");
   }
 }
@@ -342,7 +342,7 @@ TEST(VmExits, DebugctlIsLoadedSavedAndClearedByTheDebugControls) {
   W.set(F::GuestIa32Debugctl, 1u << 6); // TR
   R = N.exec(enc::Vmlaunch, 10);
   EXPECT_EQ(R.Why, StopReason::Unimplemented);
-  EXPECT_STREQ(N.Cpu_.UnimplementedWhat, kDebugctlUnimplemented);
+  EXPECT_STREQ(N.Cpu_.StopWhat, kDebugctlUnimplemented);
   EXPECT_FALSE(N.Cpu_.NonRoot);
 }
 

@@ -71,7 +71,7 @@ TEST(VmEntries, GuestDebugctlBranchTraceStopsTheEntryAsUnimplemented) {
   debugControls(M, 0x400, 1u << 6); // TR
   StepResult R = launch(M, {0x0f, 0x01, 0xc1});
   EXPECT_EQ(R.Why, StopReason::Unimplemented);
-  EXPECT_STREQ(M.Cpu_.UnimplementedWhat, kDebugctlUnimplemented);
+  EXPECT_STREQ(M.Cpu_.StopWhat, kDebugctlUnimplemented);
   EXPECT_FALSE(M.Cpu_.NonRoot);
 }
 
