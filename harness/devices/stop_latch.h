@@ -6,6 +6,7 @@
 #include "state/snapshot_io.h"
 
 #include <cstdint>
+#include <string>
 
 namespace vmxsim {
 
@@ -51,15 +52,25 @@ public:
     Io.clearStop();
   }
 
-  /// Snapshot: the cause and value (the bus's own flags are IoBus's).
-  void save(SnapshotWriter &W) const { W.all(Cause, Val); }
-  void load(SnapshotReader &R) { R.all(Cause, Val); }
+  /// Snapshot: the cause, value and, for an unimplemented stop, its name (the bus's own
+  /// flags are IoBus's). A machine saved after such a stop and restored still names
+  /// what stopped it.
+  void save(SnapshotWriter &W) const {
+    W.all(Cause, Val);
+    W.str(Missing ? Missing : "");
+  }
+  void load(SnapshotReader &R) {
+    R.all(Cause, Val);
+    R.str(Restored, 4096);
+    Missing = Restored.empty() ? nullptr : Restored.c_str();
+  }
 
 private:
   IoBus &Io;
   StopCause Cause = StopCause::None;
   uint32_t Val = 0;
   const char *Missing = nullptr;
+  std::string Restored; ///< What Missing points at after a restore.
 };
 
 } // namespace vmxsim

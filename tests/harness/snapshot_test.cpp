@@ -5,6 +5,7 @@
 // operation and in the middle of the hypervisor's exit handler; taking a snapshot
 // changes nothing of the run it is taken in; every bad file is a one-line error that
 // leaves the machine as it was.
+#include "harness/devices/stop_latch.h"
 #include "harness/machine.h"
 #include "state/snapshot_io.h"
 #include "tests/support/files.h"
@@ -432,6 +433,41 @@ TEST(Snapshot, Crc32cIsTheCastagnoliChecksum) {
   EXPECT_EQ(crc32c(0, "", 0), 0u);
   // In pieces: the same value.
   EXPECT_EQ(crc32c(crc32c(0, "12345", 5), "6789", 4), 0xE3069283u);
+}
+
+TEST(Snapshot, StopLatchKeepsTheNameOfAnUnimplementedStop) {
+  IoBus Io;
+  StopLatch Latch(Io);
+  Latch.requestUnimplemented("I/O APIC delivery mode SMI");
+  SnapshotWriter W;
+  W.begin("LTCH");
+  Latch.save(W);
+  W.end();
+
+  IoBus Io2;
+  StopLatch Restored(Io2);
+  SnapshotReader R;
+  std::string Why;
+  ASSERT_TRUE(R.open(W.finish(), Why)) << Why;
+  ASSERT_TRUE(R.begin("LTCH"));
+  Restored.load(R);
+  ASSERT_TRUE(R.end()) << R.error();
+  EXPECT_EQ(Restored.cause(), StopCause::Unimplemented);
+  ASSERT_NE(Restored.what(), nullptr);
+  EXPECT_STREQ(Restored.what(), "I/O APIC delivery mode SMI");
+
+  // A latch that never stopped stays without a name.
+  StopLatch Idle(Io2);
+  SnapshotWriter W2;
+  W2.begin("LTCH");
+  Idle.save(W2);
+  W2.end();
+  SnapshotReader R2;
+  ASSERT_TRUE(R2.open(W2.finish(), Why)) << Why;
+  ASSERT_TRUE(R2.begin("LTCH"));
+  Restored.load(R2);
+  ASSERT_TRUE(R2.end());
+  EXPECT_EQ(Restored.what(), nullptr);
 }
 
 // --- The Debian Linux boot (scripts/fetch-guests.sh's cache; skipped without it) ---
