@@ -105,6 +105,38 @@ TEST(GuestImages, IntegerLoopRetiresExactlyFiveInstructionsPerIteration) {
       << Small.Serial;
 }
 
+TEST(GuestImages, TouchWritesAndReadsBackEveryQuadwordOfTheRangeItNames) {
+  // loop.elf touch=M (benchmarks/memory_bench.cpp): every quadword of M MiB from 64 MiB
+  // written with I * 0x9e3779b97f4a7c15 and read back; the result is the sum of
+  // (value ^ I) over the range, mod 2^64 (computed independently of the image).
+  GuestRun One = runImage("loop", "touch=1");
+  ASSERT_EQ(One.Result.Reason, RunReason::GuestExit) << One.Serial;
+  EXPECT_EQ(One.Result.ExitValue, 0u);
+  EXPECT_NE(One.Serial.find("loop: done touch=1 result=0x84db78df83ac0000\n"), std::string::npos)
+      << One.Serial;
+  // 4 GiB of RAM: 3 GiB below the PCI hole, 1 GiB above 4 GiB; the range is low.
+  GuestRun Big = runImage("loop", "touch=64", 4096ull << 20);
+  ASSERT_EQ(Big.Result.Reason, RunReason::GuestExit) << Big.Serial;
+  EXPECT_EQ(Big.Result.ExitValue, 0u);
+  EXPECT_NE(Big.Serial.find("loop: done touch=64 result=0xe122cd60ee000000\n"),
+            std::string::npos)
+      << Big.Serial;
+}
+
+TEST(GuestImages, TouchPastTheEndOfRamOrWithAnotherModeIsRefused) {
+  GuestRun Past = runImage("loop", "touch=65"); // 64 + 65 MiB > 128 MiB of RAM
+  ASSERT_EQ(Past.Result.Reason, RunReason::GuestExit) << Past.Serial;
+  EXPECT_EQ(Past.Result.ExitValue, 1u);
+  EXPECT_NE(Past.Serial.find("loop: touch=65 MiB from 64 MiB passes the end of RAM (0x8000000)\n"),
+            std::string::npos)
+      << Past.Serial;
+  GuestRun Both = runImage("loop", "touch=1 out=1");
+  ASSERT_EQ(Both.Result.Reason, RunReason::GuestExit) << Both.Serial;
+  EXPECT_EQ(Both.Result.ExitValue, 1u);
+  EXPECT_NE(Both.Serial.find("loop: bad iters=, out=, mem= or touch="), std::string::npos)
+      << Both.Serial;
+}
+
 TEST(GuestImages, IntegerLoopResultMatchesQemuReference) {
   // The value QEMU 7.2 TCG prints for the same image and command line
   // (scripts/peers/run-qemu.sh build/hvm/loop.elf -append iters=1000000).
