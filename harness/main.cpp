@@ -44,6 +44,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <fmt/format.h>
@@ -344,6 +345,16 @@ int runCommand(const RunOptions &O) {
   if (!O.Gdb.empty() && (!O.SnapshotAt.empty() || O.SnapshotEvery))
     fail("--snapshot-at and --snapshot-every do not combine with --gdb: under gdb, 'monitor "
          "snapshot save FILE' takes one");
+  // The folder is made now if it is missing, and a folder that cannot hold the snapshots
+  // is refused now, not at the first snapshot, minutes into the run.
+  if (!O.SnapshotAt.empty() || O.SnapshotEvery) {
+    std::error_code Ec;
+    std::filesystem::create_directories(O.SnapshotDir, Ec);
+    if (Ec || !std::filesystem::is_directory(O.SnapshotDir) ||
+        access(O.SnapshotDir.c_str(), W_OK | X_OK) != 0)
+      fail(fmt::format("--snapshot-dir: '{}' is not a folder snapshots can be written to{}",
+                       O.SnapshotDir, Ec ? " (" + Ec.message() + ")" : ""));
+  }
   if (!O.Gdb.empty()) {
     std::string Why;
     if (!GdbServer::parseAddress(O.Gdb, GdbOpts, Why))

@@ -597,5 +597,20 @@ TEST(SnapshotCommand, RestoredRunWritesTheRestOfEveryOutput) {
   EXPECT_EQ(C.Err, "vmxsim: error: " + Dir +
                        "/vmxsim-300000.snap: snapshot of another machine: 2 CPUs, this machine "
                        "has 1\n");
+  // A missing --snapshot-dir is made (nested); one that cannot be is refused before the
+  // run, with status 2, not at the first snapshot.
+  const std::string Made = Dir + "/made/deeper";
+  Cmd D = vmxsimCommand(Common + " --serial none --snapshot-at 300000 --snapshot-dir " + Made);
+  EXPECT_EQ(D.Status, 1) << D.Err;
+  EXPECT_TRUE(std::filesystem::exists(Made + "/vmxsim-300000.snap"));
+  const std::string NotDir = Dir + "/whole.ser/sub";
+  Cmd F = vmxsimCommand(Common + " --serial none --snapshot-at 300000 --snapshot-dir " + NotDir);
+  EXPECT_EQ(F.Status, 2);
+  EXPECT_EQ(F.Err.rfind("vmxsim: error: --snapshot-dir: '" + NotDir +
+                            "' is not a folder snapshots can be written to (",
+                        0),
+            0u)
+      << F.Err;
+  EXPECT_EQ(std::count(F.Err.begin(), F.Err.end(), '\n'), 1);
   std::filesystem::remove_all(Dir);
 }
