@@ -851,8 +851,12 @@ int main(int Argc, char **Argv) {
                      "side B: the arguments of `vmxsim run` (with --b-binary: of that "
                      "program's run)");
   Bisect->add_option("--b-trace", BisectTrace,
-                     "side B is this ground truth (a vmxsim run's --trace-ground-truth, e.g. "
-                     "from another host or build): only its records are shown");
+                     "side B is this trace, told by its records: vmxsim's ground truth (a "
+                     "run's --trace-ground-truth from another host or build), or a "
+                     "hypervisor's trace (`trace import` of another machine's console, or a "
+                     "run's --xentrace), which is compared with A's hypervisor trace (A's "
+                     "--xentrace, else the trace its image streams on COM1 with tstream=auto; "
+                     "add --ignore-tsc for another machine); only B's records are shown");
   Bisect->add_option("--b-binary", BisectBinary,
                      "side B is run by this other vmxsim program (another build) as "
                      "'PATH run ARGS --trace-ground-truth FILE': only its records are shown");
