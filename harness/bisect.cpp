@@ -218,6 +218,11 @@ Error runSide(Side &S, const BisectOptions &O, bool HvMode) {
   std::unique_ptr<Machine> M = Machine::create(Cfg, E);
   if (!M)
     return sideError(S, E);
+  if (!M->replayedGdbStops().empty())
+    return Error(ErrorCode::BadInputLog,
+                 fmt::format("{}: its input log holds gdb's writes, which bisect does not "
+                             "replay (`vmxsim run --replay-input` does)",
+                             B.Label));
   ExitRun Run(*M, B.Pokes);
   Run.EveryExits = O.SnapshotEveryExits;
   Run.AtEvery = [&](const RunResult &) -> Error {

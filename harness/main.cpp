@@ -296,9 +296,10 @@ MachineConfig configFromOptions(const RunOptions &O, CpuModel &Model) {
   Cfg.ReplayInput = O.ReplayInput;
   if (!O.RecordInput.empty() && !O.ReplayInput.empty())
     fail("--record-input and --replay-input do not combine");
-  if (!O.Gdb.empty() && (!O.RecordInput.empty() || !O.ReplayInput.empty()))
-    fail("--record-input and --replay-input do not combine with --gdb: gdb's register and "
-         "memory writes are not logged");
+  if (!O.Gdb.empty() && !O.ReplayInput.empty())
+    fail("--replay-input does not combine with --gdb: a replay is the recorded run, which "
+         "gdb's writes would leave (record the gdb session with --record-input, then replay "
+         "it without --gdb)");
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
   Cfg.GroundTruthFile = O.GroundTruth;
@@ -428,6 +429,21 @@ int runCommand(const RunOptions &O) {
     return Next;
   };
   RunResult R;
+  // gdb's writes of the input log, each at its stop (harness/input_log.h); then the run
+  // goes on as any other.
+  if (!M->replayedGdbStops().empty()) {
+    if (!O.Restore.empty() || !O.SnapshotAt.empty() || O.SnapshotEvery || !Pokes.empty())
+      fail("--replay-input of a log with gdb's writes does not combine with --restore, "
+           "--snapshot-at, --snapshot-every or --set-at-exit");
+    std::optional<RunResult> End;
+    if (Error E = replayGdbWrites(*M, End)) {
+      if (E.Code == ErrorCode::BadInputLog)
+        E.Path = O.ReplayInput;
+      M->finishOutputs();
+      std::fprintf(stderr, "vmxsim: error: %s\n", E.str().c_str());
+      return kExitInputLog;
+    }
+  }
   if (Gdb) {
     R = Gdb->run();
   } else if (!Pokes.empty()) {
