@@ -19,6 +19,7 @@
 #include <optional>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <tuple>
 
 extern char **environ;
 
@@ -81,6 +82,14 @@ private:
   std::deque<std::string> Ring;
   std::string Cur;
 };
+
+/// After a pass over a trace: false, with the read error in Why, when it ended at one.
+bool readToEnd(const trace::TraceReader &R, std::string &Why) {
+  if (!R.failed())
+    return true;
+  Why = R.error().str();
+  return false;
+}
 
 /// What one side is, once it has run.
 struct Side {
@@ -273,11 +282,7 @@ bool scanSide(Side &S, unsigned Cpu, uint64_t K, std::string &Why) {
     if (Rec->HasTsc)
       PrevTsc = Rec->Tsc;
   }
-  if (R.failed()) {
-    Why = R.error().str();
-    return false;
-  }
-  return true;
+  return readToEnd(R, Why);
 }
 
 /// The records a VM exit writes right after its GT_VMEXIT (trace/events.def): they
@@ -314,10 +319,8 @@ bool exitOfRecord(const std::string &Path, unsigned Cpu, uint64_t Index, uint64_
       return true;
     }
   }
-  if (R.failed()) {
-    Why = R.error().str();
+  if (!readToEnd(R, Why))
     return false;
-  }
   K = Exits + 1; // the divergence is past this file's last record of the CPU
   return true;
 }
@@ -397,10 +400,8 @@ bool hvExitOfRecord(const std::string &Path, unsigned Cpu, uint64_t Index, bool 
       return true;
     }
   }
-  if (R.failed()) {
-    Why = R.error().str();
+  if (!readToEnd(R, Why))
     return false;
-  }
   K = Exits + 1;
   return true;
 }
@@ -436,11 +437,7 @@ bool hvExitRecords(const std::string &Path, unsigned Cpu, uint64_t K, size_t Max
     if (Rec->HasTsc)
       PrevTsc = Rec->Tsc;
   }
-  if (R.failed()) {
-    Why = R.error().str();
-    return false;
-  }
-  return true;
+  return readToEnd(R, Why);
 }
 
 /// Step 3: the side re-run to its exit K of Cpu (or to its end, when it has no such
@@ -546,6 +543,28 @@ void printDivergingRecords(const Side &A, const Side &B, const trace::RecordDive
                line(B, F.HaveB, F.B, F.CountB).c_str());
 }
 
+/// Step 2: PathA (side A's trace) against PathB as trace diff compares them; false with
+/// one line in Why when one cannot be read to its end.
+bool diffSides(const Side &A, const std::string &PathA, const Side &B, const std::string &PathB,
+               bool IgnoreTsc, trace::RecordDiff &D, std::string &Why) {
+  trace::TraceReader RA, RB;
+  for (auto [S, R, P] : {std::tuple{&A, &RA, &PathA}, std::tuple{&B, &RB, &PathB}})
+    if (!R->open(*P, Why)) {
+      Why = fmt::format("{}: {}", label(*S), Why);
+      return false;
+    }
+  trace::DiffOptions DO;
+  DO.IgnoreTsc = IgnoreTsc;
+  DO.Context = 0;
+  D = trace::diffRecords(RA, RB, DO);
+  if (D.FailedA || D.FailedB) {
+    Why = D.FailedA ? fmt::format("{}: {}: {}", label(A), PathA, D.ErrorA.str())
+                    : fmt::format("{}: {}: {}", label(B), PathB, D.ErrorB.str());
+    return false;
+  }
+  return true;
+}
+
 /// NotRun: what a side that was not re-run here is (its state is unknown).
 void printState(const Side &A, const Side &B, unsigned Cpu, uint64_t K, std::FILE *Out,
                 const std::string &NotRun = "a trace, not a run here: only its records are "
@@ -619,19 +638,9 @@ int bisectHypervisorTraces(Side &A, Side &B, const BisectOptions &O, std::FILE *
                            std::FILE *Err) {
   auto fail = [Err](const std::string &Msg) { return failLine(Err, Msg); };
   std::string Why;
-  trace::TraceReader RA, RB;
-  if (!RA.open(A.HvTrace, Why))
-    return fail(fmt::format("{}: {}", label(A), Why));
-  if (!RB.open(B.Trace, Why))
-    return fail(fmt::format("{}: {}", label(B), Why));
-  trace::DiffOptions DO;
-  DO.IgnoreTsc = O.IgnoreTsc;
-  DO.Context = 0;
-  const trace::RecordDiff D = trace::diffRecords(RA, RB, DO);
-  if (D.FailedA)
-    return fail(fmt::format("{}: {}: {}", label(A), A.HvTrace, D.ErrorA.str()));
-  if (D.FailedB)
-    return fail(fmt::format("{}: {}: {}", label(B), B.Trace, D.ErrorB.str()));
+  trace::RecordDiff D;
+  if (!diffSides(A, A.HvTrace, B, B.Trace, O.IgnoreTsc, D, Why))
+    return fail(Why);
   if (!D.Diverged) {
     std::fprintf(Out,
                  "bisect: no divergence: the hypervisor traces of %s and %s agree on all %llu "
@@ -750,19 +759,9 @@ int bisectCommand(const BisectSide &BA, const BisectSide &BB, const BisectOption
   if (HvMode)
     return bisectHypervisorTraces(A, B, O, Out, Err);
 
-  trace::TraceReader RA, RB;
-  if (!RA.open(A.Trace, Why))
-    return fail(fmt::format("{}: {}", label(A), Why));
-  if (!RB.open(B.Trace, Why))
-    return fail(fmt::format("{}: {}", label(B), Why));
-  trace::DiffOptions DO;
-  DO.IgnoreTsc = O.IgnoreTsc;
-  DO.Context = 0;
-  const trace::RecordDiff D = trace::diffRecords(RA, RB, DO);
-  if (D.FailedA)
-    return fail(fmt::format("{}: {}: {}", label(A), A.Trace, D.ErrorA.str()));
-  if (D.FailedB)
-    return fail(fmt::format("{}: {}: {}", label(B), B.Trace, D.ErrorB.str()));
+  trace::RecordDiff D;
+  if (!diffSides(A, A.Trace, B, B.Trace, O.IgnoreTsc, D, Why))
+    return fail(Why);
   if (!D.Diverged) {
     std::fprintf(Out, "bisect: no divergence: %s and %s agree on all %llu records%s\n",
                  label(A).c_str(), label(B).c_str(), (unsigned long long)D.RecordsA,

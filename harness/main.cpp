@@ -765,8 +765,9 @@ void addRunOptions(CLI::App *Run, RunOptions &O) {
                   "start from this snapshot (the run must have the snapshotting run's "
                   "options; every output receives the bytes after the snapshot)");
   Run->add_option("--record-input", O.RecordInput,
-                  "write every input read from the host's standard input (--serial-in -), "
-                  "with the virtual time it was consumed at, into this input log");
+                  "write every input read from the host's standard input (--serial-in -) "
+                  "and every register and memory write gdb makes (--gdb), with the point "
+                  "of the run it came at, into this input log");
   Run->add_option("--replay-input", O.ReplayInput,
                   "feed the inputs of this input log at exactly their recorded times (the "
                   "run is then the recorded one, byte for byte; status 20 if it is not)");

@@ -275,6 +275,19 @@ const std::string &bochsTrace() {
   return Path;
 }
 
+/// The trace the core streams on COM1 in a vmxsim run of MixedArgs, imported as a capture
+/// from another machine would be.
+const std::string &selfTrace() {
+  static const std::string Path = [] {
+    const std::string Capture = tempPath("dir") + "/self.txt", P = tempPath("dir") + "/self.xt";
+    EXPECT_EQ(runCmd("run -q --debugcon none --serial file:" + Capture + " " + MixedArgs).Status,
+              1);
+    EXPECT_EQ(runCmd("trace import " + Capture + " -o " + P).Status, 0);
+    return P;
+  }();
+  return Path;
+}
+
 /// A copy of the trace file From at To with the exit reason of CPU Cpu's N-th VMX_EXIT64
 /// record set to Reason; returns the reason it had.
 uint32_t changeExitReason(const std::string &From, const std::string &To, unsigned Cpu,
@@ -304,10 +317,7 @@ uint32_t changeExitReason(const std::string &From, const std::string &To, unsign
 // The trace the core streams on COM1, imported as from another machine, against the same
 // run: no divergence, TSCs and all.
 TEST(Bisect, AnImportedHypervisorTraceOfTheSameRunAgrees) {
-  const std::string Capture = tempPath("dir") + "/self.txt", Xt = tempPath("dir") + "/self.xt";
-  ASSERT_EQ(runCmd("run -q --debugcon none --serial file:" + Capture + " " + MixedArgs).Status, 1);
-  ASSERT_EQ(runCmd("trace import " + Capture + " -o " + Xt).Status, 0);
-  const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + Xt);
+  const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + selfTrace());
   EXPECT_EQ(R.Status, 0) << R.Err << R.Out;
   EXPECT_EQ(R.Out, "bisect: no divergence: the hypervisor traces of A and B agree on all "
                    "1038 records\n");
@@ -363,12 +373,9 @@ TEST(Bisect, ABochsCaptureOfMixedAgainstTheSameImage) {
 // (The copy is of the core's own stream imported, which agrees with the run to its last
 // record; the Bochs capture already differs at the first exit.)
 TEST(Bisect, AnExitChangedInAnImportedTraceIsFoundThere) {
-  const std::string Capture = tempPath("dir") + "/self2.txt", Xt = tempPath("dir") + "/self2.xt",
-                    Changed = tempPath("dir") + "/changed.xt";
-  ASSERT_EQ(runCmd("run -q --debugcon none --serial file:" + Capture + " " + MixedArgs).Status, 1);
-  ASSERT_EQ(runCmd("trace import " + Capture + " -o " + Xt).Status, 0);
+  const std::string Changed = tempPath("dir") + "/changed.xt";
   // CPU 1's 150th exit, an XSETBV, made a CPUID.
-  EXPECT_EQ(changeExitReason(Xt, Changed, 1, 150, 10), 55u);
+  EXPECT_EQ(changeExitReason(selfTrace(), Changed, 1, 150, 10), 55u);
   const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + Changed +
                              " --ignore-tsc --last-insns 1");
   EXPECT_EQ(R.Status, 1) << R.Err;
@@ -392,8 +399,7 @@ TEST(Bisect, AnExitChangedInAnImportedTraceIsFoundThere) {
   EXPECT_EQ(T.Status, 1);
   EXPECT_EQ(T.Out.substr(0, T.Out.find(" (the first")),
             "bisect: the hypervisor traces of A and B diverge at VM exit 150 of CPU 1");
-  for (const std::string &F : {Capture, Xt, Changed})
-    std::remove(F.c_str());
+  std::remove(Changed.c_str());
 }
 
 TEST(Bisect, ABadTraceAsSideBIsOneLineAndStatus2) {
@@ -436,4 +442,26 @@ TEST(Bisect, ABadTraceAsSideBIsOneLineAndStatus2) {
                    "core then streams its trace through COM1)\n");
   for (const std::string &F : {Truncated, Empty, Kvm})
     std::remove(F.c_str());
+}
+
+// A side whose input log holds gdb's writes: bisect does not replay them (one line, 2).
+TEST(Bisect, ASideReplayingGdbWritesIsRefused) {
+  const std::string Log = tempPath("dir") + "/gdb.log";
+  ASSERT_EQ(runCmd("run -q --debugcon none --record-input " + Log + " " + Bench +
+                   " --append iters=10")
+                .Status,
+            1);
+  std::string Text = readFile(Log);
+  ASSERT_NE(Text.find("end events=0\n"), std::string::npos) << Text;
+  Text.replace(Text.find("end events=0\n"), std::string::npos,
+               "gdb stop insns=5 cycles=100\ngdb reg cpu=0 name=rax bytes=0100000000000000\n"
+               "end events=2\n");
+  std::ofstream(Log, std::ios::binary) << Text;
+  const CmdResult R = runCmd("bisect --a '" + Bench + " --append iters=10' --b '" + Bench +
+                             " --append iters=10 --replay-input " + Log + "'");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: B: its input log holds gdb's writes, which bisect does not "
+                   "replay (`vmxsim run --replay-input` does)\n");
+  EXPECT_EQ(R.Out, "");
+  std::remove(Log.c_str());
 }
