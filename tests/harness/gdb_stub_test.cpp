@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace vmxsim;
@@ -667,7 +668,8 @@ vmxsim::test::CommandResult vmxsimCmd(const std::string &Args) {
 // A gdb session on the hypervisor core (2 CPUs) recorded with --record-input: at the 3rd
 // call of the UART's output routine it makes the character 'Z' (rdi), at a later VM exit
 // it turns the core's "PASS" into "XASS" (a memory byte), then steps CPU 1 and writes a
-// register with its own value (a stop the replay must find too), and continues to the end.
+// register with its own value (a stop the replay must find too), does the same after an
+// interrupt (Ctrl-C), and continues to the end.
 // `vmxsim run --replay-input LOG` without gdb is that run byte for byte (serial output,
 // both traces); the run without the log is not. Bad entries: one line, status 20.
 TEST(GdbStub, WritesAreRecordedAndReplayedByteForByte) {
@@ -712,6 +714,14 @@ TEST(GdbStub, WritesAreRecordedAndReplayedByteForByte) {
     EXPECT_EQ(one(S, "vCont;s:2"), "T05thread:02;");
     const std::string Rax = one(S, "p0");
     EXPECT_EQ(one(S, "P0=" + Rax), "OK");
+    // An interrupt (gdb's Ctrl-C) at the end of a chunk, and a write there too.
+    bool Interrupted = false;
+    S.setPoll([&] {
+      return std::exchange(Interrupted, true) ? GdbStub::ClientState::Quiet
+                                              : GdbStub::ClientState::Interrupt;
+    });
+    EXPECT_EQ(one(S, "c").substr(0, 3), "T02");
+    EXPECT_EQ(one(S, "P0=" + one(S, "p0")), "OK");
     const std::string End = one(S, "c");
     ASSERT_TRUE(S.runEnd());
     Status = S.runEnd()->ExitStatus;
@@ -721,9 +731,10 @@ TEST(GdbStub, WritesAreRecordedAndReplayedByteForByte) {
   EXPECT_EQ(Serial.substr(0, 4), "hvZ ") << Serial;
   EXPECT_NE(Serial.find("hv: XASS\n"), std::string::npos) << Serial;
   const std::string LogText = readFile(Log);
-  // The three stops, each with its write (the machine line's CRC covers the command line,
+  // The four stops, each with its write (the machine line's CRC covers the command line,
   // which names the image's path). CPU 1 had not started at the first; the exit stop
-  // selected CPU 1; the step moved CPU 1 by one instruction and one cycle.
+  // selected CPU 1; the step moved CPU 1 by one instruction and one cycle; the interrupt
+  // came after a chunk of 2^18 instructions.
   EXPECT_EQ(LogText.substr(LogText.find("gdb ")),
             fmt::format("gdb stop insns=100452 cycles=510548,0\n"
                         "gdb reg cpu=0 name=rdi bytes=5a00000000000000\n"
@@ -731,7 +742,9 @@ TEST(GdbStub, WritesAreRecordedAndReplayedByteForByte) {
                         "gdb mem cpu=1 la={:#x} bytes=58\n"
                         "gdb stop insns=177076 cycles=567019,566792\n"
                         "gdb reg cpu=1 name=rax bytes=0a00000000000000\n"
-                        "end events=6\n",
+                        "gdb stop insns=439220 cycles=888233,888607\n"
+                        "gdb reg cpu=0 name=rax bytes=91c426d870adf0f1\n"
+                        "end events=8\n",
                         Pass));
   const std::string Common = Image + " --smp 2 --append scenario=mixed -q --debugcon none";
   vmxsim::test::CommandResult R =
