@@ -565,6 +565,15 @@ bool diffSides(const Side &A, const std::string &PathA, const Side &B, const std
   return true;
 }
 
+/// "bisect: no divergence: [What]A and B agree on all N records"; status 0.
+int noDivergence(const Side &A, const Side &B, const trace::RecordDiff &D,
+                 const BisectOptions &O, const char *What, std::FILE *Out) {
+  std::fprintf(Out, "bisect: no divergence: %s%s and %s agree on all %llu records%s\n", What,
+               label(A).c_str(), label(B).c_str(), (unsigned long long)D.RecordsA,
+               O.IgnoreTsc ? " (TSCs not compared)" : "");
+  return 0;
+}
+
 /// NotRun: what a side that was not re-run here is (its state is unknown).
 void printState(const Side &A, const Side &B, unsigned Cpu, uint64_t K, std::FILE *Out,
                 const std::string &NotRun = "a trace, not a run here: only its records are "
@@ -641,14 +650,8 @@ int bisectHypervisorTraces(Side &A, Side &B, const BisectOptions &O, std::FILE *
   trace::RecordDiff D;
   if (!diffSides(A, A.HvTrace, B, B.Trace, O.IgnoreTsc, D, Why))
     return fail(Why);
-  if (!D.Diverged) {
-    std::fprintf(Out,
-                 "bisect: no divergence: the hypervisor traces of %s and %s agree on all %llu "
-                 "records%s\n",
-                 label(A).c_str(), label(B).c_str(), (unsigned long long)D.RecordsA,
-                 O.IgnoreTsc ? " (TSCs not compared)" : "");
-    return 0;
-  }
+  if (!D.Diverged)
+    return noDivergence(A, B, D, O, "the hypervisor traces of ", Out);
   const trace::RecordDivergence &F = D.First;
   const unsigned Cpu = F.Cpu;
   uint64_t K = 0;
@@ -762,12 +765,8 @@ int bisectCommand(const BisectSide &BA, const BisectSide &BB, const BisectOption
   trace::RecordDiff D;
   if (!diffSides(A, A.Trace, B, B.Trace, O.IgnoreTsc, D, Why))
     return fail(Why);
-  if (!D.Diverged) {
-    std::fprintf(Out, "bisect: no divergence: %s and %s agree on all %llu records%s\n",
-                 label(A).c_str(), label(B).c_str(), (unsigned long long)D.RecordsA,
-                 O.IgnoreTsc ? " (TSCs not compared)" : "");
-    return 0;
-  }
+  if (!D.Diverged)
+    return noDivergence(A, B, D, O, "", Out);
 
   const trace::RecordDivergence &F = D.First;
   const unsigned Cpu = F.Cpu;
