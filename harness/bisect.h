@@ -8,6 +8,13 @@
 //    another build), or another vmxsim binary run as a child process that writes its
 //    ground truth (its state cannot be inspected from here: its snapshot format may
 //    differ, so only its trace's records are printed).
+//    Side B's trace file may also be a hypervisor's trace (told apart by its records:
+//    HVM exit records, no ground-truth class), e.g. imported from another machine's
+//    console (trace/stream_import.h). Then what is compared in step 2 is A's hypervisor
+//    trace (its --xentrace file, else the core's stream on its COM1, imported) with B's,
+//    and the diverging exit is the one whose exit record is the last at or before the
+//    first differing record on its CPU; A is re-run to its exit of that number (its ground
+//    truth's) and B's machine state is printed as unknown.
 // 2. The two traces are compared with `trace diff`'s record comparison
 //    (trace/diff.h: per CPU, event, TSC unless IgnoreTsc, payload). The first diverging
 //    record belongs to a VM exit: the last GT_VMEXIT of that CPU at or before it (the
@@ -45,7 +52,7 @@ struct BisectSide {
   /// and debug-console output are discarded, the traces go to the work folder) and pokes.
   MachineConfig Cfg;
   std::vector<RegisterPoke> Pokes;
-  /// Or: a trace file to compare (no machine).
+  /// Or: a trace file to compare (no machine): a ground truth or a hypervisor's trace.
   std::string TraceFile;
   /// Or: another vmxsim program, run as `BINARY run ARGS... --trace-ground-truth FILE`.
   std::string Binary;
@@ -67,7 +74,9 @@ struct BisectOptions {
 
 /// Runs the bisection and prints its result to Out. Status: 0 no divergence, 1 a
 /// divergence (printed), 2 bad input (a side that cannot be built or run, a trace that
-/// cannot be read: one line "vmxsim: error: ..." on Err).
+/// cannot be read or is neither a ground truth nor a hypervisor's trace, a side A with no
+/// hypervisor trace to compare with B's, a side whose input log holds gdb's writes: one
+/// line "vmxsim: error: ..." on Err).
 int bisectCommand(const BisectSide &A, const BisectSide &B, const BisectOptions &O,
                   std::FILE *Out, std::FILE *Err);
 

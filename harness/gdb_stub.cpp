@@ -243,6 +243,28 @@ void setRegBytes(CpuState &S, unsigned N, const std::string &B) {
   }
 }
 
+/// gdb's number of the register called Name, if there is one.
+std::optional<unsigned> regByName(std::string_view Name) {
+  for (unsigned N = 0; N < kNumRegs; ++N)
+    if (Name == kRegs[N].Name)
+      return N;
+  return std::nullopt;
+}
+
+/// G's payload (whole registers in gdb's order, all of them or the first ones) into S;
+/// false when it does not end at a register's end.
+bool setRegsFromG(CpuState &S, const std::string &Bytes) {
+  size_t Off = 0;
+  for (unsigned N = 0; N < kNumRegs && Off < Bytes.size(); ++N) {
+    const size_t Size = kRegs[N].Bits / 8;
+    if (Off + Size > Bytes.size())
+      return false;
+    setRegBytes(S, N, Bytes.substr(Off, Size));
+    Off += Size;
+  }
+  return Off == Bytes.size();
+}
+
 /// The linear address of the instruction C executes next (SDM Vol. 3A, "Logical and
 /// Linear Addresses": CS's base is 0 in 64-bit mode).
 uint64_t nextInsnLinear(const Cpu &C) {
@@ -690,6 +712,10 @@ GdbStub::Reply GdbStub::monitor(const std::string &Command) {
     const bool Load = Words.size() == 3 && Words[1] == "restore";
     if (!Save && !Load) {
       addOutput(Out.Packets, "usage: monitor snapshot save FILE | monitor snapshot restore FILE\n");
+    } else if (Load && M.recordsInput()) {
+      // The input log names points of one run; a restore would make it two.
+      addOutput(Out.Packets, "snapshot: not while the run records its input (--record-input): "
+                             "the log could not say where gdb's later writes came\n");
     } else if (Error E = Save ? M.saveSnapshot(Words[2]) : M.restoreSnapshot(Words[2])) {
       addOutput(Out.Packets, "snapshot: " + E.str() + "\n");
     } else {
@@ -728,16 +754,11 @@ GdbStub::Reply GdbStub::handle(std::string_view P) {
     if (!Bytes)
       return {{"E01"}};
     CpuState S = M.cpu(GCpu).S;
-    size_t Off = 0;
-    for (unsigned N = 0; N < kNumRegs && Off < Bytes->size(); ++N) {
-      const size_t Size = kRegs[N].Bits / 8;
-      if (Off + Size > Bytes->size())
-        return {{"E01"}};
-      setRegBytes(S, N, Bytes->substr(Off, Size));
-      Off += Size;
-    }
-    if (Off != Bytes->size())
+    if (!setRegsFromG(S, *Bytes))
       return {{"E01"}};
+    if (Bytes->empty())
+      return {{"OK"}};
+    M.logGdbWrite({GdbWrite::Kind::AllRegisters, GCpu, "", 0, *Bytes});
     (void)M.setRegisters(GCpu, S);
     return {{"OK"}};
   }
@@ -765,6 +786,7 @@ GdbStub::Reply GdbStub::handle(std::string_view P) {
       return {{"E05"}};
     CpuState S = M.cpu(GCpu).S;
     setRegBytes(S, unsigned(*N), *Bytes);
+    M.logGdbWrite({GdbWrite::Kind::Register, GCpu, kRegs[*N].Name, 0, *Bytes});
     (void)M.setRegisters(GCpu, S);
     return {{"OK"}};
   }
@@ -808,6 +830,8 @@ GdbStub::Reply GdbStub::handle(std::string_view P) {
       return {{"E05"}};
     if (Len && M.writeLinear(GCpu, Gla(Addr), Data->data(), Len))
       return {{"E14"}};
+    if (Len) // logged once made: a write that failed changed nothing
+      M.logGdbWrite({GdbWrite::Kind::Memory, GCpu, "", Addr, *Data});
     return {{"OK"}};
   }
   case 'Z':
@@ -904,6 +928,112 @@ GdbStub::Reply GdbStub::handle(std::string_view P) {
   default:
     return {{""}};
   }
+}
+
+// --- Replaying gdb's writes (harness/input_log.h) ---
+
+namespace {
+
+Error badLog(const GdbWrite &W, const std::string &What) {
+  return Error(ErrorCode::BadInputLog, fmt::format("line {}: {}", W.Line, What));
+}
+
+/// One logged write, made as the stub made it.
+Error applyGdbWrite(Machine &M, const GdbWrite &W) {
+  CpuState S = M.cpu(W.Cpu).S;
+  switch (W.K) {
+  case GdbWrite::Kind::Register:
+    setRegBytes(S, *regByName(W.Reg), W.Bytes); // checkGdbWrites: it is one
+    return M.setRegisters(W.Cpu, S);
+  case GdbWrite::Kind::AllRegisters:
+    (void)setRegsFromG(S, W.Bytes);
+    return M.setRegisters(W.Cpu, S);
+  case GdbWrite::Kind::Memory:
+    break;
+  }
+  if (Error E = M.writeLinear(W.Cpu, Gla(W.La), W.Bytes.data(), W.Bytes.size()))
+    return badLog(W, fmt::format("gdb's memory write of {} bytes at {:#x}: {}",
+                                 W.Bytes.size(), W.La, E.Message));
+  return Error::success();
+}
+
+std::string clocks(const std::vector<uint64_t> &C) {
+  std::string S;
+  for (uint64_t V : C)
+    S += (S.empty() ? "" : ",") + std::to_string(V);
+  return S;
+}
+
+} // namespace
+
+Error checkGdbWrites(const Machine &M) {
+  for (const GdbStopPoint &P : M.replayedGdbStops())
+    for (const GdbWrite &W : P.Writes) {
+      if (W.Cpu >= M.numCpus())
+        return badLog(W, fmt::format("no CPU {} (the machine has {})", W.Cpu, M.numCpus()));
+      if (W.K == GdbWrite::Kind::Register) {
+        const std::optional<unsigned> N = regByName(W.Reg);
+        if (!N)
+          return badLog(W, fmt::format("no register \"{}\" in gdb's register set (the "
+                                       "stub's target description)",
+                                       W.Reg));
+        if (W.Bytes.size() != kRegs[*N].Bits / 8)
+          return badLog(W, fmt::format("register {} takes {} bytes, the log gives {}", W.Reg,
+                                       kRegs[*N].Bits / 8, W.Bytes.size()));
+      }
+      CpuState Probe{};
+      if (W.K == GdbWrite::Kind::AllRegisters && !setRegsFromG(Probe, W.Bytes))
+        return badLog(W, "the bytes do not end at a register's end (gdb's G packet)");
+    }
+  return Error::success();
+}
+
+Error replayGdbWrites(Machine &M, std::optional<RunResult> &Ended) {
+  if (Error E = checkGdbWrites(M))
+    return E;
+  const unsigned N = M.numCpus();
+  for (const GdbStopPoint &P : M.replayedGdbStops()) {
+    auto mismatch = [&](const std::string &How) {
+      return Error(ErrorCode::InputLogMismatch,
+                   fmt::format("input log: line {}: gdb's stop at {} instructions (clocks {}) "
+                               "never came: {}: this run is not the recorded one",
+                               P.Line, P.Retired, clocks(P.Cycles), How));
+    };
+    // To the instruction count, then from stop to stop of the run control until every
+    // clock is the logged one (each stop changes nothing: harness/run_control.h).
+    for (;;) {
+      const GdbStopPoint Here = M.stopPoint();
+      bool Past = Here.Retired > P.Retired;
+      for (unsigned I = 0; I < N; ++I)
+        Past |= Here.Cycles[I] > P.Cycles[I];
+      if (Here.Retired == P.Retired && Here.Cycles == P.Cycles)
+        break;
+      if (Past)
+        return mismatch(fmt::format("the run passed it at {} instructions (clocks {})",
+                                    Here.Retired, clocks(Here.Cycles)));
+      std::vector<StopWhen> Conds;
+      if (Here.Retired < P.Retired) {
+        Conds.push_back(StopWhen::instructions(P.Retired - Here.Retired));
+      } else {
+        Conds = {StopWhen::vmExit(), StopWhen::vmEntry(), StopWhen::vmEntryFailure(),
+                 StopWhen::instructions(1)};
+        for (unsigned I = 0; I < N; ++I)
+          if (Here.Cycles[I] < P.Cycles[I])
+            Conds.push_back(StopWhen::tsc(P.Cycles[I]).onCpu(I));
+      }
+      ErrorOr<RunResult> R = M.runUntil(Conds);
+      if (!R)
+        return R.error();
+      if (R->Reason != RunReason::Stopped) {
+        Ended = *R;
+        return mismatch(fmt::format("the run ended first ({})", R->describe()));
+      }
+    }
+    for (const GdbWrite &W : P.Writes)
+      if (Error E = applyGdbWrite(M, W))
+        return E;
+  }
+  return Error::success();
 }
 
 } // namespace vmxsim

@@ -160,4 +160,15 @@ private:
   std::string LastSent;
 };
 
+/// Checks the gdb writes of the machine's --replay-input log against its register set
+/// and CPUs (BadInputLog, one line naming the log's line).
+Error checkGdbWrites(const Machine &M);
+
+/// `run --replay-input LOG` of a log that holds gdb's writes (harness/input_log.h): runs
+/// M to each logged stop in turn and makes the writes there, as the stub made them; the
+/// caller then runs on to the end. Errors, one line each: BadInputLog (checkGdbWrites; a
+/// memory write the CPU's paging does not map or that is not RAM), InputLogMismatch (a
+/// stop the run passes, or that it ends before: Ended is then that end).
+Error replayGdbWrites(Machine &M, std::optional<RunResult> &Ended);
+
 } // namespace vmxsim

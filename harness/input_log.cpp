@@ -1,5 +1,6 @@
 #include "harness/input_log.h"
 
+#include "harness/gdb_packet.h"
 #include "harness/loader.h"
 #include "harness/whole_number.h"
 
@@ -62,6 +63,113 @@ std::string formatInputEvent(const InputEvent &E) {
   return S + fmt::format(" byte={:#04x}", E.Value);
 }
 
+std::string formatGdbStop(const GdbStopPoint &S) {
+  std::string C;
+  for (uint64_t V : S.Cycles)
+    C += (C.empty() ? "" : ",") + std::to_string(V);
+  return fmt::format("gdb stop insns={} cycles={}", S.Retired, C);
+}
+
+std::string formatGdbWrite(const GdbWrite &W) {
+  const std::string Hex = gdb::toHex(W.Bytes);
+  switch (W.K) {
+  case GdbWrite::Kind::Register:
+    return fmt::format("gdb reg cpu={} name={} bytes={}", W.Cpu, W.Reg, Hex);
+  case GdbWrite::Kind::AllRegisters:
+    return fmt::format("gdb regs cpu={} bytes={}", W.Cpu, Hex);
+  case GdbWrite::Kind::Memory:
+    break;
+  }
+  return fmt::format("gdb mem cpu={} la={:#x} bytes={}", W.Cpu, W.La, Hex);
+}
+
+namespace {
+
+/// The lines of the log's events that the end line counts.
+uint64_t eventLines(const InputLog &L) {
+  uint64_t N = L.Events.size();
+  for (const GdbStopPoint &S : L.Gdb)
+    N += 1 + S.Writes.size();
+  return N;
+}
+
+/// A gdb line's words after "gdb" into Log (Words[0] is "gdb"); an error text, or empty.
+std::string parseGdbLine(const std::vector<std::string_view> &W, InputLog &Log,
+                         uint64_t LineNo) {
+  if (W.size() < 2)
+    return "expected 'gdb stop', 'gdb reg', 'gdb regs' or 'gdb mem'";
+  if (W[1] == "stop") {
+    GdbStopPoint S;
+    S.Line = LineNo;
+    if (W.size() != 4 || !keyed(W[2], "insns", S.Retired) ||
+        W[3].substr(0, 7) != "cycles=")
+      return "expected 'gdb stop insns=N cycles=C0,C1,...'";
+    std::string_view Rest = W[3].substr(7);
+    while (true) {
+      const size_t Comma = Rest.find(',');
+      uint64_t V = 0;
+      if (!parseWholeNumber(Rest.substr(0, Comma), V))
+        return "expected 'gdb stop insns=N cycles=C0,C1,...'";
+      S.Cycles.push_back(V);
+      if (Comma == std::string_view::npos)
+        break;
+      Rest.remove_prefix(Comma + 1);
+    }
+    if (S.Cycles.size() != Log.NumCpus)
+      return fmt::format("{} clocks for {} CPUs", S.Cycles.size(), Log.NumCpus);
+    if (!Log.Gdb.empty()) {
+      // Later in the same run: no clock goes back, something moved.
+      const GdbStopPoint &P = Log.Gdb.back();
+      bool Back = S.Retired < P.Retired, Same = S.Retired == P.Retired;
+      for (unsigned I = 0; I < Log.NumCpus; ++I) {
+        Back |= S.Cycles[I] < P.Cycles[I];
+        Same &= S.Cycles[I] == P.Cycles[I];
+      }
+      if (Back || Same)
+        return "gdb stops must come in the order of the run, each after the last";
+    }
+    Log.Gdb.push_back(std::move(S));
+    return {};
+  }
+  GdbWrite G;
+  G.Line = LineNo;
+  uint64_t Cpu = 0;
+  std::string_view Hex;
+  if (W[1] == "reg" && W.size() == 5 && keyed(W[2], "cpu", Cpu) &&
+      W[3].substr(0, 5) == "name=" && W[3].size() > 5 && W[4].substr(0, 6) == "bytes=") {
+    G.K = GdbWrite::Kind::Register;
+    G.Reg = std::string(W[3].substr(5));
+    Hex = W[4].substr(6);
+  } else if (W[1] == "regs" && W.size() == 4 && keyed(W[2], "cpu", Cpu) &&
+             W[3].substr(0, 6) == "bytes=") {
+    G.K = GdbWrite::Kind::AllRegisters;
+    Hex = W[3].substr(6);
+  } else if (W[1] == "mem" && W.size() == 5 && keyed(W[2], "cpu", Cpu) &&
+             keyed(W[3], "la", G.La) && W[4].substr(0, 6) == "bytes=") {
+    G.K = GdbWrite::Kind::Memory;
+    Hex = W[4].substr(6);
+  } else {
+    return "expected 'gdb reg cpu=N name=REG bytes=HEX', 'gdb regs cpu=N bytes=HEX' or "
+           "'gdb mem cpu=N la=ADDR bytes=HEX'";
+  }
+  std::optional<std::string> Bytes = gdb::fromHex(Hex);
+  if (!Bytes || Bytes->empty() || Bytes->size() > InputLog::kMaxGdbWriteBytes)
+    return fmt::format("bytes= must be 1 to {} bytes in hex",
+                       unsigned(InputLog::kMaxGdbWriteBytes));
+  if (Cpu >= Log.NumCpus)
+    return fmt::format("no CPU {} (the machine has {})", Cpu, Log.NumCpus);
+  if (G.K == GdbWrite::Kind::Memory && G.La + (Bytes->size() - 1) < G.La)
+    return "the memory range wraps around";
+  if (Log.Gdb.empty())
+    return "a gdb write before any 'gdb stop' line";
+  G.Cpu = unsigned(Cpu);
+  G.Bytes = std::move(*Bytes);
+  Log.Gdb.back().Writes.push_back(std::move(G));
+  return {};
+}
+
+} // namespace
+
 std::string InputLog::text() const {
   std::string S = fmt::format("vmxsim-input-log {}\nmachine image-crc={:08x} cpus={}\n",
                               kVersion, ImageCrc, NumCpus);
@@ -70,7 +178,12 @@ std::string InputLog::text() const {
       S += fmt::format("input com{}\n", P);
   for (const InputEvent &E : Events)
     S += formatInputEvent(E) + "\n";
-  return S + fmt::format("end events={}\n", Events.size());
+  for (const GdbStopPoint &P : Gdb) {
+    S += formatGdbStop(P) + "\n";
+    for (const GdbWrite &W : P.Writes)
+      S += formatGdbWrite(W) + "\n";
+  }
+  return S + fmt::format("end events={}\n", eventLines(*this));
 }
 
 Error InputLog::parse(std::string_view Text, InputLog &Out) {
@@ -151,13 +264,18 @@ Error InputLog::parse(std::string_view Text, InputLog &Out) {
       Out.Events.push_back(E);
       continue;
     }
+    if (W[0] == "gdb") {
+      if (const std::string Why = parseGdbLine(W, Out, LineNo); !Why.empty())
+        return lineErr(Why);
+      continue;
+    }
     if (W[0] == "end") {
       uint64_t N = 0;
       if (W.size() != 2 || !keyed(W[1], "events", N))
         return lineErr("expected 'end events=N'");
-      if (N != Out.Events.size())
+      if (N != eventLines(Out))
         return lineErr(fmt::format("the end line counts {} events, the log holds {}", N,
-                                   Out.Events.size()));
+                                   eventLines(Out)));
       Ended = true;
       continue;
     }
@@ -213,7 +331,7 @@ void InputLogWriter::write(const std::string &S) {
     Failure = fmt::format("{}: cannot write: {}", Path, std::strerror(errno ? errno : EIO));
 }
 
-void InputLogWriter::add(const InputEvent &E) {
+void InputLogWriter::addLine(const std::string &Line) {
   if (F && EndAt >= 0) {
     // The run goes on after an end line: the event replaces it.
     if (std::fseek(F, EndAt, SEEK_SET) != 0)
@@ -221,7 +339,17 @@ void InputLogWriter::add(const InputEvent &E) {
     EndAt = -1;
   }
   ++Count;
-  write(formatInputEvent(E) + "\n");
+  write(Line + "\n");
+}
+
+void InputLogWriter::add(const InputEvent &E) { addLine(formatInputEvent(E)); }
+
+void InputLogWriter::addGdbWrite(const GdbStopPoint &Where, const GdbWrite &W) {
+  if (!LastStop || !(LastStop->Retired == Where.Retired && LastStop->Cycles == Where.Cycles)) {
+    addLine(formatGdbStop(Where));
+    LastStop = Where;
+  }
+  addLine(formatGdbWrite(W));
 }
 
 void InputLogWriter::finish() {

@@ -379,6 +379,8 @@ RunResult Machine::run(const ProgressFn &Progress, uint64_t EveryInsns) {
 }
 
 void Machine::finishOutputs() {
+  if (InputRecorder)
+    InputRecorder->finish();
   SerialSink.flush();
   Serial2Sink.flush();
   DebugconSink.flush();
@@ -587,6 +589,25 @@ void Machine::installReplayInputs() {
         Mine.push_back(E);
     U->setInput(SerialInput::replaying(std::move(Mine), P));
   }
+}
+
+GdbStopPoint Machine::stopPoint() const {
+  GdbStopPoint P;
+  for (const auto &C : Cpus) {
+    P.Retired += C->Retired;
+    P.Cycles.push_back(C->Cycles);
+  }
+  return P;
+}
+
+void Machine::logGdbWrite(const GdbWrite &W) {
+  if (InputRecorder)
+    InputRecorder->addGdbWrite(stopPoint(), W);
+}
+
+const std::vector<GdbStopPoint> &Machine::replayedGdbStops() const {
+  static const std::vector<GdbStopPoint> None;
+  return Replay ? Replay->Gdb : None;
 }
 
 std::string Machine::inputLogProblem() const {

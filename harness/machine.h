@@ -372,6 +372,16 @@ public:
   /// Empty, or one line: the input log being recorded could not be written in full, or
   /// the run being replayed left the recorded one (MachineConfig::ReplayInput).
   std::string inputLogProblem() const;
+  /// With MachineConfig::RecordInput: logs a write gdb makes now, where the machine is
+  /// stopped (harness/input_log.h; the gdb stub calls it). Nothing without.
+  void logGdbWrite(const GdbWrite &W);
+  bool recordsInput() const { return InputRecorder != nullptr; }
+  /// Where the machine is, as the input log names gdb's stops: the instructions all CPUs
+  /// retired and each CPU's virtual clock.
+  GdbStopPoint stopPoint() const;
+  /// gdb's writes in MachineConfig::ReplayInput's log (none without one); GdbWriteReplay
+  /// (harness/gdb_stub.h) makes them.
+  const std::vector<GdbStopPoint> &replayedGdbStops() const;
 
   const MachineConfig &config() const { return Cfg; }
   unsigned numCpus() const { return unsigned(Cpus.size()); }

@@ -297,9 +297,10 @@ MachineConfig configFromOptions(const RunOptions &O, CpuModel &Model) {
   Cfg.ReplayInput = O.ReplayInput;
   if (!O.RecordInput.empty() && !O.ReplayInput.empty())
     fail("--record-input and --replay-input do not combine");
-  if (!O.Gdb.empty() && (!O.RecordInput.empty() || !O.ReplayInput.empty()))
-    fail("--record-input and --replay-input do not combine with --gdb: gdb's register and "
-         "memory writes are not logged");
+  if (!O.Gdb.empty() && !O.ReplayInput.empty())
+    fail("--replay-input does not combine with --gdb: a replay is the recorded run, which "
+         "gdb's writes would leave (record the gdb session with --record-input, then replay "
+         "it without --gdb)");
   if (!O.TraceInsns.empty())
     Cfg.TraceInsns = O.TraceInsns == "-" ? OutputSpec::stdoutSpec() : OutputSpec::file(O.TraceInsns);
   Cfg.GroundTruthFile = O.GroundTruth;
@@ -439,6 +440,21 @@ int runCommand(const RunOptions &O) {
     return Next;
   };
   RunResult R;
+  // gdb's writes of the input log, each at its stop (harness/input_log.h); then the run
+  // goes on as any other.
+  if (!M->replayedGdbStops().empty()) {
+    if (!O.Restore.empty() || !O.SnapshotAt.empty() || O.SnapshotEvery || !Pokes.empty())
+      fail("--replay-input of a log with gdb's writes does not combine with --restore, "
+           "--snapshot-at, --snapshot-every or --set-at-exit");
+    std::optional<RunResult> End;
+    if (Error E = replayGdbWrites(*M, End)) {
+      if (E.Code == ErrorCode::BadInputLog)
+        E.Path = O.ReplayInput;
+      M->finishOutputs();
+      std::fprintf(stderr, "vmxsim: error: %s\n", E.str().c_str());
+      return kExitInputLog;
+    }
+  }
   if (Gdb) {
     R = Gdb->run();
   } else if (!Pokes.empty()) {
@@ -760,8 +776,9 @@ void addRunOptions(CLI::App *Run, RunOptions &O) {
                   "start from this snapshot (the run must have the snapshotting run's "
                   "options; every output receives the bytes after the snapshot)");
   Run->add_option("--record-input", O.RecordInput,
-                  "write every input read from the host's standard input (--serial-in -), "
-                  "with the virtual time it was consumed at, into this input log");
+                  "write every input read from the host's standard input (--serial-in -) "
+                  "and every register and memory write gdb makes (--gdb), with the point "
+                  "of the run it came at, into this input log");
   Run->add_option("--replay-input", O.ReplayInput,
                   "feed the inputs of this input log at exactly their recorded times (the "
                   "run is then the recorded one, byte for byte; status 20 if it is not)");
@@ -862,8 +879,12 @@ int main(int Argc, char **Argv) {
                      "side B: the arguments of `vmxsim run` (with --b-binary: of that "
                      "program's run)");
   Bisect->add_option("--b-trace", BisectTrace,
-                     "side B is this ground truth (a vmxsim run's --trace-ground-truth, e.g. "
-                     "from another host or build): only its records are shown");
+                     "side B is this trace, told by its records: vmxsim's ground truth (a "
+                     "run's --trace-ground-truth from another host or build), or a "
+                     "hypervisor's trace (`trace import` of another machine's console, or a "
+                     "run's --xentrace), which is compared with A's hypervisor trace (A's "
+                     "--xentrace, else the trace its image streams on COM1 with tstream=auto; "
+                     "add --ignore-tsc for another machine); only B's records are shown");
   Bisect->add_option("--b-binary", BisectBinary,
                      "side B is run by this other vmxsim program (another build) as "
                      "'PATH run ARGS --trace-ground-truth FILE': only its records are shown");

@@ -3,11 +3,15 @@
 // exit with both sides' state; two VMX profiles of the hv image diverge; identical runs
 // agree; a ground-truth file and another vmxsim binary as side B; bad input is status 2.
 #include "tests/support/files.h"
+#include "trace/reader.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -249,4 +253,215 @@ TEST(Bisect, SetAtExitChangesTheRunAtThatExit) {
   const CmdResult B =
       runCmd("run -q " + Bench + " --append iters=10 --set-at-exit 9:rax=1");
   EXPECT_EQ(B.Status, 3) << B.Err;
+}
+
+// --- Side B a hypervisor's trace (from another machine) ---
+
+namespace {
+
+/// The hypervisor core's `mixed` scenario on 2 CPUs with its trace streamed on COM1, as
+/// on Bochs (tstream=auto: no drain here either).
+const std::string MixedArgs = Hv + " --smp 2 --append \"scenario=mixed tstream=auto\"";
+
+/// The committed Bochs capture (tests/hvm/golden/bochs_hv_mixed_2cpu.txt) imported.
+const std::string &bochsTrace() {
+  static const std::string Path = [] {
+    const std::string P = tempPath("dir") + "/bochs.xt";
+    const CmdResult R = runCmd("trace import " + std::string(VMXSIM_SOURCE_DIR) +
+                               "/tests/hvm/golden/bochs_hv_mixed_2cpu.txt -o " + P);
+    EXPECT_EQ(R.Status, 0) << R.Err;
+    return P;
+  }();
+  return Path;
+}
+
+/// The trace the core streams on COM1 in a vmxsim run of MixedArgs, imported as a capture
+/// from another machine would be.
+const std::string &selfTrace() {
+  static const std::string Path = [] {
+    const std::string Capture = tempPath("dir") + "/self.txt", P = tempPath("dir") + "/self.xt";
+    EXPECT_EQ(runCmd("run -q --debugcon none --serial file:" + Capture + " " + MixedArgs).Status,
+              1);
+    EXPECT_EQ(runCmd("trace import " + Capture + " -o " + P).Status, 0);
+    return P;
+  }();
+  return Path;
+}
+
+/// A copy of the trace file From at To with the exit reason of CPU Cpu's N-th VMX_EXIT64
+/// record set to Reason; returns the reason it had.
+uint32_t changeExitReason(const std::string &From, const std::string &To, unsigned Cpu,
+                          uint64_t N, uint32_t Reason) {
+  vmxsim::trace::TraceReader R(vmxsim::trace::ReadOrder::File);
+  std::string Why;
+  EXPECT_TRUE(R.open(From, Why)) << Why;
+  std::string Bytes = readFile(From);
+  uint64_t Seen = 0;
+  vmxsim::trace::TraceRecord Rec;
+  while (R.next(Rec)) {
+    if (Rec.Cpu != Cpu || Rec.Event != XT_EV_VmxExit64 || ++Seen != N)
+      continue;
+    const size_t At = size_t(Rec.Offset + 4 + (Rec.HasTsc ? 8 : 0));
+    uint32_t Old;
+    std::memcpy(&Old, Bytes.data() + At, 4);
+    std::memcpy(Bytes.data() + At, &Reason, 4);
+    std::ofstream(To, std::ios::binary) << Bytes;
+    return Old;
+  }
+  ADD_FAILURE() << "no exit " << N << " of CPU " << Cpu << " in " << From;
+  return 0;
+}
+
+} // namespace
+
+// The trace the core streams on COM1, imported as from another machine, against the same
+// run: no divergence, TSCs and all.
+TEST(Bisect, AnImportedHypervisorTraceOfTheSameRunAgrees) {
+  const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + selfTrace());
+  EXPECT_EQ(R.Status, 0) << R.Err << R.Out;
+  EXPECT_EQ(R.Out, "bisect: no divergence: the hypervisor traces of A and B agree on all "
+                   "1038 records\n");
+  EXPECT_EQ(R.Err, "");
+}
+
+// Bochs 2.7 running the image (the committed capture; `trace diff --ignore-tsc` finds the
+// same first difference): the capture is of an older build of the core, whose guest code
+// sat elsewhere, so CPU 1's first exit, the same port read, has another RIP. A is re-run
+// to that exit; B's state is unknown.
+TEST(Bisect, ABochsCaptureOfMixedAgainstTheSameImage) {
+  const CmdResult R =
+      runCmd("bisect --a '" + MixedArgs + "' --b-trace " + bochsTrace() + " --ignore-tsc --last-insns 2");
+  EXPECT_EQ(R.Status, 1) << R.Err;
+  EXPECT_EQ(R.Err, "");
+  EXPECT_EQ(R.Out.substr(0, R.Out.find("registers of CPU")),
+            "bisect: the hypervisor traces of A and B diverge at VM exit 1 of CPU 1 (the "
+            "first difference: record 2 of CPU 1, counted from 0; TSCs not compared)\n"
+            "  A record: CPU1 547375 +605 VMX_EXIT64 reason=30(IoInstruction) rip=0x1098d2\n"
+            "  B record: CPU1 233150675 +240 VMX_EXIT64 reason=30(IoInstruction) rip=0x1093c2\n"
+            "  A exit 1:\n"
+            "    CPU1 547375 +605 VMX_EXIT64 reason=30(IoInstruction) rip=0x1098d2\n"
+            "    CPU1 547375 - IOPORT_READ port=0x3fd data=0x60\n"
+            "    CPU1 547840 +465 VMENTRY\n"
+            "  B exit 1:\n"
+            "    CPU1 233150675 +240 VMX_EXIT64 reason=30(IoInstruction) rip=0x1093c2\n"
+            "    CPU1 233150675 - IOPORT_READ port=0x3fd data=0x60\n"
+            "    CPU1 233151060 +385 VMENTRY\n"
+            "  A exit 1 in its ground truth: CPU1 547077 +66 GT_VMEXIT cpu=1 "
+            "reason=30(IoInstruction) rip=0x1098d2 qual=0x3fd0008 len=1\n"
+            "A: re-run from the start to VM exit 1 of CPU 1\n"
+            "B: a hypervisor trace (" +
+                bochsTrace() +
+                "), from another machine or run: its machine state is unknown, only its "
+                "records are known\n");
+  // A's whole state at the exit: the guest's registers, its current VMCS, its last
+  // instructions (the port read's MOV and IN); B's columns are unknown.
+  EXPECT_EQ(lineStarting(R.Out, "registers of CPU 1"),
+            "registers of CPU 1 (A: the guest's at VM exit 1; B: unknown; * differs):");
+  EXPECT_EQ(lineStarting(R.Out, "  rip "), "  rip      0x1098d2             -                   ");
+  EXPECT_EQ(lineStarting(R.Out, "  rdx "), "  rdx      0x3fd                -                   ");
+  EXPECT_EQ(lineStarting(R.Out, "VMCS fields"),
+            "VMCS fields of A (CPU 1's current VMCS; B's are unknown):");
+  EXPECT_EQ(lineStarting(R.Out, "  ExitQualification "),
+            "  ExitQualification                        0x3fd0008");
+  EXPECT_EQ(lineStarting(R.Out, "  HostRip "), "  HostRip                                  0x101a20");
+  const std::string Insns = R.Out.substr(R.Out.find("last instructions of CPU 1:\n"));
+  EXPECT_EQ(std::count(Insns.begin(), Insns.end(), '\n'), 1 + 1 + 2) << Insns;
+  EXPECT_NE(Insns.find("0008:00000000001098d0 89 ca"), std::string::npos) << Insns;
+}
+
+// One exit's record changed in a copy of an imported trace: found at exactly that exit.
+// (The copy is of the core's own stream imported, which agrees with the run to its last
+// record; the Bochs capture already differs at the first exit.)
+TEST(Bisect, AnExitChangedInAnImportedTraceIsFoundThere) {
+  const std::string Changed = tempPath("dir") + "/changed.xt";
+  // CPU 1's 150th exit, an XSETBV, made a CPUID.
+  EXPECT_EQ(changeExitReason(selfTrace(), Changed, 1, 150, 10), 55u);
+  const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + Changed +
+                             " --ignore-tsc --last-insns 1");
+  EXPECT_EQ(R.Status, 1) << R.Err;
+  EXPECT_EQ(R.Out.substr(0, R.Out.find("B: ")),
+            "bisect: the hypervisor traces of A and B diverge at VM exit 150 of CPU 1 (the "
+            "first difference: record 448 of CPU 1, counted from 0; TSCs not compared)\n"
+            "  A record: CPU1 1425753 +548 VMX_EXIT64 reason=55(Xsetbv) rip=0x109b18\n"
+            "  B record: CPU1 1425753 +548 VMX_EXIT64 reason=10(Cpuid) rip=0x109b18\n"
+            "  A exit 150:\n"
+            "    CPU1 1425753 +548 VMX_EXIT64 reason=55(Xsetbv) rip=0x109b18\n"
+            "    CPU1 1426121 +368 VMENTRY\n"
+            "  B exit 150:\n"
+            "    CPU1 1425753 +548 VMX_EXIT64 reason=10(Cpuid) rip=0x109b18\n"
+            "    CPU1 1426121 +368 VMENTRY\n"
+            "  A exit 150 in its ground truth: CPU1 1425455 +24 GT_VMEXIT cpu=1 "
+            "reason=55(Xsetbv) rip=0x109b18 qual=0x0 len=3\n"
+            "A: re-run from the start to VM exit 150 of CPU 1\n");
+  EXPECT_EQ(lineStarting(R.Out, "  ExitReason "), "  ExitReason                               0x37");
+  // Without --ignore-tsc too (the clocks agree): the same exit.
+  const CmdResult T = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + Changed);
+  EXPECT_EQ(T.Status, 1);
+  EXPECT_EQ(T.Out.substr(0, T.Out.find(" (the first")),
+            "bisect: the hypervisor traces of A and B diverge at VM exit 150 of CPU 1");
+  std::remove(Changed.c_str());
+}
+
+TEST(Bisect, ABadTraceAsSideBIsOneLineAndStatus2) {
+  const std::string Truncated = tempPath("dir") + "/truncated.xt",
+                    Empty = tempPath("dir") + "/empty.xt", Kvm = tempPath("dir") + "/kvm.xt";
+  const std::string Bochs = readFile(bochsTrace());
+  std::ofstream(Truncated, std::ios::binary) << Bochs.substr(0, Bochs.size() - 3);
+  std::ofstream(Empty, std::ios::binary) << "";
+  std::filesystem::copy_file(std::string(VMXSIM_SOURCE_DIR) + "/tests/trace/golden/kvm_2cpu/kvm.xt",
+                             Kvm, std::filesystem::copy_options::overwrite_existing);
+  const std::string Capture =
+      std::string(VMXSIM_SOURCE_DIR) + "/tests/hvm/golden/bochs_hv_mixed_2cpu.txt";
+  struct Case {
+    std::string File, Err;
+  } Cases[] = {
+      {Truncated, "vmxsim: error: B: " + Truncated + ": offset 0x4ed8: file ends inside a "
+                  "record (13 of its bytes present) in the window of CPU 0 (window header at "
+                  "0x4e74, 104 bytes announced)\n"},
+      {Empty, "vmxsim: error: B: " + Empty + ": an empty trace (no records)\n"},
+      // The capture itself, not imported.
+      {Capture, "vmxsim: error: B: " + Capture + ": offset 0x0: neither trace flavour: the "
+                "first word 0x4f432023 is not a TRACE_CPU_CHANGE header (0x2001f003, modern) "
+                "nor a pcpu number below 256 (xen-3.0)\n"},
+      {Kvm, "vmxsim: error: B: " + Kvm + ": KVM's events imported from ftrace (trace import "
+            "--ftrace): bisect takes vmxsim's ground truth or the trace of a hypervisor the "
+            "run side drains (--xentrace) or streams (tstream=auto)\n"},
+  };
+  for (const Case &C : Cases) {
+    const CmdResult R = runCmd("bisect --a '" + MixedArgs + "' --b-trace " + C.File + " --ignore-tsc");
+    EXPECT_EQ(R.Status, 2) << C.File;
+    EXPECT_EQ(R.Err, C.Err);
+    EXPECT_EQ(R.Out, "");
+  }
+  // A side A that writes no hypervisor trace (no drain, no stream).
+  const CmdResult R = runCmd("bisect --a '" + Hv + " --smp 2 --append scenario=mixed' --b-trace " +
+                             bochsTrace() + " --ignore-tsc");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: A: its run wrote no hypervisor trace to compare with B's: "
+                   "give it --xentrace FILE, or tstream=auto on the image's command line (the "
+                   "core then streams its trace through COM1)\n");
+  for (const std::string &F : {Truncated, Empty, Kvm})
+    std::remove(F.c_str());
+}
+
+// A side whose input log holds gdb's writes: bisect does not replay them (one line, 2).
+TEST(Bisect, ASideReplayingGdbWritesIsRefused) {
+  const std::string Log = tempPath("dir") + "/gdb.log";
+  ASSERT_EQ(runCmd("run -q --debugcon none --record-input " + Log + " " + Bench +
+                   " --append iters=10")
+                .Status,
+            1);
+  std::string Text = readFile(Log);
+  ASSERT_NE(Text.find("end events=0\n"), std::string::npos) << Text;
+  Text.replace(Text.find("end events=0\n"), std::string::npos,
+               "gdb stop insns=5 cycles=100\ngdb reg cpu=0 name=rax bytes=0100000000000000\n"
+               "end events=2\n");
+  std::ofstream(Log, std::ios::binary) << Text;
+  const CmdResult R = runCmd("bisect --a '" + Bench + " --append iters=10' --b '" + Bench +
+                             " --append iters=10 --replay-input " + Log + "'");
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: B: its input log holds gdb's writes, which bisect does not "
+                   "replay (`vmxsim run --replay-input` does)\n");
+  EXPECT_EQ(R.Out, "");
+  std::remove(Log.c_str());
 }

@@ -10,6 +10,8 @@
 #            after the storing instruction, with the value it stored
 #   step     stepi from the exit handler's entry: the exact RIPs of the instruction trace
 #            of a run without gdb
+#   record   gdb's register and memory writes recorded with --record-input; the replay
+#            without gdb is the session's run byte for byte, the run without the log not
 #   garbage  the protocol by hand: exact replies to garbage, an interrupt, a client that
 #            vanishes while the machine runs, one that closes in the middle of a packet
 # Exit status 0 pass, 1 fail, 77 skipped (no gdb: the reason is printed).
@@ -264,6 +266,45 @@ garbage)
   cmp -s "$tmp/serial.torn" "$tmp/serial.plain" || fail "the serial output differs"
   echo "gdb_e2e_test (garbage): exact replies to garbage; a vanished client and a torn" \
        "packet end the session and the run is the run without gdb"
+  ;;
+record)
+  # gdb's writes recorded with --record-input (README.md, "Input log"): at the third
+  # character the core sends, rdi becomes 'Z'; at a later VM exit its "PASS" becomes
+  # "XASS". The replay without gdb is the session's run byte for byte.
+  args=(--smp 2 --append scenario=mixed --debugcon none)
+  start record "${args[@]}" --serial "$tmp/serial.rec" --trace-ground-truth "$tmp/gt.rec.xt" \
+    --xentrace "$tmp/hv.rec.xt" --record-input "$tmp/rec.log"
+  cat >"$tmp/record.gdb" <<'EOF'
+break uartPutc
+continue
+continue
+continue
+set $rdi = 'Z'
+delete
+monitor exit
+monitor exit
+find /b1 0x100000, 0x1fffff, 0, 'P', 'A', 'S', 'S', 0
+set {char}($_ + 1) = 'X'
+continue
+EOF
+  gdb_batch record
+  finish
+  rec_status=$status
+  grep -q '^hvZ 2 CPUs' "$tmp/serial.rec" || fail "gdb's register write did not reach the output"
+  grep -q '^hv: XASS$' "$tmp/serial.rec" || fail "gdb's memory write did not reach the output"
+  [ "$(grep -c '^gdb ' "$tmp/rec.log")" -eq 4 ] || fail "the log does not hold 2 stops and 2 writes"
+  "$vmxsim" run "$image" -q "${args[@]}" --serial "$tmp/serial.rep" \
+    --trace-ground-truth "$tmp/gt.rep.xt" --xentrace "$tmp/hv.rep.xt" \
+    --replay-input "$tmp/rec.log" 2>"$tmp/replay.err"
+  [ $? -eq "$rec_status" ] || fail "the replay's status is not the session's ($rec_status)"
+  cmp -s "$tmp/serial.rec" "$tmp/serial.rep" || fail "the replay's serial output differs"
+  cmp -s "$tmp/gt.rec.xt" "$tmp/gt.rep.xt" || fail "the replay's ground truth differs"
+  cmp -s "$tmp/hv.rec.xt" "$tmp/hv.rep.xt" || fail "the replay's hypervisor trace differs"
+  "$vmxsim" run "$image" -q "${args[@]}" --serial "$tmp/serial.plain" 2>"$tmp/plain.err"
+  cmp -s "$tmp/serial.rec" "$tmp/serial.plain" && fail "the run without the log is the same"
+  grep -q '^hv: PASS$' "$tmp/serial.plain" || fail "the run without the log did not pass"
+  echo "gdb_e2e_test (record): gdb's register and memory writes recorded; the replay" \
+       "without gdb is the session's run byte for byte"
   ;;
 *)
   fail "unknown case"

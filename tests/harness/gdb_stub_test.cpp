@@ -14,8 +14,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace vmxsim;
@@ -631,4 +634,168 @@ TEST(GdbStub, MonitorSnapshotSavesAndRestoresTheMachine) {
     EXPECT_EQ(M.cpu(C).Retired, RetiredNext[C]);
   }
   std::remove(Path.c_str());
+}
+
+// --- gdb's writes in the input log (harness/input_log.h) ---
+
+namespace {
+
+/// The linear (= physical: the core's tables map it so) address of the core's "PASS"
+/// string, found in its loaded memory; 0 if not there.
+uint64_t findPassString(Machine &M) {
+  std::string Mem(0x100000, '\0');
+  for (uint64_t Base = 0x100000; Base < 0x400000; Base += 0x100000) {
+    if (M.readPhysical(Hpa(Base), Mem.data(), Mem.size()))
+      break;
+    const size_t At = Mem.find(std::string("\0PASS\0", 6));
+    if (At != std::string::npos)
+      return Base + At + 1;
+  }
+  return 0;
+}
+
+std::string gdbTemp(const std::string &Name) {
+  return vmxsim::test::tempPath("vmxsim_gdb_stub_test", Name);
+}
+
+vmxsim::test::CommandResult vmxsimCmd(const std::string &Args) {
+  return vmxsim::test::runShell(std::string(VMXSIM_BINARY_DIR) + "/vmxsim " + Args,
+                                gdbTemp("out"), gdbTemp("err"));
+}
+
+} // namespace
+
+// A gdb session on the hypervisor core (2 CPUs) recorded with --record-input: at the 3rd
+// call of the UART's output routine it makes the character 'Z' (rdi), at a later VM exit
+// it turns the core's "PASS" into "XASS" (a memory byte), then steps CPU 1 and writes a
+// register with its own value (a stop the replay must find too), does the same after an
+// interrupt (Ctrl-C), and continues to the end.
+// `vmxsim run --replay-input LOG` without gdb is that run byte for byte (serial output,
+// both traces); the run without the log is not. Bad entries: one line, status 20.
+TEST(GdbStub, WritesAreRecordedAndReplayedByteForByte) {
+  const std::string Image = std::string(VMXSIM_IMAGE_DIR) + "/hv.elf";
+  const std::string Elf = readFile(Image);
+  uint64_t Putc = 0, Size = 0;
+  ASSERT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
+                            "uartPutc", Putc, Size));
+  const std::string Log = gdbTemp("gdb.log"), SerialA = gdbTemp("a.serial"),
+                    GtA = gdbTemp("a.gt"), HvA = gdbTemp("a.hv"), SerialB = gdbTemp("b.serial"),
+                    GtB = gdbTemp("b.gt"), HvB = gdbTemp("b.hv");
+  int Status = -1;
+  uint64_t Pass = 0;
+  {
+    MachineConfig Cfg;
+    Cfg.Kernel = Image;
+    Cfg.Append = "scenario=mixed";
+    Cfg.NumCpus = 2;
+    Cfg.Serial = OutputSpec::file(SerialA);
+    Cfg.Debugcon = OutputSpec::discard();
+    Cfg.GroundTruthFile = GtA;
+    Cfg.XentraceFile = HvA;
+    Cfg.RecordInput = Log;
+    Error Err;
+    std::unique_ptr<Machine> M = Machine::create(Cfg, Err);
+    ASSERT_TRUE(M) << Err.str();
+    Pass = findPassString(*M);
+    ASSERT_NE(Pass, 0u);
+    GdbStub S(*M);
+    S.attached(0);
+    EXPECT_EQ(one(S, fmt::format("Z0,{:x},1", Putc)), "OK");
+    for (unsigned I = 0; I < 3; ++I)
+      EXPECT_EQ(one(S, "c"), "T05thread:01;swbreak:;");
+    // "hv: 2 CPUs, ...": the third character, in rdi (gdb's register 5) as uartPutc starts.
+    EXPECT_EQ(regValue(S, 5), uint64_t(':'));
+    EXPECT_EQ(one(S, "P5=5a00000000000000"), "OK");
+    EXPECT_EQ(one(S, fmt::format("z0,{:x},1", Putc)), "OK");
+    for (unsigned I = 0; I < 40; ++I)
+      EXPECT_NE(monitorText(S, "exit"), "");
+    EXPECT_EQ(one(S, fmt::format("M{:x},1:58", Pass)), "OK");
+    EXPECT_EQ(one(S, "Hg2"), "OK");
+    EXPECT_EQ(one(S, "vCont;s:2"), "T05thread:02;");
+    const std::string Rax = one(S, "p0");
+    EXPECT_EQ(one(S, "P0=" + Rax), "OK");
+    // An interrupt (gdb's Ctrl-C) at the end of a chunk, and a write there too.
+    bool Interrupted = false;
+    S.setPoll([&] {
+      return std::exchange(Interrupted, true) ? GdbStub::ClientState::Quiet
+                                              : GdbStub::ClientState::Interrupt;
+    });
+    EXPECT_EQ(one(S, "c").substr(0, 3), "T02");
+    EXPECT_EQ(one(S, "P0=" + one(S, "p0")), "OK");
+    const std::string End = one(S, "c");
+    ASSERT_TRUE(S.runEnd());
+    Status = S.runEnd()->ExitStatus;
+    EXPECT_EQ(End, fmt::format("W{:02x}", Status));
+  }
+  const std::string Serial = readFile(SerialA);
+  EXPECT_EQ(Serial.substr(0, 4), "hvZ ") << Serial;
+  EXPECT_NE(Serial.find("hv: XASS\n"), std::string::npos) << Serial;
+  const std::string LogText = readFile(Log);
+  // The four stops, each with its write (the machine line's CRC covers the command line,
+  // which names the image's path). CPU 1 had not started at the first; the exit stop
+  // selected CPU 1; the step moved CPU 1 by one instruction and one cycle; the interrupt
+  // came after a chunk of 2^18 instructions.
+  EXPECT_EQ(LogText.substr(LogText.find("gdb ")),
+            fmt::format("gdb stop insns=100452 cycles=510548,0\n"
+                        "gdb reg cpu=0 name=rdi bytes=5a00000000000000\n"
+                        "gdb stop insns=177075 cycles=567019,566791\n"
+                        "gdb mem cpu=1 la={:#x} bytes=58\n"
+                        "gdb stop insns=177076 cycles=567019,566792\n"
+                        "gdb reg cpu=1 name=rax bytes=0a00000000000000\n"
+                        "gdb stop insns=439220 cycles=888233,888607\n"
+                        "gdb reg cpu=0 name=rax bytes=91c426d870adf0f1\n"
+                        "end events=8\n",
+                        Pass));
+  const std::string Common = Image + " --smp 2 --append scenario=mixed -q --debugcon none";
+  vmxsim::test::CommandResult R =
+      vmxsimCmd("run " + Common + " --serial " + SerialB + " --trace-ground-truth " + GtB +
+                " --xentrace " + HvB + " --replay-input " + Log);
+  EXPECT_EQ(R.Status, Status) << R.Err;
+  EXPECT_EQ(R.Err, "");
+  EXPECT_EQ(readFile(SerialB), Serial);
+  EXPECT_TRUE(readFile(GtB) == readFile(GtA)) << "the ground truth differs";
+  EXPECT_TRUE(readFile(HvB) == readFile(HvA)) << "the hypervisor's trace differs";
+  // Without the log: the core's own output.
+  R = vmxsimCmd("run " + Common + " --serial " + SerialB);
+  EXPECT_EQ(R.Status, 1) << R.Err;
+  const std::string Plain = readFile(SerialB);
+  EXPECT_NE(Plain, Serial);
+  EXPECT_EQ(Plain.substr(0, 4), "hv: ");
+  EXPECT_NE(Plain.find("hv: PASS\n"), std::string::npos);
+
+  // Bad entries: one line, status 20.
+  auto lineNo = [&](const std::string &Text, const std::string &What) {
+    return std::count(Text.begin(), Text.begin() + ptrdiff_t(Text.find(What)), '\n') + 1;
+  };
+  auto replaced = [&](const std::string &From, const std::string &To) {
+    std::string T = LogText;
+    const size_t At = T.find(From);
+    EXPECT_NE(At, std::string::npos) << From;
+    if (At != std::string::npos)
+      T.replace(At, From.size(), To);
+    return T;
+  };
+  const std::string Bad = gdbTemp("bad.log");
+  struct Case {
+    std::string Text, Err;
+  } Cases[] = {
+      {replaced("name=rdi", "name=nosuchreg"),
+       fmt::format("line {}: no register \"nosuchreg\" in gdb's register set (the stub's "
+                   "target description)",
+                   lineNo(LogText, "name=rdi"))},
+      {replaced(fmt::format("la={:#x}", Pass), "la=0xfee00000"),
+       fmt::format("line {}: gdb's memory write of 1 bytes at 0xfee00000: ",
+                   lineNo(LogText, fmt::format("la={:#x}", Pass)))},
+      {LogText.substr(0, LogText.find("end events=")), "truncated input log (no end line)"},
+  };
+  for (const Case &C : Cases) {
+    std::ofstream(Bad, std::ios::binary) << C.Text;
+    R = vmxsimCmd("run " + Common + " --serial none --replay-input " + Bad);
+    EXPECT_EQ(R.Status, 20) << C.Err;
+    EXPECT_EQ(R.Err.substr(0, 15 + Bad.size() + 2 + C.Err.size()),
+              "vmxsim: error: " + Bad + ": " + C.Err);
+    EXPECT_EQ(std::count(R.Err.begin(), R.Err.end(), '\n'), 1) << R.Err;
+  }
+  for (const std::string &F : {Log, SerialA, GtA, HvA, SerialB, GtB, HvB, Bad})
+    std::remove(F.c_str());
 }

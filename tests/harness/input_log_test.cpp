@@ -182,10 +182,12 @@ TEST_F(InputLogFiles, ALogOfAnotherRunOrMachineIsOneLineAndStatus20) {
   R = runCmd("run -q --record-input " + Log + " --replay-input " + Log + " " + Image);
   EXPECT_EQ(R.Status, 2);
   EXPECT_EQ(R.Err, "vmxsim: error: --record-input and --replay-input do not combine\n");
-  R = runCmd("run -q --gdb :0 --record-input " + Log + " " + Image);
+  // gdb's writes are recorded (gdb_stub_test.cpp); a replay is run without gdb.
+  R = runCmd("run -q --gdb :0 --replay-input " + Log + " " + Image);
   EXPECT_EQ(R.Status, 2);
-  EXPECT_EQ(R.Err, "vmxsim: error: --record-input and --replay-input do not combine with "
-                   "--gdb: gdb's register and memory writes are not logged\n");
+  EXPECT_EQ(R.Err, "vmxsim: error: --replay-input does not combine with --gdb: a replay is "
+                   "the recorded run, which gdb's writes would leave (record the gdb session "
+                   "with --record-input, then replay it without --gdb)\n");
 }
 
 TEST_F(InputLogFiles, AReplayContinuesFromASnapshotOfIt) {
@@ -276,6 +278,31 @@ TEST(InputLogParse, GarbageIsOneLineNamingWhatIsWrong) {
        "truncated input log (no end line)"},
       {Head + std::string("\x01\xff\n", 3),
        "line 4: not a line of an input log: '?" "?'"},
+      // gdb's writes.
+      {Head + "gdb reg cpu=0 name=rax bytes=01\n",
+       "line 4: a gdb write before any 'gdb stop' line: 'gdb reg cpu=0 name=rax bytes=01'"},
+      {Head + "gdb stop insns=5 cycles=1,2\n",
+       "line 4: 2 clocks for 1 CPUs: 'gdb stop insns=5 cycles=1,2'"},
+      {Head + "gdb stop insns=5 cycles=1,\n",
+       "line 4: expected 'gdb stop insns=N cycles=C0,C1,...': 'gdb stop insns=5 cycles=1,'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb stop insns=6 cycles=8\n",
+       "line 5: gdb stops must come in the order of the run, each after the last: 'gdb stop "
+       "insns=6 cycles=8'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb stop insns=5 cycles=9\n",
+       "line 5: gdb stops must come in the order of the run, each after the last: 'gdb stop "
+       "insns=5 cycles=9'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb reg cpu=1 name=rax bytes=01\n",
+       "line 5: no CPU 1 (the machine has 1): 'gdb reg cpu=1 name=rax bytes=01'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb mem cpu=0 la=0x1000 bytes=0\n",
+       "line 5: bytes= must be 1 to 16384 bytes in hex: 'gdb mem cpu=0 la=0x1000 bytes=0'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb mem cpu=0 la=0xffffffffffffffff bytes=0102\n",
+       "line 5: the memory range wraps around: 'gdb mem cpu=0 la=0xffffffffffffffff "
+       "bytes=0102'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb poke cpu=0\n",
+       "line 5: expected 'gdb reg cpu=N name=REG bytes=HEX', 'gdb regs cpu=N bytes=HEX' or "
+       "'gdb mem cpu=N la=ADDR bytes=HEX': 'gdb poke cpu=0'"},
+      {Head + "gdb stop insns=5 cycles=9\ngdb regs cpu=0 bytes=00\nend events=1\n",
+       "line 6: the end line counts 1 events, the log holds 2: 'end events=1'"},
   };
   for (const Case &C : Cases) {
     InputLog L;
@@ -294,6 +321,13 @@ TEST(InputLogParse, TextRoundTripsAndMutationsNeverCrash) {
   L.Events = {{2, 0, 86806, InputEvent::Kind::Byte, 0x61},
               {2, 7, 999999999999, InputEvent::Kind::Byte, 0xff},
               {2, 8, 1000086805, InputEvent::Kind::End, 0}};
+  GdbStopPoint P;
+  P.Retired = 5000;
+  P.Cycles = {10, 20, 30, 40};
+  P.Writes = {{GdbWrite::Kind::Register, 3, "rdi", 0, std::string("\x5a\0\0\0\0\0\0\0", 8)},
+              {GdbWrite::Kind::Memory, 1, "", 0x10a2c0, "X"},
+              {GdbWrite::Kind::AllRegisters, 0, "", 0, std::string(8, '\xff')}};
+  L.Gdb = {P};
   const std::string Text = L.text();
   EXPECT_EQ(Text, "vmxsim-input-log 1\n"
                   "machine image-crc=1234abcd cpus=4\n"
@@ -301,13 +335,19 @@ TEST(InputLogParse, TextRoundTripsAndMutationsNeverCrash) {
                   "serial com2 poll=0 cycle=86806 byte=0x61\n"
                   "serial com2 poll=7 cycle=999999999999 byte=0xff\n"
                   "serial com2 poll=8 cycle=1000086805 end\n"
-                  "end events=3\n");
+                  "gdb stop insns=5000 cycles=10,20,30,40\n"
+                  "gdb reg cpu=3 name=rdi bytes=5a00000000000000\n"
+                  "gdb mem cpu=1 la=0x10a2c0 bytes=58\n"
+                  "gdb regs cpu=0 bytes=ffffffffffffffff\n"
+                  "end events=7\n");
   InputLog Back;
   ASSERT_FALSE(InputLog::parse(Text, Back));
   EXPECT_EQ(Back.ImageCrc, L.ImageCrc);
   EXPECT_EQ(Back.NumCpus, L.NumCpus);
   EXPECT_EQ(Back.Ports, L.Ports);
   EXPECT_EQ(Back.Events, L.Events);
+  EXPECT_EQ(Back.Gdb, L.Gdb);
+  EXPECT_EQ(Back.Gdb.at(0).Writes.at(1).Line, 9u);
   // Deterministic mutations: byte flips, cuts, insertions. Each parses or is one line.
   std::mt19937_64 Rng(18);
   unsigned Good = 0, Bad = 0;
