@@ -412,6 +412,70 @@ void sumBlockCosts(Block &B) {
   for (unsigned K = B.NumInsns; K-- > 0;)
     B.Insns[K].CostToEnd = Sum = uint16_t(Sum + B.Insns[K].Cost);
 }
+
+// Page-crossing instructions are never cached as blocks (their bytes live in two frames,
+// and the block cache tracks one), so each execution decoded one twice: once up to the
+// page end (NeedMore), once whole from both pages. The Linux kit's decompressor runs one
+// such instruction every 350 instructions: two Zydis decodes each (about 2,100 host
+// instructions) and a refill of its block slot that broke every block link.
+//
+// decodeBytes is a pure function of its bytes, their count and the mode, so its answers
+// for the last crossing instructions are remembered by exactly those: the bytes before
+// the page end that made it say NeedMore, and the whole instruction's bytes with its
+// decoded form, kept as an uncached one-instruction block (Key 0, like the scratch
+// block). A match gives what decodeBytes would return; everything else in the crossing
+// path (both fetches through the TLBs with their faults, the CS limit check) runs as
+// before. Only the block cache differs: the slot at the instruction's address is no
+// longer emptied and the block links stay (the run loop never links an uncached block),
+// which nothing the guest sees depends on (a block's presence in the cache is invisible;
+// the lines marked as code are not touched by either path). Per host thread, since it
+// depends on nothing but the bytes; a processor runs the block it returns before any
+// other decodes.
+struct CrossingMemo {
+  uint8_t Mode;  ///< CodeMode + 1; 0: empty
+  uint8_t Head;  ///< bytes before the page end, for which decodeBytes said NeedMore
+  uint8_t Total; ///< bytes the whole decode was shown
+  uint8_t Bytes[15];
+  Block One; ///< the decoded instruction as an uncached block
+};
+inline constexpr unsigned kCrossingMemos = 4;
+thread_local CrossingMemo Crossing[kCrossingMemos];
+
+CrossingMemo &crossingMemo(uint64_t Pa) { return Crossing[(Pa >> 12) & (kCrossingMemos - 1)]; }
+bool crossingHeadMatches(const CrossingMemo &M, CodeMode Mode, const uint8_t *Head,
+                         unsigned N) {
+  return M.Mode == uint8_t(Mode) + 1 && M.Head == N && std::memcmp(M.Bytes, Head, N) == 0;
+}
+
+// A page-crossing instruction at La (machine-physical Pa) whose Avail bytes up to the
+// page end are in Buf and made decodeBytes say NeedMore: fetch the rest from the next
+// page (which may fault) and run it as an uncached one-instruction block.
+Status decodeCrossing(Cpu &C, uint64_t La, bool Is64, uint64_t LimitLeft, uint8_t *Buf,
+                      unsigned Avail, uint64_t Pa, Block *&Out) {
+  const CodeMode Mode = CodeMode(C.DecodeMode);
+  unsigned Got2;
+  Hpa Pa2;
+  VMX_TRY(fetchCode(C, (La + Avail) & (Is64 ? ~uint64_t(0) : 0xffffffffull), Buf + Avail,
+                    15 - Avail, Got2, Pa2));
+  const unsigned Total = unsigned(std::min<uint64_t>(Avail + Got2, LimitLeft));
+  CrossingMemo &M = crossingMemo(Pa);
+  if (!crossingHeadMatches(M, Mode, Buf, Avail) || M.Total != Total ||
+      std::memcmp(M.Bytes + Avail, Buf + Avail, Total - Avail) != 0) {
+    M.Mode = 0;
+    Block &One = M.One;
+    One.Key = 0; // never valid: not cached
+    One.NumInsns = 1;
+    if (decodeBytes(Buf, Total, Mode, One.Insns[0]) == DecodeResult::NeedMore)
+      return C.raiseGp(0);
+    sumBlockCosts(One);
+    M.Mode = uint8_t(uint8_t(Mode) + 1);
+    M.Head = uint8_t(Avail);
+    M.Total = uint8_t(Total);
+    std::memcpy(M.Bytes, Buf, Total);
+  }
+  Out = &M.One; // what decodeBytes(Buf, Total, Mode) made of these bytes
+  return Status::Ok;
+}
 } // namespace
 
 Status decodeBlock(Cpu &C, Block *&Out) {
@@ -434,6 +498,18 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   VMX_TRY(fetchCode(C, La, Buf, 16, Got, Fetched));
   const uint64_t Pa = Fetched.value();
   const uint64_t Pfn = Pa >> 12;
+
+  // The first instruction crosses the page end with these bytes before it (above): the
+  // main loop below would find NeedMore at once, so go straight to the crossing path.
+  // 64-bit code only: there the slot at Pa cannot hold a current block (it would have
+  // been decoded from the same bytes up to the page end, which its last line covers, and
+  // decodeBytes would have said NeedMore), so skipping blockAt's lookup changes nothing;
+  // with a CS limit, a block decoded under another limit could.
+  const unsigned ToPageEnd = unsigned(kPageSize - (Pa & 0xfff));
+  if (Is64 && ToPageEnd < 15 && Got == ToPageEnd &&
+      crossingHeadMatches(crossingMemo(Pa), Mode, Buf, ToPageEnd) &&
+      C.Mem.ramPointer(Hpa(Pa & kPageMask))) [[unlikely]]
+    return decodeCrossing(C, La, Is64, LimitLeft, Buf, ToPageEnd, Pa, Out);
 
   Block &B = C.Mmu.blockAt(Pa);
   if (B.Pa == Pa && B.Key == C.Mmu.blockKey(C.DecodeMode)) {
@@ -494,19 +570,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       // Page-crossing instruction: fetch the rest from the next page (which may fault)
       // and run it from the uncached scratch block.
       std::memcpy(Buf, Page + Off, Avail);
-      unsigned Got2;
-      Hpa Pa2;
-      VMX_TRY(fetchCode(C, (La + Avail) & (Is64 ? ~uint64_t(0) : 0xffffffffull),
-                        Buf + Avail, 15 - Avail, Got2, Pa2));
-      Block &Scratch = C.Mmu.scratchBlock();
-      Scratch.Key = 0; // never valid: not cached
-      Scratch.NumInsns = 1;
-      unsigned Total = unsigned(std::min<uint64_t>(Avail + Got2, LimitLeft));
-      if (decodeBytes(Buf, Total, Mode, Scratch.Insns[0]) == DecodeResult::NeedMore)
-        return C.raiseGp(0);
-      sumBlockCosts(Scratch);
-      Out = &Scratch;
-      return Status::Ok;
+      return decodeCrossing(C, La, Is64, LimitLeft, Buf, Avail, Pa, Out);
     }
     ++B.NumInsns;
     Off += I.Len;

@@ -39,11 +39,12 @@ template <typename T> inline void setReg(Cpu &C, uint8_t R, T V) {
   }
 }
 
-/// Reads operand K (register Reg[K], or the memory operand when IsMem).
-template <typename T, bool IsMem, unsigned K = 0>
+/// Reads operand K (register Reg[K], or the memory operand when IsMem; Flat: a flat
+/// 64-bit one, cpu/memory.h).
+template <typename T, bool IsMem, unsigned K = 0, bool Flat = false>
 inline Status readOp(Cpu &C, const DecodedInsn &I, T &V) {
   if constexpr (IsMem) {
-    return readMem(C, SegReg(I.Seg), effectiveAddress(C, I), V);
+    return readMemOp<Flat>(C, I, V);
   } else {
     V = getReg<T>(C, I.Reg[K]);
     return Status::Ok;
@@ -270,6 +271,10 @@ inline Status next64(Cpu &C, const DecodedInsn &I) {
   return Status::Ok;
 }
 inline uint64_t nextRip64(const Cpu &C, const DecodedInsn &I) { return C.S.Rip + I.Len; }
+/// next64 for the handlers of flat 64-bit operands (64-bit mode only), else next.
+template <bool Flat> inline Status nextOp(Cpu &C, const DecodedInsn &I) {
+  return Flat ? next64(C, I) : next(C, I);
+}
 inline uint64_t nextRip(const Cpu &C, const DecodedInsn &I) {
   return (C.S.Rip + I.Len) & C.RipMask;
 }

@@ -56,7 +56,9 @@ template <AluOp Op, typename T> inline T alu(Cpu &C, T A, T B) {
   return R;
 }
 
-template <typename T, AluOp Op, Form F> Status execAlu(Cpu &C, const DecodedInsn &I) {
+// Flat: a flat 64-bit memory operand (cpu/memory.h, flat64Operand).
+template <typename T, AluOp Op, Form F, bool Flat = false>
+Status execAlu(Cpu &C, const DecodedInsn &I) {
   if constexpr (F == Form::RR || F == Form::RI || F == Form::RM) {
     T A = getReg<T>(C, I.Reg[0]);
     T B;
@@ -65,27 +67,26 @@ template <typename T, AluOp Op, Form F> Status execAlu(Cpu &C, const DecodedInsn
     else if constexpr (F == Form::RI)
       B = T(I.Imm);
     else
-      VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), B));
+      VMX_TRY(readMemOp<Flat>(C, I, B));
     T R = alu<Op, T>(C, A, B);
     if constexpr (kWritesDest<Op>)
       setReg<T>(C, I.Reg[0], R);
   } else {
     T B = F == Form::MR ? getReg<T>(C, I.Reg[1]) : T(I.Imm);
-    uint64_t Ea = effectiveAddress(C, I);
     if constexpr (kWritesDest<Op>) {
       RmwRef Ref;
-      VMX_TRY(mapRmw<T>(C, SegReg(I.Seg), Ea, Ref));
+      VMX_TRY((mapRmwOp<Flat, T>(C, I, Ref)));
       T A;
       VMX_TRY(rmwRead(C, Ref, A));
       T R = alu<Op, T>(C, A, B);
       VMX_TRY(rmwWrite(C, Ref, R));
     } else {
       T A;
-      VMX_TRY(readMem(C, SegReg(I.Seg), Ea, A));
+      VMX_TRY(readMemOp<Flat>(C, I, A));
       (void)alu<Op, T>(C, A, B);
     }
   }
-  return next(C, I);
+  return nextOp<Flat>(C, I);
 }
 
 template <AluOp Op> bool bindAluOp(const DecodeInfo &D, DecodedInsn &I) {
@@ -103,12 +104,22 @@ template <AluOp Op> bool bindAluOp(const DecodeInfo &D, DecodedInsn &I) {
                                        : Form::RM;
   else
     F = Src.Kind == OperandKind::Imm ? Form::MI : Form::MR;
+  const bool Flat = flat64Operand(D.Mode, I); // only asked of the memory forms
   switch (F) {
   case Form::RR: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RR); break;
-  case Form::RM: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RM); break;
-  case Form::MR: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::MR); break;
+  case Form::RM:
+    I.Fn = Flat ? VMX_BY_SIZE(Size, execAlu, Op, Form::RM, true)
+                : VMX_BY_SIZE(Size, execAlu, Op, Form::RM);
+    break;
+  case Form::MR:
+    I.Fn = Flat ? VMX_BY_SIZE(Size, execAlu, Op, Form::MR, true)
+                : VMX_BY_SIZE(Size, execAlu, Op, Form::MR);
+    break;
   case Form::RI: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::RI); break;
-  case Form::MI: I.Fn = VMX_BY_SIZE(Size, execAlu, Op, Form::MI); break;
+  case Form::MI:
+    I.Fn = Flat ? VMX_BY_SIZE(Size, execAlu, Op, Form::MI, true)
+                : VMX_BY_SIZE(Size, execAlu, Op, Form::MI);
+    break;
   }
   I.Cost = costOf(F == Form::RR || F == Form::RI ? CostClass::Simple : CostClass::Memory);
   return true;
@@ -195,7 +206,10 @@ template <typename T> JitForm aluFormSized(Handler Fn) {
   Try(&execAlu<T, AluOp::Name, Form::RI>, JitOp::Name, JitShape::RegImm);                \
   Try(&execAlu<T, AluOp::Name, Form::RM>, JitOp::Name, JitShape::Mem);                   \
   Try(&execAlu<T, AluOp::Name, Form::MR>, JitOp::Name, JitShape::Mem);                   \
-  Try(&execAlu<T, AluOp::Name, Form::MI>, JitOp::Name, JitShape::Mem);
+  Try(&execAlu<T, AluOp::Name, Form::MI>, JitOp::Name, JitShape::Mem);                   \
+  Try(&execAlu<T, AluOp::Name, Form::RM, true>, JitOp::Name, JitShape::Mem);             \
+  Try(&execAlu<T, AluOp::Name, Form::MR, true>, JitOp::Name, JitShape::Mem);             \
+  Try(&execAlu<T, AluOp::Name, Form::MI, true>, JitOp::Name, JitShape::Mem);
   VMX_JIT_ALU(Add) VMX_JIT_ALU(Or) VMX_JIT_ALU(Adc) VMX_JIT_ALU(Sbb) VMX_JIT_ALU(And)
   VMX_JIT_ALU(Sub) VMX_JIT_ALU(Xor) VMX_JIT_ALU(Cmp) VMX_JIT_ALU(Test)
 #undef VMX_JIT_ALU

@@ -10,26 +10,27 @@ namespace {
 
 enum class Form : uint8_t { RR, RM, MR, RI, MI };
 
-template <typename T, Form F> Status execMov(Cpu &C, const DecodedInsn &I) {
+// Flat: a flat 64-bit memory operand (cpu/memory.h, flat64Operand).
+template <typename T, Form F, bool Flat = false> Status execMov(Cpu &C, const DecodedInsn &I) {
   if constexpr (F == Form::RR) {
     setReg<T>(C, I.Reg[0], getReg<T>(C, I.Reg[1]));
   } else if constexpr (F == Form::RI) {
     setReg<T>(C, I.Reg[0], T(I.Imm));
   } else if constexpr (F == Form::RM) {
     T V;
-    VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), V));
+    VMX_TRY(readMemOp<Flat>(C, I, V));
     setReg<T>(C, I.Reg[0], V);
   } else if constexpr (F == Form::MR) {
-    VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), getReg<T>(C, I.Reg[1])));
+    VMX_TRY(writeMemOp<Flat>(C, I, getReg<T>(C, I.Reg[1])));
   } else {
-    VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), T(I.Imm)));
+    VMX_TRY(writeMemOp<Flat>(C, I, T(I.Imm)));
   }
-  return next(C, I);
+  return nextOp<Flat>(C, I);
 }
 
-template <typename T> Status execLea(Cpu &C, const DecodedInsn &I) {
-  setReg<T>(C, I.Reg[0], T(effectiveAddress(C, I)));
-  return next(C, I);
+template <typename T, bool Flat = false> Status execLea(Cpu &C, const DecodedInsn &I) {
+  setReg<T>(C, I.Reg[0], T(Flat ? flat64Address(C, I) : effectiveAddress(C, I)));
+  return nextOp<Flat>(C, I);
 }
 
 template <typename T, bool IsMem>
@@ -108,15 +109,15 @@ template <typename T, bool IsMem> Status execCmov(Cpu &C, const DecodedInsn &I) 
 }
 
 // MOVZX / MOVSX / MOVSXD (SDM Vol. 2B): Src is extended to Dst.
-template <typename Dst, typename Src, bool Signed, bool IsMem>
+template <typename Dst, typename Src, bool Signed, bool IsMem, bool Flat = false>
 Status execMovExt(Cpu &C, const DecodedInsn &I) {
   Src V;
-  VMX_TRY((readOp<Src, IsMem, 1>(C, I, V)));
+  VMX_TRY((readOp<Src, IsMem, 1, Flat>(C, I, V)));
   if constexpr (Signed)
     setReg<Dst>(C, I.Reg[0], Dst(std::make_signed_t<Dst>(std::make_signed_t<Src>(V))));
   else
     setReg<Dst>(C, I.Reg[0], Dst(V));
-  return next(C, I);
+  return nextOp<Flat>(C, I);
 }
 
 // CBW/CWDE/CDQE (SDM Vol. 2A): sign-extends the low half of the accumulator into it.
@@ -175,16 +176,21 @@ bool bindMov(const DecodeInfo &D, DecodedInsn &I) {
     return bindMovSystem(D, I);
   copyOperandRegs(D, I);
   unsigned Size = Dst.SizeBytes;
+  const bool Flat = I.hasMem() && flat64Operand(D.Mode, I);
   if (Dst.Kind == OperandKind::Reg) {
     if (Src.Kind == OperandKind::Reg)
       I.Fn = VMX_BY_SIZE(Size, execMov, Form::RR);
     else if (Src.Kind == OperandKind::Imm)
       I.Fn = VMX_BY_SIZE(Size, execMov, Form::RI);
     else
-      I.Fn = VMX_BY_SIZE(Size, execMov, Form::RM);
+      I.Fn = Flat ? VMX_BY_SIZE(Size, execMov, Form::RM, true)
+                  : VMX_BY_SIZE(Size, execMov, Form::RM);
+  } else if (Src.Kind == OperandKind::Imm) {
+    I.Fn = Flat ? VMX_BY_SIZE(Size, execMov, Form::MI, true)
+                : VMX_BY_SIZE(Size, execMov, Form::MI);
   } else {
-    I.Fn = Src.Kind == OperandKind::Imm ? VMX_BY_SIZE(Size, execMov, Form::MI)
-                                        : VMX_BY_SIZE(Size, execMov, Form::MR);
+    I.Fn = Flat ? VMX_BY_SIZE(Size, execMov, Form::MR, true)
+                : VMX_BY_SIZE(Size, execMov, Form::MR);
   }
   I.Cost = costOf(I.hasMem() ? CostClass::Memory : CostClass::Simple);
   return true;
@@ -194,8 +200,10 @@ bool bindLea(const DecodeInfo &D, DecodedInsn &I) {
   if (D.Ops[1].Kind != OperandKind::Mem)
     return false;
   copyOperandRegs(D, I);
+  const bool Flat = flat64Operand(D.Mode, I);
   I.Flags &= ~insnflag::HasMem; // LEA computes an address; it does not access memory
-  I.Fn = VMX_BY_SIZE(D.Ops[0].SizeBytes, execLea);
+  I.Fn = Flat ? VMX_BY_SIZE(D.Ops[0].SizeBytes, execLea, true)
+              : VMX_BY_SIZE(D.Ops[0].SizeBytes, execLea);
   I.Cost = costOf(CostClass::Simple);
   return true;
 }
@@ -258,16 +266,19 @@ bool bindCmovcc(const DecodeInfo &D, DecodedInsn &I) {
   return true;
 }
 
-template <typename Dst, bool Signed> static Handler pickMovExt(unsigned SrcSize, bool Mem) {
+template <typename Dst, typename Src, bool Signed>
+static Handler pickMovExtFrom(bool Mem, bool Flat) {
+  return !Mem ? &execMovExt<Dst, Src, Signed, false>
+         : Flat ? &execMovExt<Dst, Src, Signed, true, true>
+                : &execMovExt<Dst, Src, Signed, true>;
+}
+template <typename Dst, bool Signed>
+static Handler pickMovExt(unsigned SrcSize, bool Mem, bool Flat) {
   switch (SrcSize) {
-  case 1:
-    return Mem ? &execMovExt<Dst, uint8_t, Signed, true> : &execMovExt<Dst, uint8_t, Signed, false>;
-  case 2:
-    return Mem ? &execMovExt<Dst, uint16_t, Signed, true> : &execMovExt<Dst, uint16_t, Signed, false>;
-  case 4:
-    return Mem ? &execMovExt<Dst, uint32_t, Signed, true> : &execMovExt<Dst, uint32_t, Signed, false>;
-  default:
-    return Mem ? &execMovExt<Dst, uint64_t, Signed, true> : &execMovExt<Dst, uint64_t, Signed, false>;
+  case 1: return pickMovExtFrom<Dst, uint8_t, Signed>(Mem, Flat);
+  case 2: return pickMovExtFrom<Dst, uint16_t, Signed>(Mem, Flat);
+  case 4: return pickMovExtFrom<Dst, uint32_t, Signed>(Mem, Flat);
+  default: return pickMovExtFrom<Dst, uint64_t, Signed>(Mem, Flat);
   }
 }
 
@@ -276,11 +287,12 @@ template <bool Signed> static bool bindMovExt(const DecodeInfo &D, DecodedInsn &
     return false;
   copyOperandRegs(D, I);
   const bool Mem = D.Ops[1].Kind == OperandKind::Mem;
+  const bool Flat = Mem && flat64Operand(D.Mode, I);
   const unsigned Src = D.Ops[1].SizeBytes;
   switch (D.Ops[0].SizeBytes) {
-  case 2: I.Fn = pickMovExt<uint16_t, Signed>(Src, Mem); break;
-  case 4: I.Fn = pickMovExt<uint32_t, Signed>(Src, Mem); break;
-  case 8: I.Fn = pickMovExt<uint64_t, Signed>(Src, Mem); break;
+  case 2: I.Fn = pickMovExt<uint16_t, Signed>(Src, Mem, Flat); break;
+  case 4: I.Fn = pickMovExt<uint32_t, Signed>(Src, Mem, Flat); break;
+  case 8: I.Fn = pickMovExt<uint64_t, Signed>(Src, Mem, Flat); break;
   default: return false;
   }
   I.Cost = costOf(Mem ? CostClass::Memory : CostClass::Simple);
@@ -338,8 +350,12 @@ template <typename T> JitForm dataFormSized(Handler Fn) {
   Try(&execMov<T, Form::RM>, JitOp::Mov, JitShape::Mem);
   Try(&execMov<T, Form::MR>, JitOp::Mov, JitShape::Mem);
   Try(&execMov<T, Form::MI>, JitOp::Mov, JitShape::Mem);
+  Try(&execMov<T, Form::RM, true>, JitOp::Mov, JitShape::Mem);
+  Try(&execMov<T, Form::MR, true>, JitOp::Mov, JitShape::Mem);
+  Try(&execMov<T, Form::MI, true>, JitOp::Mov, JitShape::Mem);
   if constexpr (N >= 2) {
     Try(&execLea<T>, JitOp::Lea, JitShape::Reg);
+    Try(&execLea<T, true>, JitOp::Lea, JitShape::Reg);
     Try(&execPush<T, false>, JitOp::Push, JitShape::Mem);
     Try(&execPush<T, true>, JitOp::Push, JitShape::Mem);
     Try(&execPushImm<T>, JitOp::Push, JitShape::Mem);
@@ -352,6 +368,8 @@ template <typename T> JitForm dataFormSized(Handler Fn) {
       Try(&execMovExt<T, S, true, false>, JitOp::MovSx, JitShape::RegReg, M);
       Try(&execMovExt<T, S, false, true>, JitOp::MovZx, JitShape::Mem, M);
       Try(&execMovExt<T, S, true, true>, JitOp::MovSx, JitShape::Mem, M);
+      Try(&execMovExt<T, S, false, true, true>, JitOp::MovZx, JitShape::Mem, M);
+      Try(&execMovExt<T, S, true, true, true>, JitOp::MovSx, JitShape::Mem, M);
     };
     Ext(uint8_t{});
     Ext(uint16_t{});

@@ -2,6 +2,7 @@
 // then the walkers on a miss. The TLB hit is the hot path: one compare and a memcpy.
 #pragma once
 #include "cpu/cpu.h"
+#include "cpu/decode_info.h"
 #include "cpu/decoded_insn.h"
 
 #include <cstring>
@@ -172,6 +173,58 @@ template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T
   return writeMemFull(C, Seg, Off, V);
 }
 
+// Flat 64-bit operands. In 64-bit mode with a 64-bit address size, an operand with a
+// general register as base (not RIP) in ES, CS, SS or DS (whose bases are 0 there: SDM
+// Vol. 3A, "Segmentation in IA-32e Mode") has as linear address the plain sum of base,
+// scaled index and displacement. The decoder binds such operands to handler
+// instantiations that compute it without the tests of effectiveAddress and readMem (RIP,
+// no base, address size, mode, FS/GS). Blocks are decoded and looked up in one mode and
+// every mode change ends the block, so those handlers only run in 64-bit mode. Their
+// accesses are readMem's, writeMem's and mapRmw's: the same TLB-hit test with RFLAGS.AC
+// clear, and on anything else the same full path (readMemFull, writeMemFull, mapRmw)
+// with the same offset, which there is the linear address.
+inline bool flat64Operand(CodeMode Mode, const DecodedInsn &I) {
+  return Mode == CodeMode::Long64 && I.AddrSize == 8 && I.Base < 16 &&
+         SegReg(I.Seg) < SegReg::FS;
+}
+inline uint64_t flat64Address(const Cpu &C, const DecodedInsn &I) {
+  uint64_t A = C.S.Gpr[I.Base] + uint64_t(I.Disp);
+  if (I.Index != kRegNone)
+    A += C.S.Gpr[I.Index] << I.ScaleLog2;
+  return A;
+}
+/// The instruction's memory operand, read or written; Flat: a flat 64-bit operand.
+template <bool Flat, typename T> inline Status readMemOp(Cpu &C, const DecodedInsn &I, T &Out) {
+  if constexpr (Flat) {
+    const uint64_t La = flat64Address(C, I);
+    if (!(C.S.Rflags & rflags::AC)) [[likely]] {
+      const TlbEntry &E = C.Mmu.readSlot(Gla(La));
+      if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
+        std::memcpy(&Out, reinterpret_cast<const void *>(La + E.Addend), sizeof(T));
+        return Status::Ok;
+      }
+    }
+    return readMemFull(C, SegReg(I.Seg), La, Out);
+  } else {
+    return readMem(C, SegReg(I.Seg), effectiveAddress(C, I), Out);
+  }
+}
+template <bool Flat, typename T> inline Status writeMemOp(Cpu &C, const DecodedInsn &I, T V) {
+  if constexpr (Flat) {
+    const uint64_t La = flat64Address(C, I);
+    if (!(C.S.Rflags & rflags::AC)) [[likely]] {
+      const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
+      if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
+        std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
+        return Status::Ok;
+      }
+    }
+    return writeMemFull(C, SegReg(I.Seg), La, V);
+  } else {
+    return writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), V);
+  }
+}
+
 /// A read-modify-write operand: translated once for writing (so the access faults as a
 /// write before anything is read, as a locked RMW does on hardware), then read and
 /// written through the same mapping.
@@ -203,6 +256,23 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
     return Status::Ok;
   }
   return mapRmwSlow(C, R, sizeof(T));
+}
+/// mapRmw of the instruction's memory operand; Flat: a flat 64-bit operand (above).
+template <bool Flat, typename T>
+inline Status mapRmwOp(Cpu &C, const DecodedInsn &I, RmwRef &R) {
+  if constexpr (Flat) {
+    R.La = flat64Address(C, I);
+    if (!(C.S.Rflags & rflags::AC)) [[likely]] {
+      const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
+      if (tlbMaps<sizeof(T)>(C, E, R.La, false)) [[likely]] {
+        R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
+        return Status::Ok;
+      }
+    }
+    return mapRmw<T>(C, SegReg(I.Seg), R.La, R);
+  } else {
+    return mapRmw<T>(C, SegReg(I.Seg), effectiveAddress(C, I), R);
+  }
 }
 template <typename T> inline Status rmwRead(Cpu &C, const RmwRef &R, T &Out) {
   if (R.Host) [[likely]] {

@@ -92,6 +92,41 @@ TEST(InterruptAndExceptionHandling, LongModeNonCanonicalPushRaisesSsZero) {
   EXPECT_EQ(F.stack(4), 0x800000000008u);
 }
 
+// Flat 64-bit memory operands (cpu/memory.h, flat64Operand: a general-register base in
+// ES/CS/SS/DS) skip effectiveAddress's and segmentToLinear's tests on a TLB hit; a
+// non-canonical address never hits, and the full path raises what the SDM says (Vol. 3A,
+// "Limit Checking in 64-Bit Mode"): #SS(0) for an SS reference (base RBP), else #GP(0),
+// with the instruction not executed.
+TEST(InterruptAndExceptionHandling, LongModeNonCanonicalFlatOperandsFault) {
+  struct Case {
+    std::vector<uint8_t> Code;
+    uint8_t Vector;
+  };
+  const Case Cases[] = {
+      // mov rbp, 0x800000000000 ; mov rax, [rbp+8]
+      {{0x48, 0xbd, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x48, 0x8b, 0x45, 0x08}, vec::SS},
+      // mov rbx, 0x800000000000 ; mov rax, [rbx+rcx*8]
+      {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x48, 0x8b, 0x04, 0xcb}, vec::GP},
+      // mov rbx, 0x800000000000 ; add [rbx+rcx*8], eax
+      {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x01, 0x04, 0xcb}, vec::GP},
+      // mov rbx, 0x800000000000 ; mov byte [rbx], 1
+      {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0xc6, 0x03, 0x01}, vec::GP},
+      // mov rbx, 0x800000000000 ; movzx eax, word [rbx+0x10]
+      {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x0f, 0xb7, 0x43, 0x10}, vec::GP},
+  };
+  for (const Case &K : Cases) {
+    LongFixture F;
+    F.M.loadCode(K.Code);
+    gate64(F.M, kIdtBase + 16 * vec::SS, kSelCode64, kHandler + 16 * vec::SS, 0xe, 0, 1);
+    F.M.S.Gpr[RAX] = 0x1234;
+    EXPECT_EQ(F.M.run(), StopReason::Halted);
+    EXPECT_EQ(F.M.S.Rip, kHandler + 16 * K.Vector + 1);
+    EXPECT_EQ(F.stack(0), 0u);             // error code
+    EXPECT_EQ(F.stack(1), kCodeBase + 10); // the memory instruction
+    EXPECT_EQ(F.M.S.Gpr[RAX], 0x1234u);    // not loaded
+  }
+}
+
 // Near branches in 64-bit mode check their target for canonicality (SDM Vol. 2A, CALL,
 // RET, Jcc: #GP(0) "if the target offset is non-canonical"), before anything is pushed or
 // popped; a target that shares bits 63:47 with RIP skips the full check (cpu/exec.h,
