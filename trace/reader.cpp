@@ -177,6 +177,29 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
     return ScanBuf.data();
   };
   while (Off < End) {
+    // Fast: the records that lie whole in the buffer with room for the largest one after
+    // them (the buffer never runs past End, so each lies inside the window and the
+    // file). Anything else, and any record that fails a check, takes the path below.
+    for (const uint64_t Limit = BufOff + BufLen; Off >= BufOff &&
+                                                 Off + XT_MAX_RECORD_WORDS * 4 <= Limit;) {
+      const uint8_t *P = &ScanBuf[Off - BufOff];
+      const uint32_t Header = loadWord(P);
+      if (xt_header_event(Header) == XT_EV_TraceCpuChange)
+        break;
+      if (xt_header_has_tsc(Header)) {
+        const uint64_t Tsc = loadQuad(P + 4);
+        if (Tsc < LastTsc)
+          break;
+        LastTsc = Tsc;
+        if (!HaveFirst) {
+          FirstTsc = Tsc;
+          HaveFirst = true;
+        }
+      }
+      Off += uint64_t(xt_record_words(Header)) * 4;
+    }
+    if (Off >= End)
+      break;
     if (End - Off < 4)
       break; // the file ends inside a header word: reported below
     const uint8_t *P = Ensure(Off, 4);
@@ -592,6 +615,53 @@ const TraceRecord *TraceReader::nextMerged() {
     }
     return Take(*Best);
   }
+}
+
+const TraceRecord *TraceReader::nextRecordOf(uint16_t Cpu) {
+  if (!Src || Order != ReadOrder::Merged || Cpu >= Cursors.size())
+    return nullptr;
+  Cursor &C = Cursors[Cpu];
+  if (C.Exhausted)
+    return nullptr;
+  if (fetch(C, C.Head))
+    return &C.Head;
+  C.Exhausted = true;
+  return nullptr;
+}
+
+TraceRecord RawRecord::record(uint16_t Cpu) const {
+  if (Full)
+    return *Full;
+  TraceRecord R;
+  R.Offset = Offset;
+  R.Tsc = Tsc;
+  R.Event = Event;
+  R.Cpu = Cpu;
+  R.NumWords = NumWords;
+  R.HasTsc = HasTsc;
+  for (unsigned I = 0; I < NumWords && I < XT_MAX_WORDS; ++I)
+    R.Words[I] = word(I);
+  return R;
+}
+
+bool TraceReader::nextRawSlow(uint16_t Cpu, RawRecord &R) {
+  const TraceRecord *T = nextRecordOf(Cpu);
+  if (!T)
+    return false;
+  R.Offset = T->Offset;
+  R.Tsc = T->Tsc;
+  R.Event = T->Event;
+  R.NumWords = T->NumWords;
+  R.HasTsc = T->HasTsc;
+  R.Words = reinterpret_cast<const uint8_t *>(T->Words);
+  R.Full = T;
+  return true;
+}
+
+const std::vector<uint16_t> &TraceReader::allCpus() {
+  while (Src && !ScanDone)
+    scanWindow();
+  return KnownCpus;
 }
 
 const TraceRecord *TraceReader::nextRecord() {
