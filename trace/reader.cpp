@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,8 @@ void TraceReader::start(std::unique_ptr<ByteSource> S) {
   ScanLastTsc.assign(XT_MAX_CPUS, 0);
   ReadLastTsc.assign(XT_MAX_CPUS, 0);
   ScanBuf.assign(ChunkBytes, 0);
+  ScanHeldOff = 0;
+  ScanHeldLen = 0;
   Cursors.clear();
   Cursors.resize(Order == ReadOrder::Merged ? XT_MAX_CPUS : 1);
   KnownCpus.clear();
@@ -240,6 +243,8 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
     Off += RecBytes;
   }
   W.Bytes = uint32_t(Off - W.Data);
+  ScanHeldOff = BufOff;
+  ScanHeldLen = BufLen;
   if (!HasError && Off < WinEnd) {
     if (Off < End)
       fail(Off, fmt::format("file ends inside a record ({} of its bytes present) in the "
@@ -426,6 +431,18 @@ TraceReader::WindowStep TraceReader::nextWindow(Cursor &C, TraceRecord &R) {
   C.Pending.pop_front();
   C.Pos = C.Cur.Data;
   C.End = C.Cur.Data + C.Cur.Bytes;
+  // The scan has just read this window whole: the cursor takes its buffer (and gives
+  // the scan its own) instead of reading the bytes again.
+  if (Flavour == TraceFlavour::Modern && ScanHeldLen && C.Pos >= ScanHeldOff &&
+      C.End <= ScanHeldOff + ScanHeldLen &&
+      (C.Pos < C.BufOff || C.End > C.BufOff + C.BufLen)) {
+    std::swap(C.Buf, ScanBuf);
+    C.BufOff = ScanHeldOff;
+    C.BufLen = ScanHeldLen;
+    ScanHeldLen = 0;
+    if (ScanBuf.size() < ChunkBytes)
+      ScanBuf.resize(ChunkBytes);
+  }
   if (Order == ReadOrder::File && Flavour == TraceFlavour::Modern) {
     // The window header itself, as xentrace_format showed it.
     R = TraceRecord{};

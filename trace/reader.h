@@ -104,7 +104,10 @@ public:
   /// Records of one CPU's run that the merge treats as one window (xen-3.0 files).
   static constexpr uint32_t kXen30RunRecords = 4096;
 
-  explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 64 << 10);
+  /// ChunkBytes: the reads' size. The default holds a whole window of vmxsim's writers
+  /// (256 KiB buffers), so that a window the scan has just read is handed to its CPU's
+  /// cursor instead of being read again.
+  explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 256 << 10);
   ~TraceReader();
   TraceReader(const TraceReader &) = delete;
   TraceReader &operator=(const TraceReader &) = delete;
@@ -239,6 +242,10 @@ private:
   std::vector<uint64_t> ScanLastTsc, ReadLastTsc;
   std::vector<uint16_t> KnownCpus; ///< CPUs with windows (Merged), ascending
   std::vector<uint8_t> ScanBuf;
+  /// What ScanBuf holds after a modern window's scan: the file's bytes [ScanHeldOff,
+  /// ScanHeldOff + ScanHeldLen) (0 bytes once a cursor has taken the buffer).
+  uint64_t ScanHeldOff = 0;
+  size_t ScanHeldLen = 0;
   // Readers: one cursor per CPU (Merged) or cursor 0 for everything (File).
   std::vector<Cursor> Cursors;
   TraceRecord FileRecord; ///< File order: the record nextRecord() returned
