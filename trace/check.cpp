@@ -319,10 +319,12 @@ private:
       ++Res.GroundTruthRecords;
       if ((R.Full && R.Full->Flavour == TraceFlavour::Xen30) ||
           eventClass(R.Event) == XT_CLASS_Hvm) [[unlikely]] {
+        GtRecord G{};
+        G.set(R, N);
         wrongKind(fmt::format("the ground-truth file holds a hypervisor record ({} at offset "
                               "{:#x}): it is a hypervisor's trace, not vmxsim's ground truth "
                               "(the order is: trace check HV GT)",
-                              formatRecord(R.record(N), 0), R.Offset));
+                              formatRecord(R.Full ? *R.Full : G.record(), 0), R.Offset));
         return false;
       }
       // Records that belong to the CPU's held transition.

@@ -646,21 +646,6 @@ const TraceRecord *TraceReader::nextRecordOf(uint16_t Cpu) {
   return nullptr;
 }
 
-TraceRecord RawRecord::record(uint16_t Cpu) const {
-  if (Full)
-    return *Full;
-  TraceRecord R;
-  R.Offset = Offset;
-  R.Tsc = Tsc;
-  R.Event = Event;
-  R.Cpu = Cpu;
-  R.NumWords = NumWords;
-  R.HasTsc = HasTsc;
-  for (unsigned I = 0; I < NumWords && I < XT_MAX_WORDS; ++I)
-    R.Words[I] = word(I);
-  return R;
-}
-
 bool TraceReader::nextRawSlow(uint16_t Cpu, RawRecord &R) {
   const TraceRecord *T = nextRecordOf(Cpu);
   if (!T)

@@ -74,8 +74,6 @@ struct RawRecord {
     return V;
   }
   uint64_t quad(unsigned I) const { return uint64_t(word(I)) | uint64_t(word(I + 1)) << 32; }
-  /// The record as a TraceRecord of CPU Cpu (for messages).
-  TraceRecord record(uint16_t Cpu) const;
 };
 
 struct TraceError {
