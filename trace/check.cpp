@@ -50,6 +50,20 @@ struct GtRecord {
     std::memcpy(Words, R.Words, sizeof Words);
     return *this;
   }
+  /// Record R of CPU Cpu, into a fresh GtRecord (its words past NumWords are 0).
+  void set(const RawRecord &R, uint16_t OfCpu) {
+    Offset = R.Offset;
+    Tsc = R.Tsc;
+    Event = R.Event;
+    Cpu = OfCpu;
+    NumWords = R.NumWords;
+    HasTsc = R.HasTsc;
+    if (R.NumWords >= XT_MAX_WORDS) // a constant size: no call
+      std::memcpy(Words, R.Words, sizeof Words);
+    else
+      for (unsigned I = 0; I < R.NumWords; ++I)
+        Words[I] = R.word(I);
+  }
   TraceRecord record() const {
     TraceRecord R;
     R.Offset = Offset;
@@ -154,30 +168,53 @@ namespace {
 
 /// A FIFO of one CPU's ground-truth items in one growing array (a deque would allocate
 /// a node per item of this size). References stay valid until the next push_back.
+/// A transition is built in place at the back while the records that belong to it are
+/// read (hold): it is not in the queue (size, front, []) until release().
 class GtQueue {
 public:
-  bool empty() const { return Head == Items.size(); }
-  size_t size() const { return Items.size() - Head; }
+  bool empty() const { return Visible == 0; }
+  size_t size() const { return Visible; }
   GtEvent &front() { return Items[Head]; }
   GtEvent &operator[](size_t I) { return Items[Head + I]; }
-  void push_back(const GtEvent &E) { Items.push_back(E); }
   /// A new item at the back, built in place (no copy of a whole GtEvent).
-  GtEvent &emplace_back() { return Items.emplace_back(); }
+  GtEvent &emplace_back() {
+    ++Visible;
+    ++Count;
+    return Items.emplace_back();
+  }
+  /// A new held item at the back (none may be held already).
+  GtEvent &hold() {
+    HeldBack = true;
+    ++Count;
+    return Items.emplace_back();
+  }
+  GtEvent *held() { return HeldBack ? &Items.back() : nullptr; }
+  /// Queues the held item; false when there is none.
+  bool release() {
+    if (!HeldBack)
+      return false;
+    HeldBack = false;
+    ++Visible;
+    return true;
+  }
   void pop_front() {
-    if (++Head == Items.size()) {
+    --Visible;
+    if (++Head == Count) {
       Items.clear();
-      Head = 0;
-    } else if (Head >= 4096 && Head * 2 >= Items.size()) {
+      Head = Count = 0;
+    } else if (Head >= 4096 && Head * 2 >= Count) {
       Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
+      Count -= Head;
       Head = 0;
     }
   }
-  auto begin() const { return Items.begin() + std::ptrdiff_t(Head); }
-  auto end() const { return Items.end(); }
 
 private:
   std::vector<GtEvent> Items;
-  size_t Head = 0;
+  /// Items.size() (kept here: the vector's own is a division by the item size), the
+  /// first queued item, the queued items (the held one not counted).
+  size_t Count = 0, Head = 0, Visible = 0;
+  bool HeldBack = false;
 };
 
 class Checker {
@@ -253,7 +290,6 @@ private:
       Pending.resize(N + 1);
       LastExit.resize(N + 1);
       LastEntryFailed.resize(N + 1);
-      Held.resize(N + 1);
       Window.resize(N + 1);
       Promised.resize(N + 1, -1);
       for (size_t I = Old; I < Cpus.size(); ++I)
@@ -268,126 +304,141 @@ private:
     return Slots[Owner];
   }
 
-  /// Queues CPU N's held transition (its attachments are complete).
-  bool flushHeld(uint16_t N) {
-    if (N >= Held.size() || !Held[N])
-      return false;
-    Pending[N].push_back(*Held[N]);
-    Held[N].reset();
-    return true;
-  }
-
-  /// A transition read from the ground truth is held until the records that belong to
-  /// it (GT_VMEXIT_EVENT, GT_VMEXIT_ADDR, GT_VMEXIT_REGS, and with slot watching GT_GPR
-  /// and GT_ACTIVITY: untimed, right after it on its CPU) have been read.
-  void hold(uint16_t N, const GtEvent &E) { Held[N] = E; }
-
-  /// Reads the ground truth until an item of any CPU is queued; false at its end. A
-  /// transition is queued once the records that belong to it (GT_VMEXIT_EVENT, GT_GPR:
-  /// untimed, right after it on its CPU) have been read.
-  bool readGt() {
-    while (const TraceRecord *P = Gt.nextRecord()) {
-      const TraceRecord &R = *P;
+  /// Reads CPU N's ground truth until an item of it is queued; false at its end. A
+  /// transition is held (GtQueue::hold) until the records that belong to it
+  /// (GT_VMEXIT_EVENT, GT_VMEXIT_ADDR, GT_VMEXIT_REGS, GT_VMENTRY_REGS, and with slot
+  /// watching GT_GPR and GT_ACTIVITY: untimed, right after it on its CPU) have been read.
+  /// The ground truth is read CPU by CPU, each record's words where the reader holds them
+  /// (TraceReader::nextRawOf): the check pairs per CPU, so no merge across CPUs and no
+  /// copy of a record before its item is built.
+  bool readGt(uint16_t N) {
+    cpu(N);
+    GtQueue &Q = Pending[N];
+    RawRecord R;
+    while (Gt.nextRawOf(N, R)) {
       ++Res.GroundTruthRecords;
-      if (R.Flavour == TraceFlavour::Xen30 || eventClass(R.Event) == XT_CLASS_Hvm) {
+      if ((R.Full && R.Full->Flavour == TraceFlavour::Xen30) ||
+          eventClass(R.Event) == XT_CLASS_Hvm) [[unlikely]] {
+        GtRecord G{};
+        G.set(R, N);
         wrongKind(fmt::format("the ground-truth file holds a hypervisor record ({} at offset "
                               "{:#x}): it is a hypervisor's trace, not vmxsim's ground truth "
                               "(the order is: trace check HV GT)",
-                              formatRecord(R, 0), R.Offset));
+                              formatRecord(R.Full ? *R.Full : G.record(), 0), R.Offset));
         return false;
       }
-      cpu(R.Cpu);
       // Records that belong to the CPU's held transition.
-      if (Held[R.Cpu] && R.Event == XT_EV_GtVmExitEvent && R.NumWords >= 2) {
-        Held[R.Cpu]->IntrInfo = R.Words[0];
-        Held[R.Cpu]->IntrErr = R.Words[1];
-        continue;
+      if (GtEvent *H = Q.held()) {
+        switch (R.Event) {
+        case XT_EV_GtVmExitEvent:
+          if (R.NumWords < 2)
+            break;
+          H->IntrInfo = R.word(0);
+          H->IntrErr = R.word(1);
+          continue;
+        case XT_EV_GtVmExitRegs:
+        case XT_EV_GtVmEntryRegs:
+          // GT_VMEXIT_REGS: RAX, RCX, RDX at the exit: the operands Xen's handler records
+          // carry (CPUID leaf, MSR index, OUT data). GT_VMENTRY_REGS: the same three at
+          // the entry (with slot watching).
+          if (R.NumWords < 6)
+            break;
+          for (unsigned I = 0; I < 3; ++I)
+            H->Gpr[I] = R.quad(2 * I);
+          H->GprMask |= 7;
+          continue;
+        case XT_EV_GtVmExitAddr:
+          if (R.NumWords >= 5 && (R.word(0) & 2)) // bit 1: the guest-physical address is valid
+            H->Gpa = R.quad(3);
+          continue;
+        case XT_EV_GtActivity:
+          if (R.NumWords < 2)
+            break;
+          H->Activity = R.word(1);
+          H->HasActivity = true;
+          continue;
+        case XT_EV_GtGpr: {
+          if (R.NumWords < 4)
+            break;
+          const unsigned Reg = R.word(1) & 15;
+          if (Reg >= 4)
+            H->ExtraReg = uint8_t(Reg);
+          H->Gpr[Reg < 4 ? Reg : 4] = R.quad(2);
+          H->GprMask |= 1u << Reg;
+          continue;
+        }
+        default:
+          break;
+        }
       }
-      // GT_VMEXIT_REGS: RAX, RCX, RDX at the exit (GT_GPR, with slot watching, repeats
-      // them): the operands Xen's handler records carry (CPUID leaf, MSR index, OUT data).
-      // GT_VMENTRY_REGS: the same three at the entry (with slot watching).
-      if (Held[R.Cpu] && (R.Event == XT_EV_GtVmExitRegs || R.Event == XT_EV_GtVmEntryRegs) &&
-          R.NumWords >= 6) {
-        GtEvent &H = *Held[R.Cpu];
-        for (unsigned I = 0; I < 3; ++I)
-          H.Gpr[I] = word64(R, 2 * I);
-        H.GprMask |= 7;
-        continue;
-      }
-      if (Held[R.Cpu] && R.Event == XT_EV_GtVmExitAddr && R.NumWords >= 5) {
-        if (R.Words[0] & 2) // bit 1: the guest-physical address is valid
-          Held[R.Cpu]->Gpa = word64(R, 3);
-        continue;
-      }
-      if (Held[R.Cpu] && R.Event == XT_EV_GtVmExitAddr)
-        continue;
-      if (Held[R.Cpu] && R.Event == XT_EV_GtActivity && R.NumWords >= 2) {
-        Held[R.Cpu]->Activity = R.Words[1];
-        Held[R.Cpu]->HasActivity = true;
-        continue;
-      }
-      if (Held[R.Cpu] && R.Event == XT_EV_GtGpr && R.NumWords >= 4) {
-        const unsigned Reg = R.Words[1] & 15;
-        GtEvent &H = *Held[R.Cpu];
-        if (Reg >= 4)
-          H.ExtraReg = uint8_t(Reg);
-        H.Gpr[Reg < 4 ? Reg : 4] = word64(R, 2);
-        H.GprMask |= 1u << Reg;
-        continue;
-      }
-      bool Queued = flushHeld(R.Cpu);
-      // The items most records are, built where they are queued.
-      if (Strict && R.Event == XT_EV_GtSlotStore && R.NumWords >= 7 &&
-          R.Words[1] < XT_SLOT_LAYOUT_MAX_CPUS && R.Words[2] < kSlots) {
-        GtEvent &E = Pending[R.Cpu].emplace_back();
-        E.Rec = R;
-        E.Kind = GtKind::SlotStore;
-        E.Owner = R.Words[1];
-        E.Slot = R.Words[2];
-        E.Value = word64(R, 3);
-        return true;
-      }
-      if (Strict && R.Event == XT_EV_GtRootTsc && R.NumWords >= 3) {
-        GtEvent &E = Pending[R.Cpu].emplace_back();
-        E.Rec = R;
-        E.Kind = GtKind::RootTsc;
-        E.Value = word64(R, 1);
-        return true;
-      }
-      GtEvent E;
-      E.Rec = R;
-      if (R.Event == XT_EV_GtVmExit && R.NumWords >= 7) {
-        E.IsExit = true;
-        // With slot watching, no GT_ACTIVITY after the exit means active (state 0).
-        E.HasActivity = Strict;
-        E.Reason = R.Words[1];
-        E.Rip = word64(R, 2);
-        E.Qual = word64(R, 4);
-        hold(R.Cpu, E);
-      } else if (R.Event == XT_EV_GtVmEntry && R.NumWords >= 6) {
-        E.Rip = word64(R, 1);
-        E.InjInfo = R.Words[4];
-        E.InjErr = R.Words[5];
-        hold(R.Cpu, E);
-      } else if (R.Event == XT_EV_GtVmEntryFail && R.NumWords >= 3) {
-        E.IsFail = true;
-        hold(R.Cpu, E);
-      } else if (R.Event == XT_EV_GtSlotLayout && R.NumWords >= 3 &&
-                 R.Words[2] == kSlots) {
-        Strict = true;
+      const bool Queued = Q.release();
+      // Every item is built where it is queued.
+      switch (R.Event) {
+      case XT_EV_GtSlotStore:
+        if (Strict && R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS &&
+            R.word(2) < kSlots) {
+          GtEvent &E = Q.emplace_back();
+          E.Rec.set(R, N);
+          E.Kind = GtKind::SlotStore;
+          E.Owner = R.word(1);
+          E.Slot = R.word(2);
+          E.Value = R.quad(3);
+          return true;
+        }
+        break;
+      case XT_EV_GtRootTsc:
+        if (Strict && R.NumWords >= 3) {
+          GtEvent &E = Q.emplace_back();
+          E.Rec.set(R, N);
+          E.Kind = GtKind::RootTsc;
+          E.Value = R.quad(1);
+          return true;
+        }
+        break;
+      case XT_EV_GtVmExit:
+        if (R.NumWords >= 7) {
+          GtEvent &E = Q.hold();
+          E.Rec.set(R, N);
+          E.IsExit = true;
+          // With slot watching, no GT_ACTIVITY after the exit means active (state 0).
+          E.HasActivity = Strict;
+          E.Reason = R.word(1);
+          E.Rip = R.quad(2);
+          E.Qual = R.quad(4);
+        }
+        break;
+      case XT_EV_GtVmEntry:
+        if (R.NumWords >= 6) {
+          GtEvent &E = Q.hold();
+          E.Rec.set(R, N);
+          E.Rip = R.quad(1);
+          E.InjInfo = R.word(4);
+          E.InjErr = R.word(5);
+        }
+        break;
+      case XT_EV_GtVmEntryFail:
+        if (R.NumWords >= 3) {
+          GtEvent &E = Q.hold();
+          E.Rec.set(R, N);
+          E.IsFail = true;
+        }
+        break;
+      case XT_EV_GtSlotLayout:
+        if (R.NumWords >= 3 && R.word(2) == kSlots)
+          Strict = true;
+        break;
+      default:
+        break;
       }
       if (Queued)
         return true;
     }
-    bool Any = false;
-    for (uint16_t N = 0; N < Held.size(); ++N)
-      Any |= flushHeld(N);
-    return Any;
+    return Q.release();
   }
 
   /// Applies the slot stores at the front of CPU N's queue.
   void applyStores(uint16_t N) {
-    while (!Pending[N].empty() || readGt()) {
+    while (!Pending[N].empty() || readGt(N)) {
       if (Pending[N].empty())
         continue;
       GtEvent &F = Pending[N].front();
@@ -425,16 +476,25 @@ private:
                      T.Rec.Cpu, word64(T.Rec, 3), T.Value, T.Rec.Offset));
   }
 
+  /// The first transition or root RDTSC the ground truth still holds, CPU by CPU.
   bool pullAny(GtEvent &E) {
-    for (auto &Q : Pending)
-      for (const GtEvent &F : Q)
+    const std::vector<uint16_t> Known = Gt.allCpus();
+    for (uint16_t N : Known) {
+      cpu(N);
+      for (size_t I = 0;; ++I) {
+        while (I >= Pending[N].size())
+          if (!readGt(N) || !Res.Ok)
+            break;
+        if (I >= Pending[N].size())
+          break;
+        const GtEvent &F = Pending[N][I];
         if (F.Kind == GtKind::Transition || F.Kind == GtKind::RootTsc) {
           E = F;
           return true;
         }
-    if (!readGt())
-      return false;
-    return pullAny(E);
+      }
+    }
+    return false;
   }
 
   /// With slot watching: the timed record R carries the value one of CPU R.Cpu's root
@@ -447,7 +507,7 @@ private:
     for (;;) {
       applyStores(R.Cpu);
       while (Pending[R.Cpu].empty())
-        if (!readGt())
+        if (!readGt(R.Cpu))
           break;
       if (Pending[R.Cpu].empty() || Pending[R.Cpu].front().Kind != GtKind::RootTsc) {
         if (!First)
@@ -474,7 +534,7 @@ private:
     // stores: the caller still needs the slots as this RDTSC saw them.
     for (size_t I = 0; Last; ++I) {
       while (I >= Pending[R.Cpu].size())
-        if (!readGt())
+        if (!readGt(R.Cpu))
           return true;
       const GtEvent &F = Pending[R.Cpu][I];
       if (F.Kind == GtKind::RootTsc) {
@@ -488,35 +548,41 @@ private:
   }
 
   /// Looks ahead in CPU N's queue without consuming: the slots as the stores before the
-  /// next RDTSC or transition leave them, and the next transition when it is a VM entry
-  /// (the guest registers a handler record may come from; none when the guest was not
-  /// entered again). A copy: the queue may grow while the caller uses it.
-  std::optional<GtEvent> lookAhead(uint16_t N, SlotArray &SlotsAtTsc) {
+  /// next RDTSC or transition leave them (into *SlotsAtTsc, unless null), and the next
+  /// transition when it is a VM entry (the guest registers a handler record may come
+  /// from; none when the guest was not entered again). A copy: the queue may grow while
+  /// the caller uses it.
+  std::optional<GtEvent> lookAhead(uint16_t N, SlotArray *SlotsAtTsc) {
     // The slots as the last RDTSC before the transition saw them (the closing record's;
     // earlier ones are the hypervisor's own reads), or all the stores without one.
-    SlotArray Running = slotsOf(N);
-    SlotsAtTsc = Running;
-    bool AtTsc = false;
-    for (size_t I = 0;; ++I) {
-      while (I >= Pending[N].size())
-        if (!readGt())
-          return std::nullopt;
+    constexpr size_t kNone = ~size_t(0);
+    size_t I = 0, LastTsc = kNone;
+    std::optional<GtEvent> Next;
+    for (bool More = true; More; ++I) {
+      while (More && I >= Pending[N].size())
+        More = readGt(N);
+      if (!More)
+        break;
       const GtEvent &F = Pending[N][I];
-      if (F.Kind == GtKind::SlotStore && F.Owner == N) {
-        Running[F.Slot] = F.Value;
-        if (!AtTsc)
-          SlotsAtTsc = Running;
-      }
       if (F.Kind == GtKind::RootTsc) {
-        AtTsc = true;
-        SlotsAtTsc = Running;
-      }
-      if (F.Kind == GtKind::Transition) {
-        if (F.IsExit || F.IsFail)
-          return std::nullopt;
-        return F;
+        LastTsc = I;
+      } else if (F.Kind == GtKind::Transition) {
+        if (!F.IsExit && !F.IsFail)
+          Next = F;
+        break;
       }
     }
+    if (SlotsAtTsc) {
+      SlotArray S = slotsOf(N);
+      const size_t Upto = std::min(LastTsc != kNone ? LastTsc : I, Pending[N].size());
+      for (size_t J = 0; J < Upto; ++J) {
+        const GtEvent &F = Pending[N][J];
+        if (F.Kind == GtKind::SlotStore && F.Owner == N)
+          S[F.Slot] = F.Value;
+      }
+      *SlotsAtTsc = S;
+    }
+    return Next;
   }
 
   uint64_t resetValue() const { return Xen30 ? XT30_SLOT_MARKER : 0; }
@@ -811,7 +877,7 @@ private:
   /// as the handler left them (at the RDTSC of the closing record) against their sources,
   /// and every record the exit called for written.
   void closeWindow(const TraceRecord &R, const GtEvent *Entry) {
-    const GtEvent X = LastExit[R.Cpu];
+    const GtEvent &X = LastExit[R.Cpu]; // R.Cpu is known: nothing below resizes LastExit
     const Ordinal Nth{"exit", cpu(R.Cpu).Exits};
     SlotArray Want;
     std::string Why;
@@ -935,8 +1001,7 @@ private:
                                 formatRecord(R, 0), R.Offset));
       if (!takeTsc(R, Nth, true))
         return;
-      SlotArray Ignored;
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, Ignored);
+      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit)
         closeWindow(R, Next ? &*Next : nullptr);
       else if (Window[R.Cpu].Handler || Window[R.Cpu].Inj)
@@ -1159,7 +1224,7 @@ private:
 
   void strictHandlerRecord(const TraceRecord &R) {
     CpuCheck &C = cpu(R.Cpu);
-    const GtEvent X = LastExit[R.Cpu];
+    const GtEvent &X = LastExit[R.Cpu]; // R.Cpu is known: nothing below resizes LastExit
     if (!X.IsExit)
       return fail(fmt::format("cpu{}: {} at offset {:#x} is not inside an exit", R.Cpu,
                               formatRecord(R, 0), R.Offset));
@@ -1167,7 +1232,7 @@ private:
     if (R.HasTsc)
       return fail(versus(R, X, Nth + ": a handler record carries a TSC"));
     SlotArray S;
-    const std::optional<GtEvent> Next = lookAhead(R.Cpu, S);
+    const std::optional<GtEvent> Next = lookAhead(R.Cpu, &S);
     const GtEvent *Entry = Next ? &*Next : nullptr;
     uint32_t Event = 0;
     WordList W;
@@ -1297,8 +1362,7 @@ private:
                                   "trace slots held {}",
                                   R.Cpu, Nth, formatRecord(R, 0), R.Offset, I, R.Items[I],
                                   slotsText(Have)));
-      SlotArray Ignored;
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, Ignored);
+      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit) {
         closeWindow(R, Next ? &*Next : nullptr);
       } else if (Have != SlotArray{}) {
@@ -1350,7 +1414,7 @@ private:
     // first record): read up to its first item before pairing anything.
     if (!GtPrimed) {
       GtPrimed = true;
-      readGt();
+      readGt(0); // GT_SLOT_LAYOUT is CPU 0's first record
       if (!Res.Ok)
         return;
     }
@@ -1395,7 +1459,7 @@ private:
   std::optional<GtEvent> nextTransition(uint16_t N) {
     for (size_t I = 0;; ++I) {
       while (I >= Pending[N].size())
-        if (!readGt())
+        if (!readGt(N))
           return std::nullopt;
       if (Pending[N][I].Kind == GtKind::Transition)
         return Pending[N][I];
@@ -1448,7 +1512,6 @@ private:
   std::vector<GtQueue> Pending;
   std::vector<GtEvent> LastExit;
   std::vector<bool> LastEntryFailed; ///< per CPU: its last entry attempt failed
-  std::vector<std::optional<GtEvent>> Held;
   std::vector<WindowState> Window;
   std::vector<bool> Ended;
   /// Per owner CPU: its trace slots as the ground truth's stores left them so far.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,8 @@ void TraceReader::start(std::unique_ptr<ByteSource> S) {
   ScanLastTsc.assign(XT_MAX_CPUS, 0);
   ReadLastTsc.assign(XT_MAX_CPUS, 0);
   ScanBuf.assign(ChunkBytes, 0);
+  ScanHeldOff = 0;
+  ScanHeldLen = 0;
   Cursors.clear();
   Cursors.resize(Order == ReadOrder::Merged ? XT_MAX_CPUS : 1);
   KnownCpus.clear();
@@ -177,6 +180,29 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
     return ScanBuf.data();
   };
   while (Off < End) {
+    // Fast: the records that lie whole in the buffer with room for the largest one after
+    // them (the buffer never runs past End, so each lies inside the window and the
+    // file). Anything else, and any record that fails a check, takes the path below.
+    for (const uint64_t Limit = BufOff + BufLen; Off >= BufOff &&
+                                                 Off + XT_MAX_RECORD_WORDS * 4 <= Limit;) {
+      const uint8_t *P = &ScanBuf[Off - BufOff];
+      const uint32_t Header = loadWord(P);
+      if (xt_header_event(Header) == XT_EV_TraceCpuChange)
+        break;
+      if (xt_header_has_tsc(Header)) {
+        const uint64_t Tsc = loadQuad(P + 4);
+        if (Tsc < LastTsc)
+          break;
+        LastTsc = Tsc;
+        if (!HaveFirst) {
+          FirstTsc = Tsc;
+          HaveFirst = true;
+        }
+      }
+      Off += uint64_t(xt_record_words(Header)) * 4;
+    }
+    if (Off >= End)
+      break;
     if (End - Off < 4)
       break; // the file ends inside a header word: reported below
     const uint8_t *P = Ensure(Off, 4);
@@ -217,6 +243,8 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
     Off += RecBytes;
   }
   W.Bytes = uint32_t(Off - W.Data);
+  ScanHeldOff = BufOff;
+  ScanHeldLen = BufLen;
   if (!HasError && Off < WinEnd) {
     if (Off < End)
       fail(Off, fmt::format("file ends inside a record ({} of its bytes present) in the "
@@ -403,6 +431,18 @@ TraceReader::WindowStep TraceReader::nextWindow(Cursor &C, TraceRecord &R) {
   C.Pending.pop_front();
   C.Pos = C.Cur.Data;
   C.End = C.Cur.Data + C.Cur.Bytes;
+  // The scan has just read this window whole: the cursor takes its buffer (and gives
+  // the scan its own) instead of reading the bytes again.
+  if (Flavour == TraceFlavour::Modern && ScanHeldLen && C.Pos >= ScanHeldOff &&
+      C.End <= ScanHeldOff + ScanHeldLen &&
+      (C.Pos < C.BufOff || C.End > C.BufOff + C.BufLen)) {
+    std::swap(C.Buf, ScanBuf);
+    C.BufOff = ScanHeldOff;
+    C.BufLen = ScanHeldLen;
+    ScanHeldLen = 0;
+    if (ScanBuf.size() < ChunkBytes)
+      ScanBuf.resize(ChunkBytes);
+  }
   if (Order == ReadOrder::File && Flavour == TraceFlavour::Modern) {
     // The window header itself, as xentrace_format showed it.
     R = TraceRecord{};
@@ -592,6 +632,38 @@ const TraceRecord *TraceReader::nextMerged() {
     }
     return Take(*Best);
   }
+}
+
+const TraceRecord *TraceReader::nextRecordOf(uint16_t Cpu) {
+  if (!Src || Order != ReadOrder::Merged || Cpu >= Cursors.size())
+    return nullptr;
+  Cursor &C = Cursors[Cpu];
+  if (C.Exhausted)
+    return nullptr;
+  if (fetch(C, C.Head))
+    return &C.Head;
+  C.Exhausted = true;
+  return nullptr;
+}
+
+bool TraceReader::nextRawSlow(uint16_t Cpu, RawRecord &R) {
+  const TraceRecord *T = nextRecordOf(Cpu);
+  if (!T)
+    return false;
+  R.Offset = T->Offset;
+  R.Tsc = T->Tsc;
+  R.Event = T->Event;
+  R.NumWords = T->NumWords;
+  R.HasTsc = T->HasTsc;
+  R.Words = reinterpret_cast<const uint8_t *>(T->Words);
+  R.Full = T;
+  return true;
+}
+
+const std::vector<uint16_t> &TraceReader::allCpus() {
+  while (Src && !ScanDone)
+    scanWindow();
+  return KnownCpus;
 }
 
 const TraceRecord *TraceReader::nextRecord() {

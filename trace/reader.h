@@ -22,7 +22,9 @@
 #pragma once
 #include "trace/xentrace.h"
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -51,6 +53,29 @@ struct TraceRecord {
   bool operator==(const TraceRecord &O) const;
 };
 
+/// A record as TraceReader::nextRawOf hands it over: a modern record's words where they
+/// lie in the reader's buffer (little-endian, as in the file), without a copy into a
+/// TraceRecord. Valid until the next read of the same CPU.
+struct RawRecord {
+  uint64_t Offset = 0; ///< file offset of the header word
+  uint64_t Tsc = 0;    ///< the record's TSC, or (HasTsc false) its CPU's previous one
+  uint32_t Event = 0;
+  uint8_t NumWords = 0;
+  bool HasTsc = false;
+  const uint8_t *Words = nullptr; ///< NumWords words
+  /// Set when the record came through the general path (a xen-3.0 record, a record
+  /// across a buffer boundary, WRAP_BUFFER's and LOST_RECORDS' bookkeeping): the whole
+  /// record, whose Words the field above points into.
+  const TraceRecord *Full = nullptr;
+
+  uint32_t word(unsigned I) const {
+    uint32_t V;
+    std::memcpy(&V, Words + 4 * I, 4); // host order: the fast path runs on little-endian hosts
+    return V;
+  }
+  uint64_t quad(unsigned I) const { return uint64_t(word(I)) | uint64_t(word(I + 1)) << 32; }
+};
+
 struct TraceError {
   uint64_t Offset = 0;
   std::string Message;
@@ -77,7 +102,10 @@ public:
   /// Records of one CPU's run that the merge treats as one window (xen-3.0 files).
   static constexpr uint32_t kXen30RunRecords = 4096;
 
-  explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 64 << 10);
+  /// ChunkBytes: the reads' size. The default holds a whole window of vmxsim's writers
+  /// (256 KiB buffers), so that a window the scan has just read is handed to its CPU's
+  /// cursor instead of being read again.
+  explicit TraceReader(ReadOrder Order = ReadOrder::Merged, size_t ChunkBytes = 256 << 10);
   ~TraceReader();
   TraceReader(const TraceReader &) = delete;
   TraceReader &operator=(const TraceReader &) = delete;
@@ -92,6 +120,52 @@ public:
   /// The same without a copy: the next record, valid until the next call of next() or
   /// nextRecord(); null at the end of the trace or at the first error.
   const TraceRecord *nextRecord();
+  /// Merged readers only, instead of nextRecord(): CPU Cpu's next record (its records in
+  /// TSC order; no merge across CPUs), valid until the next call for the same CPU; null
+  /// at that CPU's end or at the first error. Windows of other CPUs met on the way are
+  /// queued (their descriptors only). For a consumer that works CPU by CPU (trace check's
+  /// ground truth); a reader is read with this or with nextRecord(), not both.
+  const TraceRecord *nextRecordOf(uint16_t Cpu);
+  /// The same as nextRecordOf, without copying the record: false at that CPU's end or at
+  /// the first error.
+  bool nextRawOf(uint16_t Cpu, RawRecord &R) {
+    // Fast path, inline: a modern record of the current window, whole in the cursor's
+    // buffer, that needs no bookkeeping (fetch's common case, without the copy).
+    if (std::endian::native == std::endian::little && Order == ReadOrder::Merged &&
+        Flavour == TraceFlavour::Modern && Cpu < XT_MAX_CPUS && Src) [[likely]] {
+      Cursor &C = Cursors[Cpu];
+      const uint64_t Rel = C.Pos - C.BufOff;
+      if (C.Pos < C.End && C.Pos >= C.BufOff && Rel + 4 <= C.BufLen) [[likely]] {
+        const uint8_t *P = C.Buf.data() + Rel;
+        uint32_t Header;
+        std::memcpy(&Header, P, 4);
+        const uint32_t Bytes = xt_record_words(Header) * 4;
+        const uint32_t Event = xt_header_event(Header);
+        if (Rel + Bytes <= C.BufLen && Event != XT_EV_WrapBuffer &&
+            Event != XT_EV_LostRecords) [[likely]] {
+          R.Offset = C.Pos;
+          R.Event = Event;
+          R.NumWords = uint8_t(xt_header_words(Header));
+          R.HasTsc = xt_header_has_tsc(Header);
+          R.Full = nullptr;
+          uint64_t &Last = ReadLastTsc[Cpu];
+          if (R.HasTsc) {
+            std::memcpy(&Last, P + 4, 8);
+            R.Words = P + 12;
+          } else {
+            R.Words = P + 4;
+          }
+          R.Tsc = Last;
+          C.Pos += Bytes;
+          return true;
+        }
+      }
+    }
+    return nextRawSlow(Cpu, R);
+  }
+  /// Merged readers: scans the rest of the file (window descriptors only) and returns the
+  /// CPUs that have windows, ascending.
+  const std::vector<uint16_t> &allCpus();
   /// Whether the trace ended at an error (valid once next() returned false).
   bool failed() const { return HasError; }
   const TraceError &error() const { return Err; }
@@ -127,6 +201,8 @@ private:
   };
 
   void start(std::unique_ptr<ByteSource> Src);
+  /// nextRawOf's general path: through nextRecordOf.
+  bool nextRawSlow(uint16_t Cpu, RawRecord &R);
   /// Checks and queues the next window; false when the scan has ended (EOF or error).
   bool scanWindow();
   bool scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc);
@@ -164,6 +240,10 @@ private:
   std::vector<uint64_t> ScanLastTsc, ReadLastTsc;
   std::vector<uint16_t> KnownCpus; ///< CPUs with windows (Merged), ascending
   std::vector<uint8_t> ScanBuf;
+  /// What ScanBuf holds after a modern window's scan: the file's bytes [ScanHeldOff,
+  /// ScanHeldOff + ScanHeldLen) (0 bytes once a cursor has taken the buffer).
+  uint64_t ScanHeldOff = 0;
+  size_t ScanHeldLen = 0;
   // Readers: one cursor per CPU (Merged) or cursor 0 for everything (File).
   std::vector<Cursor> Cursors;
   TraceRecord FileRecord; ///< File order: the record nextRecord() returned
