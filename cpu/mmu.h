@@ -300,8 +300,23 @@ public:
   void linkBlocks(Block &From, Gla Linear, Block &To) {
     const uint64_t La = Linear.value();
     From.Links[1] = From.Links[0];
-    From.Links[0] = BlockLink{La, tag(La, false), &To, ChainEpoch + Mem.codeWriteCount()};
+    From.Links[0] = BlockLink{La, tag(La, false), &To, linkStamp()};
   }
+  /// Where the inputs of chainedBlock's test live, for the translator, which emits the
+  /// same test in host code between two translated blocks (cpu/jit/translator.cpp): the
+  /// low tag bits of a fetch (tag(La, false)), the fetch TLB, ChainEpoch and PhysMem's
+  /// code write count. A link made from them is valid under the contract above.
+  struct LinkInputs {
+    const uint16_t *FetchTagLow;
+    const TlbEntry *FetchTlb;
+    const uint64_t *ChainEpoch;
+    const uint64_t *CodeWrites;
+  };
+  LinkInputs linkInputs() const {
+    return {&TagLowUser, TlbFetch, &ChainEpoch, Mem.codeWriteCountAddress()};
+  }
+  /// The stamp linkBlocks records now.
+  uint64_t linkStamp() const { return ChainEpoch + Mem.codeWriteCount(); }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
   /// them, and when the page first holds code every CPU drops its fast write mappings.
   void blockDecoded(uint64_t Pfn, uint64_t Lines);

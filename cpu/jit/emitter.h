@@ -155,6 +155,44 @@ public:
     byte(0x24); // SIB: base R12, no index
     u32(uint32_t(Disp));
   }
+  /// Op R, [Base + Disp8] with a 64-bit operand (Base not RSP/R12: no SIB; not RBP/R13
+  /// with mod 00: Disp8 is always encoded).
+  void opAt(uint8_t Op, unsigned R, Reg Base, int8_t Disp) {
+    prefix(8, R, Base);
+    byte(Op);
+    byte(uint8_t(0x40 | (R & 7) << 3 | (Base & 7)));
+    byte(uint8_t(Disp));
+  }
+  void loadAt(Reg R, Reg Base, int8_t Disp) { opAt(0x8b, R, Base, Disp); }
+  void storeAt(Reg R, Reg Base, int8_t Disp) { opAt(0x89, R, Base, Disp); }
+  void cmpRegAt(Reg R, Reg Base, int8_t Disp) { opAt(0x3b, R, Base, Disp); }
+  void addRegAt(Reg R, Reg Base, int8_t Disp) { opAt(0x03, R, Base, Disp); }
+  /// MOV [R13 + Disp8], R (R13 holds the translator's chain state).
+  void storeR13(int8_t Disp, Reg R) { storeAt(R, H13, Disp); }
+  /// INC qword [R13 + Disp8] (FF /0).
+  void incR13(int8_t Disp) { opAt(0xff, 0, H13, Disp); }
+  /// JMP qword [Base + Disp8] (FF /4).
+  void jumpAt(Reg Base, int8_t Disp) {
+    if (Base >= 8)
+      byte(0x41);
+    byte(0xff);
+    byte(uint8_t(0x60 | (Base & 7)));
+    byte(uint8_t(Disp));
+  }
+  /// LEA R32, [R + R*2] (R < 8).
+  void timesThree(Reg R) {
+    byte(0x8d);
+    byte(uint8_t(0x04 | (R & 7) << 3));
+    byte(uint8_t(0x40 | (R & 7) << 3 | (R & 7)));
+  }
+  /// CMP R, qword [RBX + Index*8 + Disp32] (R, Index < 8).
+  void cmpRegBaseIndex8(Reg R, Reg Index, int32_t Disp) {
+    byte(0x48);
+    byte(0x3b);
+    byte(uint8_t(0x84 | (R & 7) << 3));
+    byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
+    u32(uint32_t(Disp));
+  }
   void pushfq() { byte(0x9c); }
   void push(Reg R) {
     if (R >= 8)

@@ -7,11 +7,14 @@
 #include "cpu/jit/jit_form.h"
 
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace vmxsim {
 
@@ -307,24 +310,114 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffBlockStop = Off(&C.BlockStop);
   OffWindowDue = Off(&C.WindowDue);
   OffInsnEnd = Off(&C.InsnEnd);
+  const Mmu::LinkInputs L = C.Mmu.linkInputs();
+  OffFetchTagLow = Off(L.FetchTagLow);
+  OffFetchTlb = Off(L.FetchTlb);
+  OffChainEpoch = Off(L.ChainEpoch);
+  CodeWrites = L.CodeWrites;
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
-  void *P = mmap(nullptr, kCodeBytes + kScratchBytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  Kept.reset(new (std::nothrow) KeptEntry[kKeptEntries]());
+  void *CellMem = mmap(nullptr, kCells * sizeof(ChainCell), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!Kept || CellMem == MAP_FAILED)
+    return;
+  Cells = static_cast<ChainCell *>(CellMem);
+  // The scratch buffer for one block's code.
+  void *P = mmap(nullptr, kScratchBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (P == MAP_FAILED)
     return;
-  Scratch = static_cast<uint8_t *>(P) + kCodeBytes;
-  if (mprotect(P, kCodeBytes, PROT_READ | PROT_EXEC) != 0) {
-    munmap(P, kCodeBytes + kScratchBytes);
-    Scratch = nullptr;
-    return;
+  Scratch = static_cast<uint8_t *>(P);
+  // The cache: one memory object mapped twice, writable and executable, so installing a
+  // block is a copy, no system call (W^X holds per mapping: neither view is both).
+  const int Fd = int(memfd_create("vmxsim-jit", MFD_CLOEXEC));
+  if (Fd >= 0) {
+    if (ftruncate(Fd, off_t(kCodeBytes)) == 0) {
+      void *Rw = mmap(nullptr, kCodeBytes, PROT_READ | PROT_WRITE, MAP_SHARED, Fd, 0);
+      void *Rx = mmap(nullptr, kCodeBytes, PROT_READ | PROT_EXEC, MAP_SHARED, Fd, 0);
+      if (Rw != MAP_FAILED && Rx != MAP_FAILED) {
+        CodeRw = static_cast<uint8_t *>(Rw);
+        Code = static_cast<uint8_t *>(Rx);
+      } else {
+        if (Rw != MAP_FAILED)
+          munmap(Rw, kCodeBytes);
+        if (Rx != MAP_FAILED)
+          munmap(Rx, kCodeBytes);
+      }
+    }
+    close(Fd);
+    if (Code)
+      return;
   }
-  Code = static_cast<uint8_t *>(P);
+  // The fallback (no memfd, or a host that refuses a second, executable mapping): one
+  // private mapping, kept read+execute and made writable page by page while a block is
+  // copied in.
+  P = mmap(nullptr, kCodeBytes, PROT_READ | PROT_EXEC,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (P != MAP_FAILED)
+    Code = static_cast<uint8_t *>(P);
 }
 
 Translator::~Translator() {
   if (Code)
-    munmap(Code, kCodeBytes + kScratchBytes);
+    munmap(Code, kCodeBytes);
+  if (CodeRw)
+    munmap(CodeRw, kCodeBytes);
+  if (Scratch)
+    munmap(Scratch, kScratchBytes);
+  if (Cells)
+    munmap(Cells, kCells * sizeof(ChainCell));
+}
+
+bool Translator::install(size_t Off, const uint8_t *Src, size_t Len) {
+  if (CodeRw) {
+    std::memcpy(CodeRw + Off, Src, Len);
+    return true;
+  }
+  // W^X: the pages the bytes land on are writable only while they are copied in. Only
+  // those pages: changing the protection of the whole cache costs the host a walk of all
+  // its page-table entries per block.
+  const uintptr_t PageMask = uintptr_t(kHostPage) - 1;
+  uint8_t *First = reinterpret_cast<uint8_t *>(reinterpret_cast<uintptr_t>(Code + Off) & ~PageMask);
+  const uintptr_t Last = (reinterpret_cast<uintptr_t>(Code + Off + Len) + PageMask) & ~PageMask;
+  const size_t Span = size_t(Last - reinterpret_cast<uintptr_t>(First));
+  if (mprotect(First, Span, PROT_READ | PROT_WRITE) != 0)
+    return false;
+  std::memcpy(Code + Off, Src, Len);
+  return mprotect(First, Span, PROT_READ | PROT_EXEC) == 0;
+}
+
+const uint8_t *Translator::guestBytes(const Block &B, size_t &Len) const {
+  Len = 0;
+  for (unsigned K = 0; K < B.NumInsns; ++K)
+    Len += B.Insns[K].Len;
+  const uint8_t *Page = C.Mem.ramPointer(Hpa(B.Pa & ~uint64_t(kHostPage - 1)));
+  return Page ? Page + (B.Pa & (kHostPage - 1)) : nullptr;
+}
+
+namespace {
+size_t keptSlot(uint64_t Pa) {
+  return size_t((Pa * 0x9E3779B97F4A7C15ull) >> 48) & (Translator::kKeptEntries - 1);
+}
+} // namespace
+
+bool Translator::reattach(Block &B) {
+  const KeptEntry &K = Kept[keptSlot(B.Pa)];
+  if (K.Stamp != Stamp || K.Pa != B.Pa || K.NumInsns != B.NumInsns)
+    return false;
+  size_t Len;
+  const uint8_t *Bytes = guestBytes(B, Len);
+  // The same bytes at the same physical address in the same decode mode decode to the
+  // same block (the decoder reads nothing else), in the same cache slot (blockSlot), so
+  // the translation, which depends on nothing else, is this block's.
+  if (!Bytes || Len != K.Bytes || std::memcmp(Bytes, Code + K.BytesOff, Len) != 0)
+    return false;
+  B.JitStamp = Stamp;
+  B.JitCode = Code + K.CodeOff;
+  B.JitCalls = K.Calls;
+  ++Stats.Kept;
+  return true;
 }
 
 bool Translator::emitBlock(Block &B, void *EmitterPtr) {
@@ -339,7 +432,17 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   E.push(H13); // keeps RSP 16-byte aligned for the handler calls
   E.movRR(8, HBX, HDI);
   E.movRR(8, H12, HSI);
+  E.movImm64(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state
+  if (E.size() != kPrologueBytes)
+    return false;
   E.bind(kBody);
+  // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
+  // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
+  // data outside the code (a store near code being run costs the host a pipeline flush).
+  const bool Chains = Mode == ExecMode::Translate;
+  const uint64_t Cell0 = reinterpret_cast<uint64_t>(&Cells[CellsUsed]),
+                 Cell1 = reinterpret_cast<uint64_t>(&Cells[CellsUsed + 1]);
+  constexpr unsigned kNoChain = kLocal + 6;
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -391,6 +494,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       E.leaR12(HAX, int32_t(Target));
       BE.checkCanonical(K);
       E.store(8, HAX, OffRip);
+      if (Chains)
+        E.movImm64(HSI, Cell0);
       if (Target == 0 && Mode == ExecMode::Translate) {
         // A branch back to the block's start (a loop of one block): run the block again
         // at once when the run loop would enter it again, in full, with this same
@@ -414,6 +519,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         E.bind(NotTaken);
         E.leaR12(HAX, Next);
         E.store(8, HAX, OffRip);
+        if (Chains)
+          E.movImm64(HSI, Cell1);
       }
       E.bind(Tail);
       BE.PendCycles = PendCycles;
@@ -436,7 +543,13 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
   }
-  E.bind(kExitN); // RIP stored, the counts added
+  const JitForm LastForm = jitFormOf(B.Insns[N - 1]);
+  if (Chains && LastForm.Op != JitOp::JccRel && LastForm.Op != JitOp::JmpRel)
+    E.movImm64(HSI, Cell0);
+  E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
+  if (Chains)
+    emitChain(&E, kNoChain);
+  E.bind(kNoChain);
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
   E.pop(H13);
@@ -473,6 +586,79 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
+void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
+  Emitter &E = *static_cast<Emitter *>(EmitterPtr);
+  // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
+  // known from this exit's cell: Mmu::chainedBlock's test (the RIP is the cell's La, the
+  // fetch tag of the RIP is the cell's Tag and still in the primary fetch TLB slot, the
+  // link stamp unchanged: the lookup would return Next), then the test for running Next
+  // whole (the window due after it, the budget beyond it). Nothing else the loop tests
+  // can change inside translated code: stepping, RF, breakpoints, observers and the mode
+  // are changed by no translatable instruction, and anything that needs the loop (a
+  // device, a write into code) calls breakBlock(), which zeroes WindowDue.
+  E.storeR13(0, HSI); // the exit taken, for link()
+  E.load(8, HAX, OffRip);
+  E.cmpRegAt(HAX, HSI, 0); // La
+  E.jump(kHostNE, Fail);
+  E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
+  E.loadZx(2, HCX, OffFetchTagLow);
+  E.aluRR(Alu::Or, 8, HDX, HCX);
+  E.cmpRegAt(HDX, HSI, 8); // Tag
+  E.jump(kHostNE, Fail);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
+  E.timesThree(HCX);
+  E.cmpRegBaseIndex8(HDX, HCX, OffFetchTlb); // TlbFetch[slot].Tag
+  E.jump(kHostNE, Fail);
+  E.load(8, HCX, OffChainEpoch);
+  E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
+  E.addRegAt(HCX, HDI, 0);
+  E.cmpRegAt(HCX, HSI, 16); // Stamp
+  E.jump(kHostNE, Fail);
+  E.load(8, HAX, OffCycles);
+  E.addRegAt(HAX, HSI, 40); // NextCost
+  E.cmpRegMem64(HAX, OffWindowDue);
+  E.jump(kHostAE, Fail);
+  E.load(8, HCX, OffRetired);
+  E.addRegAt(HCX, HSI, 48); // NextInsns
+  E.cmpRegMem64(HCX, OffInsnEnd);
+  E.jump(kHostAE, Fail);
+  E.store(8, HAX, OffBlockStop);
+  E.loadAt(HCX, HSI, 32); // Next
+  E.storeR13(8, HCX);     // the block running
+  E.incR13(16);           // chained jumps
+  E.load(8, H12, OffRip);
+  E.jumpAt(HSI, 24); // Body
+  static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
+                offsetof(ChainCell, Stamp) == 16 && offsetof(ChainCell, Body) == 24 &&
+                offsetof(ChainCell, Next) == 32 && offsetof(ChainCell, NextCost) == 40 &&
+                offsetof(ChainCell, NextInsns) == 48);
+  static_assert(offsetof(ChainState, LastCell) == 0 && offsetof(ChainState, Current) == 8 &&
+                offsetof(ChainState, Chained) == 16);
+}
+
+void Translator::link(const Block &B, const Block *Prev) {
+  ChainCell *Cell = PendingCell;
+  PendingCell = nullptr;
+  // The cell is in code of this cache generation, written by the block that just ran to
+  // its end (Prev), and B is what the lookup returned at the RIP it left with.
+  if (!Prev || Prev != PendingFrom || PendingStamp != Stamp || !B.JitCode ||
+      B.JitStamp != Stamp)
+    return;
+  ChainCell *W = Cell; // (one translator per CPU: nothing runs the cell while it changes)
+  W->La = C.S.Rip;
+  W->Tag = C.Mmu.tag(C.S.Rip, false);
+  W->Body = static_cast<const uint8_t *>(B.JitCode) + kPrologueBytes;
+  W->Next = const_cast<Block *>(&B);
+  W->NextCost = B.Insns[0].CostToEnd;
+  W->NextInsns = B.NumInsns;
+  W->Stamp = C.Mmu.linkStamp();
+  ++Stats.Links;
+}
+
 Translator::Entry Translator::translate(Block &B) {
   // Every instruction must be in the supported set.
   bool Calls = false;
@@ -485,6 +671,18 @@ Translator::Entry Translator::translate(Block &B) {
     }
     Calls |= F.Shape == JitShape::Mem;
   }
+  if (Used + kScratchBytes + kMaxBlockInsns * 15 + 16 > kCodeBytes ||
+      CellsUsed + 2 > kCells) {
+    // Full (or too full for the largest block): every translation is dropped at once
+    // (their blocks' stamps no longer match, nor do the kept entries'), with the cells.
+    ++Stats.Flushes;
+    if (++Stamp == 0)
+      Stamp = 1;
+    Used = 0;
+    CellsUsed = 0;
+  }
+  Cells[CellsUsed] = ChainCell{};
+  Cells[CellsUsed + 1] = ChainCell{}; // Stamp 0: no link yet
   Emitter E(Scratch, kScratchBytes);
   E.resetLabels();
   if (!emitBlock(B, &E)) {
@@ -492,45 +690,49 @@ Translator::Entry Translator::translate(Block &B) {
                                         : JitRefusal::UnsupportedForm)];
     return nullptr;
   }
-  const size_t Bytes = (E.size() + 15) & ~size_t(15);
-  if (Used + Bytes > kCodeBytes) {
-    // Full: every translation is dropped at once (their blocks' stamps no longer match).
-    ++Stats.Flushes;
-    ++Stamp;
-    Used = 0;
-  }
-  // W^X: the pages the block lands on are writable only while it is copied in. Only
-  // those pages: changing the protection of the whole cache costs the host a walk of all
-  // its page-table entries per block (most of a Linux boot's time, before this).
-  const uintptr_t PageMask = uintptr_t(kHostPage) - 1;
-  uint8_t *First = reinterpret_cast<uint8_t *>(reinterpret_cast<uintptr_t>(Code + Used) & ~PageMask);
-  const uintptr_t Last = (reinterpret_cast<uintptr_t>(Code + Used + E.size()) + PageMask) & ~PageMask;
-  const size_t Span = size_t(Last - reinterpret_cast<uintptr_t>(First));
-  if (mprotect(First, Span, PROT_READ | PROT_WRITE) != 0)
+  size_t GuestLen;
+  const uint8_t *Guest = guestBytes(B, GuestLen);
+  const size_t Bytes = (E.size() + GuestLen + 15) & ~size_t(15);
+  if (!Guest)
     return nullptr;
-  std::memcpy(Code + Used, Scratch, E.size());
-  if (mprotect(First, Span, PROT_READ | PROT_EXEC) != 0)
+  // The code, then the guest bytes it was made from (for reattach).
+  if (!install(Used, Scratch, E.size()) || !install(Used + E.size(), Guest, GuestLen))
     return nullptr;
+  KeptEntry &K = Kept[keptSlot(B.Pa)];
+  K = KeptEntry{B.Pa, Stamp, uint32_t(Used), uint32_t(Used + E.size()), uint16_t(GuestLen),
+                B.NumInsns, uint8_t(Calls)};
   uint8_t *Start = Code + Used;
   Used += Bytes;
+  if (Mode == ExecMode::Translate)
+    CellsUsed += 2;
   B.JitCalls = Calls;
   ++Stats.Translated;
   return reinterpret_cast<Entry>(Start);
 }
 
-JitRun Translator::runSlow(Block &B) {
+JitRun Translator::runSlow(Block &B, const Block *Prev) {
   if (!Code)
     return {};
   if (B.JitStamp != Stamp) {
-    // Not translated in this cache generation: count the entry, translate when hot.
-    if (++B.JitRuns < Threshold)
-      return {};
-    B.JitRuns = 0;
-    B.JitStamp = Stamp;
-    B.JitCode = reinterpret_cast<const void *>(translate(B));
+    // Not translated in this cache generation: at its first entry since it was decoded,
+    // take the translation made for the same bytes if there is one; else count the
+    // entry, translate when hot.
+    if (B.JitRuns != 0 || !reattach(B)) {
+      if (++B.JitRuns < Threshold) {
+        PendingCell = nullptr;
+        return {};
+      }
+      B.JitRuns = 0;
+      B.JitStamp = Stamp;
+      B.JitCode = reinterpret_cast<const void *>(translate(B));
+    }
   }
-  if (!B.JitCode)
+  if (!B.JitCode) {
+    PendingCell = nullptr;
     return {};
+  }
+  if (PendingCell)
+    link(B, Prev);
   Entry Fn = reinterpret_cast<Entry>(const_cast<void *>(B.JitCode));
   if (Mode == ExecMode::Lockstep)
     return lockstep(B, Fn);
@@ -628,9 +830,11 @@ void Translator::describe(char *Out, size_t Size) const {
   int Len = std::snprintf(
       Out, Size,
       "jit: %" PRIu64 " blocks translated, %" PRIu64 " runs, %" PRIu64
-      " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes; refused: %" PRIu64
+      " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes, %" PRIu64
+      " kept across re-decoding, %" PRIu64 " exits linked, %" PRIu64 " chained jumps; refused: %" PRIu64
       " unsupported instruction, %" PRIu64 " unsupported form, %" PRIu64 " too large",
       Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
+      Stats.Kept, Stats.Links, Stats.Chained,
       Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
   if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
     Len += std::snprintf(Out + Len, Size - size_t(Len),
