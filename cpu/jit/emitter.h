@@ -185,13 +185,24 @@ public:
     byte(uint8_t(0x04 | (R & 7) << 3));
     byte(uint8_t(0x40 | (R & 7) << 3 | (R & 7)));
   }
-  /// CMP R, qword [RBX + Index*8 + Disp32] (R, Index < 8).
-  void cmpRegBaseIndex8(Reg R, Reg Index, int32_t Disp) {
+  /// Op R, qword [RBX + Index*8 + Disp32] with a 64-bit operand (R, Index < 8): CMP
+  /// (3B), ADD (03), MOV (8B).
+  void opBaseIndex8(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
     byte(0x48);
-    byte(0x3b);
+    byte(Op);
     byte(uint8_t(0x84 | (R & 7) << 3));
     byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
     u32(uint32_t(Disp));
+  }
+  /// ADD R, qword [RBX + Disp].
+  void addRegMem64(Reg R, int32_t Disp) { opMem(8, 0x02, 0x03, R, Disp); }
+  /// MOV R, [RAX] and MOV [RAX], R of Size bytes (R < 8, not SPL..DIL: no REX needed).
+  void loadAtRax(unsigned Size, Reg R) { atRax(Size, 0x8a, 0x8b, R); }
+  void storeAtRax(unsigned Size, Reg R) { atRax(Size, 0x88, 0x89, R); }
+  void atRax(unsigned Size, uint8_t Op8, uint8_t Op, Reg R) {
+    prefix(Size, R, HAX);
+    byte(Size == 1 ? Op8 : Op);
+    byte(uint8_t((R & 7) << 3)); // mod 00, r/m RAX
   }
   void pushfq() { byte(0x9c); }
   void push(Reg R) {

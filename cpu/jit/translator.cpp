@@ -25,9 +25,10 @@ namespace {
 // Labels of one block's code: the epilogue, then per instruction K the exits "hand the
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
-constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120;
+constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
+                   kMiss = 128;
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
-              kLocal - kStop > kMaxBlockInsns && kLocal + 2 * kMaxBlockInsns < Emitter::kMaxLabels);
+              kLocal - kStop > kMaxBlockInsns && kMiss + 2 * kMaxBlockInsns <= Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
 constexpr int kHostB = 2, kHostAE = 3, kHostNE = 5;
@@ -74,6 +75,45 @@ struct BlockEmitter {
       E.movImm64(X, I.Imm);
     else
       E.movImm32(X, uint32_t(I.Imm));
+  }
+  /// Whether address() takes I's form.
+  bool addressable(const DecodedInsn &I) const {
+    if (I.AddrSize != 8 && I.AddrSize != 4)
+      return false;
+    if (I.Base == kRegRip)
+      return fitsInt32(int64_t(NextOff) + I.Disp);
+    return I.Base == kRegNone || fitsInt32(I.Disp);
+  }
+  /// RAX = I's effective address (cpu/memory.h effectiveAddress: displacement + base +
+  /// index << scale, truncated to the address size); false for a form not taken (16-bit
+  /// addresses, a displacement past 32 bits).
+  bool address(const DecodedInsn &I) {
+    if (I.AddrSize != 8 && I.AddrSize != 4)
+      return false;
+    if (I.Base == kRegRip) {
+      const int64_t D = int64_t(NextOff) + I.Disp;
+      if (!fitsInt32(D))
+        return false;
+      E.leaR12(HAX, int32_t(D));
+    } else if (I.Base != kRegNone) {
+      E.load(8, HAX, gpr(I.Base, 8));
+      if (I.Disp) {
+        if (!fitsInt32(I.Disp))
+          return false;
+        E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
+      }
+    } else {
+      E.movImm64(HAX, uint64_t(I.Disp));
+    }
+    if (I.Index != kRegNone) {
+      E.load(8, HCX, gpr(I.Index, 8));
+      if (I.ScaleLog2)
+        E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
+      E.aluRR(Alu::Add, 8, HAX, HCX);
+    }
+    if (I.AddrSize == 4)
+      E.movRR(4, HAX, HAX);
+    return true;
   }
   /// The host's flags into EDX, keeping HostBits.
   void hostFlags(uint32_t HostBits) {
@@ -195,37 +235,11 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       E.loadSx64(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
-  case JitOp::Lea: {
-    // cpu/memory.h effectiveAddress: displacement + base + index << scale, truncated to
-    // the address size.
-    if (I.AddrSize != 8 && I.AddrSize != 4)
+  case JitOp::Lea:
+    if (!BE.address(I))
       return false;
-    if (I.Base == kRegRip) {
-      const int64_t D = int64_t(BE.NextOff) + I.Disp;
-      if (!fitsInt32(D))
-        return false;
-      E.leaR12(HAX, int32_t(D));
-    } else if (I.Base != kRegNone) {
-      E.load(8, HAX, BE.gpr(I.Base, 8));
-      if (I.Disp) {
-        if (!fitsInt32(I.Disp))
-          return false;
-        E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
-      }
-    } else {
-      E.movImm64(HAX, uint64_t(I.Disp));
-    }
-    if (I.Index != kRegNone) {
-      E.load(8, HCX, BE.gpr(I.Index, 8));
-      if (I.ScaleLog2)
-        E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
-      E.aluRR(Alu::Add, 8, HAX, HCX);
-    }
-    if (I.AddrSize == 4)
-      E.movRR(4, HAX, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
-  }
   case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
     // cpu/exec_shift.cpp defines the flags the SDM leaves undefined; they are computed
     // here from the same formulas, never taken from the host.
@@ -314,6 +328,8 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffFetchTagLow = Off(L.FetchTagLow);
   OffFetchTlb = Off(L.FetchTlb);
   OffChainEpoch = Off(L.ChainEpoch);
+  OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
+  OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
   CodeWrites = L.CodeWrites;
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
@@ -442,7 +458,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   const bool Chains = Mode == ExecMode::Translate;
   const uint64_t Cell0 = reinterpret_cast<uint64_t>(&Cells[CellsUsed]),
                  Cell1 = reinterpret_cast<uint64_t>(&Cells[CellsUsed + 1]);
-  constexpr unsigned kNoChain = kLocal + 6;
+  constexpr unsigned kNoChain = kLocal + 6, kSecondCell = kLocal + 7;
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -453,12 +469,18 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.BailInsns[K] = BE.PendInsns;
     BE.Offset[K] = Off;
     RipByHandler = false;
-    if (F.Shape == JitShape::Mem) {
-      // Through the instruction's own handler, with RIP, Cycles and Retired as the
-      // interpreter has them, its status and the run loop's stop check after it.
+    if (F.Shape == JitShape::Mem || F.Op == JitOp::None) {
+      BE.NextOff = Next;
+      BE.sync();
+      const unsigned Miss = kMiss + 2 * K, Join = kMiss + 2 * K + 1;
+      const bool Inline = F.Op == JitOp::Mov && BE.addressable(I);
+      if (Inline)
+        emitTlbHitMov(&BE, I, F, Miss, Join);
+      // Through the instruction's own handler (for MOV: when the access misses the
+      // TLB), with RIP, Cycles and Retired as the interpreter has them, its status and
+      // the run loop's stop check after it.
       E.leaR12(HAX, Off);
       E.store(8, HAX, OffRip);
-      BE.sync();
       E.movRR(8, HDI, HBX);
       E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
       E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
@@ -474,7 +496,10 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         BE.UsedStop[K] = true;
         E.jump(kHostAE, kStop + K);
       }
-      RipByHandler = true;
+      // The handler leaves RIP after the instruction; an inline MOV does not.
+      RipByHandler = !Inline;
+      if (Inline)
+        E.bind(Join);
     } else if (F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel) {
       const int64_t Target = int64_t(Next) + int64_t(I.Imm);
       if (!fitsInt32(Target) || K + 1 != N)
@@ -544,9 +569,20 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.store(8, HAX, OffRip);
   }
   const JitForm LastForm = jitFormOf(B.Insns[N - 1]);
-  if (Chains && LastForm.Op != JitOp::JccRel && LastForm.Op != JitOp::JmpRel)
+  // A block that does not end with a direct branch leaves through one exit with two
+  // cells (a RET returns to several callers): both are tried, and link() refills the
+  // stale one, or the two in turn.
+  const bool Pair = Chains && LastForm.Op != JitOp::JccRel && LastForm.Op != JitOp::JmpRel;
+  if (Chains)
+    Cells[CellsUsed].Pad = Pair;
+  if (Pair)
     E.movImm64(HSI, Cell0);
   E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
+  if (Pair) {
+    emitChain(&E, kSecondCell);
+    E.bind(kSecondCell);
+    E.movImm64(HSI, Cell1);
+  }
   if (Chains)
     emitChain(&E, kNoChain);
   E.bind(kNoChain);
@@ -586,6 +622,61 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
+void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
+                               const JitForm &F, unsigned Miss, unsigned Join) {
+  // The interpreter's fast path of readMem/writeMem (cpu/memory.h), in host code: in
+  // 64-bit mode with RFLAGS.AC clear, the linear address is the offset (plus the FS/GS
+  // base), and the entry of the read (load) or write (store) TLB slot of its page maps
+  // the whole access when its tag equals the tag of the access's last byte (tlbMaps);
+  // the host address is then La + Addend. Anything else jumps to Miss, the handler call,
+  // which takes the interpreter's full path. A write TLB entry never maps a page that
+  // holds decoded code, a data breakpoint, MMIO or a watched range, so a hit has no
+  // effect but the access, as in the interpreter's fast path.
+  BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
+  Emitter &E = BE.E;
+  const unsigned N = F.Size;
+  const bool Load = I.Reg[0] != kRegNone; // MOV r, m (else MOV m, r or MOV m, imm)
+  BE.address(I);
+  if (SegReg(I.Seg) >= SegReg::FS) {
+    const auto Off = [&](const void *P) {
+      return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
+    };
+    E.addRegMem64(HAX, Off(&C.S.seg(SegReg(I.Seg)).Base));
+  }
+  E.btMem64(OffRflags, 18); // RFLAGS.AC: #AC is checked on the full path
+  E.jump(kHostB, Miss);
+  E.movRR(8, HDX, HAX);
+  if (N > 1)
+    E.aluImm(Alu::Add, 8, HDX, N - 1);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
+  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + N - 1, false)
+  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  E.timesThree(HCX);
+  const int32_t Tlb = Load ? OffTlbRead : OffTlbWrite;
+  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.jump(kHostNE, Miss);
+  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+  if (Load) {
+    E.loadAtRax(N, HCX);
+    BE.setReg(N, HCX, I.Reg[0]);
+  } else {
+    if (I.Reg[1] != kRegNone)
+      E.load(N, HCX, BE.gpr(I.Reg[1], N));
+    else if (N == 8)
+      E.movImm64(HCX, I.Imm);
+    else
+      E.movImm32(HCX, uint32_t(I.Imm));
+    E.storeAtRax(N, HCX);
+  }
+  E.addMem64Imm(OffCycles, I.Cost);
+  E.addMem64Imm(OffRetired, 1);
+  E.jump(-1, Join);
+  E.bind(Miss);
+}
+
 void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
@@ -611,7 +702,7 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
   static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
   E.timesThree(HCX);
-  E.cmpRegBaseIndex8(HDX, HCX, OffFetchTlb); // TlbFetch[slot].Tag
+  E.opBaseIndex8(0x3b, HDX, HCX, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
   E.jump(kHostNE, Fail);
   E.load(8, HCX, OffChainEpoch);
   E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
@@ -648,7 +739,21 @@ void Translator::link(const Block &B, const Block *Prev) {
   if (!Prev || Prev != PendingFrom || PendingStamp != Stamp || !B.JitCode ||
       B.JitStamp != Stamp)
     return;
-  ChainCell *W = Cell; // (one translator per CPU: nothing runs the cell while it changes)
+  // (One translator per CPU: nothing runs the cell while it changes.)
+  ChainCell *W = Cell;
+  const size_t Index = size_t(Cell - Cells);
+  if ((Index & 1) && Cells[Index - 1].Pad) {
+    // The second cell of an exit's pair (both failed): refill a stale one, else the
+    // two in turn.
+    const uint64_t Now = C.Mmu.linkStamp();
+    ChainCell *First = Cell - 1;
+    if (First->Stamp != Now)
+      W = First;
+    else if (Cell->Stamp != Now)
+      W = Cell;
+    else
+      W = (Cell->Pad ^= 1) ? First : Cell;
+  }
   W->La = C.S.Rip;
   W->Tag = C.Mmu.tag(C.S.Rip, false);
   W->Body = static_cast<const uint8_t *>(B.JitCode) + kPrologueBytes;
@@ -660,16 +765,17 @@ void Translator::link(const Block &B, const Block *Prev) {
 }
 
 Translator::Entry Translator::translate(Block &B) {
-  // Every instruction must be in the supported set.
+  // Every instruction must be in the supported set, or run by a call of its handler:
+  // any instruction that does not end its block (docs/TRANSLATOR.md, "Handler calls").
   bool Calls = false;
   for (unsigned K = 0; K < B.NumInsns; ++K) {
     const JitForm F = jitFormOf(B.Insns[K]);
-    if (F.Op == JitOp::None) {
+    if (F.Op == JitOp::None && (B.Insns[K].Flags & insnflag::EndsBlock)) {
       ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];
       ++Stats.UnsupportedMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
       return nullptr;
     }
-    Calls |= F.Shape == JitShape::Mem;
+    Calls |= F.Shape == JitShape::Mem || F.Op == JitOp::None;
   }
   if (Used + kScratchBytes + kMaxBlockInsns * 15 + 16 > kCodeBytes ||
       CellsUsed + 2 > kCells) {

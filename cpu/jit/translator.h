@@ -16,6 +16,7 @@ namespace vmxsim {
 class Cpu;
 struct Block;
 struct DecodedInsn;
+struct JitForm;
 
 /// Why a block was not translated (one counter each; `vmxsim run --jit-stats`).
 enum class JitRefusal : uint8_t {
@@ -113,6 +114,10 @@ private:
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
   /// Fail, when the link does not hold.
   void emitChain(void *Emitter, unsigned Fail);
+  /// Emits MOV r, m / MOV m, r / MOV m, imm's TLB-hit access (ending with a jump to
+  /// Join) and binds Miss, where the caller emits the handler call.
+  void emitTlbHitMov(void *BlockEmitter, const DecodedInsn &I, const JitForm &F,
+                     unsigned Miss, unsigned Join);
   JitRun runSlow(Block &B, const Block *Prev);
   JitRun enter(Block &B, Entry Fn) {
     const uint64_t Before = C.Retired;
@@ -161,6 +166,8 @@ private:
     const void *Body;
     Block *Next;
     uint64_t NextCost, NextInsns;
+    /// The first cell of a block: 1 when the two cells serve one exit (link()); the
+    /// second of such a pair: which of the two link() refills next.
     uint64_t Pad;
   };
   /// What the emitted code reads and writes besides the Cpu (R13 holds its address): the
@@ -212,7 +219,7 @@ private:
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
-          OffFetchTlb = 0, OffChainEpoch = 0;
+          OffFetchTlb = 0, OffChainEpoch = 0, OffTlbRead = 0, OffTlbWrite = 0;
   const uint64_t *CodeWrites = nullptr;
 };
 

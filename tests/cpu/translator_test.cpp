@@ -569,3 +569,74 @@ TEST(Translator, AChainStopsWhereTheInterpreterTakesATimerInterrupt) {
   }
   EXPECT_GT(Chained, 48u * 100);
 }
+
+TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
+  // A translated loop of MOVs whose accesses hit the TLB inline (a store and an indexed
+  // store through RBX, a load and a store through FS), miss it (a load across a page
+  // boundary) or store into the loop's own code (the same byte again: the block is
+  // decoded again and keeps its translation); once with RFLAGS.AC clear and once set
+  // (the inline path then defers to the handler). Interpreted, translated and in
+  // lockstep: the same registers, clock, count and memory.
+  //   loop: mov rax, [rbx + 0xffc] ; mov [rbx + 0x10], rax ; mov ecx, fs:[0x20]
+  //         mov fs:[0x28], ecx ; mov [rbx + rdx*8 + 0x100], rdx
+  //         mov byte [rip + d], 1 (d: add's imm8) ; add edx, 1 ; dec edi ; jnz loop ; hlt
+  std::vector<uint8_t> Code = {
+      0x48, 0x8b, 0x83, 0xfc, 0x0f, 0x00, 0x00,       // 0
+      0x48, 0x89, 0x43, 0x10,                         // 7
+      0x64, 0x8b, 0x0c, 0x25, 0x20, 0x00, 0x00, 0x00, // 11
+      0x64, 0x89, 0x0c, 0x25, 0x28, 0x00, 0x00, 0x00, // 19
+      0x48, 0x89, 0x94, 0xd3, 0x00, 0x01, 0x00, 0x00, // 27
+      0xc6, 0x05, 0, 0, 0, 0, 0x01,                   // 35: next RIP 42
+      0x83, 0xc2, 0x01,                               // 42: add edx, 1 (imm8 at 44)
+      0xff, 0xcf,                                     // 45
+      0x75, 0xcf,                                     // 47: jnz 0 (49 - 49 = -49)
+      0xf4};                                          // 49
+  const int32_t D = 44 - 42;
+  std::memcpy(&Code[37], &D, 4);
+  for (const bool Ac : {false, true}) {
+    SCOPED_TRACE(Ac);
+    struct Result {
+      CpuState S;
+      uint64_t Cycles, Retired;
+      std::vector<uint8_t> Data;
+    } Results[3];
+    int Slot = 0;
+    for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+      TestMachine M;
+      M.setupLongMode();
+      if (Mode != ExecMode::Interp)
+        translateAtOnce(M, Mode);
+      M.loadCode(Code);
+      std::vector<uint8_t> Data(0x1100);
+      for (size_t K = 0; K < Data.size(); ++K)
+        Data[K] = uint8_t(K * 7 + 3);
+      M.write(kDataBase, Data.data(), Data.size());
+      M.S.Gpr[RBX] = kDataBase;
+      M.S.Gpr[RDX] = 0;
+      M.S.Gpr[RDI] = 40;
+      M.S.seg(SegReg::FS).Base = kDataBase;
+      if (Ac)
+        M.S.Rflags |= rflags::AC;
+      ASSERT_EQ(M.run(100000), StopReason::Halted);
+      Result &R = Results[Slot++];
+      R.S = M.S;
+      R.Cycles = M.Cpu_.Cycles;
+      R.Retired = M.Cpu_.Retired;
+      R.Data.assign(M.Mem.ramPointer(Hpa(kDataBase)), M.Mem.ramPointer(Hpa(kDataBase)) + 0x1100);
+      if (Mode == ExecMode::Translate) {
+        EXPECT_GT(M.Cpu_.Jit->stats().InsnsTranslated, 300u);
+        EXPECT_GT(M.Cpu_.Jit->stats().Kept, 30u);
+      }
+    }
+    EXPECT_EQ(Results[0].S.Gpr[RDX], 40u);
+    for (int K = 1; K < 3; ++K) {
+      for (unsigned G = 0; G < 16; ++G)
+        EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
+      EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
+      EXPECT_EQ(Results[0].S.Rflags, Results[K].S.Rflags);
+      EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
+      EXPECT_EQ(Results[0].Retired, Results[K].Retired);
+      EXPECT_EQ(Results[0].Data, Results[K].Data);
+    }
+  }
+}
