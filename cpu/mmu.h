@@ -300,23 +300,23 @@ public:
   void linkBlocks(Block &From, Gla Linear, Block &To) {
     const uint64_t La = Linear.value();
     From.Links[1] = From.Links[0];
-    From.Links[0] = BlockLink{La, tag(La, false), &To, linkStamp()};
+    From.Links[0] = BlockLink{La, tag(La, false), &To, ChainEpoch + Mem.codeWriteCount()};
   }
-  /// Where the inputs of chainedBlock's test live, for the translator, which emits the
+  /// Where the inputs of cachedBlock's test live, for the translator, which emits the
   /// same test in host code between two translated blocks (cpu/jit/translator.cpp): the
-  /// low tag bits of a fetch (tag(La, false)), the fetch TLB, ChainEpoch and PhysMem's
-  /// code write count. A link made from them is valid under the contract above.
+  /// low tag bits of a fetch (tag(La, false)), the fetch TLB, the block key's epoch and
+  /// PhysMem's code generations.
   struct LinkInputs {
     const uint16_t *FetchTagLow;
     const TlbEntry *FetchTlb;
-    const uint64_t *ChainEpoch;
-    const uint64_t *CodeWrites;
+    const uint32_t *BlockKeyBase;
+    uint64_t *const *CodeGenerations;
   };
   LinkInputs linkInputs() const {
-    return {&TagLowUser, TlbFetch, &ChainEpoch, Mem.codeWriteCountAddress()};
+    return {&TagLowUser, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress()};
   }
-  /// The stamp linkBlocks records now.
-  uint64_t linkStamp() const { return ChainEpoch + Mem.codeWriteCount(); }
+  /// The primary fetch TLB entry of La's slot.
+  const TlbEntry &fetchEntry(Gla La) const { return TlbFetch[La.pageNumber() & (kTlbEntries - 1)]; }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
   /// them, and when the page first holds code every CPU drops its fast write mappings.
   void blockDecoded(uint64_t Pfn, uint64_t Lines);

@@ -201,9 +201,9 @@ public:
   }
   /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
-  /// Where codeWriteCount lives, for code that reads it without a call (the translator's
-  /// chained jumps, cpu/jit/translator.cpp).
-  const uint64_t *codeWriteCountAddress() const { return &GlobalCodeWrites; }
+  /// Where the code generations (codeGeneration, indexed by frame) live, for code that
+  /// reads them without a call (the translator's chained jumps, cpu/jit/translator.cpp).
+  uint64_t *const *codeGenerationsAddress() const { return &CodeGen; }
 
   // --- Write watches (the ground truth of a hypervisor's trace slots, the run control's
   // write stops, MONITOR) ---

@@ -155,10 +155,10 @@ public:
     byte(0x24); // SIB: base R12, no index
     u32(uint32_t(Disp));
   }
-  /// Op R, [Base + Disp8] with a 64-bit operand (Base not RSP/R12: no SIB; not RBP/R13
-  /// with mod 00: Disp8 is always encoded).
-  void opAt(uint8_t Op, unsigned R, Reg Base, int8_t Disp) {
-    prefix(8, R, Base);
+  /// Op R, [Base + Disp8] with a Size-byte operand, 64 by default (Base not RSP/R12: no
+  /// SIB; RBP/R13 are fine: Disp8 is always encoded).
+  void opAt(uint8_t Op, unsigned R, Reg Base, int8_t Disp, unsigned Size = 8) {
+    prefix(Size, R, Base);
     byte(Op);
     byte(uint8_t(0x40 | (R & 7) << 3 | (Base & 7)));
     byte(uint8_t(Disp));
@@ -193,6 +193,13 @@ public:
     byte(uint8_t(0x84 | (R & 7) << 3));
     byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
     u32(uint32_t(Disp));
+  }
+  /// MOV R, qword [Base + Index*8] (R, Base, Index < 8; Base not RSP/RBP).
+  void loadIndexed8(Reg R, Reg Base, Reg Index) {
+    byte(0x48);
+    byte(0x8b);
+    byte(uint8_t(0x04 | (R & 7) << 3));
+    byte(uint8_t(0xc0 | (Index & 7) << 3 | (Base & 7)));
   }
   /// ADD R, qword [RBX + Disp].
   void addRegMem64(Reg R, int32_t Disp) { opMem(8, 0x02, 0x03, R, Disp); }

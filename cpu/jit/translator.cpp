@@ -327,10 +327,10 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   const Mmu::LinkInputs L = C.Mmu.linkInputs();
   OffFetchTagLow = Off(L.FetchTagLow);
   OffFetchTlb = Off(L.FetchTlb);
-  OffChainEpoch = Off(L.ChainEpoch);
+  OffBlockKeyBase = Off(L.BlockKeyBase);
+  CodeGens = L.CodeGenerations;
   OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
   OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
-  CodeWrites = L.CodeWrites;
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
   Kept.reset(new (std::nothrow) KeptEntry[kKeptEntries]());
@@ -680,10 +680,10 @@ void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
 void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
-  // known from this exit's cell: Mmu::chainedBlock's test (the RIP is the cell's La, the
-  // fetch tag of the RIP is the cell's Tag and still in the primary fetch TLB slot, the
-  // link stamp unchanged: the lookup would return Next), then the test for running Next
-  // whole (the window due after it, the budget beyond it). Nothing else the loop tests
+  // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
+  // fetch tag is the cell's Tag and in the primary fetch TLB slot with the cell's frame,
+  // and the block cache's slot holds Next, current: the lookup would return Next), then
+  // the test for running Next whole (the window due after it, the budget beyond it). Nothing else the loop tests
   // can change inside translated code: stepping, RF, breakpoints, observers and the mode
   // are changed by no translatable instruction, and anything that needs the loop (a
   // device, a write into code) calls breakBlock(), which zeroes WindowDue.
@@ -704,10 +704,33 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   E.timesThree(HCX);
   E.opBaseIndex8(0x3b, HDX, HCX, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
   E.jump(kHostNE, Fail);
-  E.load(8, HCX, OffChainEpoch);
-  E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
-  E.addRegAt(HCX, HDI, 0);
-  E.cmpRegAt(HCX, HSI, 16); // Stamp
+  // The entry maps the frame the cell was filled with, and the block cache's slot of
+  // that address still holds Next, current (Mmu::cachedBlock's test: address, key of
+  // this cache epoch in 64-bit mode, the page's code generation), with the translation
+  // the cell names.
+  E.opBaseIndex8(0x8b, HDX, HCX, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
+  E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
+  E.jump(kHostNE, Fail);
+  E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
+  E.loadAt(HAX, HSI, int8_t(offsetof(ChainCell, Pa)));
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Pa)));
+  E.jump(kHostNE, Fail);
+  E.load(4, HAX, OffBlockKeyBase);
+  E.aluImm(Alu::Or, 4, HAX, uint32_t(CodeMode::Long64));
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, Key)), 4);
+  E.jump(kHostNE, Fail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(CodeGens));
+  E.loadAt(HAX, HAX, 0);        // PhysMem's code generations
+  E.loadIndexed8(HAX, HAX, HDX); // of the frame
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Gen)));
+  E.jump(kHostNE, Fail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(&Stamp));
+  E.opAt(0x8b, HAX, HAX, 0, 4);
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, JitStamp)), 4);
+  E.jump(kHostNE, Fail);
+  E.loadAt(HAX, HDI, int8_t(offsetof(Block, JitCode)));
+  E.aluImm(Alu::Add, 8, HAX, kPrologueBytes);
+  E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
   E.jump(kHostNE, Fail);
   E.load(8, HAX, OffCycles);
   E.addRegAt(HAX, HSI, 40); // NextCost
@@ -724,9 +747,9 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   E.load(8, H12, OffRip);
   E.jumpAt(HSI, 24); // Body
   static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
-                offsetof(ChainCell, Stamp) == 16 && offsetof(ChainCell, Body) == 24 &&
-                offsetof(ChainCell, Next) == 32 && offsetof(ChainCell, NextCost) == 40 &&
-                offsetof(ChainCell, NextInsns) == 48);
+                offsetof(ChainCell, Body) == 24 && offsetof(ChainCell, Next) == 32 &&
+                offsetof(ChainCell, NextCost) == 40 && offsetof(ChainCell, NextInsns) == 48);
+  static_assert(offsetof(Block, JitCode) < 128 && offsetof(Block, Key) < 128);
   static_assert(offsetof(ChainState, LastCell) == 0 && offsetof(ChainState, Current) == 8 &&
                 offsetof(ChainState, Chained) == 16);
 }
@@ -743,24 +766,25 @@ void Translator::link(const Block &B, const Block *Prev) {
   ChainCell *W = Cell;
   const size_t Index = size_t(Cell - Cells);
   if ((Index & 1) && Cells[Index - 1].Pad) {
-    // The second cell of an exit's pair (both failed): refill a stale one, else the
-    // two in turn.
-    const uint64_t Now = C.Mmu.linkStamp();
+    // The second cell of an exit's pair (both failed): fill an empty one, else the two
+    // in turn.
     ChainCell *First = Cell - 1;
-    if (First->Stamp != Now)
+    if (!First->Next)
       W = First;
-    else if (Cell->Stamp != Now)
-      W = Cell;
-    else
+    else if (Cell->Next)
       W = (Cell->Pad ^= 1) ? First : Cell;
   }
+  // B is the block cache's current block at the RIP's frame (the run loop's lookup
+  // returned it); the fetch TLB's primary slot holds the RIP's entry.
+  const TlbEntry &F = C.Mmu.fetchEntry(Gla(C.S.Rip));
   W->La = C.S.Rip;
   W->Tag = C.Mmu.tag(C.S.Rip, false);
+  W->Pfn = F.Tag == W->Tag ? F.Pfn : ~uint64_t(0);
+  W->Pa = B.Pa;
   W->Body = static_cast<const uint8_t *>(B.JitCode) + kPrologueBytes;
   W->Next = const_cast<Block *>(&B);
   W->NextCost = B.Insns[0].CostToEnd;
   W->NextInsns = B.NumInsns;
-  W->Stamp = C.Mmu.linkStamp();
   ++Stats.Links;
 }
 
@@ -788,7 +812,7 @@ Translator::Entry Translator::translate(Block &B) {
     CellsUsed = 0;
   }
   Cells[CellsUsed] = ChainCell{};
-  Cells[CellsUsed + 1] = ChainCell{}; // Stamp 0: no link yet
+  Cells[CellsUsed + 1] = ChainCell{}; // La 0 with Pfn 0: no link yet (see link())
   Emitter E(Scratch, kScratchBytes);
   E.resetLabels();
   if (!emitBlock(B, &E)) {

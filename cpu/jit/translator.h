@@ -157,18 +157,22 @@ private:
   /// Copies Len bytes to the code cache at Off (the writable view, or the mprotect path).
   bool install(size_t Off, const uint8_t *Src, size_t Len);
 
-  /// The data of one exit of a translated block (docs/TRANSLATOR.md, "Chaining"): the exit jumps to Body when the run loop's lookup at the RIP it leaves
-  /// with would return Next (the link test of cpu/mmu.h, "Block links", on La, Tag and
-  /// Stamp) and the run loop would run Next whole (NextCost, NextInsns). Stamp 0 never
-  /// holds. Read by the emitted code at these offsets.
+  /// The data of one exit of a translated block (docs/TRANSLATOR.md, "Chaining"): the
+  /// exit jumps to Body when the run loop's lookup at the RIP it leaves with would
+  /// return Next (Mmu::cachedBlock's test on La, Tag, the fetch TLB entry's frame Pfn and
+  /// the block slot, which must hold Pa, current, with this translation) and the run
+  /// loop would run Next whole (NextCost, NextInsns). Read by the emitted code at these
+  /// offsets.
   struct ChainCell {
-    uint64_t La, Tag, Stamp;
+    uint64_t La, Tag, Pfn;
     const void *Body;
-    Block *Next;
+    Block *Next; ///< null: never filled
     uint64_t NextCost, NextInsns;
     /// The first cell of a block: 1 when the two cells serve one exit (link()); the
     /// second of such a pair: which of the two link() refills next.
     uint64_t Pad;
+    uint64_t Pa;
+    uint64_t Unused[3];
   };
   /// What the emitted code reads and writes besides the Cpu (R13 holds its address): the
   /// exit taken last, the block running, the count of chained jumps.
@@ -219,8 +223,8 @@ private:
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
-          OffFetchTlb = 0, OffChainEpoch = 0, OffTlbRead = 0, OffTlbWrite = 0;
-  const uint64_t *CodeWrites = nullptr;
+          OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0;
+  uint64_t *const *CodeGens = nullptr; ///< where PhysMem keeps its code generations
 };
 
 } // namespace vmxsim
