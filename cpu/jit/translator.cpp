@@ -31,7 +31,7 @@ static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockIns
               kLocal - kStop > kMaxBlockInsns && kMiss + 2 * kMaxBlockInsns <= Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
-constexpr int kHostB = 2, kHostAE = 3, kHostNE = 5;
+constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
 
 bool fitsInt32(int64_t V) { return V >= INT32_MIN && V <= INT32_MAX; }
 
@@ -329,6 +329,8 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffFetchTlb = Off(L.FetchTlb);
   OffBlockKeyBase = Off(L.BlockKeyBase);
   CodeGens = L.CodeGenerations;
+  OffChainEpoch = Off(L.ChainEpoch);
+  CodeWrites = L.CodeWrites;
   OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
   OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
@@ -458,7 +460,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   const bool Chains = Mode == ExecMode::Translate;
   const uint64_t Cell0 = reinterpret_cast<uint64_t>(&Cells[CellsUsed]),
                  Cell1 = reinterpret_cast<uint64_t>(&Cells[CellsUsed + 1]);
-  constexpr unsigned kNoChain = kLocal + 6, kSecondCell = kLocal + 7;
+  constexpr unsigned kNoChain = kLocal + 6, kSecondCell = kLocal + 7, kValid0 = kLocal + 4,
+                     kValid1 = kLocal + 5;
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -579,12 +582,12 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.movImm64(HSI, Cell0);
   E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
   if (Pair) {
-    emitChain(&E, kSecondCell);
+    emitChain(&E, kSecondCell, kValid0);
     E.bind(kSecondCell);
     E.movImm64(HSI, Cell1);
   }
   if (Chains)
-    emitChain(&E, kNoChain);
+    emitChain(&E, kNoChain, kValid1);
   E.bind(kNoChain);
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
@@ -677,7 +680,7 @@ void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
   E.bind(Miss);
 }
 
-void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
+void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
   // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
@@ -709,6 +712,16 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   // this cache epoch in 64-bit mode, the page's code generation), with the translation
   // the cell names.
   E.opBaseIndex8(0x8b, HDX, HCX, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
+  // The block links' stamp (cpu/mmu.h, "Block links") unchanged since the cell was last
+  // filled or found valid: with the checks above, the lookup returns what it returned
+  // then (and the translation is the same: it changes only with a decode, which moves
+  // the stamp, or a flush, which drops the cell). Otherwise the full test, which then
+  // records the stamp.
+  E.load(8, HCX, OffChainEpoch);
+  E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
+  E.addRegAt(HCX, HDI, 0);
+  E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
+  E.jump(kHostE, Valid);
   E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
   E.jump(kHostNE, Fail);
   E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
@@ -732,6 +745,8 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail) {
   E.aluImm(Alu::Add, 8, HAX, kPrologueBytes);
   E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
   E.jump(kHostNE, Fail);
+  E.storeAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
+  E.bind(Valid);
   E.load(8, HAX, OffCycles);
   E.addRegAt(HAX, HSI, 40); // NextCost
   E.cmpRegMem64(HAX, OffWindowDue);
@@ -785,6 +800,7 @@ void Translator::link(const Block &B, const Block *Prev) {
   W->Next = const_cast<Block *>(&B);
   W->NextCost = B.Insns[0].CostToEnd;
   W->NextInsns = B.NumInsns;
+  W->Stamp = C.Mmu.linkStamp();
   ++Stats.Links;
 }
 

@@ -113,7 +113,7 @@ private:
   bool emitBlock(Block &B, void *Emitter);
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
   /// Fail, when the link does not hold.
-  void emitChain(void *Emitter, unsigned Fail);
+  void emitChain(void *Emitter, unsigned Fail, unsigned Valid);
   /// Emits MOV r, m / MOV m, r / MOV m, imm's TLB-hit access (ending with a jump to
   /// Join) and binds Miss, where the caller emits the handler call.
   void emitTlbHitMov(void *BlockEmitter, const DecodedInsn &I, const JitForm &F,
@@ -172,7 +172,10 @@ private:
     /// second of such a pair: which of the two link() refills next.
     uint64_t Pad;
     uint64_t Pa;
-    uint64_t Unused[3];
+    /// The block links' stamp (Mmu::linkStamp) when the cell was filled or last found
+    /// valid by the full test (0: never).
+    uint64_t Stamp;
+    uint64_t Unused[2];
   };
   /// What the emitted code reads and writes besides the Cpu (R13 holds its address): the
   /// exit taken last, the block running, the count of chained jumps.
@@ -223,7 +226,9 @@ private:
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
-          OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0;
+          OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0,
+          OffChainEpoch = 0;
+  const uint64_t *CodeWrites = nullptr; ///< PhysMem's code write count
   uint64_t *const *CodeGens = nullptr; ///< where PhysMem keeps its code generations
 };
 
