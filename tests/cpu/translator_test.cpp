@@ -5,6 +5,7 @@
 // every register, RFLAGS, RIP, the clock, the count and the data they stored compared;
 // self-modifying code rewriting a translated block; a fault inside a translated block.
 #include "cpu/jit/translator.h"
+#include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -477,16 +478,6 @@ TEST(Translator, ChainedBlocksRewrittenByTheGuestRunTheNewCode) {
 
 namespace {
 
-class TimerInterrupt : public InterruptSource {
-public:
-  bool intrPending() override { return Pending; }
-  uint8_t acknowledge() override {
-    Pending = false;
-    return 0x40;
-  }
-  bool Pending = false;
-};
-
 struct Interrupted {
   StopReason First, Last;
   uint64_t RipAtStop, RetiredAtStop;
@@ -499,7 +490,7 @@ struct Interrupted {
 /// handler records the interrupted RIP (inc r8; mov r9, [rsp]; add r10, r9; iretq).
 Interrupted runInterrupted(ExecMode Mode, uint64_t Deadline, uint64_t Budget) {
   TestMachine M;
-  TimerInterrupt Intr;
+  OneInterrupt Intr; // the timer's
   M.Cpu_.Intr = &Intr;
   M.setupLongMode();
   if (Mode != ExecMode::Interp)
@@ -515,11 +506,7 @@ Interrupted runInterrupted(ExecMode Mode, uint64_t Deadline, uint64_t Budget) {
   const uint8_t Handler[] = {0x49, 0xff, 0xc0, 0x4c, 0x8b, 0x0c, 0x24,
                              0x4d, 0x01, 0xca, 0x48, 0xcf};
   M.write(H, Handler, sizeof Handler);
-  const uint64_t Lo = (H & 0xffff) | (uint64_t(kSelCode64) << 16) | (uint64_t(0x8e) << 40) |
-                      (((H >> 16) & 0xffff) << 48);
-  const uint64_t Hi = H >> 32;
-  M.write(kIdtBase + 16 * 0x40, &Lo, 8);
-  M.write(kIdtBase + 16 * 0x40 + 8, &Hi, 8);
+  gate64(M, kIdtBase + 16 * 0x40, kSelCode64, H, 0xe, 0);
   M.S.Idtr.Limit = 0x41 * 16 - 1;
   M.S.Gpr[RSP] = kStackTop;
   M.S.Gpr[RCX] = 300;
