@@ -294,7 +294,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
           Mmu.linkBlocks(*Prev, Gla(S.Rip), *B);
       }
     }
-    Block *const Cached = B;
+    Block *Cached = B;
     if (!B) {
       Status St = decodeBlock(*this, B);
       if (St != Status::Ok)
@@ -302,7 +302,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     }
 
     const DecodedInsn *I = B->Insns;
-    const DecodedInsn *const End = I + B->NumInsns;
+    const DecodedInsn *End = I + B->NumInsns;
     const uint64_t Budget = InsnEnd - Retired; // > 0: checked before each block
     // One instruction at a time while single-stepping, while RF must be cleared after
     // the next instruction, and while an instruction breakpoint is armed (cpu/debug.h).
@@ -329,7 +329,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     if (Jit && B->Key && DecodeMode == uint8_t(CodeMode::Long64) &&
         Cycles + I->CostToEnd < WindowDue) {
       BlockStop = Cycles + I->CostToEnd;
-      const JitRun R = Jit->run(*B);
+      const JitRun R = Jit->run(*B, Cached ? Prev : nullptr);
       if (R.Ran) {
         if (R.Mismatch) {
           Why = StopReason::LockstepMismatch;
@@ -339,7 +339,13 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
           return handleStatus(R.St, Why);
         if (Cycles >= WindowDue)
           return false;
-        I += R.Done;
+        // The translation may have jumped on into the translations of the blocks that
+        // followed (docs/TRANSLATOR.md, "Chaining"), each a cached block: R.Last is where
+        // it stopped.
+        if (R.Last != B)
+          B = Cached = R.Last;
+        I = B->Insns + R.Done;
+        End = B->Insns + B->NumInsns;
         if (I == End) {
           Prev = Cached;
           continue;

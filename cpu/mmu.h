@@ -302,6 +302,27 @@ public:
     From.Links[1] = From.Links[0];
     From.Links[0] = BlockLink{La, tag(La, false), &To, ChainEpoch + Mem.codeWriteCount()};
   }
+  /// Where the inputs of cachedBlock's test and of the block links' stamp live, for the
+  /// translator, which emits them in host code between two translated blocks
+  /// (cpu/jit/translator.cpp): the low tag bits of a fetch (tag(La, false)), the fetch
+  /// TLB, the block key's epoch, PhysMem's code generations, ChainEpoch and PhysMem's
+  /// code write count.
+  struct LinkInputs {
+    const uint16_t *FetchTagLow;
+    const TlbEntry *FetchTlb;
+    const uint32_t *BlockKeyBase;
+    uint64_t *const *CodeGenerations;
+    const uint64_t *ChainEpoch;
+    const uint64_t *CodeWrites;
+  };
+  LinkInputs linkInputs() const {
+    return {&TagLowUser, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress(),
+            &ChainEpoch, Mem.codeWriteCountAddress()};
+  }
+  /// The stamp linkBlocks records now.
+  uint64_t linkStamp() const { return ChainEpoch + Mem.codeWriteCount(); }
+  /// The primary fetch TLB entry of La's slot.
+  const TlbEntry &fetchEntry(Gla La) const { return TlbFetch[La.pageNumber() & (kTlbEntries - 1)]; }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
   /// them, and when the page first holds code every CPU drops its fast write mappings.
   void blockDecoded(uint64_t Pfn, uint64_t Lines);

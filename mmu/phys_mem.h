@@ -201,6 +201,11 @@ public:
   }
   /// Counts writes that invalidated code (each noteWrite that returned true, per page).
   uint64_t codeWriteCount() const { return GlobalCodeWrites; }
+  /// Where the code generations (codeGeneration, indexed by frame) live, for code that
+  /// reads them without a call (the translator's chained jumps, cpu/jit/translator.cpp).
+  uint64_t *const *codeGenerationsAddress() const { return &CodeGen; }
+  /// Where codeWriteCount lives (the same use).
+  const uint64_t *codeWriteCountAddress() const { return &GlobalCodeWrites; }
 
   // --- Write watches (the ground truth of a hypervisor's trace slots, the run control's
   // write stops, MONITOR) ---

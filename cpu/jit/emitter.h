@@ -155,6 +155,62 @@ public:
     byte(0x24); // SIB: base R12, no index
     u32(uint32_t(Disp));
   }
+  /// Op R, [Base + Disp8] with a Size-byte operand, 64 by default (Base not RSP/R12: no
+  /// SIB; RBP/R13 are fine: Disp8 is always encoded).
+  void opAt(uint8_t Op, unsigned R, Reg Base, int8_t Disp, unsigned Size = 8) {
+    prefix(Size, R, Base);
+    byte(Op);
+    byte(uint8_t(0x40 | (R & 7) << 3 | (Base & 7)));
+    byte(uint8_t(Disp));
+  }
+  void loadAt(Reg R, Reg Base, int8_t Disp) { opAt(0x8b, R, Base, Disp); }
+  void storeAt(Reg R, Reg Base, int8_t Disp) { opAt(0x89, R, Base, Disp); }
+  void cmpRegAt(Reg R, Reg Base, int8_t Disp) { opAt(0x3b, R, Base, Disp); }
+  void addRegAt(Reg R, Reg Base, int8_t Disp) { opAt(0x03, R, Base, Disp); }
+  /// MOV [R13 + Disp8], R (R13 holds the translator's chain state).
+  void storeR13(int8_t Disp, Reg R) { storeAt(R, H13, Disp); }
+  /// INC qword [R13 + Disp8] (FF /0).
+  void incR13(int8_t Disp) { opAt(0xff, 0, H13, Disp); }
+  /// JMP qword [Base + Disp8] (FF /4).
+  void jumpAt(Reg Base, int8_t Disp) {
+    if (Base >= 8)
+      byte(0x41);
+    byte(0xff);
+    byte(uint8_t(0x60 | (Base & 7)));
+    byte(uint8_t(Disp));
+  }
+  /// LEA R32, [R + R*2] (R < 8).
+  void timesThree(Reg R) {
+    byte(0x8d);
+    byte(uint8_t(0x04 | (R & 7) << 3));
+    byte(uint8_t(0x40 | (R & 7) << 3 | (R & 7)));
+  }
+  /// Op R, qword [RBX + Index*8 + Disp32] with a 64-bit operand (R, Index < 8): CMP
+  /// (3B), ADD (03), MOV (8B).
+  void opBaseIndex8(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
+    byte(0x48);
+    byte(Op);
+    byte(uint8_t(0x84 | (R & 7) << 3));
+    byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
+    u32(uint32_t(Disp));
+  }
+  /// MOV R, qword [Base + Index*8] (R, Base, Index < 8; Base not RSP/RBP).
+  void loadIndexed8(Reg R, Reg Base, Reg Index) {
+    byte(0x48);
+    byte(0x8b);
+    byte(uint8_t(0x04 | (R & 7) << 3));
+    byte(uint8_t(0xc0 | (Index & 7) << 3 | (Base & 7)));
+  }
+  /// ADD R, qword [RBX + Disp].
+  void addRegMem64(Reg R, int32_t Disp) { opMem(8, 0x02, 0x03, R, Disp); }
+  /// MOV R, [RAX] and MOV [RAX], R of Size bytes (R < 8, not SPL..DIL: no REX needed).
+  void loadAtRax(unsigned Size, Reg R) { atRax(Size, 0x8a, 0x8b, R); }
+  void storeAtRax(unsigned Size, Reg R) { atRax(Size, 0x88, 0x89, R); }
+  void atRax(unsigned Size, uint8_t Op8, uint8_t Op, Reg R) {
+    prefix(Size, R, HAX);
+    byte(Size == 1 ? Op8 : Op);
+    byte(uint8_t((R & 7) << 3)); // mod 00, r/m RAX
+  }
   void pushfq() { byte(0x9c); }
   void push(Reg R) {
     if (R >= 8)

@@ -7,11 +7,14 @@
 #include "cpu/jit/jit_form.h"
 
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace vmxsim {
 
@@ -22,12 +25,13 @@ namespace {
 // Labels of one block's code: the epilogue, then per instruction K the exits "hand the
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
-constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120;
+constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
+                   kMiss = 128;
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
-              kLocal - kStop > kMaxBlockInsns && kLocal + 2 * kMaxBlockInsns < Emitter::kMaxLabels);
+              kLocal - kStop > kMaxBlockInsns && kMiss + 2 * kMaxBlockInsns <= Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
-constexpr int kHostB = 2, kHostAE = 3, kHostNE = 5;
+constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
 
 bool fitsInt32(int64_t V) { return V >= INT32_MIN && V <= INT32_MAX; }
 
@@ -71,6 +75,45 @@ struct BlockEmitter {
       E.movImm64(X, I.Imm);
     else
       E.movImm32(X, uint32_t(I.Imm));
+  }
+  /// Whether address() takes I's form.
+  bool addressable(const DecodedInsn &I) const {
+    if (I.AddrSize != 8 && I.AddrSize != 4)
+      return false;
+    if (I.Base == kRegRip)
+      return fitsInt32(int64_t(NextOff) + I.Disp);
+    return I.Base == kRegNone || fitsInt32(I.Disp);
+  }
+  /// RAX = I's effective address (cpu/memory.h effectiveAddress: displacement + base +
+  /// index << scale, truncated to the address size); false for a form not taken (16-bit
+  /// addresses, a displacement past 32 bits).
+  bool address(const DecodedInsn &I) {
+    if (I.AddrSize != 8 && I.AddrSize != 4)
+      return false;
+    if (I.Base == kRegRip) {
+      const int64_t D = int64_t(NextOff) + I.Disp;
+      if (!fitsInt32(D))
+        return false;
+      E.leaR12(HAX, int32_t(D));
+    } else if (I.Base != kRegNone) {
+      E.load(8, HAX, gpr(I.Base, 8));
+      if (I.Disp) {
+        if (!fitsInt32(I.Disp))
+          return false;
+        E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
+      }
+    } else {
+      E.movImm64(HAX, uint64_t(I.Disp));
+    }
+    if (I.Index != kRegNone) {
+      E.load(8, HCX, gpr(I.Index, 8));
+      if (I.ScaleLog2)
+        E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
+      E.aluRR(Alu::Add, 8, HAX, HCX);
+    }
+    if (I.AddrSize == 4)
+      E.movRR(4, HAX, HAX);
+    return true;
   }
   /// The host's flags into EDX, keeping HostBits.
   void hostFlags(uint32_t HostBits) {
@@ -192,37 +235,11 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       E.loadSx64(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
-  case JitOp::Lea: {
-    // cpu/memory.h effectiveAddress: displacement + base + index << scale, truncated to
-    // the address size.
-    if (I.AddrSize != 8 && I.AddrSize != 4)
+  case JitOp::Lea:
+    if (!BE.address(I))
       return false;
-    if (I.Base == kRegRip) {
-      const int64_t D = int64_t(BE.NextOff) + I.Disp;
-      if (!fitsInt32(D))
-        return false;
-      E.leaR12(HAX, int32_t(D));
-    } else if (I.Base != kRegNone) {
-      E.load(8, HAX, BE.gpr(I.Base, 8));
-      if (I.Disp) {
-        if (!fitsInt32(I.Disp))
-          return false;
-        E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
-      }
-    } else {
-      E.movImm64(HAX, uint64_t(I.Disp));
-    }
-    if (I.Index != kRegNone) {
-      E.load(8, HCX, BE.gpr(I.Index, 8));
-      if (I.ScaleLog2)
-        E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
-      E.aluRR(Alu::Add, 8, HAX, HCX);
-    }
-    if (I.AddrSize == 4)
-      E.movRR(4, HAX, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
-  }
   case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
     // cpu/exec_shift.cpp defines the flags the SDM leaves undefined; they are computed
     // here from the same formulas, never taken from the host.
@@ -307,24 +324,118 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffBlockStop = Off(&C.BlockStop);
   OffWindowDue = Off(&C.WindowDue);
   OffInsnEnd = Off(&C.InsnEnd);
+  const Mmu::LinkInputs L = C.Mmu.linkInputs();
+  OffFetchTagLow = Off(L.FetchTagLow);
+  OffFetchTlb = Off(L.FetchTlb);
+  OffBlockKeyBase = Off(L.BlockKeyBase);
+  CodeGens = L.CodeGenerations;
+  OffChainEpoch = Off(L.ChainEpoch);
+  CodeWrites = L.CodeWrites;
+  OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
+  OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
-  void *P = mmap(nullptr, kCodeBytes + kScratchBytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  Kept.reset(new (std::nothrow) KeptEntry[kKeptEntries]());
+  void *CellMem = mmap(nullptr, kCells * sizeof(ChainCell), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!Kept || CellMem == MAP_FAILED)
+    return;
+  Cells = static_cast<ChainCell *>(CellMem);
+  // The scratch buffer for one block's code.
+  void *P = mmap(nullptr, kScratchBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (P == MAP_FAILED)
     return;
-  Scratch = static_cast<uint8_t *>(P) + kCodeBytes;
-  if (mprotect(P, kCodeBytes, PROT_READ | PROT_EXEC) != 0) {
-    munmap(P, kCodeBytes + kScratchBytes);
-    Scratch = nullptr;
-    return;
+  Scratch = static_cast<uint8_t *>(P);
+  // The cache: one memory object mapped twice, writable and executable, so installing a
+  // block is a copy, no system call (W^X holds per mapping: neither view is both).
+  const int Fd = int(memfd_create("vmxsim-jit", MFD_CLOEXEC));
+  if (Fd >= 0) {
+    if (ftruncate(Fd, off_t(kCodeBytes)) == 0) {
+      void *Rw = mmap(nullptr, kCodeBytes, PROT_READ | PROT_WRITE, MAP_SHARED, Fd, 0);
+      void *Rx = mmap(nullptr, kCodeBytes, PROT_READ | PROT_EXEC, MAP_SHARED, Fd, 0);
+      if (Rw != MAP_FAILED && Rx != MAP_FAILED) {
+        CodeRw = static_cast<uint8_t *>(Rw);
+        Code = static_cast<uint8_t *>(Rx);
+      } else {
+        if (Rw != MAP_FAILED)
+          munmap(Rw, kCodeBytes);
+        if (Rx != MAP_FAILED)
+          munmap(Rx, kCodeBytes);
+      }
+    }
+    close(Fd);
+    if (Code)
+      return;
   }
-  Code = static_cast<uint8_t *>(P);
+  // The fallback (no memfd, or a host that refuses a second, executable mapping): one
+  // private mapping, kept read+execute and made writable page by page while a block is
+  // copied in.
+  P = mmap(nullptr, kCodeBytes, PROT_READ | PROT_EXEC,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (P != MAP_FAILED)
+    Code = static_cast<uint8_t *>(P);
 }
 
 Translator::~Translator() {
   if (Code)
-    munmap(Code, kCodeBytes + kScratchBytes);
+    munmap(Code, kCodeBytes);
+  if (CodeRw)
+    munmap(CodeRw, kCodeBytes);
+  if (Scratch)
+    munmap(Scratch, kScratchBytes);
+  if (Cells)
+    munmap(Cells, kCells * sizeof(ChainCell));
+}
+
+bool Translator::install(size_t Off, const uint8_t *Src, size_t Len) {
+  if (CodeRw) {
+    std::memcpy(CodeRw + Off, Src, Len);
+    return true;
+  }
+  // W^X: the pages the bytes land on are writable only while they are copied in. Only
+  // those pages: changing the protection of the whole cache costs the host a walk of all
+  // its page-table entries per block.
+  const uintptr_t PageMask = uintptr_t(kHostPage) - 1;
+  uint8_t *First = reinterpret_cast<uint8_t *>(reinterpret_cast<uintptr_t>(Code + Off) & ~PageMask);
+  const uintptr_t Last = (reinterpret_cast<uintptr_t>(Code + Off + Len) + PageMask) & ~PageMask;
+  const size_t Span = size_t(Last - reinterpret_cast<uintptr_t>(First));
+  if (mprotect(First, Span, PROT_READ | PROT_WRITE) != 0)
+    return false;
+  std::memcpy(Code + Off, Src, Len);
+  return mprotect(First, Span, PROT_READ | PROT_EXEC) == 0;
+}
+
+const uint8_t *Translator::guestBytes(const Block &B, size_t &Len) const {
+  Len = 0;
+  for (unsigned K = 0; K < B.NumInsns; ++K)
+    Len += B.Insns[K].Len;
+  const uint8_t *Page = C.Mem.ramPointer(Hpa(B.Pa & ~uint64_t(kHostPage - 1)));
+  return Page ? Page + (B.Pa & (kHostPage - 1)) : nullptr;
+}
+
+namespace {
+size_t keptSlot(uint64_t Pa) {
+  return size_t((Pa * 0x9E3779B97F4A7C15ull) >> 48) & (Translator::kKeptEntries - 1);
+}
+} // namespace
+
+bool Translator::reattach(Block &B) {
+  const KeptEntry &K = Kept[keptSlot(B.Pa)];
+  if (K.Stamp != Stamp || K.Pa != B.Pa || K.NumInsns != B.NumInsns)
+    return false;
+  size_t Len;
+  const uint8_t *Bytes = guestBytes(B, Len);
+  // The same bytes at the same physical address in the same decode mode decode to the
+  // same block (the decoder reads nothing else), in the same cache slot (blockSlot), so
+  // the translation, which depends on nothing else, is this block's.
+  if (!Bytes || Len != K.Bytes || std::memcmp(Bytes, Code + K.BytesOff, Len) != 0)
+    return false;
+  B.JitStamp = Stamp;
+  B.JitCode = Code + K.CodeOff;
+  B.JitCalls = K.Calls;
+  ++Stats.Kept;
+  return true;
 }
 
 bool Translator::emitBlock(Block &B, void *EmitterPtr) {
@@ -339,7 +450,18 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   E.push(H13); // keeps RSP 16-byte aligned for the handler calls
   E.movRR(8, HBX, HDI);
   E.movRR(8, H12, HSI);
+  E.movImm64(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state
+  if (E.size() != kPrologueBytes)
+    return false;
   E.bind(kBody);
+  // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
+  // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
+  // data outside the code (a store near code being run costs the host a pipeline flush).
+  const bool Chains = Mode == ExecMode::Translate;
+  const uint64_t Cell0 = reinterpret_cast<uint64_t>(&Cells[CellsUsed]),
+                 Cell1 = reinterpret_cast<uint64_t>(&Cells[CellsUsed + 1]);
+  constexpr unsigned kNoChain = kLocal + 6, kSecondCell = kLocal + 7, kValid0 = kLocal + 4,
+                     kValid1 = kLocal + 5;
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -350,12 +472,18 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.BailInsns[K] = BE.PendInsns;
     BE.Offset[K] = Off;
     RipByHandler = false;
-    if (F.Shape == JitShape::Mem) {
-      // Through the instruction's own handler, with RIP, Cycles and Retired as the
-      // interpreter has them, its status and the run loop's stop check after it.
+    if (F.Shape == JitShape::Mem || F.Op == JitOp::None) {
+      BE.NextOff = Next;
+      BE.sync();
+      const unsigned Miss = kMiss + 2 * K, Join = kMiss + 2 * K + 1;
+      const bool Inline = F.Op == JitOp::Mov && BE.addressable(I);
+      if (Inline)
+        emitTlbHitMov(&BE, I, F, Miss, Join);
+      // Through the instruction's own handler (for MOV: when the access misses the
+      // TLB), with RIP, Cycles and Retired as the interpreter has them, its status and
+      // the run loop's stop check after it.
       E.leaR12(HAX, Off);
       E.store(8, HAX, OffRip);
-      BE.sync();
       E.movRR(8, HDI, HBX);
       E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
       E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
@@ -371,7 +499,10 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         BE.UsedStop[K] = true;
         E.jump(kHostAE, kStop + K);
       }
-      RipByHandler = true;
+      // The handler leaves RIP after the instruction; an inline MOV does not.
+      RipByHandler = !Inline;
+      if (Inline)
+        E.bind(Join);
     } else if (F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel) {
       const int64_t Target = int64_t(Next) + int64_t(I.Imm);
       if (!fitsInt32(Target) || K + 1 != N)
@@ -391,6 +522,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       E.leaR12(HAX, int32_t(Target));
       BE.checkCanonical(K);
       E.store(8, HAX, OffRip);
+      if (Chains)
+        E.movImm64(HSI, Cell0);
       if (Target == 0 && Mode == ExecMode::Translate) {
         // A branch back to the block's start (a loop of one block): run the block again
         // at once when the run loop would enter it again, in full, with this same
@@ -414,6 +547,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         E.bind(NotTaken);
         E.leaR12(HAX, Next);
         E.store(8, HAX, OffRip);
+        if (Chains)
+          E.movImm64(HSI, Cell1);
       }
       E.bind(Tail);
       BE.PendCycles = PendCycles;
@@ -436,7 +571,24 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
   }
-  E.bind(kExitN); // RIP stored, the counts added
+  const JitForm LastForm = jitFormOf(B.Insns[N - 1]);
+  // A block that does not end with a direct branch leaves through one exit with two
+  // cells (a RET returns to several callers): both are tried, and link() refills the
+  // stale one, or the two in turn.
+  const bool Pair = Chains && LastForm.Op != JitOp::JccRel && LastForm.Op != JitOp::JmpRel;
+  if (Chains)
+    Cells[CellsUsed].Pad = Pair;
+  if (Pair)
+    E.movImm64(HSI, Cell0);
+  E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
+  if (Pair) {
+    emitChain(&E, kSecondCell, kValid0);
+    E.bind(kSecondCell);
+    E.movImm64(HSI, Cell1);
+  }
+  if (Chains)
+    emitChain(&E, kNoChain, kValid1);
+  E.bind(kNoChain);
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
   E.pop(H13);
@@ -473,18 +625,239 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
+void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
+                               const JitForm &F, unsigned Miss, unsigned Join) {
+  // The interpreter's fast path of readMem/writeMem (cpu/memory.h), in host code: in
+  // 64-bit mode with RFLAGS.AC clear, the linear address is the offset (plus the FS/GS
+  // base), and the entry of the read (load) or write (store) TLB slot of its page maps
+  // the whole access when its tag equals the tag of the access's last byte (tlbMaps);
+  // the host address is then La + Addend. Anything else jumps to Miss, the handler call,
+  // which takes the interpreter's full path. A write TLB entry never maps a page that
+  // holds decoded code, a data breakpoint, MMIO or a watched range, so a hit has no
+  // effect but the access, as in the interpreter's fast path.
+  BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
+  Emitter &E = BE.E;
+  const unsigned N = F.Size;
+  const bool Load = I.Reg[0] != kRegNone; // MOV r, m (else MOV m, r or MOV m, imm)
+  BE.address(I);
+  if (SegReg(I.Seg) >= SegReg::FS) {
+    const auto Off = [&](const void *P) {
+      return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
+    };
+    E.addRegMem64(HAX, Off(&C.S.seg(SegReg(I.Seg)).Base));
+  }
+  E.btMem64(OffRflags, 18); // RFLAGS.AC: #AC is checked on the full path
+  E.jump(kHostB, Miss);
+  E.movRR(8, HDX, HAX);
+  if (N > 1)
+    E.aluImm(Alu::Add, 8, HDX, N - 1);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
+  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + N - 1, false)
+  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  E.timesThree(HCX);
+  const int32_t Tlb = Load ? OffTlbRead : OffTlbWrite;
+  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.jump(kHostNE, Miss);
+  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+  if (Load) {
+    E.loadAtRax(N, HCX);
+    BE.setReg(N, HCX, I.Reg[0]);
+  } else {
+    if (I.Reg[1] != kRegNone)
+      E.load(N, HCX, BE.gpr(I.Reg[1], N));
+    else if (N == 8)
+      E.movImm64(HCX, I.Imm);
+    else
+      E.movImm32(HCX, uint32_t(I.Imm));
+    E.storeAtRax(N, HCX);
+  }
+  E.addMem64Imm(OffCycles, I.Cost);
+  E.addMem64Imm(OffRetired, 1);
+  E.jump(-1, Join);
+  E.bind(Miss);
+}
+
+void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
+  Emitter &E = *static_cast<Emitter *>(EmitterPtr);
+  // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
+  // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
+  // fetch tag is the cell's Tag and in the primary fetch TLB slot with the cell's frame,
+  // and the block cache's slot holds Next, current: the lookup would return Next), then
+  // the test for running Next whole (the window due after it, the budget beyond it). Nothing else the loop tests
+  // can change inside translated code: stepping, RF, breakpoints, observers and the mode
+  // are changed by no translatable instruction, and anything that needs the loop (a
+  // device, a write into code) calls breakBlock(), which zeroes WindowDue.
+  E.storeR13(0, HSI); // the exit taken, for link()
+  E.load(8, HAX, OffRip);
+  E.cmpRegAt(HAX, HSI, 0); // La
+  E.jump(kHostNE, Fail);
+  E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
+  E.loadZx(2, HCX, OffFetchTagLow);
+  E.aluRR(Alu::Or, 8, HDX, HCX);
+  E.cmpRegAt(HDX, HSI, 8); // Tag
+  E.jump(kHostNE, Fail);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
+  E.timesThree(HCX);
+  E.opBaseIndex8(0x3b, HDX, HCX, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
+  E.jump(kHostNE, Fail);
+  // The entry maps the frame the cell was filled with, and the block cache's slot of
+  // that address still holds Next, current (Mmu::cachedBlock's test: address, key of
+  // this cache epoch in 64-bit mode, the page's code generation), with the translation
+  // the cell names.
+  E.opBaseIndex8(0x8b, HDX, HCX, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
+  // The block links' stamp (cpu/mmu.h, "Block links") unchanged since the cell was last
+  // filled or found valid: with the checks above, the lookup returns what it returned
+  // then (and the translation is the same: it changes only with a decode, which moves
+  // the stamp, or a flush, which drops the cell). Otherwise the full test, which then
+  // records the stamp.
+  E.load(8, HCX, OffChainEpoch);
+  E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
+  E.addRegAt(HCX, HDI, 0);
+  E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
+  E.jump(kHostE, Valid);
+  E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
+  E.jump(kHostNE, Fail);
+  E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
+  E.loadAt(HAX, HSI, int8_t(offsetof(ChainCell, Pa)));
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Pa)));
+  E.jump(kHostNE, Fail);
+  E.load(4, HAX, OffBlockKeyBase);
+  E.aluImm(Alu::Or, 4, HAX, uint32_t(CodeMode::Long64));
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, Key)), 4);
+  E.jump(kHostNE, Fail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(CodeGens));
+  E.loadAt(HAX, HAX, 0);        // PhysMem's code generations
+  E.loadIndexed8(HAX, HAX, HDX); // of the frame
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Gen)));
+  E.jump(kHostNE, Fail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(&Stamp));
+  E.opAt(0x8b, HAX, HAX, 0, 4);
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, JitStamp)), 4);
+  E.jump(kHostNE, Fail);
+  E.loadAt(HAX, HDI, int8_t(offsetof(Block, JitCode)));
+  E.aluImm(Alu::Add, 8, HAX, kPrologueBytes);
+  E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
+  E.jump(kHostNE, Fail);
+  E.storeAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
+  E.bind(Valid);
+  E.load(8, HAX, OffCycles);
+  E.addRegAt(HAX, HSI, 40); // NextCost
+  E.cmpRegMem64(HAX, OffWindowDue);
+  E.jump(kHostAE, Fail);
+  E.load(8, HCX, OffRetired);
+  E.addRegAt(HCX, HSI, 48); // NextInsns
+  E.cmpRegMem64(HCX, OffInsnEnd);
+  E.jump(kHostAE, Fail);
+  E.store(8, HAX, OffBlockStop);
+  E.loadAt(HCX, HSI, 32); // Next
+  E.storeR13(8, HCX);     // the block running
+  E.incR13(16);           // chained jumps
+  E.load(8, H12, OffRip);
+  E.jumpAt(HSI, 24); // Body
+  static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
+                offsetof(ChainCell, Body) == 24 && offsetof(ChainCell, Next) == 32 &&
+                offsetof(ChainCell, NextCost) == 40 && offsetof(ChainCell, NextInsns) == 48);
+  static_assert(offsetof(Block, JitCode) < 128 && offsetof(Block, Key) < 128);
+  static_assert(offsetof(ChainState, LastCell) == 0 && offsetof(ChainState, Current) == 8 &&
+                offsetof(ChainState, Chained) == 16);
+}
+
+void Translator::link(const Block &B, const Block *Prev) {
+  ChainCell *Cell = PendingCell;
+  PendingCell = nullptr;
+  // The cell is in code of this cache generation, written by the block that just ran to
+  // its end (Prev), and B is what the lookup returned at the RIP it left with.
+  if (!Prev || Prev != PendingFrom || PendingStamp != Stamp || !B.JitCode ||
+      B.JitStamp != Stamp)
+    return;
+  // (One translator per CPU: nothing runs the cell while it changes.)
+  ChainCell *W = Cell;
+  const size_t Index = size_t(Cell - Cells);
+  if ((Index & 1) && Cells[Index - 1].Pad) {
+    // The second cell of an exit's pair (both failed): fill an empty one, else the two
+    // in turn.
+    ChainCell *First = Cell - 1;
+    if (!First->Next)
+      W = First;
+    else if (Cell->Next)
+      W = (Cell->Pad ^= 1) ? First : Cell;
+  }
+  // B is the block cache's current block at the RIP's frame (the run loop's lookup
+  // returned it); the fetch TLB's primary slot holds the RIP's entry.
+  const TlbEntry &F = C.Mmu.fetchEntry(Gla(C.S.Rip));
+  W->La = C.S.Rip;
+  W->Tag = C.Mmu.tag(C.S.Rip, false);
+  W->Pfn = F.Tag == W->Tag ? F.Pfn : ~uint64_t(0);
+  W->Pa = B.Pa;
+  W->Body = static_cast<const uint8_t *>(B.JitCode) + kPrologueBytes;
+  W->Next = const_cast<Block *>(&B);
+  W->NextCost = B.Insns[0].CostToEnd;
+  W->NextInsns = B.NumInsns;
+  W->Stamp = C.Mmu.linkStamp();
+  ++Stats.Links;
+}
+
+namespace {
+/// Integer instructions outside the inline set whose handlers only compute (registers,
+/// RFLAGS, an ordinary memory operand, a #DE): run by a handler call when they do not
+/// end their block and take no LOCK prefix. Not every instruction that does not end
+/// its block: that was exact on one CPU but diverged on a two-CPU Linux boot (an
+/// instruction with effects between processors, not found yet).
+bool callsHandler(const DecodedInsn &I) {
+  if (I.Flags & (insnflag::EndsBlock | insnflag::Lock))
+    return false;
+  const char *N = mnemonicName(I.Mnemonic);
+  if (std::strncmp(N, "cmov", 4) == 0 || std::strncmp(N, "set", 3) == 0)
+    return true;
+  static const char *const kPlain[] = {
+      "imul", "mul",  "div",  "idiv", "bswap", "shl",  "shr",  "sar",  "rol",
+      "ror",  "rcl",  "rcr",  "shld", "shrd",  "bt",   "bts",  "btr",  "btc",
+      "bsf",  "bsr",  "tzcnt", "lzcnt", "popcnt", "cdq", "cqo",  "cdqe", "cwde",
+      "cwd",  "cbw",  "movzx", "movsx", "movsxd", "add", "sub",  "and",  "or",
+      "xor",  "cmp",  "test", "adc",  "sbb",   "inc",  "dec",  "neg",  "not",
+      "lea",  "andn", "sarx", "shlx", "shrx",  "rorx", "bzhi", "blsr", "blsi",
+      "blsmsk", "movbe"};
+  for (const char *P : kPlain)
+    if (std::strcmp(N, P) == 0)
+      return true;
+  return false;
+}
+} // namespace
+
 Translator::Entry Translator::translate(Block &B) {
-  // Every instruction must be in the supported set.
+  // Every instruction must be in the supported set, or be a plain integer instruction
+  // run by a call of its handler (callsHandler; docs/TRANSLATOR.md, "Supported set").
   bool Calls = false;
   for (unsigned K = 0; K < B.NumInsns; ++K) {
     const JitForm F = jitFormOf(B.Insns[K]);
-    if (F.Op == JitOp::None) {
+    const bool ByCall = F.Op == JitOp::None && callsHandler(B.Insns[K]);
+    Calls |= ByCall;
+    if (F.Op == JitOp::None && !ByCall) {
       ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];
       ++Stats.UnsupportedMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
       return nullptr;
     }
     Calls |= F.Shape == JitShape::Mem;
   }
+  if (Used + kScratchBytes + kMaxBlockInsns * 15 + 16 > kCodeBytes ||
+      CellsUsed + 2 > kCells) {
+    // Full (or too full for the largest block): every translation is dropped at once
+    // (their blocks' stamps no longer match, nor do the kept entries'), with the cells.
+    ++Stats.Flushes;
+    if (++Stamp == 0)
+      Stamp = 1;
+    Used = 0;
+    CellsUsed = 0;
+  }
+  Cells[CellsUsed] = ChainCell{};
+  Cells[CellsUsed + 1] = ChainCell{}; // La 0 with Pfn 0: no link yet (see link())
   Emitter E(Scratch, kScratchBytes);
   E.resetLabels();
   if (!emitBlock(B, &E)) {
@@ -492,45 +865,49 @@ Translator::Entry Translator::translate(Block &B) {
                                         : JitRefusal::UnsupportedForm)];
     return nullptr;
   }
-  const size_t Bytes = (E.size() + 15) & ~size_t(15);
-  if (Used + Bytes > kCodeBytes) {
-    // Full: every translation is dropped at once (their blocks' stamps no longer match).
-    ++Stats.Flushes;
-    ++Stamp;
-    Used = 0;
-  }
-  // W^X: the pages the block lands on are writable only while it is copied in. Only
-  // those pages: changing the protection of the whole cache costs the host a walk of all
-  // its page-table entries per block (most of a Linux boot's time, before this).
-  const uintptr_t PageMask = uintptr_t(kHostPage) - 1;
-  uint8_t *First = reinterpret_cast<uint8_t *>(reinterpret_cast<uintptr_t>(Code + Used) & ~PageMask);
-  const uintptr_t Last = (reinterpret_cast<uintptr_t>(Code + Used + E.size()) + PageMask) & ~PageMask;
-  const size_t Span = size_t(Last - reinterpret_cast<uintptr_t>(First));
-  if (mprotect(First, Span, PROT_READ | PROT_WRITE) != 0)
+  size_t GuestLen;
+  const uint8_t *Guest = guestBytes(B, GuestLen);
+  const size_t Bytes = (E.size() + GuestLen + 15) & ~size_t(15);
+  if (!Guest)
     return nullptr;
-  std::memcpy(Code + Used, Scratch, E.size());
-  if (mprotect(First, Span, PROT_READ | PROT_EXEC) != 0)
+  // The code, then the guest bytes it was made from (for reattach).
+  if (!install(Used, Scratch, E.size()) || !install(Used + E.size(), Guest, GuestLen))
     return nullptr;
+  KeptEntry &K = Kept[keptSlot(B.Pa)];
+  K = KeptEntry{B.Pa, Stamp, uint32_t(Used), uint32_t(Used + E.size()), uint16_t(GuestLen),
+                B.NumInsns, uint8_t(Calls)};
   uint8_t *Start = Code + Used;
   Used += Bytes;
+  if (Mode == ExecMode::Translate)
+    CellsUsed += 2;
   B.JitCalls = Calls;
   ++Stats.Translated;
   return reinterpret_cast<Entry>(Start);
 }
 
-JitRun Translator::runSlow(Block &B) {
+JitRun Translator::runSlow(Block &B, const Block *Prev) {
   if (!Code)
     return {};
   if (B.JitStamp != Stamp) {
-    // Not translated in this cache generation: count the entry, translate when hot.
-    if (++B.JitRuns < Threshold)
-      return {};
-    B.JitRuns = 0;
-    B.JitStamp = Stamp;
-    B.JitCode = reinterpret_cast<const void *>(translate(B));
+    // Not translated in this cache generation: at its first entry since it was decoded,
+    // take the translation made for the same bytes if there is one; else count the
+    // entry, translate when hot.
+    if (B.JitRuns != 0 || !reattach(B)) {
+      if (++B.JitRuns < Threshold) {
+        PendingCell = nullptr;
+        return {};
+      }
+      B.JitRuns = 0;
+      B.JitStamp = Stamp;
+      B.JitCode = reinterpret_cast<const void *>(translate(B));
+    }
   }
-  if (!B.JitCode)
+  if (!B.JitCode) {
+    PendingCell = nullptr;
     return {};
+  }
+  if (PendingCell)
+    link(B, Prev);
   Entry Fn = reinterpret_cast<Entry>(const_cast<void *>(B.JitCode));
   if (Mode == ExecMode::Lockstep)
     return lockstep(B, Fn);
@@ -628,9 +1005,11 @@ void Translator::describe(char *Out, size_t Size) const {
   int Len = std::snprintf(
       Out, Size,
       "jit: %" PRIu64 " blocks translated, %" PRIu64 " runs, %" PRIu64
-      " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes; refused: %" PRIu64
+      " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes, %" PRIu64
+      " kept across re-decoding, %" PRIu64 " exits linked, %" PRIu64 " chained jumps; refused: %" PRIu64
       " unsupported instruction, %" PRIu64 " unsupported form, %" PRIu64 " too large",
       Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
+      Stats.Kept, Stats.Links, Stats.Chained,
       Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
   if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
     Len += std::snprintf(Out + Len, Size - size_t(Len),

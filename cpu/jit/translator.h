@@ -9,12 +9,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace vmxsim {
 
 class Cpu;
 struct Block;
 struct DecodedInsn;
+struct JitForm;
 
 /// Why a block was not translated (one counter each; `vmxsim run --jit-stats`).
 enum class JitRefusal : uint8_t {
@@ -33,6 +35,13 @@ struct JitStats {
   uint64_t Bailouts = 0;     ///< entries that handed the rest of the block to the interpreter
   uint64_t LockstepCompared = 0; ///< blocks run both ways and compared (Lockstep)
   uint64_t LockstepUncompared = 0; ///< blocks with memory forms, run translated only
+  /// Blocks re-decoded (after their cache slot was reused, or a write elsewhere in their
+  /// page) whose bytes had not changed: their translation was kept, not made again.
+  uint64_t Kept = 0;
+  /// Jumps from one translated block straight into the next (no return to the run loop).
+  uint64_t Chained = 0;
+  /// Exits of a translated block linked to the translation of their successor.
+  uint64_t Links = 0;
   /// Unsupported instructions by the decoder's mnemonic number (the first of each block
   /// that was refused for one).
   static constexpr unsigned kMnemonics = 2048;
@@ -44,7 +53,10 @@ struct JitRun {
   bool Ran = false;    ///< false: the block has no translation (yet); interpret it
   bool Mismatch = false; ///< Lockstep found a difference (Cpu::StopWhat names it)
   Status St = Status::Ok; ///< the status of the instruction at Done when not Ok
-  uint8_t Done = 0;    ///< instructions of the block completed
+  uint8_t Done = 0;    ///< instructions of Last completed
+  /// The block the run ended in: the block given to run(), or one that translated code
+  /// jumped to (chained) from it.
+  Block *Last = nullptr;
 };
 
 class Translator {
@@ -53,7 +65,10 @@ public:
   /// block cache (docs/TRANSLATOR.md, "When a block is translated").
   static constexpr uint16_t kDefaultThreshold = 16;
   /// Host code bytes per CPU (reserved with mmap, committed as used).
-  static constexpr size_t kCodeBytes = 4u << 20;
+  static constexpr size_t kCodeBytes = 16u << 20;
+  /// Entries of the table of kept translations, direct-mapped by physical address
+  /// (docs/TRANSLATOR.md, "Translations that outlive their decoded block").
+  static constexpr size_t kKeptEntries = 1u << 16;
   /// The host's page size, the unit of mprotect (x86-64 Linux: 4 KiB; the constructor
   /// leaves the cache off on a host that says otherwise).
   static constexpr size_t kHostPage = 4096;
@@ -66,11 +81,17 @@ public:
   /// Runs cached block B from its first instruction if it has a translation (making one
   /// when it has become hot). The caller has checked that the interpreter's fast loop
   /// would run the whole block: no stepping, breakpoints or observers, the instruction
-  /// budget and the event window beyond its end.
-  JitRun run(Block &B) {
-    if (B.JitStamp == Stamp && B.JitCode && Mode == ExecMode::Translate) [[likely]]
+  /// budget and the event window beyond its end. Prev: the block that ran to its end
+  /// just before, when B is what the block cache's lookup returned right after it
+  /// (Mmu::cachedBlock or a current link), else null; the exit of Prev's translation
+  /// that led here is then linked to B's (docs/TRANSLATOR.md, "Chaining").
+  JitRun run(Block &B, const Block *Prev) {
+    if (B.JitStamp == Stamp && B.JitCode && Mode == ExecMode::Translate) [[likely]] {
+      if (PendingCell)
+        link(B, Prev);
       return enter(B, reinterpret_cast<Entry>(const_cast<void *>(B.JitCode)));
-    return runSlow(B);
+    }
+    return runSlow(B, Prev);
   }
 
   ExecMode mode() const { return Mode; }
@@ -79,6 +100,9 @@ public:
   /// False when the host refused the code cache (mmap/mprotect failed): nothing is
   /// translated and everything is interpreted.
   bool usable() const { return Code != nullptr; }
+  /// True when the cache is one memory object mapped twice (writable, executable), so
+  /// installing a block needs no system call; false on the mprotect fallback.
+  bool dualMapped() const { return CodeRw != nullptr; }
   /// A one-line text of the counters (for `--jit-stats`).
   void describe(char *Out, size_t Size) const;
 
@@ -87,28 +111,111 @@ private:
   /// Translates B into the code cache; null when refused (counted).
   Entry translate(Block &B);
   bool emitBlock(Block &B, void *Emitter);
-  JitRun runSlow(Block &B);
+  /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
+  /// Fail, when the link does not hold.
+  void emitChain(void *Emitter, unsigned Fail, unsigned Valid);
+  /// Emits MOV r, m / MOV m, r / MOV m, imm's TLB-hit access (ending with a jump to
+  /// Join) and binds Miss, where the caller emits the handler call.
+  void emitTlbHitMov(void *BlockEmitter, const DecodedInsn &I, const JitForm &F,
+                     unsigned Miss, unsigned Join);
+  JitRun runSlow(Block &B, const Block *Prev);
   JitRun enter(Block &B, Entry Fn) {
     const uint64_t Before = C.Retired;
+    Chain.Current = &B;
+    Chain.LastCell = nullptr;
     const uint64_t R = Fn(&C, C.S.Rip);
     JitRun Out;
     Out.Ran = true;
     Out.Done = uint8_t(R);
     Out.St = Status(uint8_t(R >> 8));
+    Out.Last = Chain.Current;
     ++Stats.Runs;
+    Stats.Chained = Chain.Chained;
     Stats.InsnsTranslated += C.Retired - Before;
-    if (Out.Done != B.NumInsns || Out.St != Status::Ok)
+    if (Out.Done != Out.Last->NumInsns || Out.St != Status::Ok) {
       ++Stats.Bailouts;
+      PendingCell = nullptr;
+    } else {
+      // Ran to its end through an exit whose link did not hold: link it to the block
+      // the run loop finds next (run(), link()).
+      PendingCell = Chain.LastCell;
+      PendingFrom = Out.Last;
+      PendingStamp = Stamp;
+    }
     return Out;
   }
+  /// Links the pending exit (PendingCell) to B's translation when the block that took it
+  /// is Prev and the cache has not been flushed since.
+  void link(const Block &B, const Block *Prev);
 
   JitRun lockstep(Block &B, Entry Fn);
+  /// Gives B, just decoded, the translation made for the same bytes at the same physical
+  /// address (and so in the same cache slot) if the code cache still holds it.
+  bool reattach(Block &B);
+  /// The block's instruction bytes in guest memory (null outside RAM) and their count.
+  const uint8_t *guestBytes(const Block &B, size_t &Len) const;
+  /// Copies Len bytes to the code cache at Off (the writable view, or the mprotect path).
+  bool install(size_t Off, const uint8_t *Src, size_t Len);
+
+  /// The data of one exit of a translated block (docs/TRANSLATOR.md, "Chaining"): the
+  /// exit jumps to Body when the run loop's lookup at the RIP it leaves with would
+  /// return Next (Mmu::cachedBlock's test on La, Tag, the fetch TLB entry's frame Pfn and
+  /// the block slot, which must hold Pa, current, with this translation) and the run
+  /// loop would run Next whole (NextCost, NextInsns). Read by the emitted code at these
+  /// offsets.
+  struct ChainCell {
+    uint64_t La, Tag, Pfn;
+    const void *Body;
+    Block *Next; ///< null: never filled
+    uint64_t NextCost, NextInsns;
+    /// The first cell of a block: 1 when the two cells serve one exit (link()); the
+    /// second of such a pair: which of the two link() refills next.
+    uint64_t Pad;
+    uint64_t Pa;
+    /// The block links' stamp (Mmu::linkStamp) when the cell was filled or last found
+    /// valid by the full test (0: never).
+    uint64_t Stamp;
+    uint64_t Unused[2];
+  };
+  /// What the emitted code reads and writes besides the Cpu (R13 holds its address): the
+  /// exit taken last, the block running, the count of chained jumps.
+  struct ChainState {
+    ChainCell *LastCell;
+    Block *Current;
+    uint64_t Chained;
+  };
+  ChainState Chain = {};
+  /// Two cells per translated block (Translate mode), allocated with the code and
+  /// dropped with it at a flush.
+  static constexpr size_t kCells = 1u << 17;
+  ChainCell *Cells = nullptr;
+  size_t CellsUsed = 0;
+  ChainCell *PendingCell = nullptr;
+  const Block *PendingFrom = nullptr;
+  uint32_t PendingStamp = 0;
+  /// Bytes of the prologue: a chained jump enters a block's code this far in.
+  static constexpr size_t kPrologueBytes = 21;
+
+  /// A translation, found again by the physical address of its block: where its code and
+  /// a copy of the guest bytes it was made from are in the cache.
+  struct KeptEntry {
+    uint64_t Pa;
+    uint32_t Stamp; ///< the cache generation (0: empty)
+    uint32_t CodeOff, BytesOff;
+    uint16_t Bytes;
+    uint8_t NumInsns, Calls;
+  };
 
   Cpu &C;
   ExecMode Mode;
   JitStats Stats;
-  uint8_t *Code = nullptr; ///< kCodeBytes of host code, read+execute except while writing
+  /// kCodeBytes of host code, read+execute (on the mprotect fallback: except while a
+  /// block is written).
+  uint8_t *Code = nullptr;
+  /// The writable view of the same memory (dual mapping), else null.
+  uint8_t *CodeRw = nullptr;
   size_t Used = 0;
+  std::unique_ptr<KeptEntry[]> Kept;
   /// Bumped by every flush of the code cache: a block's translation is valid only while
   /// its stamp equals it (Block::JitStamp), so a flush is O(1).
   uint32_t Stamp = 1;
@@ -118,7 +225,11 @@ private:
   char Message[192] = {};
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
-          OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0;
+          OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
+          OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0,
+          OffChainEpoch = 0;
+  const uint64_t *CodeWrites = nullptr; ///< PhysMem's code write count
+  uint64_t *const *CodeGens = nullptr; ///< where PhysMem keeps its code generations
 };
 
 } // namespace vmxsim

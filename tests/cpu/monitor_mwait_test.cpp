@@ -8,6 +8,7 @@
 #include "cpu/cpuid.h"
 #include "cpu/msrs.h"
 #include "tests/cpu/insn_fault_helpers.h"
+#include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -16,18 +17,6 @@ using namespace vmxsim;
 using namespace vmxsim::test;
 
 namespace {
-
-class OneInterrupt : public InterruptSource {
-public:
-  bool intrPending() override { return Pending; }
-  uint8_t acknowledge() override {
-    Pending = false;
-    ++Acks;
-    return 0x40;
-  }
-  bool Pending = false;
-  unsigned Acks = 0;
-};
 
 constexpr uint64_t kLine = kDataBase + 0x40; ///< the monitored line (RAX of MONITOR)
 

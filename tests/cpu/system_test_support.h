@@ -34,6 +34,19 @@ inline void gate64(TestMachine &M, uint64_t At, uint16_t Sel, uint64_t Off, uint
   M.write(At, G, 16);
 }
 
+/// An interrupt controller with one interrupt, vector 0x40, pending while Pending is set.
+class OneInterrupt : public InterruptSource {
+public:
+  bool intrPending() override { return Pending; }
+  uint8_t acknowledge() override {
+    Pending = false;
+    ++Acks;
+    return 0x40;
+  }
+  bool Pending = false;
+  unsigned Acks = 0;
+};
+
 inline void write64(TestMachine &M, uint64_t At, uint64_t V) { M.write(At, &V, 8); }
 inline void write32(TestMachine &M, uint64_t At, uint32_t V) { M.write(At, &V, 4); }
 inline void write16(TestMachine &M, uint64_t At, uint16_t V) { M.write(At, &V, 2); }

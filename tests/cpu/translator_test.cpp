@@ -5,6 +5,7 @@
 // every register, RFLAGS, RIP, the clock, the count and the data they stored compared;
 // self-modifying code rewriting a translated block; a fault inside a translated block.
 #include "cpu/jit/translator.h"
+#include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -27,8 +28,20 @@ public:
   std::vector<uint8_t> stream(unsigned NumInsns) {
     Insns.clear();
     Branches.clear();
+    // The stream runs three times, so that its blocks, translated at their first run,
+    // run chained (one translation jumping into the next) in the later ones:
+    //   mov dword [rbx + 0xf0], 3 ; jmp +0 ; body: <stream> ; jmp +0
+    //   dec dword [rbx + 0xf0] ; jnz body ; jmp +0 ; hlt
+    // ([RBX + 0xf0] is above every operand of the stream's memory forms.)
+    Insns.push_back({0xc7, 0x83, 0xf0, 0, 0, 0, 3, 0, 0, 0});
+    Insns.push_back({0xeb, 0x00});
+    const size_t Body = Insns.size();
     for (unsigned K = 0; K < NumInsns; ++K)
       one();
+    Insns.push_back({0xeb, 0x00});
+    Insns.push_back({0xff, 0x8b, 0xf0, 0, 0, 0});
+    const size_t Jnz = Insns.size();
+    Insns.push_back({0x0f, 0x85, 0, 0, 0, 0});
     Insns.push_back({0xeb, 0x00}); // JMP +0: HLT (outside the set) is a block of its own
     Insns.push_back({0xf4});       // HLT
     // Lay out, then resolve each forward Jcc rel8 to the start of its target.
@@ -42,6 +55,8 @@ public:
       const size_t To2 = std::min(To, Insns.size() - 1);
       Out[Start[From] + 1] = uint8_t(Start[To2] - (Start[From] + 2));
     }
+    const int32_t Back = int32_t(Start[Body]) - int32_t(Start[Jnz] + 6);
+    std::memcpy(&Out[Start[Jnz] + 2], &Back, 4);
     return Out;
   }
 
@@ -308,6 +323,8 @@ TEST(Translator, FuzzedStreamsAgreeWithTheInterpreterInLockstepAndTranslated) {
   std::printf("%s\n", Line);
   EXPECT_GT(L.LockstepCompared, kStreams / 2);
   EXPECT_GT(T.InsnsTranslated, 20 * uint64_t(kStreams));
+  EXPECT_GT(T.Chained, uint64_t(kStreams)); // translations jumped into the next ones
+  EXPECT_EQ(L.Chained, 0u);                 // lockstep compares every block: no chaining
   EXPECT_GT(T.Refused[size_t(JitRefusal::UnsupportedInsn)], 100u);
   EXPECT_EQ(L.Refused[size_t(JitRefusal::CodeTooLarge)], 0u);
 }
@@ -406,4 +423,207 @@ TEST(Translator, FaultInsideATranslatedBlockLeavesTheInterpretersState) {
   EXPECT_EQ(A->S.Rflags, B->S.Rflags);
   EXPECT_EQ(A->Cpu_.Cycles, B->Cpu_.Cycles);
   EXPECT_EQ(A->Cpu_.Retired, B->Cpu_.Retired);
+}
+
+TEST(Translator, ChainedBlocksRewrittenByTheGuestRunTheNewCode) {
+  // Two blocks that chain into each other (A: mov eax, imm; jmp B. B: add rsi, rax; dec
+  // ecx; jnz A), 40 iterations, then a store into A's immediate and 40 more: the chained
+  // jump into A's old translation must not be taken after the store. Storing the value
+  // that is already there re-decodes A to the same bytes: its translation is kept.
+  for (const uint8_t NewImm : {uint8_t(100), uint8_t(1)}) {
+    uint64_t Cycles = 0, Retired = 0; // interpreted
+    for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+      SCOPED_TRACE(int(Mode));
+      TestMachine M;
+      M.setupLongMode();
+      M.Cpu_.setExecMode(Mode);
+      std::vector<uint8_t> Code = {
+          0xb9, 40, 0, 0, 0,           // 0:  mov ecx, 40
+          0xb8, 1, 0, 0, 0,            // 5:  A: mov eax, 1
+          0xeb, 0x00,                  // 10: jmp B
+          0x48, 0x01, 0xc6,            // 12: B: add rsi, rax
+          0xff, 0xc9,                  // 15: dec ecx
+          0x75, 0xf2,                  // 17: jnz A (-> 5)
+          0xc6, 0x05, 0, 0, 0, 0, NewImm, // 19: mov byte [rip + d], NewImm
+          0xff, 0xcf,                  // 26: dec edi
+          0x75, 0xe2,                  // 28: jnz 0
+          0xf4};                       // 30: hlt
+      const int32_t D = 6 - 26; // the imm32's low byte from the next RIP
+      std::memcpy(&Code[21], &D, 4);
+      M.loadCode(Code);
+      M.S.Gpr[RSI] = 0;
+      M.S.Gpr[RDI] = 2;
+      ASSERT_EQ(M.run(10000), StopReason::Halted);
+      EXPECT_EQ(M.S.Gpr[RSI], 40u * 1 + 40u * NewImm);
+      if (Mode == ExecMode::Interp) {
+        Cycles = M.Cpu_.Cycles;
+        Retired = M.Cpu_.Retired;
+      }
+      EXPECT_EQ(M.Cpu_.Cycles, Cycles);
+      EXPECT_EQ(M.Cpu_.Retired, Retired);
+      if (Mode == ExecMode::Translate) {
+        const JitStats &S = M.Cpu_.Jit->stats();
+        EXPECT_GT(S.Chained, 40u);
+        EXPECT_GE(S.Links, 2u);
+        if (NewImm == 1) {
+          EXPECT_GE(S.Kept, 1u);
+        }
+      }
+      if (Mode == ExecMode::Lockstep) {
+        EXPECT_EQ(M.Cpu_.Jit->stats().Chained, 0u);
+      }
+    }
+  }
+}
+
+namespace {
+
+struct Interrupted {
+  StopReason First, Last;
+  uint64_t RipAtStop, RetiredAtStop;
+  CpuState S;
+  uint64_t Cycles, Retired, Chained;
+};
+
+/// A two-block loop (A: add rsi, rax; inc rax; jmp B. B: add rdi, rsi; dec ecx; jnz A)
+/// stopped at cycle Deadline or after Budget instructions, then given an interrupt whose
+/// handler records the interrupted RIP (inc r8; mov r9, [rsp]; add r10, r9; iretq).
+Interrupted runInterrupted(ExecMode Mode, uint64_t Deadline, uint64_t Budget) {
+  TestMachine M;
+  OneInterrupt Intr; // the timer's
+  M.Cpu_.Intr = &Intr;
+  M.setupLongMode();
+  if (Mode != ExecMode::Interp)
+    translateAtOnce(M, Mode);
+  M.loadCode({0x48, 0x01, 0xc6,  // 0:  add rsi, rax
+              0x48, 0xff, 0xc0,  // 3:  inc rax
+              0xeb, 0x00,        // 6:  jmp 8
+              0x48, 0x01, 0xf7,  // 8:  add rdi, rsi
+              0xff, 0xc9,        // 11: dec ecx
+              0x75, 0xf1,        // 13: jnz 0
+              0xf4});            // 15: hlt
+  const uint64_t H = kCodeBase + 0x800;
+  const uint8_t Handler[] = {0x49, 0xff, 0xc0, 0x4c, 0x8b, 0x0c, 0x24,
+                             0x4d, 0x01, 0xca, 0x48, 0xcf};
+  M.write(H, Handler, sizeof Handler);
+  gate64(M, kIdtBase + 16 * 0x40, kSelCode64, H, 0xe, 0);
+  M.S.Idtr.Limit = 0x41 * 16 - 1;
+  M.S.Gpr[RSP] = kStackTop;
+  M.S.Gpr[RCX] = 300;
+  M.S.Rflags |= rflags::IF;
+  Interrupted R;
+  R.First = M.Cpu_.run(Budget, Deadline);
+  R.RipAtStop = M.S.Rip;
+  R.RetiredAtStop = M.Cpu_.Retired;
+  Intr.Pending = true;
+  R.Last = M.Cpu_.run(100000);
+  R.S = M.S;
+  R.Cycles = M.Cpu_.Cycles;
+  R.Retired = M.Cpu_.Retired;
+  R.Chained = M.Cpu_.Jit ? M.Cpu_.Jit->stats().Chained : 0;
+  return R;
+}
+
+} // namespace
+
+TEST(Translator, AChainStopsWhereTheInterpreterTakesATimerInterrupt) {
+  // The run stops at a cycle deadline (where a timer would fire) or at an instruction
+  // budget falling anywhere in the chained loop; the interrupt is then taken at the same
+  // instruction, with the same clock and count, as interpreted.
+  uint64_t Chained = 0;
+  for (unsigned K = 0; K < 48; ++K) {
+    const uint64_t Deadline = K < 24 ? 200 + 13 * K : ~uint64_t(0);
+    const uint64_t Budget = K < 24 ? 1000000 : 150 + 7 * (K - 24);
+    SCOPED_TRACE(K);
+    const Interrupted A = runInterrupted(ExecMode::Interp, Deadline, Budget);
+    for (ExecMode Mode : {ExecMode::Translate, ExecMode::Lockstep}) {
+      const Interrupted B = runInterrupted(Mode, Deadline, Budget);
+      EXPECT_EQ(A.First, K < 24 ? StopReason::Deadline : StopReason::InsnLimit);
+      EXPECT_EQ(A.First, B.First);
+      EXPECT_EQ(A.Last, StopReason::Halted);
+      EXPECT_EQ(A.Last, B.Last);
+      EXPECT_EQ(A.RipAtStop, B.RipAtStop);
+      EXPECT_EQ(A.RetiredAtStop, B.RetiredAtStop);
+      for (unsigned G = 0; G < 16; ++G)
+        EXPECT_EQ(A.S.Gpr[G], B.S.Gpr[G]) << G;
+      EXPECT_EQ(A.S.Gpr[R8], 1u); // one interrupt
+      EXPECT_EQ(A.S.Rflags, B.S.Rflags);
+      EXPECT_EQ(A.Cycles, B.Cycles);
+      EXPECT_EQ(A.Retired, B.Retired);
+      if (Mode == ExecMode::Translate)
+        Chained += B.Chained;
+    }
+  }
+  EXPECT_GT(Chained, 48u * 100);
+}
+
+TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
+  // A translated loop of MOVs whose accesses hit the TLB inline (a store and an indexed
+  // store through RBX, a load and a store through FS), miss it (a load across a page
+  // boundary) or store into the loop's own code (the same byte again: the block is
+  // decoded again and keeps its translation); once with RFLAGS.AC clear and once set
+  // (the inline path then defers to the handler). Interpreted, translated and in
+  // lockstep: the same registers, clock, count and memory.
+  //   loop: mov rax, [rbx + 0xffc] ; mov [rbx + 0x10], rax ; mov ecx, fs:[0x20]
+  //         mov fs:[0x28], ecx ; mov [rbx + rdx*8 + 0x100], rdx
+  //         mov byte [rip + d], 1 (d: add's imm8) ; add edx, 1 ; dec edi ; jnz loop ; hlt
+  std::vector<uint8_t> Code = {
+      0x48, 0x8b, 0x83, 0xfc, 0x0f, 0x00, 0x00,       // 0
+      0x48, 0x89, 0x43, 0x10,                         // 7
+      0x64, 0x8b, 0x0c, 0x25, 0x20, 0x00, 0x00, 0x00, // 11
+      0x64, 0x89, 0x0c, 0x25, 0x28, 0x00, 0x00, 0x00, // 19
+      0x48, 0x89, 0x94, 0xd3, 0x00, 0x01, 0x00, 0x00, // 27
+      0xc6, 0x05, 0, 0, 0, 0, 0x01,                   // 35: next RIP 42
+      0x83, 0xc2, 0x01,                               // 42: add edx, 1 (imm8 at 44)
+      0xff, 0xcf,                                     // 45
+      0x75, 0xcf,                                     // 47: jnz 0 (49 - 49 = -49)
+      0xf4};                                          // 49
+  const int32_t D = 44 - 42;
+  std::memcpy(&Code[37], &D, 4);
+  for (const bool Ac : {false, true}) {
+    SCOPED_TRACE(Ac);
+    struct Result {
+      CpuState S;
+      uint64_t Cycles, Retired;
+      std::vector<uint8_t> Data;
+    } Results[3];
+    int Slot = 0;
+    for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+      TestMachine M;
+      M.setupLongMode();
+      if (Mode != ExecMode::Interp)
+        translateAtOnce(M, Mode);
+      M.loadCode(Code);
+      std::vector<uint8_t> Data(0x1100);
+      for (size_t K = 0; K < Data.size(); ++K)
+        Data[K] = uint8_t(K * 7 + 3);
+      M.write(kDataBase, Data.data(), Data.size());
+      M.S.Gpr[RBX] = kDataBase;
+      M.S.Gpr[RDX] = 0;
+      M.S.Gpr[RDI] = 40;
+      M.S.seg(SegReg::FS).Base = kDataBase;
+      if (Ac)
+        M.S.Rflags |= rflags::AC;
+      ASSERT_EQ(M.run(100000), StopReason::Halted);
+      Result &R = Results[Slot++];
+      R.S = M.S;
+      R.Cycles = M.Cpu_.Cycles;
+      R.Retired = M.Cpu_.Retired;
+      R.Data.assign(M.Mem.ramPointer(Hpa(kDataBase)), M.Mem.ramPointer(Hpa(kDataBase)) + 0x1100);
+      if (Mode == ExecMode::Translate) {
+        EXPECT_GT(M.Cpu_.Jit->stats().InsnsTranslated, 300u);
+        EXPECT_GT(M.Cpu_.Jit->stats().Kept, 30u);
+      }
+    }
+    EXPECT_EQ(Results[0].S.Gpr[RDX], 40u);
+    for (int K = 1; K < 3; ++K) {
+      for (unsigned G = 0; G < 16; ++G)
+        EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
+      EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
+      EXPECT_EQ(Results[0].S.Rflags, Results[K].S.Rflags);
+      EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
+      EXPECT_EQ(Results[0].Retired, Results[K].Retired);
+      EXPECT_EQ(Results[0].Data, Results[K].Data);
+    }
+  }
 }
