@@ -12,7 +12,9 @@
 #            baud rate in emulated time, Xen drops part of the base64 trace dump that
 #            comes before it, and the marker with it)
 #
-#   scripts/peers/bench-kits-boot.sh [--vmxsim PATH]
+#   scripts/peers/bench-kits-boot.sh [--vmxsim PATH] [--exec interp|translate] [--kits kvm,xen]
+#
+# --exec selects vmxsim's execution mode (`run --exec`; default interp); --kits which kits run.
 #
 # Both get the same kernels, initramfs, command lines and memory; Bochs boots them from a
 # GRUB rescue ISO (Bochs 2.7 cannot load a kernel itself), so its time includes its BIOS
@@ -30,13 +32,17 @@ cd "$(dirname "$0")/../.."
 source scripts/bench-lib.sh
 source scripts/peers/bochs-lib.sh
 
-vmxsim=build-bench/vmxsim
+vmxsim=build-bench/vmxsim exec=interp kits=kvm,xen
 while [ $# -gt 0 ]; do
   case $1 in
   --vmxsim) vmxsim=${2:?}; shift 2 ;;
+  --exec) exec=${2:?}; shift 2 ;;
+  --kits) kits=${2:?}; shift 2 ;;
   *) echo "bench-kits-boot: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+[[ $exec == interp || $exec == translate ]] || { echo "bench-kits-boot: --exec takes interp or translate" >&2; exit 2; }
+[[ $kits =~ ^(kvm|xen)(,(kvm|xen))?$ ]] || { echo "bench-kits-boot: --kits takes kvm, xen or both, comma-separated" >&2; exit 2; }
 cache="${VMXSIM_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests}"
 for f in vmlinuz initramfs-kvm.cpio.gz xen-4.17-amd64 initramfs-xen.cpio.gz; do
   [ -s "$cache/$f" ] || { echo "bench-kits-boot: no $f in the guest cache '$cache' (run scripts/fetch-guests.sh)" >&2; exit 2; }
@@ -72,10 +78,10 @@ failed() { # WHO CONSOLE
 vmxsimBoot() {
   local out=$work/vmxsim-$1.txt t
   case $1 in
-  kvm) t=$(benchTime "$work/vmxsim.log" "$vmxsim" run -q --kernel "$cache/vmlinuz" \
+  kvm) t=$(benchTime "$work/vmxsim.log" "$vmxsim" run -q --exec "$exec" --kernel "$cache/vmlinuz" \
       --initrd "$cache/initramfs-kvm.cpio.gz" --append "console=ttyS0" -m 512 \
       --serial "file:$out" --serial2 "file:$work/vmxsim-com2.txt" --max-insns 14000000000) || true ;;
-  xen) t=$(benchTime "$work/vmxsim.log" "$vmxsim" run -q --kernel "$cache/xen-4.17-amd64" \
+  xen) t=$(benchTime "$work/vmxsim.log" "$vmxsim" run -q --exec "$exec" --kernel "$cache/xen-4.17-amd64" \
       --initrd "$cache/vmlinuz $dom0_cmdline,$cache/initramfs-xen.cpio.gz" \
       --append "$xen_cmdline" -m 1024 --serial "file:$out" --max-insns 20000000000) || true ;;
   esac
@@ -125,7 +131,7 @@ bochsBoot() {
 }
 
 declare -A secs
-for kit in kvm xen; do
+for kit in ${kits//,/ }; do
   secs[$kit.vmxsim]=$(vmxsimBoot "$kit")
   echo "bench-kits-boot: $kit kit on vmxsim: ${secs[$kit.vmxsim]} s" >&2
   secs[$kit.bochs]=$(bochsBoot "$kit")
@@ -134,10 +140,10 @@ done
 
 echo "bench-kits-boot: $(date -u +%Y-%m-%d), $(nproc) host CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); vmxsim $(git describe --always --dirty); $(bochs --help 2>&1 | grep -m1 -o 'Bochs x86 Emulator [0-9.]*' || echo Bochs)"
 echo
-echo "| kit (one CPU, boot to power-off, wall time) | vmxsim | Debian's Bochs 2.7 (skylake-x) | Bochs/vmxsim |"
+echo "| kit (one CPU, boot to power-off, wall time) | vmxsim (--exec $exec) | Debian's Bochs 2.7 (skylake-x) | Bochs/vmxsim |"
 echo "|---|---|---|---|"
 declare -A name=([kvm]="KVM kit: Linux 6.1, kvm_intel, kvm-hello" [xen]="Xen kit: Xen 4.17, dom0, xentrace, 2 PVH domUs")
-for kit in kvm xen; do
+for kit in ${kits//,/ }; do
   awk -v n="${name[$kit]}" -v v="${secs[$kit.vmxsim]}" -v b="${secs[$kit.bochs]}" \
     'BEGIN {printf "| %s | %.1f s | %.1f s | %.2f |\n", n, v, b, b / v}'
 done
