@@ -3,7 +3,8 @@
 # -icount shift=0 (deterministic) and without (its fastest mode), and on Debian's Bochs 2.7
 # (the other software VMX), and one table of rates and vmxsim/peer ratios.
 #
-#   scripts/bench-peers.sh [--runs N] [--build DIR] [--no-bochs] [--linux] [--kits]
+#   scripts/bench-peers.sh [--runs N] [--build DIR] [--exec interp|translate] [--no-bochs]
+#                          [--linux] [--kits]
 #
 # Workloads (hvm/images; each figure is the difference of a small and a large run of the
 # same image on the same peer, so boot and firmware time cancel out):
@@ -24,7 +25,8 @@
 # table gives medians over the rounds with their range (min-max). Each run must end the
 # way the image does on success, or the script stops with status 1 naming it.
 #
-# --build DIR measures the vmxsim and images of DIR as they are (an optimised build other
+# --exec selects vmxsim's execution mode (`run --exec`, default interp) for every vmxsim run,
+# the boot kits' included. --build DIR measures the vmxsim and images of DIR as they are (an optimised build other
 # than build-bench, which is configured and brought up to date first). Exit status: 0, 1
 # (a run failed), 2 (bad arguments or no such build).
 set -euo pipefail
@@ -32,11 +34,12 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 source scripts/bench-lib.sh
 
-runs=5 build=build-bench bochs=1 linux=0 kits=0
+runs=5 build=build-bench bochs=1 linux=0 kits=0 exec=interp
 while [ $# -gt 0 ]; do
   case $1 in
   --runs) runs=${2:?}; shift 2 ;;
   --build) build=${2:?}; shift 2 ;;
+  --exec) exec=${2:?}; shift 2 ;;
   --no-bochs) bochs=0; shift ;;
   --linux) linux=1; shift ;;
   --kits) kits=1; shift ;;
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $runs =~ ^[1-9][0-9]?$ ]] || { echo "bench-peers: --runs takes 1..99" >&2; exit 2; }
+[[ $exec == interp || $exec == translate ]] || { echo "bench-peers: --exec takes interp or translate" >&2; exit 2; }
 
 if [ "$build" = build-bench ]; then benchBuild build-bench vmxsim vmxsim_images; fi
 for f in vmxsim hvm/loop.elf hvm/selftest.elf hvm/vmx_bench.elf; do
@@ -62,7 +66,7 @@ declare -A iters=(
 )
 peers=(vmxsim qemu-icount qemu)
 if [ "$bochs" = 1 ]; then peers+=(bochs); fi
-declare -A title=([vmxsim]="vmxsim" [qemu-icount]="QEMU TCG -icount shift=0" [qemu]="QEMU TCG"
+declare -A title=([vmxsim]="vmxsim --exec $exec" [qemu-icount]="QEMU TCG -icount shift=0" [qemu]="QEMU TCG"
   [bochs]="Bochs 2.7")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-peers.XXXXXX")
@@ -72,7 +76,7 @@ trap 'rm -rf "$tmp"' EXIT
 command_for() {
   local image=$images/$2.elf
   case $1 in
-  vmxsim) cmd=("$vmxsim" run -q "$image" --append "$3") ;;
+  vmxsim) cmd=("$vmxsim" run -q --exec "$exec" "$image" --append "$3") ;;
   qemu | qemu-icount)
     cmd=(qemu-system-x86_64 -nodefaults -display none -no-reboot -serial null
       -device isa-debug-exit,iobase=0xf4,iosize=4 -cpu max -kernel "$image" -append "$3")
@@ -190,9 +194,9 @@ echo "- compiled C: $selftest_insns instructions (vmxsim's retired count of self
 
 if [ "$linux" = 1 ]; then
   echo
-  ./scripts/peers/bench-linux-boot.sh --runs "$runs" --vmxsim "$vmxsim" --icount
+  ./scripts/peers/bench-linux-boot.sh --runs "$runs" --vmxsim "$vmxsim" --exec "$exec" --icount
 fi
 if [ "$kits" = 1 ]; then
   echo
-  ./scripts/peers/bench-kits-boot.sh --vmxsim "$vmxsim"
+  ./scripts/peers/bench-kits-boot.sh --vmxsim "$vmxsim" --exec "$exec"
 fi
