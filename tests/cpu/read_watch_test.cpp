@@ -1,0 +1,143 @@
+// Read watches (PhysMem::watchReads, cpu/mmu.cpp, cpu/memory.cpp): every read of data
+// through a linear address that touches a read-watched range is reported with its RIP,
+// whatever path it takes (a first read, a repeated one that would hit a fast read entry,
+// a read-modify-write operand, PUSH from memory, POP, REP MOVS's source, a descriptor
+// load); no write, no read of neighbouring bytes, no page-walk read of a paging entry and
+// no instruction fetch is; the watched page never gets a fast read or write TLB entry, and
+// a page watched after its entries were filled loses them.
+#include "cpu/observer.h"
+#include "tests/support/test_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace vmxsim;
+using namespace vmxsim::test;
+
+namespace {
+
+class LoadLog final : public VmxTransitionObserver {
+public:
+  void vmExit(const VmExitEvent &) override {}
+  void vmEntry(const VmEntryEvent &) override {}
+  void vmEntryFailure(const VmEntryFailureEvent &) override {}
+  void watchedLoad(const WatchedLoadEvent &E) override { Loads.push_back(E); }
+  std::vector<WatchedLoadEvent> Loads;
+};
+
+struct Want {
+  uint64_t Rip, Addr;
+  unsigned Size;
+};
+
+void expectLoads(const LoadLog &Log, const std::vector<Want> &Wants) {
+  ASSERT_EQ(Log.Loads.size(), Wants.size());
+  for (size_t I = 0; I < Wants.size(); ++I) {
+    EXPECT_EQ(Log.Loads[I].Rip, kCodeBase + Wants[I].Rip) << I;
+    EXPECT_EQ(Log.Loads[I].Addr, Wants[I].Addr) << I;
+    EXPECT_EQ(Log.Loads[I].SizeBytes, Wants[I].Size) << I;
+    EXPECT_EQ(Log.Loads[I].Cpu, 0u) << I;
+  }
+}
+
+constexpr uint64_t kWatched = kDataBase + 0x100;
+
+// The program of the first two tests (RBX = kWatched, the stack at kStackTop).
+const std::vector<uint8_t> kReads = {
+    0x48, 0x8b, 0x03,                         // +0  mov rax, [rbx]
+    0x48, 0x8b, 0x03,                         // +3  mov rax, [rbx]    (again)
+    0x48, 0x8b, 0x4b, 0x08,                   // +6  mov rcx, [rbx+8]  (the bytes after)
+    0x8a, 0x53, 0xff,                         // +10 mov dl, [rbx-1]   (the byte before)
+    0x48, 0x89, 0x03,                         // +13 mov [rbx], rax    (a write)
+    0x48, 0x01, 0x03,                         // +16 add [rbx], rax    (read-modify-write)
+    0xff, 0x33,                               // +19 push qword [rbx]
+    0x59,                                     // +21 pop rcx
+    0x48, 0x89, 0xde,                         // +22 mov rsi, rbx
+    0x48, 0x8d, 0xbb, 0x00, 0x02, 0x00, 0x00, // +25 lea rdi, [rbx+0x200]
+    0xb9, 0x10, 0x00, 0x00, 0x00,             // +32 mov ecx, 16
+    0xf3, 0xa4,                               // +37 rep movsb (16 bytes from kWatched)
+    0x66, 0xb8, 0x10, 0x00,                   // +39 mov ax, 0x10
+    0x8e, 0xd8,                               // +43 mov ds, ax (reads GDT entry 2)
+    0xf4,                                     // +45 hlt
+};
+
+} // namespace
+
+TEST(ReadWatch, EveryReadOfAWatchedRangeIsReportedWithItsRipAndNothingElse) {
+  TestMachine M;
+  M.setupLongMode();
+  LoadLog Log;
+  M.Cpu_.Transitions = &Log;
+  M.loadCode(kReads);
+  M.S.Gpr[RBX] = kWatched;
+  M.Mem.watchReads(Hpa(kWatched), 8);
+  M.Mem.watchReads(Hpa(kStackTop - 8), 8);      // the slot PUSH writes and POP reads
+  M.Mem.watchReads(Hpa(kGdtBase + 0x10), 8);    // the data descriptor MOV DS loads
+  // What is not reported: the page walks' reads of the PDEs mapping the code and the
+  // data (2 MiB pages 0 and 1), and the fetch of the first instruction's bytes.
+  M.Mem.watchReads(Hpa(kPml4Base + 0x2000), 16);
+  M.Mem.watchReads(Hpa(kCodeBase), 3);
+  ASSERT_EQ(M.run(100), StopReason::Halted);
+  ASSERT_EQ(M.S.Rip, kCodeBase + 46);
+  std::vector<Want> Wants = {
+      {0, kWatched, 8},            // mov rax, [rbx]
+      {3, kWatched, 8},            // the same again (no TLB entry was filled)
+      {16, kWatched, 8},           // add [rbx], rax reads it
+      {19, kWatched, 8},           // push qword [rbx] reads it
+      {21, kStackTop - 8, 8},      // pop rcx reads what the push wrote
+  };
+  for (unsigned K = 0; K < 8; ++K) // rep movsb: each byte of the range once, from its RIP
+    Wants.push_back({37, kWatched + K, 1});
+  Wants.push_back({43, kGdtBase + 0x10, 8}); // the descriptor MOV DS loads
+  expectLoads(Log, Wants);
+  // The watched pages have no fast read or write entry (NothingWatched... below: they
+  // have one without the watches).
+  EXPECT_EQ(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
+  EXPECT_EQ(M.Cpu_.Mmu.writeMappedFrame(Gla(kWatched)), kTlbEmpty);
+  EXPECT_EQ(M.Cpu_.Mmu.readHost(Gla(kStackTop - 8), 8, false), nullptr);
+  // The copy is exact: the reads through the slow path read what the fast path would.
+  EXPECT_EQ(M.read64(kWatched + 0x200), M.read64(kWatched));
+}
+
+TEST(ReadWatch, NothingWatchedNothingReportedAndTheFastPathIsUsed) {
+  TestMachine M;
+  M.setupLongMode();
+  LoadLog Log;
+  M.Cpu_.Transitions = &Log;
+  M.loadCode(kReads);
+  M.S.Gpr[RBX] = kWatched;
+  ASSERT_EQ(M.run(100), StopReason::Halted);
+  EXPECT_TRUE(Log.Loads.empty());
+  EXPECT_NE(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
+  EXPECT_NE(M.Cpu_.Mmu.readHost(Gla(kStackTop - 8), 8, false), nullptr);
+  EXPECT_FALSE(M.Mem.readWatching());
+}
+
+TEST(ReadWatch, APageWatchedAfterItsEntriesWereFilledLosesThemAndUnwatchingStopsReports) {
+  TestMachine M;
+  M.setupLongMode();
+  LoadLog Log;
+  M.Cpu_.Transitions = &Log;
+  M.loadCode({
+      0x48, 0x8b, 0x03, // +0 mov rax, [rbx]  (fills the read entry)
+      0x48, 0x01, 0x03, // +3 add [rbx], rax  (fills the write entry)
+      0x48, 0x8b, 0x03, // +6 mov rax, [rbx]  (watched now)
+      0x48, 0x01, 0x03, // +9 add [rbx], rax
+      0x48, 0x8b, 0x03, // +12 mov rax, [rbx] (unwatched again)
+      0xf4,             // +15 hlt
+  });
+  M.S.Gpr[RBX] = kWatched;
+  ASSERT_EQ(M.run(2), StopReason::InsnLimit);
+  ASSERT_NE(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
+  ASSERT_NE(M.Cpu_.Mmu.writeMappedFrame(Gla(kWatched)), kTlbEmpty);
+  M.Mem.watchReads(Hpa(kWatched), 1);
+  M.Cpu_.Mmu.dropDataMappings(kWatched >> 12);
+  EXPECT_EQ(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
+  EXPECT_EQ(M.Cpu_.Mmu.writeMappedFrame(Gla(kWatched)), kTlbEmpty);
+  ASSERT_EQ(M.run(2), StopReason::InsnLimit);
+  ASSERT_TRUE(M.Mem.unwatchReads(Hpa(kWatched), 1));
+  EXPECT_FALSE(M.Mem.unwatchReads(Hpa(kWatched), 1));
+  ASSERT_EQ(M.run(10), StopReason::Halted);
+  expectLoads(Log, {{6, kWatched, 8}, {9, kWatched, 8}});
+}
