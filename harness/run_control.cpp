@@ -75,37 +75,34 @@ StopWhen StopWhen::execute(Hpa Pa) {
   W.Physical = true;
   return W;
 }
-StopWhen StopWhen::write(Gla La, uint64_t SizeBytes) {
+namespace {
+/// A write, read or access condition on [Value, Value + SizeBytes).
+StopWhen rangeCondition(StopWhen::Kind K, uint64_t Value, uint64_t SizeBytes, bool Physical) {
   StopWhen W;
-  W.K = Kind::Write;
-  W.Value = La.value();
+  W.K = K;
+  W.Value = Value;
   W.SizeBytes = SizeBytes;
+  W.Physical = Physical;
   return W;
+}
+} // namespace
+StopWhen StopWhen::write(Gla La, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Write, La.value(), SizeBytes, false);
 }
 StopWhen StopWhen::write(Hpa Pa, uint64_t SizeBytes) {
-  StopWhen W = write(Gla(Pa.value()), SizeBytes);
-  W.Physical = true;
-  return W;
+  return rangeCondition(Kind::Write, Pa.value(), SizeBytes, true);
 }
 StopWhen StopWhen::read(Gla La, uint64_t SizeBytes) {
-  StopWhen W = write(La, SizeBytes);
-  W.K = Kind::Read;
-  return W;
+  return rangeCondition(Kind::Read, La.value(), SizeBytes, false);
 }
 StopWhen StopWhen::read(Hpa Pa, uint64_t SizeBytes) {
-  StopWhen W = write(Pa, SizeBytes);
-  W.K = Kind::Read;
-  return W;
+  return rangeCondition(Kind::Read, Pa.value(), SizeBytes, true);
 }
 StopWhen StopWhen::access(Gla La, uint64_t SizeBytes) {
-  StopWhen W = write(La, SizeBytes);
-  W.K = Kind::Access;
-  return W;
+  return rangeCondition(Kind::Access, La.value(), SizeBytes, false);
 }
 StopWhen StopWhen::access(Hpa Pa, uint64_t SizeBytes) {
-  StopWhen W = write(Pa, SizeBytes);
-  W.K = Kind::Access;
-  return W;
+  return rangeCondition(Kind::Access, Pa.value(), SizeBytes, true);
 }
 StopWhen StopWhen::tsc(uint64_t Value) {
   StopWhen W;

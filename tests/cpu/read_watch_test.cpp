@@ -5,8 +5,8 @@
 // load); no write, no read of neighbouring bytes, no page-walk read of a paging entry and
 // no instruction fetch is; the watched page never gets a fast read or write TLB entry, and
 // a page watched after its entries were filled loses them.
-#include "cpu/observer.h"
 #include "tests/support/test_machine.h"
+#include "tests/support/watch_log.h"
 
 #include <gtest/gtest.h>
 
@@ -17,21 +17,12 @@ using namespace vmxsim::test;
 
 namespace {
 
-class LoadLog final : public VmxTransitionObserver {
-public:
-  void vmExit(const VmExitEvent &) override {}
-  void vmEntry(const VmEntryEvent &) override {}
-  void vmEntryFailure(const VmEntryFailureEvent &) override {}
-  void watchedLoad(const WatchedLoadEvent &E) override { Loads.push_back(E); }
-  std::vector<WatchedLoadEvent> Loads;
-};
-
 struct Want {
   uint64_t Rip, Addr;
   unsigned Size;
 };
 
-void expectLoads(const LoadLog &Log, const std::vector<Want> &Wants) {
+void expectLoads(const WatchLog &Log, const std::vector<Want> &Wants) {
   ASSERT_EQ(Log.Loads.size(), Wants.size());
   for (size_t I = 0; I < Wants.size(); ++I) {
     EXPECT_EQ(Log.Loads[I].Rip, kCodeBase + Wants[I].Rip) << I;
@@ -62,15 +53,22 @@ const std::vector<uint8_t> kReads = {
     0xf4,                                     // +45 hlt
 };
 
+/// A long-mode machine whose transition observer logs the watched reads, RBX = kWatched.
+class ReadWatch : public ::testing::Test {
+protected:
+  void SetUp() override {
+    M.setupLongMode();
+    M.Cpu_.Transitions = &Log;
+    M.S.Gpr[RBX] = kWatched;
+  }
+  TestMachine M;
+  WatchLog Log;
+};
+
 } // namespace
 
-TEST(ReadWatch, EveryReadOfAWatchedRangeIsReportedWithItsRipAndNothingElse) {
-  TestMachine M;
-  M.setupLongMode();
-  LoadLog Log;
-  M.Cpu_.Transitions = &Log;
+TEST_F(ReadWatch, EveryReadOfAWatchedRangeIsReportedWithItsRipAndNothingElse) {
   M.loadCode(kReads);
-  M.S.Gpr[RBX] = kWatched;
   M.Mem.watchReads(Hpa(kWatched), 8);
   M.Mem.watchReads(Hpa(kStackTop - 8), 8);      // the slot PUSH writes and POP reads
   M.Mem.watchReads(Hpa(kGdtBase + 0x10), 8);    // the data descriptor MOV DS loads
@@ -100,13 +98,8 @@ TEST(ReadWatch, EveryReadOfAWatchedRangeIsReportedWithItsRipAndNothingElse) {
   EXPECT_EQ(M.read64(kWatched + 0x200), M.read64(kWatched));
 }
 
-TEST(ReadWatch, NothingWatchedNothingReportedAndTheFastPathIsUsed) {
-  TestMachine M;
-  M.setupLongMode();
-  LoadLog Log;
-  M.Cpu_.Transitions = &Log;
+TEST_F(ReadWatch, NothingWatchedNothingReportedAndTheFastPathIsUsed) {
   M.loadCode(kReads);
-  M.S.Gpr[RBX] = kWatched;
   ASSERT_EQ(M.run(100), StopReason::Halted);
   EXPECT_TRUE(Log.Loads.empty());
   EXPECT_NE(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
@@ -114,11 +107,7 @@ TEST(ReadWatch, NothingWatchedNothingReportedAndTheFastPathIsUsed) {
   EXPECT_FALSE(M.Mem.readWatching());
 }
 
-TEST(ReadWatch, APageWatchedAfterItsEntriesWereFilledLosesThemAndUnwatchingStopsReports) {
-  TestMachine M;
-  M.setupLongMode();
-  LoadLog Log;
-  M.Cpu_.Transitions = &Log;
+TEST_F(ReadWatch, APageWatchedAfterItsEntriesWereFilledLosesThemAndUnwatchingStopsReports) {
   M.loadCode({
       0x48, 0x8b, 0x03, // +0 mov rax, [rbx]  (fills the read entry)
       0x48, 0x01, 0x03, // +3 add [rbx], rax  (fills the write entry)
@@ -127,7 +116,6 @@ TEST(ReadWatch, APageWatchedAfterItsEntriesWereFilledLosesThemAndUnwatchingStops
       0x48, 0x8b, 0x03, // +12 mov rax, [rbx] (unwatched again)
       0xf4,             // +15 hlt
   });
-  M.S.Gpr[RBX] = kWatched;
   ASSERT_EQ(M.run(2), StopReason::InsnLimit);
   ASSERT_NE(M.Cpu_.Mmu.readHost(Gla(kWatched), 8, false), nullptr);
   ASSERT_NE(M.Cpu_.Mmu.writeMappedFrame(Gla(kWatched)), kTlbEmpty);

@@ -7,6 +7,7 @@
 #include "cpu/jit/translator.h"
 #include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
+#include "tests/support/watch_log.h"
 
 #include <gtest/gtest.h>
 
@@ -628,17 +629,6 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
   }
 }
 
-namespace {
-class LoadLog final : public VmxTransitionObserver {
-public:
-  void vmExit(const VmExitEvent &) override {}
-  void vmEntry(const VmEntryEvent &) override {}
-  void vmEntryFailure(const VmEntryFailureEvent &) override {}
-  void watchedLoad(const WatchedLoadEvent &E) override { Loads.push_back(E); }
-  std::vector<WatchedLoadEvent> Loads;
-};
-} // namespace
-
 TEST(Translator, InlineMovLoadsOfAReadWatchedPageReportEveryReadAsInterpreted) {
   // A translated loop whose inline MOV loads hit the TLB (emitTlbHitMov) until a read
   // watch is set on their page (PhysMem::watchReads and Mmu::dropDataMappings, as the run
@@ -665,7 +655,7 @@ TEST(Translator, InlineMovLoadsOfAReadWatchedPageReportEveryReadAsInterpreted) {
     M.setupLongMode();
     if (Mode != ExecMode::Interp)
       translateAtOnce(M, Mode);
-    LoadLog Log;
+    WatchLog Log;
     M.Cpu_.Transitions = &Log;
     M.loadCode(Code);
     M.S.Gpr[RBX] = kDataBase;

@@ -97,6 +97,17 @@ uint64_t regValue(GdbStub &S, unsigned N) {
 
 constexpr unsigned kRip = 16;
 
+/// The address of CpusDone, the hypervisor core's count of the CPUs that finished their
+/// guest (hvm/images/hv/main.c: 0 -> 1 once per CPU, near the end of the run).
+uint64_t cpusDoneAddress() {
+  const std::string Elf = readFile(std::string(VMXSIM_IMAGE_DIR) + "/hv.elf");
+  uint64_t Addr = 0, Size = 0;
+  EXPECT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
+                            "CpusDone", Addr, Size));
+  EXPECT_EQ(Size, 4u);
+  return Addr;
+}
+
 } // namespace
 
 // --- The packet layer ---
@@ -479,12 +490,8 @@ TEST(GdbStub, BreakpointsStepsAndWatchpointsStopExactly) {
 }
 
 TEST(GdbStub, WriteWatchpointStopsAfterTheStoringInstruction) {
-  // CpusDone of the hypervisor core (hvm/images/hv/main.c): 0 -> 1 once, near the end.
-  const std::string Elf = readFile(std::string(VMXSIM_IMAGE_DIR) + "/hv.elf");
-  uint64_t Addr = 0, Size = 0;
-  ASSERT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
-                            "CpusDone", Addr, Size));
-  ASSERT_EQ(Size, 4u);
+  const uint64_t Addr = cpusDoneAddress();
+  ASSERT_NE(Addr, 0u);
   Traced T("hv.elf", "scenario=mixed", 1, "watch");
   ASSERT_TRUE(T.M);
   Machine &M = *T.M;
@@ -549,13 +556,10 @@ TEST(GdbStub, MonitorExitOfAReasonStopsThereAndTheThreadsAreTheCpus) {
 }
 
 TEST(GdbStub, ReadAndAccessWatchpointsStopAfterTheReadingInstruction) {
-  // CpusDone of the hypervisor core (hvm/images/hv/main.c): the CPU's atomic increment
-  // reads it (and writes it), then the wait loop of kmain reads it.
-  const std::string Elf = readFile(std::string(VMXSIM_IMAGE_DIR) + "/hv.elf");
-  uint64_t Addr = 0, Size = 0;
-  ASSERT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
-                            "CpusDone", Addr, Size));
-  ASSERT_EQ(Size, 4u);
+  // CpusDone: the CPU's atomic increment reads it (and writes it), then the wait loop
+  // of kmain reads it.
+  const uint64_t Addr = cpusDoneAddress();
+  ASSERT_NE(Addr, 0u);
   Traced Plain("hv.elf", "scenario=mixed", 1, "rwatch-plain");
   ASSERT_TRUE(Plain.M);
   const TracedMachine::Outcome A = Plain.finish();

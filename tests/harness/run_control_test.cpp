@@ -45,6 +45,22 @@ void expectSameRun(const TracedMachine::Outcome &A, const TracedMachine::Outcome
   EXPECT_TRUE(A.HvBytes == B.HvBytes) << "the hypervisor's trace differs";
 }
 
+/// Runs M from exit to exit until the hypervisor has published CPU 0's trace slots
+/// (GT_SLOT_PUBLISH); their address (0: never).
+uint64_t cpu0Slots(Machine &M) {
+  for (unsigned I = 0; I < 100; ++I) {
+    if (stopped(M.runUntil({StopWhen::vmExit()})).Reason != RunReason::Stopped)
+      return 0;
+    auto G = GroundTruth::read(M);
+    if (!G)
+      return 0;
+    for (const trace::TraceRecord &Rec : G->records())
+      if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
+        return uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
+  }
+  return 0;
+}
+
 } // namespace
 
 TEST(RunControl, StopsAtTheTenthVmExitOfCpu1WithTheGroundTruthsExitInTheVmcs) {
@@ -265,15 +281,7 @@ TEST(RunControl, WriteStopsAfterTheStoringInstruction) {
   Machine &M = *T.M;
   // Run until the hypervisor has published its trace slots (GT_SLOT_PUBLISH), then
   // watch slot 0 of CPU 0's slot array: the stop follows the store GT_SLOT_STORE records.
-  uint64_t Slots = 0;
-  for (unsigned I = 0; I < 100 && !Slots; ++I) {
-    ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit()})).Reason, RunReason::Stopped);
-    auto G = GroundTruth::read(M);
-    ASSERT_TRUE(G);
-    for (const trace::TraceRecord &Rec : G->records())
-      if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
-        Slots = uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
-  }
+  const uint64_t Slots = cpu0Slots(M);
   ASSERT_NE(Slots, 0u);
   const RunResult R = stopped(M.runUntil({StopWhen::write(Hpa(Slots), 8)}));
   EXPECT_EQ(R.Reason, RunReason::Stopped);
@@ -593,15 +601,7 @@ TEST(RunControl, StopAndContinueAtEveryReadOfTheSlotsIsTheUninterruptedRun) {
     TracedMachine T("hv.elf", "scenario=mixed", 2, Access ? "access" : "read");
     ASSERT_TRUE(T.M);
     Machine &M = *T.M;
-    uint64_t Slots = 0;
-    for (unsigned I = 0; I < 100 && !Slots; ++I) {
-      ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit()})).Reason, RunReason::Stopped);
-      auto G = GroundTruth::read(M);
-      ASSERT_TRUE(G);
-      for (const trace::TraceRecord &Rec : G->records())
-        if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
-          Slots = uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
-    }
+    const uint64_t Slots = cpu0Slots(M);
     ASSERT_NE(Slots, 0u);
     const StopWhen Cond =
         Access ? StopWhen::access(Hpa(Slots), 40) : StopWhen::read(Hpa(Slots), 40);
