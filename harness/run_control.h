@@ -91,7 +91,11 @@ public:
   /// virtual-APIC page, posted-interrupt descriptors, the PDPTEs loaded by MOV CR3 or a
   /// VM entry), devices' reads (DMA) and the debugger's (Machine::readLinear). Costs
   /// nothing until set; while set, the watched pages' reads take the TLB's slow path
-  /// (PhysMem::watchReads).
+  /// (PhysMem::watchReads). Setting it drops the TLB's read and write entries of the
+  /// watched frames (every CPU, every context; write drops the write entries), so a
+  /// translation of them that the guest changed in its page tables without invalidating
+  /// it, which the uninterrupted run would go on using, is walked again: a guest that
+  /// invalidates as the SDM requires runs the same run.
   static StopWhen read(Gla La, uint64_t SizeBytes = 1);
   static StopWhen read(Hpa Pa, uint64_t SizeBytes = 1);
   /// read or write: what either counts (a read-modify-write of the range is two events
