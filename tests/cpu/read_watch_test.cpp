@@ -2,10 +2,12 @@
 // through a linear address that touches a read-watched range is reported with its RIP,
 // whatever path it takes (a first read, a repeated one that would hit a fast read entry,
 // a read-modify-write operand, PUSH from memory, POP, REP MOVS's source, a descriptor
-// load); no write, no read of neighbouring bytes, no page-walk read of a paging entry and
-// no instruction fetch is; the watched page never gets a fast read or write TLB entry, and
-// a page watched after its entries were filled loses them.
+// load, a VMX instruction's memory operand, an event delivery's IDT gate); no write, no
+// read of neighbouring bytes, no page-walk read of a paging entry, no instruction fetch
+// and no read of a VMCS region by VMCLEAR/VMPTRLD is; the watched page never gets a fast
+// read or write TLB entry, and a page watched after its entries were filled loses them.
 #include "tests/support/test_machine.h"
+#include "tests/support/vmx_test_machine.h"
 #include "tests/support/watch_log.h"
 
 #include <gtest/gtest.h>
@@ -128,4 +130,42 @@ TEST_F(ReadWatch, APageWatchedAfterItsEntriesWereFilledLosesThemAndUnwatchingSto
   EXPECT_FALSE(M.Mem.unwatchReads(Hpa(kWatched), 1));
   ASSERT_EQ(M.run(10), StopReason::Halted);
   expectLoads(Log, {{6, kWatched, 8}, {9, kWatched, 8}});
+}
+
+// The processor's reads by physical address are not reported: VMCLEAR and VMPTRLD read
+// their 64-bit operand through its linear address (reported), and the VMCS region's
+// revision identifier and contents by physical address (not reported).
+TEST(ReadWatchVmx, VmxInstructionsOperandsCountTheirVmcsRegionsReadsDoNot) {
+  VmxTestMachine M;
+  WatchLog Log;
+  M.Cpu_.Transitions = &Log;
+  for (uint64_t Pa : {kPointerSlot, kVmcsRegion2}) {
+    M.Mem.watchReads(Hpa(Pa), 8);
+    M.Cpu_.Mmu.dropDataMappings(Pa >> 12);
+  }
+  ASSERT_FALSE(M.execWithPointer(enc::VmclearRax, kVmcsRegion2).Faulted);
+  ASSERT_FALSE(M.execWithPointer(enc::VmptrldRax, kVmcsRegion2).Faulted);
+  ASSERT_EQ(M.vmx().CurrentVmcsPointer, kVmcsRegion2);
+  expectLoads(Log, {{0, kPointerSlot, 8}, {0, kPointerSlot, 8}});
+}
+
+// An event's delivery reads its IDT gate through the IDT's linear address (reported,
+// with the RIP of the instruction that raised it); the handler's first instruction has
+// not run.
+TEST_F(ReadWatch, AnEventsDeliveryReportsItsIdtGateRead) {
+  // IDT gate 3: a 64-bit interrupt gate to kCodeBase + 0x10 (hlt), CS = kSelCode64.
+  const uint64_t Handler = kCodeBase + 0x10;
+  const uint64_t Gate[2] = {(Handler & 0xffff) | uint64_t(kSelCode64) << 16 |
+                                uint64_t(0x8e) << 40 | ((Handler >> 16) & 0xffff) << 48,
+                            Handler >> 32};
+  M.write(kIdtBase + 3 * 16, Gate, 16);
+  M.S.Idtr = TableReg{kIdtBase, 4 * 16 - 1};
+  std::vector<uint8_t> Code(0x11, 0x90);
+  Code[0] = 0xcc; // int3
+  Code[0x10] = 0xf4;
+  M.loadCode(Code);
+  M.Mem.watchReads(Hpa(kIdtBase + 3 * 16), 16);
+  ASSERT_EQ(M.run(10), StopReason::Halted);
+  ASSERT_EQ(M.S.Rip, Handler + 1);
+  expectLoads(Log, {{0, kIdtBase + 48, 8}, {0, kIdtBase + 56, 8}});
 }
