@@ -247,8 +247,8 @@ public:
   // read-watched range to its transition observer (VmxTransitionObserver::watchedLoad):
   // the reads of cpu/memory.cpp's readLinearSlow, which every such read takes for a page
   // holding a read watch. How: no processor keeps a fast read mapping (TlbRead) of such a
-  // page, nor a fast write mapping (TlbWrite: read-modify-write operands and REP string
-  // chunks read through it); Mmu::translate refuses both, so the hit paths of
+  // page, nor a fast write mapping (TlbWrite: read-modify-write operands are read
+  // through it); Mmu::translate refuses both, so the hit paths of
   // cpu/memory.h, the string fast paths and the translator's inline loads
   // (cpu/jit/translator.cpp, emitTlbHitMov) all miss there and take the slow path, which
   // compares the access with the ranges. Nothing else changes: the TLB hit path costs
