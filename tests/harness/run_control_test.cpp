@@ -616,3 +616,34 @@ TEST(RunControl, StopAndContinueAtEveryReadOfTheSlotsIsTheUninterruptedRun) {
     expectSameRun(A, T.finish());
   }
 }
+
+namespace {
+/// A device that reads memory (as a DMA engine would) when port 0x511 is written.
+class ReadingDevice final : public PortDevice {
+public:
+  ReadingDevice(PhysMem &Mem, uint64_t Source) : Mem(Mem), Source(Source) {}
+  uint32_t ioRead(uint16_t, unsigned) override { return 0; }
+  void ioWrite(uint16_t, unsigned, uint32_t) override { Seen = Mem.read(Hpa(Source), 4); }
+  PhysMem &Mem;
+  uint64_t Source;
+  uint64_t Seen = 0;
+};
+} // namespace
+
+// A device's read (DMA) is no read of the read stop (run_control.h): the stop follows the
+// instruction's read after it.
+TEST(RunControl, ReadStopsIgnoreADevicesRead) {
+  // mov dx, 0x511; out dx, al; nop; mov esi, [rbx]; nop; hlt
+  auto M = bareLongMode({0x66, 0xba, 0x11, 0x05, 0xee, 0x90, 0x8b, 0x33, 0x90, 0xf4});
+  ASSERT_TRUE(M);
+  M->cpu(0).S.Gpr[RBX] = test::kDataBase;
+  const uint32_t Value = 0x12345678;
+  M->mem().copyIn(Hpa(test::kDataBase), &Value, 4);
+  ReadingDevice Dev(M->mem(), test::kDataBase);
+  M->io().add(0x511, 1, &Dev);
+  const RunResult R = stopped(M->runUntil({StopWhen::read(Hpa(test::kDataBase), 4)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(Dev.Seen, Value);                        // the device read it first
+  EXPECT_EQ(M->cpu(0).S.Rip, test::kCodeBase + 8); // after the MOV, not the OUT
+  EXPECT_EQ(M->cpu(0).S.Gpr[RSI], Value);
+}
