@@ -4,6 +4,7 @@
 // is stopped and continued many times is the uninterrupted run byte for byte (serial
 // output, both trace files, clocks); errors are values with exact messages.
 #include "harness/gtest/vmxsim_gtest.h"
+#include "cpu/jit/translator.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
 #include "tests/support/traced_run.h"
@@ -527,6 +528,9 @@ std::vector<std::pair<uint64_t, uint64_t>> watchStops(ExecMode Exec, const StopW
     return Stops;
   M->cpu(0).S.Gpr[RBX] = test::kDataBase;
   EXPECT_EQ(stopped(M->runUntil({StopWhen::instructions(2000)})).Reason, RunReason::Stopped);
+  if (Exec == ExecMode::Translate) { // the loop ran translated
+    EXPECT_GT(M->cpu(0).Jit->stats().InsnsTranslated, 1000u);
+  }
   for (unsigned I = 0; I < 10; ++I) {
     const RunResult R = stopped(M->runUntil({Cond}));
     if (R.Reason != RunReason::Stopped)
@@ -549,6 +553,8 @@ TEST(RunControl, ReadStopsAfterTheReadingInstructionInterpretedAndTranslated) {
     const std::vector<std::pair<uint64_t, uint64_t>> Want = {{4004, 20}, {4006, 23}};
     EXPECT_EQ(watchStops(Exec, StopWhen::read(Hpa(test::kDataBase), 4)), Want);
     EXPECT_EQ(watchStops(Exec, StopWhen::read(Gla(test::kDataBase + 3), 1)), Want);
+    // A range across a page boundary: two pieces, one condition.
+    EXPECT_EQ(watchStops(Exec, StopWhen::read(Gla(test::kDataBase - 2), 4)), Want);
     // The 2nd read.
     EXPECT_EQ(watchStops(Exec, StopWhen::read(Hpa(test::kDataBase), 4).nth(2)),
               (std::vector<std::pair<uint64_t, uint64_t>>{{4006, 23}}));
@@ -561,6 +567,7 @@ TEST(RunControl, AccessStopsAfterEveryInstructionThatReadOrWroteTheRange) {
     const std::vector<std::pair<uint64_t, uint64_t>> Want = {{4002, 17}, {4004, 20}, {4006, 23}};
     EXPECT_EQ(watchStops(Exec, StopWhen::access(Hpa(test::kDataBase), 4)), Want);
     EXPECT_EQ(watchStops(Exec, StopWhen::access(Gla(test::kDataBase), 2)), Want);
+    EXPECT_EQ(watchStops(Exec, StopWhen::access(Gla(test::kDataBase - 0x1000), 0x1001)), Want);
     // The write stop of the same program, for comparison: the write and the RMW.
     EXPECT_EQ(watchStops(Exec, StopWhen::write(Hpa(test::kDataBase), 4)),
               (std::vector<std::pair<uint64_t, uint64_t>>{{4002, 17}, {4006, 23}}));
