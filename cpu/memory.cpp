@@ -88,6 +88,12 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
   copy(Pa0, Dst, First);
   if (First < SizeBytes)
     copy(Pa1, Dst + First, SizeBytes - First);
+  // Pages holding a read-watched range never get read (or write) TLB entries, so every
+  // read of them comes here (PhysMem::watchReads).
+  if (C.Mem.readWatching()) [[unlikely]] {
+    if (!C.Mmu.noteRead(Pa0, First) && First < SizeBytes)
+      C.Mmu.noteRead(Pa1, SizeBytes - First);
+  }
   // Pages with an armed data breakpoint never get TLB entries, so their accesses all
   // come here (cpu/debug.h).
   if (C.Debug.DataArmed) [[unlikely]]

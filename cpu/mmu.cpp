@@ -92,9 +92,13 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
     return Status::Ok;
   const TlbEntry E{tag(La, Supervisor), reinterpret_cast<uintptr_t>(Host) - (La & kPageMask),
                    Pfn};
+  // A page holding a read-watched range gets no read entry (nor a write entry: RMW
+  // operands are read through it), so that every read of it reaches readLinearSlow,
+  // which reports it (PhysMem::watchReads).
   switch (Kind) {
   case Access::Read:
-    placeEntry(TlbRead, Slot, E);
+    if (!Mem.pageReadWatched(Pfn)) [[likely]]
+      placeEntry(TlbRead, Slot, E);
     break;
   case Access::Write:
     if (!Mem.pageHoldsCode(Pfn) && !Mem.pageWatched(Pfn))
@@ -102,7 +106,8 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
     else
       TlbWriteCode[Slot] = E;
     // A page writable now is readable too; saves the read walk of a RMW.
-    placeEntry(TlbRead, Slot, E);
+    if (!Mem.pageReadWatched(Pfn)) [[likely]]
+      placeEntry(TlbRead, Slot, E);
     break;
   case Access::Fetch:
     placeEntry(TlbFetch, Slot, E);
@@ -118,7 +123,8 @@ uint8_t *Mmu::writeHostBesideCode(Gla Linear, unsigned Size, bool Supervisor) co
   const TlbEntry &K = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (K.Tag == tag(La, Supervisor) && (La & 0xfff) + Size <= kPageSize &&
       !(Mem.codeLines(K.Pfn) & PhysMem::lineMask(unsigned(La & 0xfff), Size)) &&
-      !Mem.rangeWatched((K.Pfn << 12) | (La & 0xfff), Size))
+      !Mem.rangeWatched((K.Pfn << 12) | (La & 0xfff), Size) &&
+      !Mem.rangeReadWatched((K.Pfn << 12) | (La & 0xfff), Size))
     return reinterpret_cast<uint8_t *>(La + K.Addend);
   return nullptr;
 }
@@ -160,6 +166,23 @@ void Mmu::watchedWrite(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent) {
     E.Agent = Agent;
     O->watchedStore(E);
   }
+}
+
+// A read of data touched a read-watched range (PhysMem::watchReads): the instruction
+// executing (or the event being delivered) made it.
+bool Mmu::noteRead(Hpa Pa, uint64_t SizeBytes) {
+  if (!Mem.rangeReadWatched(Pa.value(), SizeBytes))
+    return false;
+  if (VmxTransitionObserver *O = Owner.Transitions) {
+    WatchedLoadEvent E;
+    E.Cpu = Owner.Id;
+    E.Tsc = Owner.Cycles;
+    E.Rip = Owner.S.Rip;
+    E.Addr = Pa.value();
+    E.SizeBytes = unsigned(SizeBytes);
+    O->watchedLoad(E);
+  }
+  return true;
 }
 
 void Mmu::dropWriteMappingsEverywhere(uint64_t Pfn) {
@@ -302,6 +325,13 @@ void Mmu::dropPageMappings(uint64_t Pfn) {
 
 void Mmu::dropWriteMappings(uint64_t Pfn) {
   for (TlbEntry &E : TlbWrite)
+    if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
+      E.Tag = kTlbEmpty;
+}
+
+void Mmu::dropDataMappings(uint64_t Pfn) {
+  dropWriteMappings(Pfn);
+  for (TlbEntry &E : TlbRead)
     if (E.Tag != kTlbEmpty && E.Pfn == Pfn)
       E.Tag = kTlbEmpty;
 }

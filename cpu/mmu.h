@@ -85,6 +85,12 @@
 //   never given a read, write or write-code entry, so its accesses take the slow paths
 //   that check the breakpoints; arming a new page flushes every context
 //   (debugRegistersChanged), which drops the entries filled before.
+// - Watched memory (PhysMem::watchWrites, watchReads): a frame holding a write- or
+//   read-watched range is never given a TlbWrite entry (its write mappings go to
+//   TlbWriteCode, whose users check the ranges), and one holding a read-watched range no
+//   TlbRead entry either, so its stores and reads take the slow paths that report them;
+//   whoever adds a range drops the entries filled before (dropWriteMappings,
+//   dropDataMappings).
 // Why it is enough: a TLB entry is used only when its tag matches the current context
 // and privilege, every architectural event that may change a translation of that
 // context gives it a fresh generation, and code changes are seen through PhysMem's
@@ -188,6 +194,11 @@ public:
   /// store into a watched range to the owner's transition observer (the ground truth,
   /// the run control's write stops) and to every processor's MONITOR (cpu/monitor.h).
   void watchedWrite(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent) override;
+  /// The owner read [Pa, Pa + SizeBytes) as data (cpu/memory.cpp, readLinearSlow): when
+  /// that touches a read-watched range, tells the owner's transition observer
+  /// (VmxTransitionObserver::watchedLoad). The caller tests PhysMem::readWatching first.
+  /// True if it touched one (a read crossing a page is told once).
+  bool noteRead(Hpa Pa, uint64_t SizeBytes);
   Mmu(const Mmu &) = delete;
   Mmu &operator=(const Mmu &) = delete;
 
@@ -382,6 +393,10 @@ public:
   bool inEptContext() const { return TlbEptContext; }
   /// Drops fast write mappings (TlbWrite) of a physical page that now holds decoded code.
   void dropWriteMappings(uint64_t Pfn);
+  /// Drops the read and write mappings (TlbRead, TlbWrite, victims included, in every
+  /// context) of a physical page that now holds a read-watched range
+  /// (PhysMem::watchReads); fetch entries stay.
+  void dropDataMappings(uint64_t Pfn);
   /// dropWriteMappings on every processor of the machine (a page that starts holding a
   /// watched range, PhysMem::watchWrites).
   void dropWriteMappingsEverywhere(uint64_t Pfn);

@@ -104,6 +104,19 @@ struct WatchedStoreEvent {
   StoreAgent Agent = StoreAgent::Instruction;
 };
 
+/// A completed read of data through a linear address (the reads cpu/memory.cpp's
+/// readLinearSlow makes: an instruction's operands, stack pops, string sources,
+/// read-modify-write operands, and the descriptor-table, TSS and IDT reads of the
+/// instruction or of an event's delivery) that touched a read-watched range of physical
+/// memory (PhysMem::watchReads).
+struct WatchedLoadEvent {
+  unsigned Cpu = 0;
+  uint64_t Tsc = 0;  ///< the virtual TSC (Cpu::Cycles) at the reading instruction
+  uint64_t Rip = 0;  ///< the reading instruction's RIP
+  uint64_t Addr = 0; ///< machine-physical: the bytes [Addr, Addr + SizeBytes) were read
+  unsigned SizeBytes = 0;
+};
+
 /// VMX transitions, as they happen; the ground truth listens here. It is also told of
 /// the two events a hypervisor's trace is proven with (trace/slot_layout.h): stores into
 /// watched memory, and the TSC values RDTSC/RDTSCP return in VMX root operation.
@@ -120,6 +133,8 @@ public:
   }
   /// A store touched watched memory (only while PhysMem watches something).
   virtual void watchedStore(const WatchedStoreEvent &E) { (void)E; }
+  /// A read touched read-watched memory (only while PhysMem watches reads).
+  virtual void watchedLoad(const WatchedLoadEvent &E) { (void)E; }
 };
 
 } // namespace vmxsim

@@ -449,8 +449,10 @@ GdbStub::Stop GdbStub::resume(std::optional<unsigned> StepCpu,
   }
   for (const Watch &W : Watches)
     for (auto [Base, Size] : W.Pieces) {
-      Conds.push_back(StopWhen::write(Hpa(Base), Size));
-      Means.push_back({Meaning::Kind::Watch, W.La, false});
+      Conds.push_back(W.Type == '2'   ? StopWhen::write(Hpa(Base), Size)
+                      : W.Type == '3' ? StopWhen::read(Hpa(Base), Size)
+                                      : StopWhen::access(Hpa(Base), Size));
+      Means.push_back({Meaning::Kind::Watch, W.La, false, W.Type});
     }
   if (StepCpu) {
     // One instruction of the CPU, or the VM exit or entry it makes first (an exiting
@@ -500,9 +502,18 @@ GdbStub::Stop GdbStub::resume(std::optional<unsigned> StepCpu,
     case Meaning::Kind::Break:
       return stopAt(R->CpuId, 5, Mn.Hardware ? "hwbreak:;" : "swbreak:;",
                     fmt::format("breakpoint at {:#x}", Mn.Addr));
-    case Meaning::Kind::Watch:
-      return stopAt(R->CpuId, 5, fmt::format("watch:{:x};", Mn.Addr),
-                    fmt::format("write to the watched {:#x}", Mn.Addr));
+    case Meaning::Kind::Watch: {
+      // The stop reply names the watchpoint's kind and its address (the gdb remote
+      // protocol, "Stop Reply Packets": watch, rwatch, awatch).
+      const char *Reason = Mn.WatchType == '2'   ? "watch"
+                           : Mn.WatchType == '3' ? "rwatch"
+                                                 : "awatch";
+      const char *What = Mn.WatchType == '2'   ? "write to"
+                         : Mn.WatchType == '3' ? "read of"
+                                               : "access to";
+      return stopAt(R->CpuId, 5, fmt::format("{}:{:x};", Reason, Mn.Addr),
+                    fmt::format("{} the watched {:#x}", What, Mn.Addr));
+    }
     case Meaning::Kind::Step:
       return stopAt(*StepCpu, 5, "", "after one step");
     case Meaning::Kind::Event:
@@ -532,19 +543,24 @@ GdbStub::Reply GdbStub::breakpoint(bool Insert, std::string_view Args) {
       Breaks.erase(I);
     return {{"OK"}};
   }
-  case '2': {
+  case '2':   // write watchpoint
+  case '3':   // read watchpoint
+  case '4': { // access watchpoint
     if (!Insert) {
-      auto I = std::find_if(Watches.begin(), Watches.end(),
-                            [&](const Watch &W) { return W.La == Addr && W.Len == Kind; });
+      auto I = std::find_if(Watches.begin(), Watches.end(), [&](const Watch &W) {
+        return W.Type == Type && W.La == Addr && W.Len == Kind;
+      });
       if (I != Watches.end())
         Watches.erase(I);
       return {{"OK"}};
     }
-    if (Kind == 0 || Addr + Kind - 1 < Addr)
+    // Any length and alignment up to kMaxWatchBytes (KIND is the length in bytes): the
+    // run control's ranges have no debug register's limits.
+    if (Kind == 0 || Kind > kMaxWatchBytes || Addr + Kind - 1 < Addr)
       return {{"E01"}};
     // Translated now, through the selected CPU's paging: the watch stays on those
-    // physical bytes (StopWhen::write by Hpa), whoever stores to them.
-    Watch W{Addr, Kind, {}};
+    // physical bytes (StopWhen::write, read or access by Hpa), whoever accesses them.
+    Watch W{Type, Addr, Kind, {}};
     uint64_t A = Addr, Left = Kind;
     while (Left) {
       const uint64_t Chunk = std::min(Left, kPageSize - (A & (kPageSize - 1)));
@@ -559,7 +575,7 @@ GdbStub::Reply GdbStub::breakpoint(bool Insert, std::string_view Args) {
     Watches.push_back(std::move(W));
     return {{"OK"}};
   }
-  default: // read and access watchpoints: the run control has no read stop
+  default: // no other type exists
     return {{""}};
   }
 }

@@ -7,7 +7,8 @@
 //   "org.vmxsim.x86.control": cr0, cr2, cr3, cr4, cr8, efer), memory by linear address
 //   through the selected CPU's paging (Machine::readLinear; an unmapped address answers
 //   E14, never a fault), breakpoints as the run control's execute stops (StopWhen::execute:
-//   guest memory is never patched), write watchpoints as its write stops, single-step,
+//   guest memory is never patched), write, read and access watchpoints as its write,
+//   read and access stops (Z2, Z3, Z4), single-step,
 //   vCPUs as threads (thread N+1 = CPU N, named "CPU N"), and `monitor` commands.
 // - GdbServer listens on a TCP socket and runs the machine under the stub to the end of
 //   the run, accepting a gdb at any time (or, with Wait, before the first instruction).
@@ -72,8 +73,13 @@ public:
   /// The target description (qXfer:features:read:target.xml).
   static std::string targetXml();
 
+  /// The most bytes one watchpoint may cover (Z2/Z3/Z4 with more get E01): 256 pages,
+  /// far more than any variable gdb watches, and few enough ranges for the run control.
+  static constexpr uint64_t kMaxWatchBytes = uint64_t(1) << 20;
+
 private:
   struct Watch {
+    char Type = '2'; ///< the Z packet's type: '2' write, '3' read, '4' access
     uint64_t La = 0, Len = 0;
     std::vector<std::pair<uint64_t, uint64_t>> Pieces; ///< machine-physical (base, size)
   };
@@ -82,6 +88,7 @@ private:
     enum class Kind : uint8_t { Chunk, Break, Watch, Step, Event } K;
     uint64_t Addr = 0;
     bool Hardware = false;
+    char WatchType = '2'; ///< Watch: the Z packet's type
   };
   struct Stop {
     std::string Reply; ///< the stop reply ("T05thread:01;swbreak:;", "W07", ...)

@@ -1,7 +1,8 @@
 // Machine::runUntil and the machine's inspection functions (harness/run_control.h,
 // harness/machine.h). How a condition stops the run exactly:
 //
-// - Events (VM exit, VM entry, VM-entry failure, a store to watched memory) reach the
+// - Events (VM exit, VM entry, VM-entry failure, a store to or a read of watched
+//   memory) reach the
 //   harness through the processor's observer (cpu/observer.h). While such a condition
 //   is set, RunUntil sits in front of each CPU's VmxTransitionObserver (forwarding every
 //   event to the ground truth first, so its records are unchanged) and, when an event
@@ -13,7 +14,7 @@
 //   instruction at a time, and holds the instruction at the address, or the first one
 //   that would start at or past the TSC value (CpuObserver::holdBefore), before anything
 //   of it happens.
-// - Stores to watched memory and serial text (a tap on COM1's output sink,
+// - Stores to and reads of watched memory and serial text (a tap on COM1's output sink,
 //   OutputSink::setTap): these can happen in the middle of a REP string instruction,
 //   which a block end would split into two retired instructions where the unstopped run
 //   has one. So they do not end the block: they raise the break, which the run loop sees
@@ -74,17 +75,34 @@ StopWhen StopWhen::execute(Hpa Pa) {
   W.Physical = true;
   return W;
 }
-StopWhen StopWhen::write(Gla La, uint64_t SizeBytes) {
+namespace {
+/// A write, read or access condition on [Value, Value + SizeBytes).
+StopWhen rangeCondition(StopWhen::Kind K, uint64_t Value, uint64_t SizeBytes, bool Physical) {
   StopWhen W;
-  W.K = Kind::Write;
-  W.Value = La.value();
+  W.K = K;
+  W.Value = Value;
   W.SizeBytes = SizeBytes;
+  W.Physical = Physical;
   return W;
 }
+} // namespace
+StopWhen StopWhen::write(Gla La, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Write, La.value(), SizeBytes, false);
+}
 StopWhen StopWhen::write(Hpa Pa, uint64_t SizeBytes) {
-  StopWhen W = write(Gla(Pa.value()), SizeBytes);
-  W.Physical = true;
-  return W;
+  return rangeCondition(Kind::Write, Pa.value(), SizeBytes, true);
+}
+StopWhen StopWhen::read(Gla La, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Read, La.value(), SizeBytes, false);
+}
+StopWhen StopWhen::read(Hpa Pa, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Read, Pa.value(), SizeBytes, true);
+}
+StopWhen StopWhen::access(Gla La, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Access, La.value(), SizeBytes, false);
+}
+StopWhen StopWhen::access(Hpa Pa, uint64_t SizeBytes) {
+  return rangeCondition(Kind::Access, Pa.value(), SizeBytes, true);
 }
 StopWhen StopWhen::tsc(uint64_t Value) {
   StopWhen W;
@@ -158,7 +176,12 @@ std::string StopWhen::describe() const {
     return fmt::format("{} execution of {} {:#x}{}", Which,
                        Physical ? "physical address" : "linear address", Value, On);
   case Kind::Write:
-    return fmt::format("{} write to {} {:#x} ({} bytes){}", Which,
+  case Kind::Read:
+  case Kind::Access:
+    return fmt::format("{} {} {} {:#x} ({} bytes){}", Which,
+                       K == Kind::Write  ? "write to"
+                       : K == Kind::Read ? "read of"
+                                         : "access to",
                        Physical ? "physical address" : "linear address", Value, SizeBytes, On);
   case Kind::Tsc:
     return fmt::format("TSC {}{}", Value, fmt::format(" on CPU {}", Cpu.value_or(0)));
@@ -274,6 +297,7 @@ public:
       I->rootTsc(Cpu, Tsc, Rip, Value);
   }
   void watchedStore(const WatchedStoreEvent &E) override;
+  void watchedLoad(const WatchedLoadEvent &E) override;
 
 private:
   /// A CPU's instruction observer while an execute condition is set.
@@ -303,7 +327,10 @@ private:
   struct WatchedRange {
     unsigned Cond;
     uint64_t Base, Size;
+    bool Writes, Reads; ///< which of the condition's accesses count
   };
+  /// The watched-range event of Addr/SizeBytes by CPU Cpu, a store or a read.
+  void watchedEvent(uint64_t Addr, uint64_t SizeBytes, unsigned Cpu, bool Store);
 
   bool cpuMatches(const StopWhen &W, unsigned Cpu) const { return !W.Cpu || *W.Cpu == Cpu; }
   /// Condition Cond was met by CPU Cpu: the run returns at the next instruction
@@ -366,14 +393,20 @@ Error RunUntil::prepare() {
       break;
     case StopWhen::Kind::Execute:
       break;
-    case StopWhen::Kind::Write: {
+    case StopWhen::Kind::Write:
+    case StopWhen::Kind::Read:
+    case StopWhen::Kind::Access: {
       if (W.SizeBytes == 0 || W.Value + W.SizeBytes - 1 < W.Value)
         return Error(ErrorCode::BadCondition,
-                     fmt::format("condition {}: a write range of {} bytes at {:#x}", I,
+                     fmt::format("condition {}: {} range of {} bytes at {:#x}", I,
+                                 W.K == StopWhen::Kind::Write  ? "a write"
+                                 : W.K == StopWhen::Kind::Read ? "a read"
+                                                               : "an access",
                                  W.SizeBytes, W.Value));
       NeedTransitions = true;
+      const bool Writes = W.K != StopWhen::Kind::Read, Reads = W.K != StopWhen::Kind::Write;
       if (W.Physical) {
-        Ranges.push_back({I, W.Value, W.SizeBytes});
+        Ranges.push_back({I, W.Value, W.SizeBytes, Writes, Reads});
         break;
       }
       // Page by page through the CPU's paging, as a store would go.
@@ -384,7 +417,7 @@ Error RunUntil::prepare() {
         ErrorOr<Hpa> Pa = probeTranslate(C, Gla(La));
         if (!Pa)
           return Pa.error();
-        Ranges.push_back({I, Pa->value(), Chunk});
+        Ranges.push_back({I, Pa->value(), Chunk, Writes, Reads});
         La += Chunk;
         Left -= Chunk;
       }
@@ -417,6 +450,8 @@ bool RunUntil::needsHold(unsigned Id) const {
     switch (W.K) {
     case StopWhen::Kind::Execute:
     case StopWhen::Kind::Write:
+    case StopWhen::Kind::Read:
+    case StopWhen::Kind::Access:
       if (cpuMatches(W, Id))
         return true;
       break;
@@ -450,11 +485,19 @@ void RunUntil::install() {
     }
   }
   for (const WatchedRange &R : Ranges) {
-    M.Mem.watchWrites(Hpa(R.Base), R.Size);
-    // PhysMem::watchWrites: no fast write mapping of the pages may remain.
+    if (R.Writes)
+      M.Mem.watchWrites(Hpa(R.Base), R.Size);
+    if (R.Reads)
+      M.Mem.watchReads(Hpa(R.Base), R.Size);
+    // PhysMem::watchWrites and watchReads: no fast write (for a read watch, nor read)
+    // mapping of the pages may remain.
     for (uint64_t P = R.Base >> 12; P <= (R.Base + R.Size - 1) >> 12; ++P)
-      for (auto &C : M.Cpus)
-        C->Mmu.dropWriteMappings(P);
+      for (auto &C : M.Cpus) {
+        if (R.Reads)
+          C->Mmu.dropDataMappings(P);
+        else
+          C->Mmu.dropWriteMappings(P);
+      }
   }
   if (NeedSerial)
     M.SerialSink.setTap(&serialByte, this);
@@ -470,8 +513,12 @@ void RunUntil::uninstall() {
     C.Transitions = Inner[Id];
     C.Observer = InnerObservers[Id];
   }
-  for (const WatchedRange &R : Ranges)
-    M.Mem.unwatchWrites(Hpa(R.Base), R.Size);
+  for (const WatchedRange &R : Ranges) {
+    if (R.Writes)
+      M.Mem.unwatchWrites(Hpa(R.Base), R.Size);
+    if (R.Reads)
+      M.Mem.unwatchReads(Hpa(R.Base), R.Size);
+  }
   if (NeedSerial)
     M.SerialSink.setTap(nullptr, nullptr);
   M.Io.clearBreak();
@@ -542,14 +589,29 @@ void RunUntil::vmEntryFailure(const VmEntryFailureEvent &E) {
 void RunUntil::watchedStore(const WatchedStoreEvent &E) {
   if (VmxTransitionObserver *I = Inner[E.Cpu])
     I->watchedStore(E);
-  unsigned Last = ~0u; // one store counts once per condition, over its pages
+  watchedEvent(E.Addr, E.SizeBytes, E.Cpu, true);
+}
+
+void RunUntil::watchedLoad(const WatchedLoadEvent &E) {
+  if (VmxTransitionObserver *I = Inner[E.Cpu])
+    I->watchedLoad(E);
+  watchedEvent(E.Addr, E.SizeBytes, E.Cpu, false);
+}
+
+// A store or read of a watched range: it completes with its instruction (a REP string
+// instruction whole), then the CPU's Hold holds the next one. The stop is trap-like, as
+// a data breakpoint's #DB (SDM Vol. 3B, "Data Memory and I/O Breakpoint Exception
+// Conditions": the processor reports it after executing the instruction that accessed
+// the location).
+void RunUntil::watchedEvent(uint64_t Addr, uint64_t SizeBytes, unsigned Cpu, bool Store) {
+  unsigned Last = ~0u; // one access counts once per condition, over its pages
   for (const WatchedRange &R : Ranges) {
-    if (R.Cond == Last || E.Addr >= R.Base + R.Size || R.Base >= E.Addr + E.SizeBytes ||
-        !cpuMatches(Conds[R.Cond], E.Cpu))
+    if (R.Cond == Last || !(Store ? R.Writes : R.Reads) || Addr >= R.Base + R.Size ||
+        R.Base >= Addr + SizeBytes || !cpuMatches(Conds[R.Cond], Cpu))
       continue;
     Last = R.Cond;
     if (++Counts[R.Cond] == Conds[R.Cond].Count)
-      fire(R.Cond, E.Cpu, true);
+      fire(R.Cond, Cpu, true);
   }
 }
 

@@ -11,8 +11,8 @@
 // consistent: after a VM exit has completed (the CPU in VMX root operation at the host
 // RIP, the exit information in the VMCS), after a VM entry has completed (in non-root
 // operation at the guest's RIP, any injected event delivered), after the instruction
-// that wrote the watched memory or the serial pattern's last byte, and before the
-// instruction at an execute address does anything. A run that is stopped and continued
+// that wrote or read the watched memory or wrote the serial pattern's last byte, and
+// before the instruction at an execute address does anything. A run that is stopped and continued
 // (runUntil again, or run()) any number of times is the same run, byte for byte, as the
 // one that was never stopped: the same serial output, traces, clocks and state. Nothing
 // of it costs anything while no condition is set.
@@ -40,6 +40,8 @@ public:
     VmEntryFailure, ///< the next failed VMLAUNCH/VMRESUME (VMfailValid or exit bit 31)
     Execute,        ///< before the instruction at an address executes
     Write,          ///< after an instruction wrote a byte of a range
+    Read,           ///< after an instruction read a byte of a range
+    Access,         ///< after an instruction read or wrote a byte of a range
     Tsc,            ///< a CPU's virtual TSC (Cpu::Cycles) reaches a value
     Serial,         ///< COM1's output since runUntil was called contains a text
   };
@@ -71,6 +73,35 @@ public:
   /// instruction made the device store; the stop follows that instruction.
   static StopWhen write(Gla La, uint64_t SizeBytes = 1);
   static StopWhen write(Hpa Pa, uint64_t SizeBytes = 1);
+  /// An instruction read at least one byte of [La, La + SizeBytes) as data; the range is
+  /// translated as write's is, and a read by any CPU counts unless onCpu names another.
+  /// The stop is trap-like, as an x86 data breakpoint's (SDM Vol. 3B, "Debug Exceptions",
+  /// "Data Memory and I/O Breakpoint Exception Conditions": reported after the
+  /// instruction completes): right after the reading instruction, on the reading CPU
+  /// (RIP at the next instruction; a REP string instruction completes whole, as for
+  /// write, unless its own event window interrupts it between iterations). What counts
+  /// is every read a data breakpoint (DR7 R/W = 11b) sees, whatever the page's paging
+  /// or EPT: the instruction's reads through linear addresses, explicit (memory
+  /// operands, stack pops, string sources, the read of a read-modify-write operand,
+  /// x87/SSE/XSAVE-area loads) and implicit (GDT/LDT descriptors, the TSS, IDT gates:
+  /// an event's delivery counts as the instruction it precedes or interrupts, so its
+  /// stop comes before the handler's first instruction). What does not: instruction
+  /// fetch (use execute), the processor's reads by physical address (paging-structure
+  /// and EPT entries of a page walk, VMCS regions and VMX's MSR-load areas, the
+  /// virtual-APIC page, posted-interrupt descriptors, the PDPTEs loaded by MOV CR3 or a
+  /// VM entry), devices' reads (DMA) and the debugger's (Machine::readLinear). Costs
+  /// nothing until set; while set, the watched pages' reads take the TLB's slow path
+  /// (PhysMem::watchReads). Setting it drops the TLB's read and write entries of the
+  /// watched frames (every CPU, every context; write drops the write entries), so a
+  /// translation of them that the guest changed in its page tables without invalidating
+  /// it, which the uninterrupted run would go on using, is walked again: a guest that
+  /// invalidates as the SDM requires runs the same run.
+  static StopWhen read(Gla La, uint64_t SizeBytes = 1);
+  static StopWhen read(Hpa Pa, uint64_t SizeBytes = 1);
+  /// read or write: what either counts (a read-modify-write of the range is two events
+  /// for nth).
+  static StopWhen access(Gla La, uint64_t SizeBytes = 1);
+  static StopWhen access(Hpa Pa, uint64_t SizeBytes = 1);
   /// Before the first instruction of onCpu's CPU (CPU 0 if none) that would start with
   /// a virtual TSC (Cpu::Cycles: the TSC before VMX offsetting and scaling, as the
   /// ground truth stamps records) of at least Value; at once if the CPU is there
@@ -95,7 +126,7 @@ public:
   uint64_t Count = 1;
   uint64_t Value = 0; ///< instructions, address or TSC
   uint64_t SizeBytes = 0;
-  bool Physical = false; ///< Execute and Write: Value is an Hpa, not a Gla
+  bool Physical = false; ///< Execute, Write, Read, Access: Value is an Hpa, not a Gla
   std::string Text;
 };
 

@@ -163,25 +163,34 @@ bool PhysMem::noteWriteAcrossPages(Hpa Addr, uint64_t SizeBytes) {
   return Any;
 }
 
-void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) {
+void PhysMem::addRange(std::vector<WatchRange> &Ranges, Hpa Base, uint64_t SizeBytes) {
   if (!SizeBytes || Base.value() + SizeBytes < Base.value())
     return;
-  for (WatchRange &W : Watches)
+  for (WatchRange &W : Ranges)
     if (W.Base == Base.value() && W.Size == SizeBytes) {
-      ++W.Refs; // counted, so that one watcher's unwatchWrites leaves the other's
+      ++W.Refs; // counted, so that one watcher's unwatch leaves the other's
       return;
     }
-  Watches.push_back({Base.value(), SizeBytes, 1});
+  Ranges.push_back({Base.value(), SizeBytes, 1});
 }
 
-bool PhysMem::unwatchWrites(Hpa Base, uint64_t SizeBytes) {
-  for (size_t I = 0; I < Watches.size(); ++I)
-    if (Watches[I].Base == Base.value() && Watches[I].Size == SizeBytes) {
-      if (--Watches[I].Refs == 0)
-        Watches.erase(Watches.begin() + I);
+bool PhysMem::removeRange(std::vector<WatchRange> &Ranges, Hpa Base, uint64_t SizeBytes) {
+  for (size_t I = 0; I < Ranges.size(); ++I)
+    if (Ranges[I].Base == Base.value() && Ranges[I].Size == SizeBytes) {
+      if (--Ranges[I].Refs == 0)
+        Ranges.erase(Ranges.begin() + I);
       return true;
     }
   return false;
+}
+
+void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) { addRange(Watches, Base, SizeBytes); }
+bool PhysMem::unwatchWrites(Hpa Base, uint64_t SizeBytes) {
+  return removeRange(Watches, Base, SizeBytes);
+}
+void PhysMem::watchReads(Hpa Base, uint64_t SizeBytes) { addRange(ReadWatches, Base, SizeBytes); }
+bool PhysMem::unwatchReads(Hpa Base, uint64_t SizeBytes) {
+  return removeRange(ReadWatches, Base, SizeBytes);
 }
 
 bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {

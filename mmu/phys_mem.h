@@ -228,21 +228,50 @@ public:
   bool unwatchWrites(Hpa Base, uint64_t SizeBytes);
   bool watching() const { return !Watches.empty(); }
   void setWriteWatcher(WriteWatcher *W) { Watcher = W; }
-  /// True if page Pfn holds a byte of a watched range.
+  /// True if page Pfn holds a byte of a watched range, of writes or of reads (a page
+  /// holding a read watch has no fast write mapping either: a read-modify-write operand
+  /// is read through it).
   bool pageWatched(uint64_t Pfn) const {
-    if (Watches.empty()) [[likely]]
+    if (Watches.empty() && ReadWatches.empty()) [[likely]]
       return false;
-    for (const WatchRange &W : Watches)
-      if (Pfn >= W.Base >> 12 && Pfn <= (W.Base + W.Size - 1) >> 12)
-        return true;
-    return false;
+    return pageIn(Watches, Pfn) || pageIn(ReadWatches, Pfn);
   }
-  /// True if [Addr, Addr + SizeBytes) overlaps a watched range.
+  /// True if [Addr, Addr + SizeBytes) overlaps a watched range (of writes).
   bool rangeWatched(uint64_t Addr, uint64_t SizeBytes) const {
-    for (const WatchRange &W : Watches)
-      if (Addr < W.Base + W.Size && W.Base < Addr + SizeBytes)
-        return true;
-    return false;
+    return rangeIn(Watches, Addr, SizeBytes);
+  }
+
+  // --- Read watches (the run control's read and access stops) ---
+  //
+  // A processor reports each read of data through a linear address that touches a
+  // read-watched range to its transition observer (VmxTransitionObserver::watchedLoad):
+  // the reads of cpu/memory.cpp's readLinearSlow, which every such read takes for a page
+  // holding a read watch. How: no processor keeps a fast read mapping (TlbRead) of such a
+  // page, nor a fast write mapping (TlbWrite: read-modify-write operands are read
+  // through it); Mmu::translate refuses both, so the hit paths of
+  // cpu/memory.h, the string fast paths and the translator's inline loads
+  // (cpu/jit/translator.cpp, emitTlbHitMov) all miss there and take the slow path, which
+  // compares the access with the ranges. Nothing else changes: the TLB hit path costs
+  // what it did, and a miss pays one test of readWatching(). Whoever adds a range must
+  // drop every CPU's read and write entries of its pages (Mmu::dropDataMappings) before
+  // they run on. What is not reported (README.md, "Watchpoints"): the processor's own
+  // reads by physical address (paging-structure and EPT entries of a walk, the VMCS and
+  // VMX's MSR areas, the virtual-APIC page, posted-interrupt descriptors), instruction
+  // fetch, and reads by devices (DMA) and by the debugger. Read watches are not saved in
+  // snapshots: they live for one Machine::runUntil.
+  void watchReads(Hpa Base, uint64_t SizeBytes);
+  /// Removes one range added with the same Base and SizeBytes (false if there is none).
+  bool unwatchReads(Hpa Base, uint64_t SizeBytes);
+  bool readWatching() const { return !ReadWatches.empty(); }
+  /// True if page Pfn holds a byte of a read-watched range.
+  bool pageReadWatched(uint64_t Pfn) const {
+    if (ReadWatches.empty()) [[likely]]
+      return false;
+    return pageIn(ReadWatches, Pfn);
+  }
+  /// True if [Addr, Addr + SizeBytes) overlaps a read-watched range.
+  bool rangeReadWatched(uint64_t Addr, uint64_t SizeBytes) const {
+    return rangeIn(ReadWatches, Addr, SizeBytes);
   }
 
   // --- The A20 gate (the platform's A20M# input of every processor) ---
@@ -307,7 +336,22 @@ private:
     uint32_t Refs; ///< watchWrites calls not yet undone by unwatchWrites
   };
   std::vector<WatchRange> Watches;
+  std::vector<WatchRange> ReadWatches;
   WriteWatcher *Watcher = nullptr;
+  static bool pageIn(const std::vector<WatchRange> &Ranges, uint64_t Pfn) {
+    for (const WatchRange &W : Ranges)
+      if (Pfn >= W.Base >> 12 && Pfn <= (W.Base + W.Size - 1) >> 12)
+        return true;
+    return false;
+  }
+  static bool rangeIn(const std::vector<WatchRange> &Ranges, uint64_t Addr, uint64_t SizeBytes) {
+    for (const WatchRange &W : Ranges)
+      if (Addr < W.Base + W.Size && W.Base < Addr + SizeBytes)
+        return true;
+    return false;
+  }
+  static void addRange(std::vector<WatchRange> &Ranges, Hpa Base, uint64_t SizeBytes);
+  static bool removeRange(std::vector<WatchRange> &Ranges, Hpa Base, uint64_t SizeBytes);
   void reportWatched(Hpa Addr, uint64_t SizeBytes, StoreAgent Agent) {
     if (Watcher && rangeWatched(Addr.value(), SizeBytes))
       Watcher->watchedWrite(Addr, SizeBytes, Agent);

@@ -633,8 +633,10 @@ void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
   // the whole access when its tag equals the tag of the access's last byte (tlbMaps);
   // the host address is then La + Addend. Anything else jumps to Miss, the handler call,
   // which takes the interpreter's full path. A write TLB entry never maps a page that
-  // holds decoded code, a data breakpoint, MMIO or a watched range, so a hit has no
-  // effect but the access, as in the interpreter's fast path.
+  // holds decoded code, a data breakpoint, MMIO or a watched range, and a read entry
+  // never one that holds a data breakpoint, MMIO or a read-watched range
+  // (PhysMem::watchReads), so a hit has no effect but the access, as in the
+  // interpreter's fast path.
   BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
   Emitter &E = BE.E;
   const unsigned N = F.Size;

@@ -7,6 +7,7 @@
 #include "cpu/jit/translator.h"
 #include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
+#include "tests/support/watch_log.h"
 
 #include <gtest/gtest.h>
 
@@ -626,4 +627,60 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
       EXPECT_EQ(Results[0].Data, Results[K].Data);
     }
   }
+}
+
+TEST(Translator, InlineMovLoadsOfAReadWatchedPageReportEveryReadAsInterpreted) {
+  // A translated loop whose inline MOV loads hit the TLB (emitTlbHitMov) until a read
+  // watch is set on their page (PhysMem::watchReads and Mmu::dropDataMappings, as the run
+  // control sets it): from then on each load of the watched bytes misses inline, takes the
+  // interpreter's path and is reported, exactly as interpreted; a load of the bytes after
+  // them and a store into the page are not.
+  //   loop: mov rax, [rbx] ; mov rcx, [rbx + 8] ; mov [rbx + 16], rax ; dec edi ; jnz loop
+  //   hlt
+  const std::vector<uint8_t> Code = {
+      0x48, 0x8b, 0x03,       // 0
+      0x48, 0x8b, 0x4b, 0x08, // 3
+      0x48, 0x89, 0x43, 0x10, // 7
+      0xff, 0xcf,             // 11
+      0x75, 0xf1,             // 13: jnz 0
+      0xf4};                  // 15
+  struct Result {
+    std::vector<WatchedLoadEvent> Loads;
+    uint64_t Cycles, Retired, Rip;
+  } Results[2];
+  int Slot = 0;
+  for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate}) {
+    SCOPED_TRACE(Mode == ExecMode::Interp ? "interp" : "translate");
+    TestMachine M;
+    M.setupLongMode();
+    if (Mode != ExecMode::Interp)
+      translateAtOnce(M, Mode);
+    WatchLog Log;
+    M.Cpu_.Transitions = &Log;
+    M.loadCode(Code);
+    M.S.Gpr[RBX] = kDataBase;
+    M.S.Gpr[RDI] = 50;
+    // 20 iterations unwatched: translated, with the page in the read and write TLBs.
+    ASSERT_EQ(M.run(100), StopReason::InsnLimit);
+    ASSERT_NE(M.Cpu_.Mmu.readHost(Gla(kDataBase), 8, false), nullptr);
+    M.Mem.watchReads(Hpa(kDataBase), 8);
+    M.Cpu_.Mmu.dropDataMappings(kDataBase >> 12);
+    ASSERT_EQ(M.run(1000), StopReason::Halted);
+    if (Mode == ExecMode::Translate) {
+      EXPECT_GT(M.Cpu_.Jit->stats().InsnsTranslated, 200u);
+    }
+    Results[Slot++] = {Log.Loads, M.Cpu_.Cycles, M.Cpu_.Retired, M.S.Rip};
+  }
+  ASSERT_EQ(Results[0].Loads.size(), 30u); // the 30 iterations after the watch was set
+  ASSERT_EQ(Results[1].Loads.size(), 30u);
+  for (size_t K = 0; K < 30; ++K) {
+    EXPECT_EQ(Results[0].Loads[K].Rip, kCodeBase) << K;
+    EXPECT_EQ(Results[0].Loads[K].Addr, kDataBase) << K;
+    EXPECT_EQ(Results[0].Loads[K].SizeBytes, 8u) << K;
+    EXPECT_EQ(Results[1].Loads[K].Rip, Results[0].Loads[K].Rip) << K;
+    EXPECT_EQ(Results[1].Loads[K].Tsc, Results[0].Loads[K].Tsc) << K;
+  }
+  EXPECT_EQ(Results[0].Cycles, Results[1].Cycles);
+  EXPECT_EQ(Results[0].Retired, Results[1].Retired);
+  EXPECT_EQ(Results[0].Rip, Results[1].Rip);
 }

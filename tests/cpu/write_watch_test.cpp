@@ -5,6 +5,7 @@
 // entry. The ground truth records the hypervisor's trace slots through them.
 #include "cpu/observer.h"
 #include "tests/support/test_machine.h"
+#include "tests/support/watch_log.h"
 
 #include <gtest/gtest.h>
 
@@ -13,23 +14,10 @@
 using namespace vmxsim;
 using namespace vmxsim::test;
 
-namespace {
-
-class StoreLog final : public VmxTransitionObserver {
-public:
-  void vmExit(const VmExitEvent &) override {}
-  void vmEntry(const VmEntryEvent &) override {}
-  void vmEntryFailure(const VmEntryFailureEvent &) override {}
-  void watchedStore(const WatchedStoreEvent &E) override { Stores.push_back(E); }
-  std::vector<WatchedStoreEvent> Stores;
-};
-
-} // namespace
-
 TEST(WriteWatch, EveryStoreIntoAWatchedRangeIsReportedWithItsRip) {
   TestMachine M;
   M.setupLongMode();
-  StoreLog Log;
+  WatchLog Log;
   M.Cpu_.Transitions = &Log;
   const uint64_t Slots = kDataBase + 0x100;
   M.Mem.watchWrites(Hpa(Slots), 40); // five 8-byte slots
@@ -73,7 +61,7 @@ TEST(WriteWatch, EveryStoreIntoAWatchedRangeIsReportedWithItsRip) {
 TEST(WriteWatch, NothingWatchedNothingReportedAndTheFastPathIsUsed) {
   TestMachine M;
   M.setupLongMode();
-  StoreLog Log;
+  WatchLog Log;
   M.Cpu_.Transitions = &Log;
   M.loadCode({
       0x48, 0xbf, 0x00, 0x01, 0x20, 0, 0, 0, 0, 0, // mov rdi, 0x200100

@@ -8,6 +8,9 @@
 #   threads  two CPUs as two threads named "CPU 0" and "CPU 1", each with its registers
 #   watch    a write watchpoint on a variable of the hypervisor core: the stop comes
 #            after the storing instruction, with the value it stored
+#   rwatch   a read watchpoint (rwatch) and then an access watchpoint (awatch) on the
+#            same variable: each stops after an instruction that read it, gdb shows its
+#            value, and the run, detached, ends as without gdb
 #   step     stepi from the exit handler's entry: the exact RIPs of the instruction trace
 #            of a run without gdb
 #   record   gdb's register and memory writes recorded with --record-input; the replay
@@ -178,6 +181,43 @@ EOF
   # hv: PASS ends the run through isa-debug-exit with 0: status 1.
   [ "$status" -eq 1 ] || fail "vmxsim exited with $status after the detach, not 1"
   echo "gdb_e2e_test (watch): stopped after the store of CpusDone 0 -> 1"
+  ;;
+rwatch)
+  # CpusDone (hvm/images/hv/main.c): the CPU's atomic increment reads it (0 -> 1), then
+  # kmain's wait loop reads it.
+  start rwatch --append scenario=mixed --serial none --debugcon none
+  cat >"$tmp/rwatch.gdb" <<'EOF'
+break vmxExitHandler
+continue
+delete
+rwatch *(unsigned int *)&CpusDone
+continue
+printf "read=%u\n", *(unsigned int *)&CpusDone
+info symbol $pc
+delete
+awatch *(unsigned int *)&CpusDone
+continue
+printf "access=%u\n", *(unsigned int *)&CpusDone
+info symbol $pc
+detach
+EOF
+  gdb_batch rwatch
+  finish
+  out=$tmp/rwatch.out
+  grep -q '^Hardware read watchpoint 2: \*(unsigned int \*)&CpusDone$' "$out" ||
+    fail "gdb did not set a read watchpoint"
+  grep -q '^Hardware access (read/write) watchpoint 3: \*(unsigned int \*)&CpusDone$' "$out" ||
+    fail "gdb did not set an access watchpoint"
+  [ "$(grep -c '^Value = 1$' "$out")" -eq 2 ] || fail "gdb did not report two reads of 1"
+  grep -q '^read=1$' "$out" || fail "CpusDone was not 1 at the read stop"
+  grep -q '^access=1$' "$out" || fail "CpusDone was not 1 at the access stop"
+  # The increment is in runVcpu, the wait loop in kmain.
+  grep -q '^runVcpu + [0-9]* in section \.text$' "$out" ||
+    fail "the read stop is not after the increment in runVcpu"
+  grep -q '^kmain + [0-9]* in section \.text$' "$out" ||
+    fail "the access stop is not after the read in kmain's wait loop"
+  [ "$status" -eq 1 ] || fail "vmxsim exited with $status after the detach, not 1"
+  echo "gdb_e2e_test (rwatch): stopped after the reads of CpusDone in runVcpu and kmain"
   ;;
 step)
   start step --append scenario=mixed --serial none --debugcon none

@@ -97,6 +97,17 @@ uint64_t regValue(GdbStub &S, unsigned N) {
 
 constexpr unsigned kRip = 16;
 
+/// The address of CpusDone, the hypervisor core's count of the CPUs that finished their
+/// guest (hvm/images/hv/main.c: 0 -> 1 once per CPU, near the end of the run).
+uint64_t cpusDoneAddress() {
+  const std::string Elf = readFile(std::string(VMXSIM_IMAGE_DIR) + "/hv.elf");
+  uint64_t Addr = 0, Size = 0;
+  EXPECT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
+                            "CpusDone", Addr, Size));
+  EXPECT_EQ(Size, 4u);
+  return Addr;
+}
+
 } // namespace
 
 // --- The packet layer ---
@@ -321,10 +332,17 @@ TEST(GdbStub, GarbageGetsExactReplies) {
       {"Z0", "E01"},            //
       {"Z0,1000", "E01"},       //
       {"Zq,1000,1", ""},        // a kind of breakpoint there is no such packet for
-      {"Z3,1000,4", ""},        // read watchpoints: not offered
-      {"Z4,1000,4", ""},        // access watchpoints: not offered
+      {"Z5,1000,4", ""},        // no such kind of watchpoint
       {"Z2,1000,0", "E01"},     // an empty range
+      {"Z3,1000,0", "E01"},     //
+      {"Z4,1000,0", "E01"},     //
       {"Z2,ffffffffffffffff,2", "E01"}, // a range that wraps
+      {"Z3,ffffffffffffffff,2", "E01"}, //
+      {"Z4,1000,100001", "E01"}, // more than GdbStub::kMaxWatchBytes
+      {"Z3,1000,100001", "E01"}, //
+      {"Z3,1000", "E01"},       //
+      {"Z4,zz,4", "E01"},       //
+      {"z3,1000,4", "OK"},      // removing what is not set
       {"vCont", "E01"},         //
       {"vCont;", "E01"},        //
       {"vCont;x", "E01"},       //
@@ -368,7 +386,8 @@ TEST(GdbStub, FuzzedBytesNeverCrashTheLayers) {
   // Packets that do not run the machine, mutated; and raw bytes into the reader.
   const std::string Seeds[] = {"g", "m1000,40", "M1000,2:abcd", "p10", "P0=0011223344556677",
                                "Hg1", "qXfer:features:read:target.xml:0,100", "T1", "Z0,1000,1",
-                               "z0,1000,1", "Z2,2000,8", "z2,2000,8", "qRcmd,68656c70",
+                               "z0,1000,1", "Z2,2000,8", "z2,2000,8", "Z3,2000,8",
+                               "z3,2000,8", "Z4,1fff,3", "z4,1fff,3", "qRcmd,68656c70",
                                "qRcmd,76 6d6373", "X1000,1:a", "qThreadExtraInfo,1"};
   SplitMix64 Rng(0x9db);
   GdbPacketReader R;
@@ -471,12 +490,8 @@ TEST(GdbStub, BreakpointsStepsAndWatchpointsStopExactly) {
 }
 
 TEST(GdbStub, WriteWatchpointStopsAfterTheStoringInstruction) {
-  // CpusDone of the hypervisor core (hvm/images/hv/main.c): 0 -> 1 once, near the end.
-  const std::string Elf = readFile(std::string(VMXSIM_IMAGE_DIR) + "/hv.elf");
-  uint64_t Addr = 0, Size = 0;
-  ASSERT_TRUE(findElfSymbol({reinterpret_cast<const uint8_t *>(Elf.data()), Elf.size()},
-                            "CpusDone", Addr, Size));
-  ASSERT_EQ(Size, 4u);
+  const uint64_t Addr = cpusDoneAddress();
+  ASSERT_NE(Addr, 0u);
   Traced T("hv.elf", "scenario=mixed", 1, "watch");
   ASSERT_TRUE(T.M);
   Machine &M = *T.M;
@@ -538,6 +553,57 @@ TEST(GdbStub, MonitorExitOfAReasonStopsThereAndTheThreadsAreTheCpus) {
   const uint64_t Before = M.cpu(1).Retired;
   EXPECT_EQ(one(S, "vCont;s:2;c"), "T05thread:02;");
   EXPECT_TRUE(M.cpu(1).Retired == Before + 1 || !M.cpu(1).NonRoot);
+}
+
+TEST(GdbStub, ReadAndAccessWatchpointsStopAfterTheReadingInstruction) {
+  // CpusDone: the CPU's atomic increment reads it (and writes it), then the wait loop
+  // of kmain reads it.
+  const uint64_t Addr = cpusDoneAddress();
+  ASSERT_NE(Addr, 0u);
+  Traced Plain("hv.elf", "scenario=mixed", 1, "rwatch-plain");
+  ASSERT_TRUE(Plain.M);
+  const TracedMachine::Outcome A = Plain.finish();
+  Traced T("hv.elf", "scenario=mixed", 1, "rwatch");
+  ASSERT_TRUE(T.M);
+  Machine &M = *T.M;
+  GdbStub S(M);
+  S.attached(0);
+  EXPECT_NE(monitorText(S, "exit"), ""); // paging is on
+  // Where the run control's read and access stops are in a plain run from the first
+  // exit on: after the same instructions.
+  Traced P("hv.elf", "scenario=mixed", 1, "rwatch-stops");
+  ASSERT_TRUE(P.M);
+  ASSERT_TRUE(P.M->runUntil({StopWhen::vmExit()}));
+  auto sameStop = [&](const StopWhen &Cond) {
+    ErrorOr<RunResult> R = P.M->runUntil({Cond});
+    ASSERT_TRUE(R);
+    EXPECT_EQ(R->Reason, RunReason::Stopped);
+    EXPECT_EQ(M.cpu(0).S.Rip, P.M->cpu(0).S.Rip);
+    EXPECT_EQ(M.cpu(0).Retired, P.M->cpu(0).Retired);
+  };
+  // A read watchpoint on the variable's last byte: gdb's packet names the range it set,
+  // the stop reply its start.
+  EXPECT_EQ(one(S, fmt::format("Z3,{:x},1", Addr + 3)), "OK");
+  EXPECT_EQ(one(S, "c"), fmt::format("T05thread:01;rwatch:{:x};", Addr + 3));
+  sameStop(StopWhen::read(Hpa(Addr + 3), 1));
+  EXPECT_EQ(one(S, fmt::format("m{:x},4", Addr)), "01000000"); // the increment read it
+  EXPECT_EQ(one(S, fmt::format("z3,{:x},1", Addr + 3)), "OK");
+  // An access watchpoint: the next access is the wait loop's read.
+  EXPECT_EQ(one(S, fmt::format("Z4,{:x},4", Addr)), "OK");
+  EXPECT_EQ(one(S, "c"), fmt::format("T05thread:01;awatch:{:x};", Addr));
+  sameStop(StopWhen::access(Hpa(Addr), 4));
+  EXPECT_EQ(one(S, fmt::format("z4,{:x},4", Addr)), "OK");
+  // Removing one kind leaves the other: a write watchpoint on the same bytes stays set
+  // after z3 and z4 of them (there is no store left: the run ends).
+  EXPECT_EQ(one(S, fmt::format("Z2,{:x},4", Addr)), "OK");
+  EXPECT_EQ(one(S, fmt::format("z3,{:x},4", Addr)), "OK");
+  EXPECT_EQ(one(S, fmt::format("z4,{:x},4", Addr)), "OK");
+  // Unmapped memory and memory that is not RAM are refused, as for Z2.
+  EXPECT_EQ(one(S, "Z3,7fff00000000,4"), "E14");
+  EXPECT_EQ(one(S, "Z4,fee00000,4"), "E14");
+  EXPECT_EQ(one(S, "c"), "W01"); // hv: PASS through isa-debug-exit
+  // Watched, stopped twice and continued, the run is the run without gdb.
+  expectSameRun(A, T.finish(), 10000);
 }
 
 TEST(GdbStub, ARunUnderTheStubIsTheUninterruptedRun) {

@@ -4,6 +4,7 @@
 // is stopped and continued many times is the uninterrupted run byte for byte (serial
 // output, both trace files, clocks); errors are values with exact messages.
 #include "harness/gtest/vmxsim_gtest.h"
+#include "cpu/jit/translator.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
 #include "tests/support/traced_run.h"
@@ -43,6 +44,22 @@ void expectSameRun(const TracedMachine::Outcome &A, const TracedMachine::Outcome
   EXPECT_GT(A.HvBytes.size(), 10000u);
   EXPECT_TRUE(A.GtBytes == B.GtBytes) << "the ground truth differs";
   EXPECT_TRUE(A.HvBytes == B.HvBytes) << "the hypervisor's trace differs";
+}
+
+/// Runs M from exit to exit until the hypervisor has published CPU 0's trace slots
+/// (GT_SLOT_PUBLISH); their address (0: never).
+uint64_t cpu0Slots(Machine &M) {
+  for (unsigned I = 0; I < 100; ++I) {
+    if (stopped(M.runUntil({StopWhen::vmExit()})).Reason != RunReason::Stopped)
+      return 0;
+    auto G = GroundTruth::read(M);
+    if (!G)
+      return 0;
+    for (const trace::TraceRecord &Rec : G->records())
+      if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
+        return uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
+  }
+  return 0;
 }
 
 } // namespace
@@ -265,15 +282,7 @@ TEST(RunControl, WriteStopsAfterTheStoringInstruction) {
   Machine &M = *T.M;
   // Run until the hypervisor has published its trace slots (GT_SLOT_PUBLISH), then
   // watch slot 0 of CPU 0's slot array: the stop follows the store GT_SLOT_STORE records.
-  uint64_t Slots = 0;
-  for (unsigned I = 0; I < 100 && !Slots; ++I) {
-    ASSERT_EQ(stopped(M.runUntil({StopWhen::vmExit()})).Reason, RunReason::Stopped);
-    auto G = GroundTruth::read(M);
-    ASSERT_TRUE(G);
-    for (const trace::TraceRecord &Rec : G->records())
-      if (Rec.Event == XT_EV_GtSlotPublish && Rec.Words[0] == 0)
-        Slots = uint64_t(Rec.Words[1]) | uint64_t(Rec.Words[2]) << 32;
-  }
+  const uint64_t Slots = cpu0Slots(M);
   ASSERT_NE(Slots, 0u);
   const RunResult R = stopped(M.runUntil({StopWhen::write(Hpa(Slots), 8)}));
   EXPECT_EQ(R.Reason, RunReason::Stopped);
@@ -428,11 +437,14 @@ TEST(RunControl, TraceSoFarIsEachCpusPrefixOfTheFinishedTraces) {
 namespace {
 /// A machine whose CPU 0 runs Code at 0x100000 in 64-bit mode (identity paging of
 /// tests/support/test_machine.h).
-std::unique_ptr<Machine> bareLongMode(const std::vector<uint8_t> &Code) {
+std::unique_ptr<Machine> bareLongMode(const std::vector<uint8_t> &Code,
+                                      ExecMode Exec = ExecMode::Interp,
+                                      uint64_t MaxInsns = 1000) {
   MachineConfig Cfg;
   Cfg.Serial = OutputSpec::capture();
   Cfg.Debugcon = OutputSpec::capture();
-  Cfg.MaxInsns = 1000;
+  Cfg.MaxInsns = MaxInsns;
+  Cfg.Exec = Exec;
   Error Err;
   auto M = Machine::create(Cfg, Err);
   EXPECT_FALSE(Err) << Err.str();
@@ -486,4 +498,159 @@ TEST(RunControl, WriteStopsAfterTheInstructionWhoseDeviceStored) {
   EXPECT_EQ(R.Reason, RunReason::Stopped);
   EXPECT_EQ(M->cpu(0).S.Rip, test::kCodeBase + 7); // after the OUT
   EXPECT_EQ(M->mem().read(Hpa(Target), 1), 0x5au);
+}
+
+namespace {
+/// RBX = kDataBase; the watched bytes are [kDataBase, kDataBase + 4).
+///   +0  mov ecx, 1000
+///   +5  loop: mov eax, [rbx+4]   (the bytes after the range: no stop)
+///   +8  mov [rbx+8], eax
+///   +11 dec ecx
+///   +13 jnz loop
+///   +15 mov [rbx], eax           (a write: no read stop)
+///   +17 nop
+///   +18 mov esi, [rbx]           (a read)
+///   +20 nop
+///   +21 add [rbx], eax           (a read and a write)
+///   +23 hlt
+const std::vector<uint8_t> kWatchLoop = {
+    0xb9, 0xe8, 0x03, 0x00, 0x00, 0x8b, 0x43, 0x04, 0x89, 0x43, 0x08, 0xff,
+    0xc9, 0x75, 0xf6, 0x89, 0x03, 0x90, 0x8b, 0x33, 0x90, 0x01, 0x03, 0xf4};
+
+/// Runs kWatchLoop under Exec: 2000 instructions with nothing set (translated, under
+/// --exec translate, with the data page in the TLBs), then runUntil(Cond) until the run
+/// ends; the (retired, RIP) of each stop.
+std::vector<std::pair<uint64_t, uint64_t>> watchStops(ExecMode Exec, const StopWhen &Cond) {
+  std::vector<std::pair<uint64_t, uint64_t>> Stops;
+  auto M = bareLongMode(kWatchLoop, Exec, 100000);
+  EXPECT_TRUE(M);
+  if (!M)
+    return Stops;
+  M->cpu(0).S.Gpr[RBX] = test::kDataBase;
+  EXPECT_EQ(stopped(M->runUntil({StopWhen::instructions(2000)})).Reason, RunReason::Stopped);
+  if (Exec == ExecMode::Translate) { // the loop ran translated
+    EXPECT_GT(M->cpu(0).Jit->stats().InsnsTranslated, 1000u);
+  }
+  for (unsigned I = 0; I < 10; ++I) {
+    const RunResult R = stopped(M->runUntil({Cond}));
+    if (R.Reason != RunReason::Stopped)
+      break;
+    EXPECT_EQ(R.What, Cond.describe());
+    Stops.push_back({M->cpu(0).Retired, M->cpu(0).S.Rip - test::kCodeBase});
+  }
+  return Stops;
+}
+} // namespace
+
+// Read and access stops (issue 18): right after the instruction that read (or, for
+// access, wrote) a byte of the range, on the instruction count and RIP the program
+// fixes, interpreted and translated alike; reads of the neighbouring bytes and writes
+// do not stop a read stop.
+TEST(RunControl, ReadStopsAfterTheReadingInstructionInterpretedAndTranslated) {
+  for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
+    SCOPED_TRACE(Exec == ExecMode::Interp ? "interp" : "translate");
+    // 1 + 4 x 1000 instructions of the loop, the write, the nop, the read: 4004.
+    const std::vector<std::pair<uint64_t, uint64_t>> Want = {{4004, 20}, {4006, 23}};
+    EXPECT_EQ(watchStops(Exec, StopWhen::read(Hpa(test::kDataBase), 4)), Want);
+    EXPECT_EQ(watchStops(Exec, StopWhen::read(Gla(test::kDataBase + 3), 1)), Want);
+    // A range across a page boundary: two pieces, one condition.
+    EXPECT_EQ(watchStops(Exec, StopWhen::read(Gla(test::kDataBase - 2), 4)), Want);
+    // The 2nd read.
+    EXPECT_EQ(watchStops(Exec, StopWhen::read(Hpa(test::kDataBase), 4).nth(2)),
+              (std::vector<std::pair<uint64_t, uint64_t>>{{4006, 23}}));
+  }
+}
+
+TEST(RunControl, AccessStopsAfterEveryInstructionThatReadOrWroteTheRange) {
+  for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
+    SCOPED_TRACE(Exec == ExecMode::Interp ? "interp" : "translate");
+    const std::vector<std::pair<uint64_t, uint64_t>> Want = {{4002, 17}, {4004, 20}, {4006, 23}};
+    EXPECT_EQ(watchStops(Exec, StopWhen::access(Hpa(test::kDataBase), 4)), Want);
+    EXPECT_EQ(watchStops(Exec, StopWhen::access(Gla(test::kDataBase), 2)), Want);
+    EXPECT_EQ(watchStops(Exec, StopWhen::access(Gla(test::kDataBase - 0x1000), 0x1001)), Want);
+    // The write stop of the same program, for comparison: the write and the RMW.
+    EXPECT_EQ(watchStops(Exec, StopWhen::write(Hpa(test::kDataBase), 4)),
+              (std::vector<std::pair<uint64_t, uint64_t>>{{4002, 17}, {4006, 23}}));
+  }
+  // A read-modify-write is a read and a write: the 4th access is the ADD's store.
+  EXPECT_EQ(watchStops(ExecMode::Interp, StopWhen::access(Hpa(test::kDataBase), 4).nth(4)),
+            (std::vector<std::pair<uint64_t, uint64_t>>{{4006, 23}}));
+  EXPECT_EQ(StopWhen::access(Hpa(0x1000), 4).describe(),
+            "the access to physical address 0x1000 (4 bytes)");
+  EXPECT_EQ(StopWhen::read(Gla(0x2000), 8).onCpu(1).nth(3).describe(),
+            "the 3rd read of linear address 0x2000 (8 bytes) on CPU 1");
+}
+
+TEST(RunControl, ReadAndAccessRangesAreCheckedAsWriteRangesAre) {
+  auto M = bareLongMode(kWatchLoop);
+  ASSERT_TRUE(M);
+  ErrorOr<RunResult> R = M->runUntil({StopWhen::read(Hpa(0x1000), 0)});
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.error().str(), "condition 0: a read range of 0 bytes at 0x1000");
+  R = M->runUntil({StopWhen::access(Hpa(~uint64_t(0)), 2)});
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.error().str(), "condition 0: an access range of 2 bytes at 0xffffffffffffffff");
+  R = M->runUntil({StopWhen::read(Gla(0x7fff00000000), 4)});
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.error().str(), "linear address 0x7fff00000000 is not mapped on CPU 0");
+  EXPECT_FALSE(M->mem().readWatching()); // nothing was left installed
+}
+
+// A run with a read stop on the hypervisor's trace slots (read by its exit handler),
+// stopped and continued at every read, is the uninterrupted run byte for byte; so is one
+// with an access stop.
+TEST(RunControl, StopAndContinueAtEveryReadOfTheSlotsIsTheUninterruptedRun) {
+  TracedMachine Plain("hv.elf", "scenario=mixed", 2, "read-plain");
+  ASSERT_TRUE(Plain.M);
+  const TracedMachine::Outcome A = Plain.finish();
+  for (const bool Access : {false, true}) {
+    SCOPED_TRACE(Access ? "access" : "read");
+    TracedMachine T("hv.elf", "scenario=mixed", 2, Access ? "access" : "read");
+    ASSERT_TRUE(T.M);
+    Machine &M = *T.M;
+    const uint64_t Slots = cpu0Slots(M);
+    ASSERT_NE(Slots, 0u);
+    const StopWhen Cond =
+        Access ? StopWhen::access(Hpa(Slots), 40) : StopWhen::read(Hpa(Slots), 40);
+    unsigned Stops = 0;
+    for (;;) {
+      const RunResult R = stopped(M.runUntil({Cond}));
+      if (R.Reason != RunReason::Stopped)
+        break;
+      ++Stops;
+    }
+    EXPECT_GT(Stops, 100u);
+    expectSameRun(A, T.finish());
+  }
+}
+
+namespace {
+/// A device that reads memory (as a DMA engine would) when port 0x511 is written.
+class ReadingDevice final : public PortDevice {
+public:
+  ReadingDevice(PhysMem &Mem, uint64_t Source) : Mem(Mem), Source(Source) {}
+  uint32_t ioRead(uint16_t, unsigned) override { return 0; }
+  void ioWrite(uint16_t, unsigned, uint32_t) override { Seen = Mem.read(Hpa(Source), 4); }
+  PhysMem &Mem;
+  uint64_t Source;
+  uint64_t Seen = 0;
+};
+} // namespace
+
+// A device's read (DMA) is no read of the read stop (run_control.h): the stop follows the
+// instruction's read after it.
+TEST(RunControl, ReadStopsIgnoreADevicesRead) {
+  // mov dx, 0x511; out dx, al; nop; mov esi, [rbx]; nop; hlt
+  auto M = bareLongMode({0x66, 0xba, 0x11, 0x05, 0xee, 0x90, 0x8b, 0x33, 0x90, 0xf4});
+  ASSERT_TRUE(M);
+  M->cpu(0).S.Gpr[RBX] = test::kDataBase;
+  const uint32_t Value = 0x12345678;
+  M->mem().copyIn(Hpa(test::kDataBase), &Value, 4);
+  ReadingDevice Dev(M->mem(), test::kDataBase);
+  M->io().add(0x511, 1, &Dev);
+  const RunResult R = stopped(M->runUntil({StopWhen::read(Hpa(test::kDataBase), 4)}));
+  EXPECT_EQ(R.Reason, RunReason::Stopped);
+  EXPECT_EQ(Dev.Seen, Value);                        // the device read it first
+  EXPECT_EQ(M->cpu(0).S.Rip, test::kCodeBase + 8); // after the MOV, not the OUT
+  EXPECT_EQ(M->cpu(0).S.Gpr[RSI], Value);
 }
