@@ -196,11 +196,10 @@ template <bool HighToLow> bool bindMovHlLh(const DecodeInfo &D, DecodedInsn &I) 
 }
 
 // --- MOVNTI (a GPR store: no SSE availability checks, SDM Vol. 2B, MOVNTI) -------------
-
-template <typename T> Status execMovnti(Cpu &C, const DecodedInsn &I) {
-  VMX_TRY(writeMem(C, SegReg(I.Seg), effectiveAddress(C, I), getReg<T>(C, I.Reg[1])));
-  return next(C, I);
-}
+// MOVNTI m32/m64, r is bound to MOV's store handler (bindMovnti below): the non-temporal
+// hint and the weak ordering it allows change nothing a single, in-order store can show,
+// and its faults are MOV's (#UD for a register destination is the decoder's). So the
+// translator emits it inline, as a MOV (Xen clears pages with it).
 
 // --- MASKMOVDQU (SDM Vol. 2B, MASKMOVDQU) ----------------------------------------------
 
@@ -319,13 +318,11 @@ bool bindMovHigh(const DecodeInfo &D, DecodedInsn &I) { return bindMovHalf<true>
 bool bindMovhlps(const DecodeInfo &D, DecodedInsn &I) { return bindMovHlLh<true>(D, I); }
 bool bindMovlhps(const DecodeInfo &D, DecodedInsn &I) { return bindMovHlLh<false>(D, I); }
 
+bool bindMov(const DecodeInfo &D, DecodedInsn &I); // cpu/exec_data.cpp
 bool bindMovnti(const DecodeInfo &D, DecodedInsn &I) {
   if (D.Ops[0].Kind != OperandKind::Mem || !isGpr(D.Ops[1]))
     return false;
-  I.Fn = D.Ops[1].SizeBytes == 8 ? &execMovnti<uint64_t> : &execMovnti<uint32_t>;
-  copyOperandRegs(D, I);
-  I.Cost = costOf(CostClass::Memory);
-  return true;
+  return bindMov(D, I);
 }
 
 bool bindPmovmskb(const DecodeInfo &D, DecodedInsn &I) { return bindMoveMask<uint8_t>(D, I); }

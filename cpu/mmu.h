@@ -181,10 +181,15 @@ struct Block {
   DecodedInsn Insns[kMaxBlockInsns];
 };
 static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
-inline constexpr unsigned kBlockCacheEntries = 4096;
+/// The decoded-block cache holds 2^kBlockCacheBits blocks per CPU (1,648 bytes each). A
+/// real system's code outgrows 4,096: Xen with its PV dom0's kernel and tool stack
+/// decoded one instruction in four again in its last phase (docs/PERFORMANCE.md,
+/// "The decoded-block cache's size").
+inline constexpr unsigned kBlockCacheBits = 15;
+inline constexpr unsigned kBlockCacheEntries = 1u << kBlockCacheBits;
 /// Direct-mapped slot of the block starting at physical address Pa.
 inline unsigned blockSlot(uint64_t Pa) {
-  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - 12)) & (kBlockCacheEntries - 1);
+  return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - kBlockCacheBits));
 }
 
 class Mmu final : public WriteWatcher {
@@ -472,7 +477,7 @@ private:
 
   /// kBlockCacheEntries blocks plus one uncached scratch block, in zero-filled memory
   /// that the host commits only as blocks are used (a 64-CPU machine must not cost
-  /// 64 x 6 MiB up front).
+  /// 64 x 51 MiB up front).
   std::unique_ptr<Block, FreeDeleter> Blocks;
   uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
   uint64_t BlocksDecoded = 0;

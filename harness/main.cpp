@@ -35,6 +35,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -508,12 +509,17 @@ int runCommand(const RunOptions &O) {
     for (const std::string &P : D->problems())
       std::fprintf(stderr, "vmxsim: warning: %s; its records were not drained\n", P.c_str());
   if (O.JitStats)
-    for (unsigned I = 0; I < M->numCpus(); ++I)
+    for (unsigned I = 0; I < M->numCpus(); ++I) {
+      // The decoder's count in every mode: blocks decoded again (evicted from the
+      // decoded-block cache, or invalidated by a write) cost in all of them.
+      std::fprintf(stderr, "vmxsim: CPU %u decoder: %" PRIu64 " blocks decoded\n", I,
+                   M->cpu(I).Mmu.blocksDecoded());
       if (const Translator *T = M->cpu(I).Jit.get()) {
         char Line[1024];
         T->describe(Line, sizeof Line);
         std::fprintf(stderr, "vmxsim: CPU %u %s\n", I, Line);
       }
+    }
   if (!O.Quiet || R.Reason == RunReason::Interrupted)
     std::fprintf(stderr, "%s\n", R.summary().c_str());
   // Every output was flushed by run(); one that lost bytes makes the run fail even if
@@ -757,8 +763,9 @@ void addRunOptions(CLI::App *Run, RunOptions &O) {
                   "status 18)")
       ->check(CLI::IsMember({"interp", "translate", "lockstep"}));
   Run->add_flag("--jit-stats", O.JitStats,
-                "print the translator's counters per CPU at the end (blocks translated, "
-                "instructions run translated, why blocks were refused)");
+                "print the decoder's and the translator's counters per CPU at the end "
+                "(blocks decoded, blocks translated, instructions run translated, why "
+                "blocks were refused)");
   Run->add_option("--gdb", O.Gdb,
                   "serve gdb's remote protocol on [HOST]:PORT (default host 127.0.0.1; "
                   "port 0: any free one, named on stderr)");
