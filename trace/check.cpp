@@ -291,6 +291,7 @@ private:
       LastExit.resize(N + 1);
       LastEntryFailed.resize(N + 1);
       Window.resize(N + 1);
+      Regs.resize(N + 1);
       Promised.resize(N + 1, -1);
       for (size_t I = Old; I < Cpus.size(); ++I)
         Cpus[I].Cpu = uint16_t(I);
@@ -307,7 +308,8 @@ private:
   /// Reads CPU N's ground truth until an item of it is queued; false at its end. A
   /// transition is held (GtQueue::hold) until the records that belong to it
   /// (GT_VMEXIT_EVENT, GT_VMEXIT_ADDR, GT_VMEXIT_REGS, GT_VMENTRY_REGS, and with slot
-  /// watching GT_GPR and GT_ACTIVITY: untimed, right after it on its CPU) have been read.
+  /// watching GT_GPR and GT_ACTIVITY: untimed, right after it on its CPU) have been read
+  /// (release(): with slot watching, the registers come from the CPU's register file).
   /// The ground truth is read CPU by CPU, each record's words where the reader holds them
   /// (TraceReader::nextRawOf): the check pairs per CPU, so no merge across CPUs and no
   /// copy of a record before its item is built.
@@ -343,8 +345,10 @@ private:
           // the entry (with slot watching).
           if (R.NumWords < 6)
             break;
-          for (unsigned I = 0; I < 3; ++I)
+          for (unsigned I = 0; I < 3; ++I) {
             H->Gpr[I] = R.quad(2 * I);
+            Regs[N].set(I, H->Gpr[I]);
+          }
           H->GprMask |= 7;
           continue;
         case XT_EV_GtVmExitAddr:
@@ -365,13 +369,14 @@ private:
             H->ExtraReg = uint8_t(Reg);
           H->Gpr[Reg < 4 ? Reg : 4] = R.quad(2);
           H->GprMask |= 1u << Reg;
+          Regs[N].set(Reg, R.quad(2));
           continue;
         }
         default:
           break;
         }
       }
-      const bool Queued = Q.release();
+      const bool Queued = release(N);
       // Every item is built where it is queued.
       switch (R.Event) {
       case XT_EV_GtSlotStore:
@@ -433,7 +438,38 @@ private:
       if (Queued)
         return true;
     }
-    return Q.release();
+    return release(N);
+  }
+
+  /// Queues CPU N's held transition, if any (GtQueue::release). With slot watching, its
+  /// registers are those of the CPU's register file after the records that followed it:
+  /// the ground truth records a register only when it changed (trace/events.def, GT_GPR).
+  bool release(uint16_t N) {
+    GtEvent *H = Pending[N].held();
+    if (!H)
+      return false;
+    if (Strict && !H->IsFail) {
+      GprFile &F = Regs[N];
+      // The register a CR-access exit names (bits 11:8 of its qualification), at the exit
+      // and at the entry that follows it, as the ground truth's writer keeps it.
+      int Extra = F.CrReg;
+      if (H->IsExit) {
+        const bool Cr = !(H->Reason & kEntryFailureBit) && (H->Reason & 0xffff) == kCrReason;
+        Extra = F.CrReg = Cr ? int((H->Qual >> 8) & 15) : -1;
+      } else {
+        F.CrReg = -1;
+      }
+      for (unsigned I = 0; I < 4; ++I)
+        H->Gpr[I] = F.Value[I];
+      H->GprMask = F.Known & 15u;
+      H->ExtraReg = 0;
+      if (Extra >= 4 && (F.Known >> Extra & 1)) {
+        H->ExtraReg = uint8_t(Extra);
+        H->Gpr[4] = F.Value[Extra];
+        H->GprMask |= 1u << Extra;
+      }
+    }
+    return Pending[N].release();
   }
 
   /// Applies the slot stores at the front of CPU N's queue.
@@ -1505,6 +1541,19 @@ private:
   };
   /// Per CPU, the vector the last INTR_WINDOW said was waiting, -1 when none is.
   std::vector<int> Promised;
+  /// Per CPU, with slot watching: the guest's general registers as the ground truth's
+  /// GT_VMEXIT_REGS, GT_VMENTRY_REGS and GT_GPR records left them so far, and the
+  /// register of its open CR-access exit (harness/ground_truth_link.h keeps the same).
+  struct GprFile {
+    uint64_t Value[16] = {};
+    uint16_t Known = 0; ///< bit n: register n was recorded
+    int CrReg = -1;
+    void set(unsigned Reg, uint64_t V) {
+      Value[Reg] = V;
+      Known = uint16_t(Known | 1u << Reg);
+    }
+  };
+  std::vector<GprFile> Regs;
 
   TraceReader &Hv, &Gt;
   CheckResult Res;

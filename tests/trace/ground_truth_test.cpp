@@ -133,13 +133,12 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
     TraceWriter W(Out, 1);
     GroundTruthRecorder G(W);
     GroundTruthLink L(G);
+    const uint64_t Gpr[16] = {0x80000001, 0x1234567800000002, 0xfedcba9876543210};
     VmExitEvent Cpuid;
     Cpuid.Reason = 10; // CPUID
     Cpuid.Rip = 0x401000;
     Cpuid.InstructionLength = 2;
-    Cpuid.Gpr[0] = 0x80000001;
-    Cpuid.Gpr[1] = 0x1234567800000002;
-    Cpuid.Gpr[2] = 0xfedcba9876543210;
+    Cpuid.Gpr = Gpr;
     L.vmExit(Cpuid);
     VmExitEvent Pf;
     Pf.Reason = 0; // exception or NMI
