@@ -15,12 +15,15 @@ constexpr uint32_t kCrAccessReason = 28;
 void GroundTruthLink::recordGprs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, int ExtraReg) {
   // trace/events.def, GT_GPR: RBX and the CR access's register, each only when it differs
   // from its last record.
-  const int Which[2] = {3, ExtraReg >= 4 ? ExtraReg : -1};
-  for (int Reg : Which)
-    if (Reg >= 0 && C.differs(unsigned(Reg), Gpr[Reg])) {
-      C.set(unsigned(Reg), Gpr[Reg]);
-      R.gpr(Cpu, unsigned(Reg), Gpr[Reg]);
-    }
+  constexpr unsigned kRbx = 3;
+  if (C.differs(kRbx, Gpr[kRbx])) [[unlikely]] {
+    C.set(kRbx, Gpr[kRbx]);
+    R.gpr(Cpu, kRbx, Gpr[kRbx]);
+  }
+  if (ExtraReg >= 4 && C.differs(unsigned(ExtraReg), Gpr[ExtraReg])) {
+    C.set(unsigned(ExtraReg), Gpr[ExtraReg]);
+    R.gpr(Cpu, unsigned(ExtraReg), Gpr[ExtraReg]);
+  }
 }
 
 void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, bool AtExit) {

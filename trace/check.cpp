@@ -169,7 +169,9 @@ namespace {
 /// A FIFO of one CPU's ground-truth items in one growing array (a deque would allocate
 /// a node per item of this size). References stay valid until the next push_back.
 /// A transition is built in place at the back while the records that belong to it are
-/// read (hold): it is not in the queue (size, front, []) until release().
+/// read (hold): it is not in the queue (size, front, []) until release(). The array's
+/// elements are reused once the queue has drained (Count resets, the elements stay):
+/// a slot store, most of the items, then sets only its four fields.
 class GtQueue {
 public:
   bool empty() const { return Visible == 0; }
@@ -179,16 +181,24 @@ public:
   /// A new item at the back, built in place (no copy of a whole GtEvent).
   GtEvent &emplace_back() {
     ++Visible;
-    ++Count;
-    return Items.emplace_back();
+    return fresh() = GtEvent{};
+  }
+  /// A new slot store at the back: only Kind, Owner, Slot and Value are set (a store's
+  /// other fields are never read).
+  void pushStore(uint32_t Owner, uint32_t Slot, uint64_t Value) {
+    ++Visible;
+    GtEvent &E = fresh();
+    E.Kind = GtKind::SlotStore;
+    E.Owner = Owner;
+    E.Slot = Slot;
+    E.Value = Value;
   }
   /// A new held item at the back (none may be held already).
   GtEvent &hold() {
     HeldBack = true;
-    ++Count;
-    return Items.emplace_back();
+    return fresh() = GtEvent{};
   }
-  GtEvent *held() { return HeldBack ? &Items.back() : nullptr; }
+  GtEvent *held() { return HeldBack ? &Items[Count - 1] : nullptr; }
   /// Queues the held item; false when there is none.
   bool release() {
     if (!HeldBack)
@@ -200,8 +210,7 @@ public:
   void pop_front() {
     --Visible;
     if (++Head == Count) {
-      Items.clear();
-      Head = Count = 0;
+      Head = Count = 0; // the elements stay, to be reused
     } else if (Head >= 4096 && Head * 2 >= Count) {
       Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
       Count -= Head;
@@ -210,9 +219,16 @@ public:
   }
 
 private:
+  /// The next element at the back (Count grows by one): a reused one, with whatever an
+  /// earlier item left in it, or a new one.
+  GtEvent &fresh() {
+    if (Count == Items.size())
+      Items.emplace_back();
+    return Items[Count++];
+  }
   std::vector<GtEvent> Items;
-  /// Items.size() (kept here: the vector's own is a division by the item size), the
-  /// first queued item, the queued items (the held one not counted).
+  /// The elements in use (from 0; Items.size() may be more), the first queued item, the
+  /// queued items (the held one not counted).
   size_t Count = 0, Head = 0, Visible = 0;
   bool HeldBack = false;
 };
@@ -305,7 +321,8 @@ private:
     return Slots[Owner];
   }
 
-  /// Reads CPU N's ground truth until an item of it is queued; false at its end. A
+  /// Reads CPU N's ground truth until an item of it other than a slot store is queued,
+  /// or its end; false when it queued nothing. A
   /// transition is held (GtQueue::hold) until the records that belong to it
   /// (GT_VMEXIT_EVENT, GT_VMEXIT_ADDR, GT_VMEXIT_REGS, GT_VMENTRY_REGS, and with slot
   /// watching GT_GPR and GT_ACTIVITY: untimed, right after it on its CPU) have been read
@@ -317,6 +334,7 @@ private:
     cpu(N);
     GtQueue &Q = Pending[N];
     RawRecord R;
+    bool Stores = false; // slot stores queued: read on to the next other item (one call)
     while (Gt.nextRawOf(N, R)) {
       ++Res.GroundTruthRecords;
       if ((R.Full && R.Full->Flavour == TraceFlavour::Xen30) ||
@@ -382,13 +400,11 @@ private:
       case XT_EV_GtSlotStore:
         if (Strict && R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS &&
             R.word(2) < kSlots) {
-          GtEvent &E = Q.emplace_back();
-          E.Rec.set(R, N);
-          E.Kind = GtKind::SlotStore;
-          E.Owner = R.word(1);
-          E.Slot = R.word(2);
-          E.Value = R.quad(3);
-          return true;
+          Q.pushStore(R.word(1), R.word(2), R.quad(3));
+          if (Queued)
+            return true;
+          Stores = true;
+          continue;
         }
         break;
       case XT_EV_GtRootTsc:
@@ -438,7 +454,7 @@ private:
       if (Queued)
         return true;
     }
-    return release(N);
+    return release(N) || Stores;
   }
 
   /// Queues CPU N's held transition, if any (GtQueue::release). With slot watching, its
