@@ -37,6 +37,9 @@ public:
 
 /// A VM exit as it begins (SDM Vol. 3C, "VM Exits"): the exit information the processor
 /// is about to record in the VMCS, and the guest's RIP before it is saved.
+/// Sixteen zero registers: what a default-constructed VmExitEvent or VmEntryEvent points at.
+inline constexpr uint64_t kNoGprs[16] = {};
+
 struct VmExitEvent {
   unsigned Cpu = 0;
   uint64_t Tsc = 0;    ///< the virtual TSC (Cpu::Cycles)
@@ -49,8 +52,10 @@ struct VmExitEvent {
   bool GuestLinearValid = false, GuestPhysicalValid = false;
   uint64_t GuestLinearAddress = 0, GuestPhysicalAddress = 0;
   /// The guest's general registers (SDM numbering: 0 RAX, 1 RCX, ... 15 R15) as the
-  /// exiting instruction left them: what an OUT, WRMSR, CPUID or MOV to CR used.
-  uint64_t Gpr[16] = {};
+  /// exiting instruction left them: what an OUT, WRMSR, CPUID or MOV to CR used. Sixteen
+  /// registers, the processor's own (valid during the call only: not copied, the exit
+  /// path's hot part; zeros by default).
+  const uint64_t *Gpr = kNoGprs;
   /// The guest's activity state as the exit saves it (SDM Vol. 3C, "Guest Non-Register
   /// State": 0 active, 1 HLT, 2 shutdown, 3 wait-for-SIPI).
   uint32_t ActivityState = 0;
@@ -67,8 +72,9 @@ struct VmEntryEvent {
   /// its valid bit is set (else 0), and its error code when it delivers one (else 0).
   uint32_t InjectedInfo = 0, InjectedErrorCode = 0;
   /// The guest's general registers the entry runs it with (as the hypervisor left them:
-  /// what an IN, RDMSR, CPUID or MOV from CR returned).
-  uint64_t Gpr[16] = {};
+  /// what an IN, RDMSR, CPUID or MOV from CR returned): sixteen, the processor's own,
+  /// valid during the call only (as VmExitEvent::Gpr).
+  const uint64_t *Gpr = kNoGprs;
 };
 
 /// How a VM entry failed (SDM Vol. 3C, "VM Entries").

@@ -12,29 +12,48 @@ namespace {
 constexpr uint32_t kCrAccessReason = 28;
 } // namespace
 
-void GroundTruthLink::recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg,
-                                 bool HaveRaxRcxRdx) {
-  // trace/events.def, GT_GPR: RAX, RCX and RDX only where no GT_VMEXIT_REGS or
-  // GT_VMENTRY_REGS holds them.
-  for (unsigned Reg = HaveRaxRcxRdx ? 3 : 0; Reg < 4; ++Reg)
-    R.gpr(Cpu, Reg, Gpr[Reg]);
-  if (ExtraReg >= 4)
+void GroundTruthLink::recordGprs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, int ExtraReg) {
+  // trace/events.def, GT_GPR: RBX and the CR access's register, each only when it differs
+  // from its last record.
+  constexpr unsigned kRbx = 3;
+  if (C.differs(kRbx, Gpr[kRbx])) [[unlikely]] {
+    C.set(kRbx, Gpr[kRbx]);
+    R.gpr(Cpu, kRbx, Gpr[kRbx]);
+  }
+  if (ExtraReg >= 4 && C.differs(unsigned(ExtraReg), Gpr[ExtraReg])) {
+    C.set(unsigned(ExtraReg), Gpr[ExtraReg]);
     R.gpr(Cpu, unsigned(ExtraReg), Gpr[ExtraReg]);
+  }
+}
+
+void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, bool AtExit) {
+  // trace/events.def: GT_VMEXIT_REGS or GT_VMENTRY_REGS (all three) when one of RAX, RCX,
+  // RDX differs from its last record.
+  if (!C.differs(0, Gpr[0]) && !C.differs(1, Gpr[1]) && !C.differs(2, Gpr[2]))
+    return;
+  for (unsigned Reg = 0; Reg < 3; ++Reg)
+    C.set(Reg, Gpr[Reg]);
+  if (AtExit)
+    R.exitRegs(Cpu, {Gpr[0], Gpr[1], Gpr[2]});
+  else
+    R.entryRegs(Cpu, {Gpr[0], Gpr[1], Gpr[2]});
 }
 
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
   const uint32_t Event[5] = {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
                              E.IdtVectoringErrorCode, E.InstructionInfo};
+  // Without slot watching, GT_VMEXIT_REGS after the exits that take operands there; with
+  // it, the register file below (trace/events.def, GT_GPR).
   R.vmExit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength, Event,
            uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
-           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
+           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Gpr[0], E.Gpr[1], E.Gpr[2]}, !Mem);
   if (!Mem)
     return;
-  if (E.Cpu >= CrGpr.size())
-    CrGpr.resize(E.Cpu + 1, -1);
+  CpuRegs &C = regsOf(E.Cpu);
+  recordRegs(E.Cpu, C, E.Gpr, true);
   const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
-  CrGpr[E.Cpu] = Cr ? int((E.Qualification >> 8) & 15) : -1;
-  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu], trace::exitHasRegs(E.Reason));
+  C.CrGpr = Cr ? int((E.Qualification >> 8) & 15) : -1;
+  recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
   if (E.ActivityState) // no GT_ACTIVITY means active (trace/events.def)
     R.activity(E.Cpu, E.ActivityState);
 }
@@ -43,11 +62,10 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
   R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
   if (!Mem)
     return;
-  if (E.Cpu >= CrGpr.size())
-    CrGpr.resize(E.Cpu + 1, -1);
-  R.entryRegs(E.Cpu, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
-  recordGprs(E.Cpu, E.Gpr, CrGpr[E.Cpu], true);
-  CrGpr[E.Cpu] = -1;
+  CpuRegs &C = regsOf(E.Cpu);
+  recordRegs(E.Cpu, C, E.Gpr, false);
+  recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
+  C.CrGpr = -1;
 }
 
 void GroundTruthLink::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
@@ -144,9 +162,13 @@ void GroundTruthLink::save(SnapshotWriter &W) const {
   W.u64(SlotsPa.size());
   for (uint64_t Pa : SlotsPa)
     W.u64(Pa);
-  W.u64(CrGpr.size());
-  for (int G : CrGpr)
-    W.io(G);
+  W.u64(Regs.size());
+  for (const CpuRegs &C : Regs) {
+    for (uint64_t V : C.Value)
+      W.u64(V);
+    W.u64(C.Known);
+    W.io(C.CrGpr);
+  }
 }
 
 void GroundTruthLink::load(SnapshotReader &R) {
@@ -163,12 +185,15 @@ void GroundTruthLink::load(SnapshotReader &R) {
     R.fail("the snapshot's ground truth lists " + std::to_string(M) + " CPUs");
     return;
   }
-  CrGpr.assign(M, -1);
-  for (int &G : CrGpr) {
-    R.io(G);
-    if (G < -1 || G > 15) {
-      R.fail("the snapshot's ground truth names register " + std::to_string(G));
-      G = -1;
+  Regs.assign(M, CpuRegs{});
+  for (CpuRegs &C : Regs) {
+    for (uint64_t &V : C.Value)
+      V = R.u64();
+    C.Known = uint16_t(R.u64());
+    R.io(C.CrGpr);
+    if (C.CrGpr < -1 || C.CrGpr > 15) {
+      R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
+      C.CrGpr = -1;
     }
   }
 }

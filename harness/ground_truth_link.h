@@ -35,21 +35,46 @@ public:
   /// False (nothing watched, nothing written) for any other header.
   bool watchSlotTable(PhysMem &Mem, std::span<Cpu *const> Cpus, uint64_t TablePa);
 
-  /// Snapshot: the published slot arrays and the open CR-access exits (the watches
-  /// themselves are PhysMem's; the table address is the image's).
+  /// Snapshot: the published slot arrays, the registers last recorded and the open
+  /// CR-access exits (the watches themselves are PhysMem's; the table address is the
+  /// image's).
   void save(SnapshotWriter &W) const;
   void load(SnapshotReader &R);
 
 private:
+  /// With slot watching, per CPU: the general registers as its last GT_VMEXIT_REGS,
+  /// GT_VMENTRY_REGS and GT_GPR records left them (trace/events.def: a register is
+  /// recorded only when it differs from that, or was never recorded), and the register
+  /// of its open CR-access exit.
+  struct CpuRegs {
+    uint64_t Value[16] = {};
+    uint16_t Known = 0; ///< bit n: register n was recorded
+    int CrGpr = -1;     ///< the register of the open CR-access exit, or -1
+    bool differs(unsigned Reg, uint64_t V) const {
+      return !(Known >> Reg & 1) || Value[Reg] != V;
+    }
+    void set(unsigned Reg, uint64_t V) {
+      Value[Reg] = V;
+      Known = uint16_t(Known | 1u << Reg);
+    }
+  };
+  CpuRegs &regsOf(unsigned Cpu) {
+    if (Cpu >= Regs.size()) [[unlikely]]
+      Regs.resize(Cpu + 1);
+    return Regs[Cpu];
+  }
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
-  void recordGprs(unsigned Cpu, const uint64_t (&Gpr)[16], int ExtraReg, bool HaveRaxRcxRdx);
+  /// GT_VMEXIT_REGS (AtExit) or GT_VMENTRY_REGS when one of RAX, RCX, RDX differs.
+  void recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, bool AtExit);
+  /// GT_GPR for RBX and for ExtraReg (>= 4), each when it differs.
+  void recordGprs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, int ExtraReg);
 
   trace::GroundTruthRecorder &R;
   PhysMem *Mem = nullptr; ///< set by watchSlotTable
   std::vector<Cpu *> Cpus;
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
-  std::vector<int> CrGpr;        ///< per CPU: the register of the open CR-access exit, or -1
+  std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
 };
 
 /// A CpuObserver that records every instruction into the ground truth and forwards to

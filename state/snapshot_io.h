@@ -38,9 +38,10 @@ template <class T, size_t N> struct IsStdArray<std::array<T, N>> : std::true_typ
 inline constexpr char kSnapshotMagic[8] = {'V', 'M', 'X', 'S', 'N', 'A', 'P', '\0'};
 /// Version 1: the first format. Version 2: the CPU record holds MONITOR's state and
 /// IGNNE#. Version 3: the machine's stop latch keeps the name of an unimplemented
-/// feature that stopped the run. Bump it with every change of any component's fields; older versions are
-/// refused.
-inline constexpr uint32_t kSnapshotFormatVersion = 3;
+/// feature that stopped the run. Version 4: the ground truth's link keeps, per CPU, the
+/// registers it last recorded (GT_GPR is written only for a register that changed).
+/// Bump it with every change of any component's fields; older versions are refused.
+inline constexpr uint32_t kSnapshotFormatVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 24;
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as iSCSI and ext4 use it:

@@ -61,7 +61,9 @@
 // hvm/vmx/trace_layout.c), the ground truth starts with GT_SLOT_LAYOUT and also holds
 // every store to the slots (GT_SLOT_STORE: slot, value, TSC, RIP), every RDTSC/RDTSCP of
 // VMX root operation (GT_ROOT_TSC: the value it returned) and the guest registers at each
-// exit and entry (GT_GPR). The check then proves every word of the hypervisor's trace;
+// exit and entry (GT_VMEXIT_REGS, GT_VMENTRY_REGS, GT_GPR: a register file per CPU, each
+// register recorded when it changed). The check then proves every word of the
+// hypervisor's trace;
 // beyond the pairing above, per CPU:
 // - TSCs are exact. Each timed record carries the value one root-mode RDTSC returned,
 //   taken in order between the CPU's transitions: a VMX_EXIT64 / TRC_VMX_VMEXIT the

@@ -16,7 +16,7 @@ std::array<uint32_t, 6> regWords(const uint64_t (&Regs)[3]) {
 void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip,
                                  uint64_t Qualification, uint32_t InstructionLength,
                                  const uint32_t (&Event)[5], uint32_t AddrValid, uint64_t Gla,
-                                 uint64_t Gpa, const uint64_t (&Regs)[3]) {
+                                 uint64_t Gpa, const uint64_t (&Regs)[3], bool RegsByReason) {
   const uint32_t Exit[7] = {Cpu,     Reason, lo(Rip), hi(Rip), lo(Qualification),
                             hi(Qualification), InstructionLength};
   W.recordTsc(Cpu, XT_EV_GtVmExit, Tsc, Exit);
@@ -28,10 +28,13 @@ void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, ui
     const uint32_t Addr[5] = {AddrValid, lo(Gla), hi(Gla), lo(Gpa), hi(Gpa)};
     W.record(Cpu, XT_EV_GtVmExitAddr, Addr);
   }
-  if (exitHasRegs(Reason)) {
-    const auto R = regWords(Regs);
-    W.record(Cpu, XT_EV_GtVmExitRegs, R.data(), unsigned(R.size()));
-  }
+  if (RegsByReason && exitHasRegs(Reason))
+    exitRegs(Cpu, Regs);
+}
+
+void GroundTruthRecorder::exitRegs(unsigned Cpu, const uint64_t (&Regs)[3]) {
+  const auto R = regWords(Regs);
+  W.record(Cpu, XT_EV_GtVmExitRegs, R.data(), unsigned(R.size()));
 }
 
 void GroundTruthRecorder::entryRegs(unsigned Cpu, const uint64_t (&Regs)[3]) {

@@ -33,10 +33,14 @@ public:
   /// information} unless all five are 0 (a missing record means exactly that); and
   /// GT_VMEXIT_ADDR {valid, gla, gpa} when AddrValid (bit 0 linear, bit 1 physical) is
   /// not 0; and GT_VMEXIT_REGS {rax, rcx, rdx} = Regs for the exits whose instruction
-  /// takes its operands there (exitHasRegs).
+  /// takes its operands there (exitHasRegs), unless RegsByReason is false (slot
+  /// watching: the caller writes exitRegs when they changed).
   void vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip, uint64_t Qualification,
               uint32_t InstructionLength, const uint32_t (&Event)[5], uint32_t AddrValid,
-              uint64_t Gla, uint64_t Gpa, const uint64_t (&Regs)[3] = {0, 0, 0});
+              uint64_t Gla, uint64_t Gpa, const uint64_t (&Regs)[3] = {0, 0, 0},
+              bool RegsByReason = true);
+  /// GT_VMEXIT_REGS {rax, rcx, rdx}: right after the vmExit it belongs to.
+  void exitRegs(unsigned Cpu, const uint64_t (&Regs)[3]);
   /// GT_VMENTRY {cpu, rip, launch, inj_info, inj_err}.
   void vmEntry(unsigned Cpu, uint64_t Tsc, uint64_t Rip, bool IsLaunch, uint32_t InjectedInfo,
                uint32_t InjectedError);

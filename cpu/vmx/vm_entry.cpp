@@ -288,7 +288,7 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
     E.InjectedInfo = Info;
     E.InjectedErrorCode =
         Info & intinfo::DeliverErrorCode ? uint32_t(V.get(F::VmEntryExceptionErrorCode)) : 0;
-    std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
+    E.Gpr = C.S.Gpr;
     O->vmEntry(E);
   }
   return injectEvent(C, V);

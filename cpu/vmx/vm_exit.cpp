@@ -344,7 +344,7 @@ static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
   E.GuestPhysicalValid = Info.GuestPhysicalValid;
   E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
   E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
-  std::copy(std::begin(C.S.Gpr), std::end(C.S.Gpr), E.Gpr);
+  E.Gpr = C.S.Gpr;
   E.ActivityState = uint32_t(savedActivity(C)); // the value saveGuestState stores
   return E;
 }

@@ -36,6 +36,14 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
   // CPU's records between them, so they are matched by CPU.
   std::map<unsigned, size_t> LastExit;    // CPU -> index into Exits
   std::map<unsigned, size_t> OpenHandler; // CPU -> exit awaiting its VM entry
+  // With slot watching (GT_SLOT_LAYOUT), GT_VMEXIT_REGS and GT_VMENTRY_REGS are written
+  // only when RAX, RCX or RDX changed (trace/events.def, GT_GPR): per CPU, the three as
+  // its last such record left them.
+  struct RaxRcxRdx {
+    uint64_t V[3] = {};
+  };
+  bool Watched = false;
+  std::map<unsigned, RaxRcxRdx> Regs;
   for (size_t I = 0; I < R.size(); ++I) {
     const trace::TraceRecord &Rec = R[I];
     switch (Rec.Event) {
@@ -47,6 +55,12 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
       E.Rip = words64(Rec, 2);
       E.Qualification = words64(Rec, 4);
       E.InstructionLength = Rec.Words[6];
+      if (auto It = Regs.find(E.Cpu); Watched && It != Regs.end()) {
+        E.HasRegs = true;
+        E.Rax = It->second.V[0];
+        E.Rcx = It->second.V[1];
+        E.Rdx = It->second.V[2];
+      }
       E.Source = Recs;
       E.Record = I;
       LastExit[E.Cpu] = Exits.size();
@@ -73,7 +87,16 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
         E.GuestPhysicalAddress = words64(Rec, 3);
       }
       break;
+    case XT_EV_GtSlotLayout:
+      Watched = true;
+      break;
+    case XT_EV_GtVmEntryRegs:
+      if (Watched)
+        Regs[Rec.Cpu] = {{words64(Rec, 0), words64(Rec, 2), words64(Rec, 4)}};
+      break;
     case XT_EV_GtVmExitRegs:
+      if (Watched)
+        Regs[Rec.Cpu] = {{words64(Rec, 0), words64(Rec, 2), words64(Rec, 4)}};
       if (auto It = LastExit.find(Rec.Cpu); It != LastExit.end()) {
         ExitInfo &E = Exits[It->second];
         E.HasRegs = true;

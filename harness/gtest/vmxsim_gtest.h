@@ -52,7 +52,8 @@ struct ExitInfo {
   bool GuestLinearValid = false, GuestPhysicalValid = false;
   uint64_t GuestLinearAddress = 0, GuestPhysicalAddress = 0;
   /// RAX, RCX and RDX of the exiting instruction (the ground truth has them for CPUID,
-  /// CR access, I/O, RDMSR and WRMSR exits; lastExit for every exit).
+  /// CR access, I/O, RDMSR and WRMSR exits, and for every exit of an image whose trace
+  /// slots it watched; lastExit for every exit).
   bool HasRegs = false;
   uint64_t Rax = 0, Rcx = 0, Rdx = 0;
   /// Virtual cycles from this exit to the next VM entry on its CPU (ground truth only;

@@ -87,11 +87,11 @@ TEST(Bisect, AnInjectedDivergenceIsFoundAtTheNextExitWithBothStates) {
   EXPECT_EQ(R.Err, "");
   // Up to the VM entry after exit 9 the two runs agree; A resumes the guest, B ends.
   EXPECT_EQ(R.Out.substr(0, R.Out.find("registers of CPU 0")),
-            "bisect: A and B diverge at VM exit 10 of CPU 0 (the first difference: record 64 "
+            "bisect: A and B diverge at VM exit 10 of CPU 0 (the first difference: record 24 "
             "of CPU 0, counted from 0)\n"
             "  A record: CPU0 294254 +329 GT_VMENTRY cpu=0 rip=0x109610 launch=0 inj_info=0x0 "
             "inj_err=0x0\n"
-            "  B record: (none: B has 64 records of CPU 0)\n"
+            "  B record: (none: B has 24 records of CPU 0)\n"
             "  A exit 10: CPU0 294277 +23 GT_VMEXIT cpu=0 reason=10(Cpuid) rip=0x109607 "
             "qual=0x0 len=2\n"
             "  B exit 10: (none: CPU 0 made 9 VM exits)\n"
@@ -160,7 +160,7 @@ TEST(Bisect, IdenticalRunsAgree) {
   const CmdResult R = runCmd("bisect --a '" + Bench + " --append iters=10' --b '" + Bench +
                              " --append iters=10'");
   EXPECT_EQ(R.Status, 0) << R.Err;
-  EXPECT_EQ(R.Out, "bisect: no divergence: A and B agree on all 212 records\n");
+  EXPECT_EQ(R.Out, "bisect: no divergence: A and B agree on all 69 records\n");
   // A poke that changes nothing the guest or the traces see (RBX is free in vmx_bench's
   // guest and restored by nothing it reads) is no divergence either.
   const CmdResult P = runCmd("bisect --a '" + Bench + " --append iters=10' --b '" + Bench +
@@ -178,7 +178,7 @@ TEST(Bisect, SideBCanBeAGroundTruthFileOrAnotherBinary) {
                        " --last-insns 1");
   ASSERT_EQ(R.Status, 1) << R.Err;
   EXPECT_EQ(R.Out.substr(0, R.Out.find('\n')),
-            "bisect: A and B diverge at VM exit 10 of CPU 0 (the first difference: record 64 "
+            "bisect: A and B diverge at VM exit 10 of CPU 0 (the first difference: record 24 "
             "of CPU 0, counted from 0)");
   EXPECT_EQ(lineStarting(R.Out, "B: "), "B: a trace, not a run here: only its records are known");
   EXPECT_EQ(lineStarting(R.Out, "  rax "), "  rax      0x0                  -                   ");

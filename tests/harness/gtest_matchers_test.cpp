@@ -131,15 +131,15 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x10939c\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #108 CPU0 402236 +0 GT_VMENTRY cpu=0 rip=0x109296 launch=0 inj_info=0x0 "
+            "  #87 CPU0 402113 +0 GT_SLOT_STORE cpu=0 owner=0 slot=3 value=0x0 rip=0x1083ed\n"
+            "  #88 CPU0 402114 +1 GT_SLOT_STORE cpu=0 owner=0 slot=4 value=0x0 rip=0x1083f8\n"
+            "  #89 CPU0 402236 +122 GT_VMENTRY cpu=0 rip=0x109296 launch=0 inj_info=0x0 "
             "inj_err=0x0\n"
-            "  #109 CPU0 402236 - GT_VMENTRY_REGS rax=0x0 rcx=0x10 rdx=0x78bfbfd\n"
-            "  #110 CPU0 402236 - GT_GPR cpu=0 reg=3 value=0x10\n"
-            "> #111 CPU0 402262 +26 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
+            "> #90 CPU0 402262 +26 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
             "qual=0x3fd0008 len=1\n"
-            "  #112 CPU0 402262 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
-            "  #113 CPU0 402262 - GT_GPR cpu=0 reg=3 value=0x10\n"
-            "  #114 CPU0 402560 +298 GT_ROOT_TSC cpu=0 value=0x62480 rip=0x108986\n");
+            "  #91 CPU0 402262 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
+            "  #92 CPU0 402560 +298 GT_ROOT_TSC cpu=0 value=0x62480 rip=0x108986\n"
+            "  #93 CPU0 402687 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0x1e rip=0x101daf\n");
   EXPECT_EQ(explain(::testing::Matcher<const ExitInfo &>(ExitedWith(ExitReason::Cpuid)), X[39]),
             "exit reason is HLT (12), not CPUID (10)\n"
             "VMCS fields:\n"
@@ -148,14 +148,14 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x10938e\n"
             "  VM-exit instruction length: 1\n"
             "Ground-truth records:\n"
-            "  #702 CPU0 952176 +0 GT_VMENTRY cpu=0 rip=0x10938e launch=0 inj_info=0x0 "
+            "  #571 CPU0 952053 +0 GT_SLOT_STORE cpu=0 owner=0 slot=3 value=0x0 rip=0x1083ed\n"
+            "  #572 CPU0 952054 +1 GT_SLOT_STORE cpu=0 owner=0 slot=4 value=0x0 rip=0x1083f8\n"
+            "  #573 CPU0 952176 +122 GT_VMENTRY cpu=0 rip=0x10938e launch=0 inj_info=0x0 "
             "inj_err=0x0\n"
-            "  #703 CPU0 952176 - GT_VMENTRY_REGS rax=0x0 rcx=0xc0000103 rdx=0x1\n"
-            "  #704 CPU0 952176 - GT_GPR cpu=0 reg=3 value=0x0\n"
-            "> #705 CPU0 952196 +20 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
-            "  #706 CPU0 952196 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #707 CPU0 952196 - GT_GPR cpu=0 reg=1 value=0xc0000103\n"
-            "  #708 CPU0 952196 - GT_GPR cpu=0 reg=2 value=0x1\n");
+            "> #574 CPU0 952196 +20 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
+            "  #575 CPU0 952494 +298 GT_ROOT_TSC cpu=0 value=0xe88ae rip=0x108986\n"
+            "  #576 CPU0 952621 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0xc rip=0x101daf\n"
+            "  #577 CPU0 966606 +13985 GT_ROOT_TSC cpu=0 value=0xebfce rip=0x108986\n");
   EXPECT_EQ(explain(ExitCountsAre({{ExitReason::Cpuid, 3}, {ExitReason::Hlt, 1}}), X),
             "CPUID (10): 2, not 3");
   EXPECT_EQ(explain(ContainsExitsInOrder({ExitReason::Hlt, ExitReason::Cpuid}), X),
@@ -169,14 +169,14 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x109262\n"
             "  VM-exit instruction length: 3\n"
             "Ground-truth records:\n"
-            "  #20 CPU0 312911 +0 GT_VMENTRY cpu=0 rip=0x109257 launch=0 inj_info=0x0 "
+            "  #19 CPU0 312911 +0 GT_VMENTRY cpu=0 rip=0x109257 launch=0 inj_info=0x0 "
             "inj_err=0x0\n"
-            "  #21 CPU0 312911 - GT_VMENTRY_REGS rax=0x40000000 rcx=0x56486d69 rdx=0x4d\n"
-            "  #22 CPU0 312911 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
-            "> #23 CPU0 312935 +24 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
-            "  #24 CPU0 312935 - GT_GPR cpu=0 reg=0 value=0x0\n"
-            "  #25 CPU0 312935 - GT_GPR cpu=0 reg=1 value=0x56486d69\n"
-            "  #26 CPU0 312935 - GT_GPR cpu=0 reg=2 value=0x4d\n");
+            "  #20 CPU0 312911 - GT_VMENTRY_REGS rax=0x40000000 rcx=0x56486d69 rdx=0x4d\n"
+            "  #21 CPU0 312911 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
+            "> #22 CPU0 312935 +24 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
+            "  #23 CPU0 312935 - GT_VMEXIT_REGS rax=0x0 rcx=0x56486d69 rdx=0x4d\n"
+            "  #24 CPU0 313233 +298 GT_ROOT_TSC cpu=0 value=0x4c791 rip=0x108986\n"
+            "  #25 CPU0 313360 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0x12 rip=0x101daf\n");
   EXPECT_NONFATAL_FAILURE(EXPECT_THAT(e2e().T, HandlerCycles(ExitReason::Cpuid) <= 10),
                           "the slowest of 2 CPUID (10) exits took 15395 cycles to the next VM entry: VM exit "
                           "CPUID (10) on CPU 0 at RIP 0x109255\nVMCS fields:\n"

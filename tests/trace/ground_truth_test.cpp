@@ -8,6 +8,7 @@
 #include "tests/trace/trace_test_util.h"
 #include "trace/ground_truth.h"
 #include "trace/reader.h"
+#include "trace/slot_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -133,13 +134,12 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
     TraceWriter W(Out, 1);
     GroundTruthRecorder G(W);
     GroundTruthLink L(G);
+    const uint64_t Gpr[16] = {0x80000001, 0x1234567800000002, 0xfedcba9876543210};
     VmExitEvent Cpuid;
     Cpuid.Reason = 10; // CPUID
     Cpuid.Rip = 0x401000;
     Cpuid.InstructionLength = 2;
-    Cpuid.Gpr[0] = 0x80000001;
-    Cpuid.Gpr[1] = 0x1234567800000002;
-    Cpuid.Gpr[2] = 0xfedcba9876543210;
+    Cpuid.Gpr = Gpr;
     L.vmExit(Cpuid);
     VmExitEvent Pf;
     Pf.Reason = 0; // exception or NMI
@@ -167,4 +167,82 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
   EXPECT_EQ(R[3].Words[2], 0u);
   EXPECT_EQ(R[3].Words[3], 0u);
   EXPECT_EQ(R[3].Words[4], 0u);
+}
+
+// With a hypervisor's trace slots watched, the guest registers are a register file per
+// CPU (trace/events.def, GT_GPR): RAX/RCX/RDX (GT_VMEXIT_REGS / GT_VMENTRY_REGS, all
+// three) and RBX (GT_GPR) after every exit and entry, and the register a CR access names
+// at that exit and its entry, each only when its value differs from the CPU's last record
+// of it.
+TEST(GroundTruth, WithSlotWatchingARegisterIsRecordedOnlyWhenItChanged) {
+  PhysMem Mem(1 << 20);
+  xt_slot_layout T{};
+  T.magic = XT_SLOT_LAYOUT_MAGIC;
+  T.version = XT_SLOT_LAYOUT_VERSION;
+  T.slot_count = XT_SLOT_LAYOUT_SLOTS;
+  T.max_cpus = XT_SLOT_LAYOUT_MAX_CPUS;
+  ASSERT_TRUE(Mem.copyIn(Hpa(0x1000), &T, sizeof(T)));
+  MemoryOutput Out;
+  {
+    TraceWriter W(Out, 1);
+    GroundTruthRecorder G(W);
+    GroundTruthLink L(G);
+    ASSERT_TRUE(L.watchSlotTable(Mem, {}, 0x1000));
+    uint64_t Gpr[16] = {1, 2, 3, 4};
+    Gpr[12] = 0xc12;
+    auto exitWith = [&](uint32_t Reason, uint64_t Qual) {
+      VmExitEvent E;
+      E.Reason = Reason;
+      E.Qualification = Qual;
+      E.Gpr = Gpr;
+      L.vmExit(E);
+    };
+    auto entry = [&] {
+      VmEntryEvent E;
+      E.Gpr = Gpr;
+      L.vmEntry(E);
+    };
+    exitWith(18, 0); // VMCALL: all four first recorded
+    entry();         // nothing changed
+    Gpr[3] = 5;
+    exitWith(10, 0); // CPUID: only RBX changed
+    Gpr[0] = 6;
+    entry(); // RAX changed: the three
+    exitWith(28, 0xc00); // MOV to CR0 from R12: R12 first recorded
+    Gpr[12] = 0xd12;
+    entry();             // R12 changed
+    exitWith(28, 0xc00); // R12 as at the entry: nothing
+    entry();
+  }
+  const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
+  std::vector<std::string> Got;
+  for (const TraceRecord &Rec : R)
+    switch (Rec.Event) {
+    case XT_EV_GtSlotLayout:
+      break;
+    case XT_EV_GtVmExit:
+      Got.push_back("exit " + std::to_string(Rec.Words[1]));
+      break;
+    case XT_EV_GtVmEntry:
+      Got.push_back("entry");
+      break;
+    case XT_EV_GtVmExitRegs:
+    case XT_EV_GtVmEntryRegs:
+      Got.push_back((Rec.Event == XT_EV_GtVmExitRegs ? "exit regs " : "entry regs ") +
+                    std::to_string(Rec.Words[0]) + "," + std::to_string(Rec.Words[2]) + "," +
+                    std::to_string(Rec.Words[4]));
+      break;
+    case XT_EV_GtGpr:
+      Got.push_back("gpr " + std::to_string(Rec.Words[1]) + "=" + std::to_string(Rec.Words[2]));
+      break;
+    default:
+      Got.push_back("event " + std::to_string(Rec.Event));
+    }
+  const std::vector<std::string> Want = {
+      "exit 18", "exit regs 1,2,3", "gpr 3=4", "entry",                  // first records
+      "exit 10", "gpr 3=5",                                              // RBX changed
+      "entry",   "entry regs 6,2,3",                                     // RAX changed
+      "exit 28", "gpr 12=3090",      "entry", "gpr 12=3346",             // R12 (0xc12, 0xd12)
+      "exit 28", "entry"};                                               // nothing changed
+  EXPECT_EQ(Got, Want);
 }
