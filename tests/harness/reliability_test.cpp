@@ -188,6 +188,22 @@ TEST(Reliability, FifoAsImageOrModuleIsRefusedAtOnce) {
   EXPECT_EQ(R.Err, "vmxsim: error: " + F.Path + ": is a FIFO, not a regular file\n");
 }
 
+TEST(Reliability, JitStatsPrintTheBlocksDecodedInEveryExecutionMode) {
+  // --jit-stats: the decoder's count per CPU in every mode, the translator's line only
+  // where there is a translator. loop.elf decodes 181 blocks whichever mode runs it.
+  for (const char *Mode : {"interp", "translate"}) {
+    SCOPED_TRACE(Mode);
+    Result R = run({"run", "-q", "--jit-stats", "--exec", Mode, kImages + "/loop.elf",
+                    "--append", "iters=1000"});
+    EXPECT_EQ(R.Status, 1); // the guest's isa-debug-exit 0
+    EXPECT_NE(R.Err.find("vmxsim: CPU 0 decoder: 181 blocks decoded\n"), std::string::npos)
+        << R.Err;
+    EXPECT_EQ(R.Err.find("vmxsim: CPU 0 jit: ") != std::string::npos,
+              std::string(Mode) == "translate")
+        << R.Err;
+  }
+}
+
 TEST(Reliability, DirectoriesAndDevicesAreNotImages) {
   Result R = run({"run", "/dev/null"});
   EXPECT_EQ(R.Status, 2);
