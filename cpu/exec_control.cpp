@@ -280,8 +280,9 @@ bool bindLeave(const DecodeInfo &D, DecodedInsn &I) {
   return true;
 }
 
-/// Relative JMP/Jcc with the 64-bit operand size are emitted inline (64-bit mode); the
-/// near relative CALL and RET go through their handlers.
+/// Relative JMP/Jcc with the 64-bit operand size are emitted inline (64-bit mode); so
+/// are the TLB-hit paths of the near relative CALL and RET (Stack64), whose handlers run
+/// on anything else.
 JitForm controlJitForm(const DecodedInsn &I) {
   // The 64-bit JMP and Jcc are bound to handlers of their own (Jcc one per condition,
   // with the condition also in I.Cond, which the translation reads).
@@ -290,9 +291,9 @@ JitForm controlJitForm(const DecodedInsn &I) {
   if (I.Fn == kJccRel64[I.Cond & 15])
     return JitForm{JitOp::JccRel, JitShape::None, 8, 8};
   if (I.Fn == &execCallRel<uint64_t>)
-    return JitForm{JitOp::CallRel, JitShape::Mem, 8, 8};
+    return JitForm{JitOp::CallRel, JitShape::Mem, 8, 8, true};
   if (I.Fn == &execRet<uint64_t>)
-    return JitForm{JitOp::Ret, JitShape::Mem, 8, 8};
+    return JitForm{JitOp::Ret, JitShape::Mem, 8, 8, true};
   return {};
 }
 

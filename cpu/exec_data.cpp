@@ -385,9 +385,9 @@ JitForm dataJitForm(const DecodedInsn &I) {
     return JitForm{JitOp::Nop, JitShape::None, 0, 0};
   // The 64-bit register forms have handlers of their own (their TLB-hit fast path).
   if (I.Fn == &execPushReg64)
-    return JitForm{JitOp::Push, JitShape::Mem, 8, 8};
+    return JitForm{JitOp::Push, JitShape::Mem, 8, 8, true};
   if (I.Fn == &execPopReg64)
-    return JitForm{JitOp::Pop, JitShape::Mem, 8, 8};
+    return JitForm{JitOp::Pop, JitShape::Mem, 8, 8, true};
   return firstKnown({dataFormSized<uint8_t>(I.Fn), dataFormSized<uint16_t>(I.Fn),
                      dataFormSized<uint32_t>(I.Fn), dataFormSized<uint64_t>(I.Fn)});
 }

@@ -211,6 +211,27 @@ public:
     byte(Size == 1 ? Op8 : Op);
     byte(uint8_t((R & 7) << 3)); // mod 00, r/m RAX
   }
+  /// MOVZX r32, byte|word [RAX] (Size 1, 2), MOV r32|r64, [RAX] (4, 8) (R < 8).
+  void loadZxAtRax(unsigned Size, Reg R) {
+    if (Size >= 4)
+      return loadAtRax(Size, R);
+    byte(0x0f);
+    byte(Size == 1 ? 0xb6 : 0xb7);
+    byte(uint8_t((R & 7) << 3));
+  }
+  /// MOVSX r64, byte|word [RAX], MOVSXD r64, [RAX], MOV r64, [RAX] (R < 8).
+  void loadSxAtRax(unsigned Size, Reg R) {
+    if (Size == 8)
+      return loadAtRax(8, R);
+    byte(0x48);
+    if (Size == 4) {
+      byte(0x63);
+    } else {
+      byte(0x0f);
+      byte(Size == 1 ? 0xbe : 0xbf);
+    }
+    byte(uint8_t((R & 7) << 3));
+  }
   void pushfq() { byte(0x9c); }
   void push(Reg R) {
     if (R >= 8)

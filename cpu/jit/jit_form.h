@@ -31,6 +31,10 @@ struct JitForm {
   JitShape Shape = JitShape::None;
   uint8_t Size = 0;    ///< operand size in bytes
   uint8_t SrcSize = 0; ///< MOVZX/MOVSX: the source's size
+  /// PUSH r64, POP r64, CALL rel32 and RET of 64-bit mode: handlers with a TLB-hit fast
+  /// path of their own (cpu/exec_data.cpp execPushReg64, cpu/exec_control.cpp callTo),
+  /// which the translation emits inline.
+  bool Stack64 = false;
 };
 
 /// The first of Forms that names an operation (a family's answers per operand size).

@@ -115,18 +115,52 @@ struct BlockEmitter {
       E.movRR(4, HAX, HAX);
     return true;
   }
-  /// The host's flags into EDX, keeping HostBits.
-  void hostFlags(uint32_t HostBits) {
+  /// The flags an instruction must leave in RFLAGS (docs/TRANSLATOR.md, "Flags"): the
+  /// bits it defines that a later instruction of the block reads, or that the block's
+  /// state at an exit holds. Set by emitBlock before each instruction.
+  uint32_t Need = uint32_t(rflags::Arith);
+  /// The host's flags into EDX, keeping HostBits of them that are needed; returns the
+  /// mask of Mask to merge into RFLAGS (0: nothing needed, nothing emitted).
+  uint32_t hostFlags(uint32_t HostBits, uint32_t Mask) {
+    const uint32_t M = Mask & Need;
+    if (!M)
+      return 0;
     E.pushfq();
     E.pop(HDX);
-    E.aluImm(Alu::And, 4, HDX, HostBits);
+    E.aluImm(Alu::And, 4, HDX, HostBits & M);
+    return M;
   }
-  /// RFLAGS = (RFLAGS & ~Mask) | EDX (EDX holds only bits of Mask).
+  /// RFLAGS = (RFLAGS & ~Mask) | EDX (EDX holds only bits of Mask); nothing for Mask 0.
   void mergeFlags(uint32_t Mask) {
+    if (!Mask)
+      return;
     E.load(8, HAX, OffRflags);
     E.aluImm(Alu::And, 8, HAX, ~Mask);
     E.aluRR(Alu::Or, 8, HAX, HDX);
     E.store(8, HAX, OffRflags);
+  }
+  /// Runs instruction K (at Off) through its own handler, with RIP, Cycles and Retired
+  /// as the interpreter has them (the caller has synced the counts): its status ends the
+  /// block (kStatus), its cost and count are added, and the run loop's stop check
+  /// follows unless it is the block's last (of N).
+  void handlerCall(const DecodedInsn &I, unsigned K, int32_t Off, unsigned N) {
+    E.leaR12(HAX, Off);
+    E.store(8, HAX, OffRip);
+    E.movRR(8, HDI, HBX);
+    E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
+    E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
+    E.callRax();
+    E.testRR(1, HAX, HAX);
+    UsedStatus[K] = true;
+    E.jump(kHostNE, kStatus + K);
+    E.addMem64Imm(OffCycles, I.Cost);
+    E.addMem64Imm(OffRetired, 1);
+    if (K + 1 < N) {
+      E.load(8, HAX, OffCycles);
+      E.cmpRegMem64(HAX, OffBlockStop);
+      UsedStop[K] = true;
+      E.jump(kHostAE, kStop + K);
+    }
   }
   void sync() {
     if (PendCycles)
@@ -181,49 +215,85 @@ struct BlockEmitter {
 constexpr uint32_t kSzp = uint32_t(rflags::SF | rflags::ZF | rflags::PF);
 constexpr uint32_t kArith = uint32_t(rflags::Arith);
 
+/// The RFLAGS bits instruction I (form F) defines when it completes, for the flags'
+/// liveness (docs/TRANSLATOR.md, "Flags"); the same masks the emitters below merge.
+uint32_t flagWrites(const DecodedInsn &I, const JitForm &F) {
+  switch (F.Op) {
+  case JitOp::Add: case JitOp::Or: case JitOp::Adc: case JitOp::Sbb: case JitOp::And:
+  case JitOp::Sub: case JitOp::Xor: case JitOp::Cmp: case JitOp::Test: case JitOp::Neg:
+    return kArith;
+  case JitOp::Inc: case JitOp::Dec:
+    return kArith & ~uint32_t(rflags::CF);
+  case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
+    if ((I.Imm & (F.Size == 8 ? 0x3f : 0x1f)) == 0)
+      return 0;
+    return F.Op == JitOp::Rol || F.Op == JitOp::Ror ? uint32_t(rflags::CF | rflags::OF)
+                                                    : kArith;
+  }
+  default:
+    return 0;
+  }
+}
+/// The RFLAGS bits I reads (ADC, SBB: CF; a Jcc ends its block, where all are live).
+uint32_t flagReads(const JitForm &F) {
+  return F.Op == JitOp::Adc || F.Op == JitOp::Sbb ? uint32_t(rflags::CF) : 0;
+}
+
+/// The two-operand operation F.Op on HCX (destination) and Src, result in HCX, its
+/// flags in EDX; returns the mask to merge (BlockEmitter::hostFlags).
+uint32_t aluOp(BlockEmitter &BE, const JitForm &F, Reg Src) {
+  Emitter &E = BE.E;
+  if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
+    E.btMem64(BE.OffRflags, 0); // the guest's CF is the carry/borrow in
+  if (F.Op == JitOp::Test)
+    E.testRR(F.Size, HCX, Src);
+  else
+    E.aluRR(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), F.Size, HCX, Src);
+  // ADD/ADC/SUB/SBB/CMP define all six; the logical ones clear CF, OF and AF (AF is
+  // undefined and the interpreter clears it, cpu/exec.h flagsLogic).
+  const bool Logic = F.Op == JitOp::Or || F.Op == JitOp::And || F.Op == JitOp::Xor ||
+                     F.Op == JitOp::Test;
+  return BE.hostFlags(Logic ? kSzp : kArith, kArith);
+}
+/// INC, DEC, NEG or NOT of HCX; returns the mask to merge.
+uint32_t unaryOp(BlockEmitter &BE, const JitForm &F) {
+  Emitter &E = BE.E;
+  if (F.Op == JitOp::Not) {
+    E.group3(2, F.Size, HCX);
+    return 0;
+  }
+  if (F.Op == JitOp::Neg)
+    E.group3(3, F.Size, HCX);
+  else
+    E.group45(F.Op == JitOp::Inc ? 0 : 1, F.Size, HCX);
+  const uint32_t Mask = F.Op == JitOp::Neg ? kArith : kArith & ~uint32_t(rflags::CF);
+  return BE.hostFlags(Mask, Mask);
+}
+bool isAlu(JitOp Op) { return Op >= JitOp::Add && Op <= JitOp::Test; }
+bool isUnary(JitOp Op) { return Op >= JitOp::Inc && Op <= JitOp::Not; }
+
 /// Emits the register-only forms. False when the form is not taken (the block is then
 /// refused as UnsupportedForm).
 bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   Emitter &E = BE.E;
   const unsigned N = F.Size;
-  switch (F.Op) {
-  case JitOp::Add: case JitOp::Or: case JitOp::Adc: case JitOp::Sbb: case JitOp::And:
-  case JitOp::Sub: case JitOp::Xor: case JitOp::Cmp: case JitOp::Test: {
+  if (isAlu(F.Op)) {
     E.load(N, HCX, BE.gpr(I.Reg[0], N));
     BE.source(I, F, HAX);
-    if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
-      E.btMem64(BE.OffRflags, 0); // the guest's CF is the carry/borrow in
-    if (F.Op == JitOp::Test)
-      E.testRR(N, HCX, HAX);
-    else
-      E.aluRR(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), N, HCX, HAX);
-    // ADD/ADC/SUB/SBB/CMP define all six; the logical ones clear CF, OF and AF (AF is
-    // undefined and the interpreter clears it, cpu/exec.h flagsLogic).
-    const bool Logic = F.Op == JitOp::Or || F.Op == JitOp::And || F.Op == JitOp::Xor ||
-                       F.Op == JitOp::Test;
-    BE.hostFlags(Logic ? kSzp : kArith);
+    const uint32_t M = aluOp(BE, F, HAX);
     if (F.Op != JitOp::Cmp && F.Op != JitOp::Test)
       BE.setReg(N, HCX, I.Reg[0]);
-    BE.mergeFlags(kArith);
+    BE.mergeFlags(M);
     return true;
   }
-  case JitOp::Inc: case JitOp::Dec: case JitOp::Neg: case JitOp::Not: {
+  if (isUnary(F.Op)) {
     E.load(N, HCX, BE.gpr(I.Reg[0], N));
-    if (F.Op == JitOp::Not) {
-      E.group3(2, N, HCX);
-      BE.setReg(N, HCX, I.Reg[0]);
-      return true;
-    }
-    if (F.Op == JitOp::Neg)
-      E.group3(3, N, HCX);
-    else
-      E.group45(F.Op == JitOp::Inc ? 0 : 1, N, HCX);
-    const uint32_t Mask = F.Op == JitOp::Neg ? kArith : kArith & ~uint32_t(rflags::CF);
-    BE.hostFlags(Mask);
+    const uint32_t M = unaryOp(BE, F);
     BE.setReg(N, HCX, I.Reg[0]);
-    BE.mergeFlags(Mask);
+    BE.mergeFlags(M);
     return true;
   }
+  switch (F.Op) {
   case JitOp::Mov:
     BE.source(I, F, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
@@ -256,16 +326,18 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     const bool Rotate = F.Op == JitOp::Rol || F.Op == JitOp::Ror;
     if (!Rotate && Count >= Bits)
       return false; // 8- and 16-bit shifts past the width: interpreted
+    const uint32_t Defined = Rotate ? uint32_t(rflags::CF | rflags::OF) : kArith;
+    const uint32_t Mask = Defined & BE.Need;
     E.loadZx(N, HCX, BE.gpr(R, N)); // zero-extended: bits above the operand stay 0
-    E.movRR(8, HSI, HCX);           // the original value
+    if (Mask && F.Op == JitOp::Shr)
+      E.movRR(8, HSI, HCX);           // the original value
     const Shift Op = F.Op == JitOp::Rol   ? Shift::Rol
                      : F.Op == JitOp::Ror ? Shift::Ror
                      : F.Op == JitOp::Shl ? Shift::Shl
                      : F.Op == JitOp::Shr ? Shift::Shr
                                           : Shift::Sar;
     E.shiftImm(Op, N, HCX, Count);
-    uint32_t Mask;
-    if (Rotate) {
+    if (Mask && Rotate) {
       // ROL: CF = LSB(result), OF = MSB(result) XOR CF; ROR: CF = MSB(result), OF = the
       // XOR of the result's two top bits.
       E.movRR(8, HAX, HCX);
@@ -281,11 +353,12 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       E.aluImm(Alu::And, 4, HDX, 1);
       E.shiftImm(Shift::Shl, 4, HDX, 11);
       E.aluRR(Alu::Or, 4, HDX, HAX);
-      Mask = uint32_t(rflags::CF | rflags::OF);
-    } else {
+    } else if (Mask) {
       // The count is below the width: the host's result, CF, SF, ZF and PF are the
       // architectural ones. OF: SHL MSB(result) XOR CF, SHR MSB(original), SAR 0; AF 0.
-      BE.hostFlags(kSzp | uint32_t(rflags::CF));
+      E.pushfq();
+      E.pop(HDX);
+      E.aluImm(Alu::And, 4, HDX, kSzp | uint32_t(rflags::CF));
       if (F.Op == JitOp::Shl) {
         E.movRR(8, HAX, HCX);
         E.shiftImm(Shift::Shr, 8, HAX, uint8_t(Bits - 1));
@@ -299,14 +372,30 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
         E.shiftImm(Shift::Shl, 4, HAX, 11);
         E.aluRR(Alu::Or, 4, HDX, HAX);
       }
-      Mask = kArith;
     }
+    if (Mask && Mask != Defined)
+      E.aluImm(Alu::And, 4, HDX, Mask); // only the bits a later instruction needs
     BE.setReg(N, HCX, R);
     BE.mergeFlags(Mask);
     return true;
   }
   default:
     return false;
+  }
+}
+
+/// Whether memory form F of I has its TLB-hit path emitted inline (emitMemHit); the
+/// others call their handler every time.
+bool hasInlineHit(const BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
+  if (F.Shape != JitShape::Mem)
+    return false;
+  switch (F.Op) {
+  case JitOp::Push: case JitOp::Pop: case JitOp::CallRel: case JitOp::Ret:
+    return F.Stack64;
+  case JitOp::Mov: case JitOp::MovZx: case JitOp::MovSx:
+    return BE.addressable(I);
+  default:
+    return (isAlu(F.Op) || isUnary(F.Op)) && BE.addressable(I);
   }
 }
 
@@ -462,6 +551,24 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
                  Cell1 = reinterpret_cast<uint64_t>(&Cells[CellsUsed + 1]);
   constexpr unsigned kNoChain = kLocal + 6, kSecondCell = kLocal + 7, kValid0 = kLocal + 4,
                      kValid1 = kLocal + 5;
+  // The flags each instruction must leave in RFLAGS (docs/TRANSLATOR.md, "Flags"): all
+  // are live at the block's end and before any instruction that can leave the block
+  // early (a handler call, an inline access whose miss path calls the handler, a branch
+  // that hands a non-canonical target to the interpreter); an instruction's flags that
+  // a later one defines before anything reads them are not computed.
+  uint32_t Need[kMaxBlockInsns] = {};
+  {
+    uint32_t Live = kArith;
+    for (unsigned K = N; K-- > 0;) {
+      const JitForm F = jitFormOf(B.Insns[K]);
+      const uint32_t Writes = flagWrites(B.Insns[K], F);
+      Need[K] = Writes & Live;
+      const bool MayLeave = F.Shape == JitShape::Mem || F.Op == JitOp::None ||
+                            F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel;
+      Live = MayLeave ? kArith : flagReads(F) | (Live & ~Writes);
+    }
+  }
+  bool SlowPath[kMaxBlockInsns] = {};
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -472,37 +579,27 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.BailInsns[K] = BE.PendInsns;
     BE.Offset[K] = Off;
     RipByHandler = false;
-    if (F.Shape == JitShape::Mem || F.Op == JitOp::None) {
+    BE.Need = Need[K];
+    if (F.Shape == JitShape::Mem && hasInlineHit(BE, I, F)) {
+      // The interpreter's TLB-hit path inline; anything else (a miss, RFLAGS.AC, a
+      // page crossing, a target outside RIP's canonical half) runs the handler out of
+      // line (SlowPath below) and comes back to Join.
+      BE.NextOff = Next;
+      if (!emitMemHit(&BE, I, F, Off, Next, kMiss + 2 * K))
+        return false;
+      E.bind(kMiss + 2 * K + 1);
+      SlowPath[K] = true;
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+      RipByHandler = F.Op == JitOp::CallRel || F.Op == JitOp::Ret;
+    } else if (F.Shape == JitShape::Mem || F.Op == JitOp::None) {
       BE.NextOff = Next;
       BE.sync();
-      const unsigned Miss = kMiss + 2 * K, Join = kMiss + 2 * K + 1;
-      const bool Inline = F.Op == JitOp::Mov && BE.addressable(I);
-      if (Inline)
-        emitTlbHitMov(&BE, I, F, Miss, Join);
-      // Through the instruction's own handler (for MOV: when the access misses the
-      // TLB), with RIP, Cycles and Retired as the interpreter has them, its status and
-      // the run loop's stop check after it.
-      E.leaR12(HAX, Off);
-      E.store(8, HAX, OffRip);
-      E.movRR(8, HDI, HBX);
-      E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
-      E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
-      E.callRax();
-      E.testRR(1, HAX, HAX);
-      BE.UsedStatus[K] = true;
-      E.jump(kHostNE, kStatus + K);
-      E.addMem64Imm(OffCycles, I.Cost);
-      E.addMem64Imm(OffRetired, 1);
-      if (K + 1 < N) {
-        E.load(8, HAX, OffCycles);
-        E.cmpRegMem64(HAX, OffBlockStop);
-        BE.UsedStop[K] = true;
-        E.jump(kHostAE, kStop + K);
-      }
-      // The handler leaves RIP after the instruction; an inline MOV does not.
-      RipByHandler = !Inline;
-      if (Inline)
-        E.bind(Join);
+      // Through the instruction's own handler, with RIP, Cycles and Retired as the
+      // interpreter has them, its status and the run loop's stop check after it.
+      BE.handlerCall(I, K, Off, N);
+      // The handler leaves RIP after the instruction.
+      RipByHandler = true;
     } else if (F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel) {
       const int64_t Target = int64_t(Next) + int64_t(I.Imm);
       if (!fitsInt32(Target) || K + 1 != N)
@@ -595,6 +692,25 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   E.pop(H12);
   E.pop(HBX);
   E.ret();
+  // The inline accesses' other paths: the handler, as an instruction without one runs
+  // it, then back to the TLB-hit path's state (its counts pending, not added).
+  for (unsigned K = 0; K < N; ++K) {
+    if (!SlowPath[K])
+      continue;
+    const DecodedInsn &I = B.Insns[K];
+    E.bind(kMiss + 2 * K);
+    BE.PendCycles = BE.BailCycles[K];
+    BE.PendInsns = BE.BailInsns[K];
+    BE.sync();
+    BE.handlerCall(I, K, BE.Offset[K], N);
+    const int64_t Cycles = int64_t(BE.BailCycles[K]) + I.Cost,
+                  Insns = int64_t(BE.BailInsns[K]) + 1;
+    if (!fitsInt32(Cycles))
+      return false;
+    E.addMem64Imm(OffCycles, int32_t(-Cycles));
+    E.addMem64Imm(OffRetired, int32_t(-Insns));
+    E.jump(-1, kMiss + 2 * K + 1);
+  }
   // The exits.
   for (unsigned K = 0; K < N; ++K) {
     if (BE.UsedBail[K]) {
@@ -625,61 +741,162 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
-void Translator::emitTlbHitMov(void *BlockEmitterPtr, const DecodedInsn &I,
-                               const JitForm &F, unsigned Miss, unsigned Join) {
-  // The interpreter's fast path of readMem/writeMem (cpu/memory.h), in host code: in
-  // 64-bit mode with RFLAGS.AC clear, the linear address is the offset (plus the FS/GS
-  // base), and the entry of the read (load) or write (store) TLB slot of its page maps
-  // the whole access when its tag equals the tag of the access's last byte (tlbMaps);
-  // the host address is then La + Addend. Anything else jumps to Miss, the handler call,
-  // which takes the interpreter's full path. A write TLB entry never maps a page that
-  // holds decoded code, a data breakpoint, MMIO or a watched range, and a read entry
-  // never one that holds a data breakpoint, MMIO or a read-watched range
+bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const JitForm &F,
+                            int32_t Off, int32_t Next, unsigned Miss) {
+  // The interpreter's fast paths of readMem/writeMem/mapRmw (cpu/memory.h) and of the
+  // 64-bit stack handlers (cpu/exec_data.cpp execPushReg64, execPopReg64; cpu/
+  // exec_control.cpp callTo, execRet), in host code: in 64-bit mode with RFLAGS.AC
+  // clear, the linear address is the offset (plus the FS/GS base), and the entry of the
+  // read (load) or write (store, read-modify-write) TLB slot of its page maps the whole
+  // access when its tag equals the tag of the access's last byte (tlbMaps); the host
+  // address is then La + Addend. Anything else jumps to Miss, where the handler runs
+  // from the start: nothing is committed before the last test. A write TLB entry never
+  // maps a page that holds decoded code, a data breakpoint, MMIO or a watched range, and
+  // a read entry never one that holds a data breakpoint, MMIO or a read-watched range
   // (PhysMem::watchReads), so a hit has no effect but the access, as in the
   // interpreter's fast path.
   BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
   Emitter &E = BE.E;
   const unsigned N = F.Size;
-  const bool Load = I.Reg[0] != kRegNone; // MOV r, m (else MOV m, r or MOV m, imm)
-  BE.address(I);
-  if (SegReg(I.Seg) >= SegReg::FS) {
-    const auto Off = [&](const void *P) {
-      return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
-    };
-    E.addRegMem64(HAX, Off(&C.S.seg(SegReg(I.Seg)).Base));
-  }
-  E.btMem64(OffRflags, 18); // RFLAGS.AC: #AC is checked on the full path
-  E.jump(kHostB, Miss);
-  E.movRR(8, HDX, HAX);
-  if (N > 1)
-    E.aluImm(Alu::Add, 8, HDX, N - 1);
-  E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + N - 1, false)
-  E.aluRR(Alu::Or, 8, HDX, HSI);
-  E.movRR(4, HCX, HAX);
-  E.shiftImm(Shift::Shr, 4, HCX, 12);
-  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
-  E.timesThree(HCX);
-  const int32_t Tlb = Load ? OffTlbRead : OffTlbWrite;
-  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
-  E.jump(kHostNE, Miss);
-  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
-  if (Load) {
-    E.loadAtRax(N, HCX);
-    BE.setReg(N, HCX, I.Reg[0]);
-  } else {
+  const auto CpuOff = [&](const void *P) {
+    return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
+  };
+  // RAX: the linear address of an access of Size bytes -> its host address.
+  const auto Hit = [&](unsigned Size, bool Write) {
+    E.btMem64(OffRflags, 18); // RFLAGS.AC: #AC is checked on the full path
+    E.jump(kHostB, Miss);
+    E.movRR(8, HDX, HAX);
+    if (Size > 1)
+      E.aluImm(Alu::Add, 8, HDX, Size - 1);
+    E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
+    E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
+    E.aluRR(Alu::Or, 8, HDX, HSI);
+    E.movRR(4, HCX, HAX);
+    E.shiftImm(Shift::Shr, 4, HCX, 12);
+    E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+    E.timesThree(HCX);
+    const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
+    E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+    E.jump(kHostNE, Miss);
+    E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+  };
+  const auto Operand = [&] { // RAX = the memory operand's linear address
+    BE.address(I);
+    if (SegReg(I.Seg) >= SegReg::FS)
+      E.addRegMem64(HAX, CpuOff(&C.S.seg(SegReg(I.Seg)).Base));
+  };
+  // X = the register or immediate operand of a memory-destination form.
+  const auto Value = [&](Reg X) {
     if (I.Reg[1] != kRegNone)
-      E.load(N, HCX, BE.gpr(I.Reg[1], N));
+      E.load(N, X, BE.gpr(I.Reg[1], N));
     else if (N == 8)
-      E.movImm64(HCX, I.Imm);
+      E.movImm64(X, I.Imm);
     else
-      E.movImm32(HCX, uint32_t(I.Imm));
-    E.storeAtRax(N, HCX);
+      E.movImm32(X, uint32_t(I.Imm));
+  };
+  // A branch target in RAX or RDX (Target) shares bits 63:47 with the instruction's
+  // RIP (sameCanonicalHalf), else Miss.
+  const auto SameHalf = [&](Reg Target) {
+    E.leaR12(HCX, Off);
+    E.aluRR(Alu::Xor, 8, HCX, Target);
+    E.shiftImm(Shift::Shr, 8, HCX, 47);
+    E.jump(kHostNE, Miss);
+  };
+  const int32_t Rsp = BE.gpr(4, 8);
+  switch (F.Op) {
+  case JitOp::Push: // PUSH r64 (RSP: the value before the push)
+    E.load(8, HAX, Rsp);
+    E.aluImm(Alu::Sub, 8, HAX, 8);
+    Hit(8, true);
+    E.load(8, HCX, BE.gpr(I.Reg[0], 8));
+    E.storeAtRax(8, HCX);
+    E.addMem64Imm(Rsp, -8);
+    return true;
+  case JitOp::Pop: // POP r64 (POP RSP: the popped value wins)
+    E.load(8, HAX, Rsp);
+    Hit(8, false);
+    E.loadAtRax(8, HCX);
+    E.addMem64Imm(Rsp, 8);
+    E.store(8, HCX, BE.gpr(I.Reg[0], 8));
+    return true;
+  case JitOp::CallRel: { // the target is checked before the push (SDM Vol. 2A, CALL)
+    const int64_t Target = int64_t(Next) + int64_t(I.Imm);
+    if (!fitsInt32(Target))
+      return false;
+    E.leaR12(HAX, int32_t(Target));
+    SameHalf(HAX);
+    E.load(8, HAX, Rsp);
+    E.aluImm(Alu::Sub, 8, HAX, 8);
+    Hit(8, true);
+    E.leaR12(HCX, Next);
+    E.storeAtRax(8, HCX);
+    E.addMem64Imm(Rsp, -8);
+    E.leaR12(HAX, int32_t(Target));
+    E.store(8, HAX, OffRip);
+    return true;
   }
-  E.addMem64Imm(OffCycles, I.Cost);
-  E.addMem64Imm(OffRetired, 1);
-  E.jump(-1, Join);
-  E.bind(Miss);
+  case JitOp::Ret: // RET and RET imm16
+    E.load(8, HAX, Rsp);
+    Hit(8, false);
+    E.loadAtRax(8, HDX);
+    SameHalf(HDX);
+    E.store(8, HDX, OffRip);
+    E.addMem64Imm(Rsp, int32_t(8 + I.Imm));
+    return true;
+  case JitOp::Mov:
+    Operand();
+    if (I.Reg[0] != kRegNone) { // MOV r, m
+      Hit(N, false);
+      E.loadAtRax(N, HCX);
+      BE.setReg(N, HCX, I.Reg[0]);
+    } else { // MOV m, r / MOV m, imm
+      Hit(N, true);
+      Value(HCX);
+      E.storeAtRax(N, HCX);
+    }
+    return true;
+  case JitOp::MovZx: case JitOp::MovSx:
+    Operand();
+    Hit(F.SrcSize, false);
+    if (F.Op == JitOp::MovZx)
+      E.loadZxAtRax(F.SrcSize, HAX);
+    else
+      E.loadSxAtRax(F.SrcSize, HAX);
+    BE.setReg(N, HAX, I.Reg[0]);
+    return true;
+  default:
+    break;
+  }
+  Operand();
+  if (isUnary(F.Op)) { // read-modify-write (mapRmw)
+    Hit(N, true);
+    E.loadAtRax(N, HCX);
+    const uint32_t M = unaryOp(BE, F);
+    E.storeAtRax(N, HCX);
+    BE.mergeFlags(M);
+    return true;
+  }
+  if (I.Reg[0] != kRegNone) { // op r, m
+    Hit(N, false);
+    E.loadAtRax(N, HAX);
+    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    const uint32_t M = aluOp(BE, F, HAX);
+    if (F.Op != JitOp::Cmp && F.Op != JitOp::Test)
+      BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(M);
+    return true;
+  }
+  // op m, r / op m, imm: CMP and TEST read (readMem), the others read, modify and write
+  // through the write TLB (mapRmw).
+  const bool Writes = F.Op != JitOp::Cmp && F.Op != JitOp::Test;
+  Hit(N, Writes);
+  E.loadAtRax(N, HCX);
+  Value(HDX);
+  const uint32_t M = aluOp(BE, F, HDX);
+  if (Writes)
+    E.storeAtRax(N, HCX);
+  BE.mergeFlags(M);
+  return true;
 }
 
 void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {

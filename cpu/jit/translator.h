@@ -114,10 +114,11 @@ private:
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
   /// Fail, when the link does not hold.
   void emitChain(void *Emitter, unsigned Fail, unsigned Valid);
-  /// Emits MOV r, m / MOV m, r / MOV m, imm's TLB-hit access (ending with a jump to
-  /// Join) and binds Miss, where the caller emits the handler call.
-  void emitTlbHitMov(void *BlockEmitter, const DecodedInsn &I, const JitForm &F,
-                     unsigned Miss, unsigned Join);
+  /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
+  /// both relative to the entry RIP); jumps to label Miss for anything else. False for
+  /// a form not taken.
+  bool emitMemHit(void *BlockEmitter, const DecodedInsn &I, const JitForm &F, int32_t Off,
+                  int32_t Next, unsigned Miss);
   JitRun runSlow(Block &B, const Block *Prev);
   JitRun enter(Block &B, Entry Fn) {
     const uint64_t Before = C.Retired;

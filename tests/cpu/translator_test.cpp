@@ -96,7 +96,9 @@ private:
       B.push_back(Rex);
     B.insert(B.end(), Op);
     B.push_back(uint8_t(0x40 | (Reg & 7) << 3 | 3));
-    B.push_back(uint8_t(pick(15) * 8 + pick(2)));
+    // Mostly inside the data area; one in eight just below it, so that an access of
+    // more than a byte crosses into the page before (the TLB-hit path's miss).
+    B.push_back(pick(8) ? uint8_t(pick(15) * 8 + pick(2)) : uint8_t(-int(1 + pick(7))));
   }
   void imm(std::vector<uint8_t> &B, unsigned Bytes) {
     // Edge values as often as random ones.
@@ -111,7 +113,7 @@ private:
     std::vector<uint8_t> B;
     const unsigned S = size();
     const uint8_t W = S == 1 ? 0 : 1;
-    switch (pick(16)) {
+    switch (pick(20)) {
     case 0: // ALU r/m, r  (ADD OR ADC SBB AND SUB XOR CMP)
       rr(B, S, {uint8_t(pick(8) * 8 + W)}, src(S), dst(S));
       break;
@@ -238,6 +240,40 @@ private:
         B = {0x90};
       else
         rr(B, S == 1 ? 4 : S, {0x0f, 0xaf}, dst(4), src(4));
+      break;
+    case 16: // ALU [mem], imm (80/81/83); TEST [mem], imm; TEST [mem], r
+      if (pick(3) == 0) {
+        rm(B, S, {uint8_t(0x84 + W)}, src(S));
+      } else if (pick(2)) {
+        rm(B, S, {uint8_t(0xf6 + W)}, 0);
+        imm(B, S == 1 ? 1 : S == 2 ? 2 : 4);
+      } else if (S == 1 || pick(2)) {
+        rm(B, S, {uint8_t(S == 1 ? 0x80 : 0x83)}, pick(8));
+        imm(B, 1);
+      } else {
+        rm(B, S, {0x81}, pick(8));
+        imm(B, S == 2 ? 2 : 4);
+      }
+      break;
+    case 17: { // NEG/NOT [mem]; MOVZX/MOVSX r, byte|word [mem]; MOVSXD r64, [mem]
+      const unsigned D = (unsigned[]){2, 4, 8}[pick(3)];
+      switch (pick(3)) {
+      case 0: rm(B, S, {uint8_t(0xf6 + W)}, 2 + pick(2)); break;
+      case 1: rm(B, D, {0x0f, uint8_t((pick(2) ? 0xb6 : 0xbe) + pick(2))}, dst(D)); break;
+      default: rm(B, 8, {0x63}, dst(8)); break;
+      }
+      break;
+    }
+    case 18: // CALL L; JMP over; L: RET — or with a pushed word that RET imm16 drops
+      if (pick(2)) {
+        B = {0xe8, 2, 0, 0, 0, 0xeb, 0x01, 0xc3};
+      } else {
+        const unsigned Reg = src(8);
+        if (Reg >= 8)
+          B.push_back(0x41);
+        B.push_back(uint8_t(0x50 + (Reg & 7)));
+        B.insert(B.end(), {0xe8, 2, 0, 0, 0, 0xeb, 0x03, 0xc2, 0x08, 0x00});
+      }
       break;
     default: // more of the plain ALU forms
       rr(B, S, {uint8_t(pick(8) * 8 + W)}, src(S), dst(S));
