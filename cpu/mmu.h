@@ -66,8 +66,14 @@
 //   entry with a once-seen tag can come back with another frame), clearTlb (generations
 //   restart), dropPageMappings, every access to a block slot for decoding (blockAt,
 //   scratchBlock: the block may be refilled) and flushDecodeCache; codeWriteCount moves at
-//   every write into decoded code, on any CPU. Victim swaps and context switches need no
-//   move: (2) and (4) catch them. So when a link is followed, cachedBlock would have found
+//   every write into decoded code, on any CPU. It also moves at every change of the
+//   fetch TLB's slots or of the tags' low bits: fetch victim swaps (cachedBlock,
+//   translate), a new TLB generation (useGeneration: context switches, flushes), a CPL
+//   change (setUserMode) and a snapshot's load. Links do not need those moves ((2) and
+//   (4) catch them); the translator's chain cells do: a cell whose stamp is unchanged
+//   since it passed the full test skips (2) and (4) (cpu/jit/translator.cpp emitChain:
+//   with the same address, the same tag bits and an unchanged fetch TLB, both still
+//   hold). So when a link is followed, cachedBlock would have found
 //   the same entry in its primary slot (nothing to swap) and the same current block in
 //   the same slot: the link returns what the lookup would, with the same (no) side
 //   effects. A decode-mode change needs nothing either: links serve 64-bit code only, and
@@ -259,6 +265,7 @@ public:
       if (V.Tag != Tag)
         return nullptr;
       std::swap(E, V);
+      ++ChainEpoch;
     }
     const uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
     Block &Cand = Blocks.get()[blockSlot(Pa)];
@@ -374,6 +381,7 @@ public:
   void setUserMode(bool Cpl3) {
     UserTagBit = Cpl3;
     TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
+    ++ChainEpoch;
   }
   bool userMode() const { return UserTagBit; }
   /// Invalidates the cached translations of the current context.

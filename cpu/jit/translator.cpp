@@ -617,7 +617,11 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
       }
       E.leaR12(HAX, int32_t(Target));
-      BE.checkCanonical(K);
+      // A target in the entry RIP's page is canonical as that RIP is (the decoder
+      // fetched there); others are checked.
+      const int64_t InPage = int64_t(B.Pa & 0xfff) + Target;
+      if (InPage < 0 || InPage >= 4096)
+        BE.checkCanonical(K);
       E.store(8, HAX, OffRip);
       if (Chains)
         E.movImm64(HSI, Cell0);
@@ -686,6 +690,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (Chains)
     emitChain(&E, kNoChain, kValid1);
   E.bind(kNoChain);
+  if (Chains)
+    E.storeR13(0, HSI); // the exit taken (its last cell tried), for link()
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
   E.pop(H13);
@@ -909,38 +915,39 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
   // can change inside translated code: stepping, RF, breakpoints, observers and the mode
   // are changed by no translatable instruction, and anything that needs the loop (a
   // device, a write into code) calls breakBlock(), which zeroes WindowDue.
-  E.storeR13(0, HSI); // the exit taken, for link()
+  // The stamp first: unchanged since the cell was filled or last passed the full test,
+  // the fetch TLB's slots, the tags' low bits, the block cache and the code are as they
+  // were then (cpu/mmu.h, "Block links": ChainEpoch also moves at every change of the
+  // fetch TLB and of the tag bits), so with the same address the lookup returns what it
+  // returned then, and the translation is the same (it changes only with a decode, which
+  // moves the stamp, or a flush, which drops the cell).
   E.load(8, HAX, OffRip);
   E.cmpRegAt(HAX, HSI, 0); // La
   E.jump(kHostNE, Fail);
-  E.movRR(8, HDX, HAX);
-  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
-  E.loadZx(2, HCX, OffFetchTagLow);
-  E.aluRR(Alu::Or, 8, HDX, HCX);
-  E.cmpRegAt(HDX, HSI, 8); // Tag
-  E.jump(kHostNE, Fail);
-  E.movRR(4, HCX, HAX);
-  E.shiftImm(Shift::Shr, 4, HCX, 12);
-  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
-  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
-  E.timesThree(HCX);
-  E.opBaseIndex8(0x3b, HDX, HCX, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
-  E.jump(kHostNE, Fail);
-  // The entry maps the frame the cell was filled with, and the block cache's slot of
-  // that address still holds Next, current (Mmu::cachedBlock's test: address, key of
-  // this cache epoch in 64-bit mode, the page's code generation), with the translation
-  // the cell names.
-  E.opBaseIndex8(0x8b, HDX, HCX, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
-  // The block links' stamp (cpu/mmu.h, "Block links") unchanged since the cell was last
-  // filled or found valid: with the checks above, the lookup returns what it returned
-  // then (and the translation is the same: it changes only with a decode, which moves
-  // the stamp, or a flush, which drops the cell). Otherwise the full test, which then
-  // records the stamp.
   E.load(8, HCX, OffChainEpoch);
   E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
   E.addRegAt(HCX, HDI, 0);
   E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
   E.jump(kHostE, Valid);
+  // The full test, which then records the stamp: the fetch tag is the cell's and in the
+  // primary fetch TLB slot with the cell's frame, and the block cache's slot of that
+  // address still holds Next, current (Mmu::cachedBlock's test: address, key of this
+  // cache epoch in 64-bit mode, the page's code generation), with the translation the
+  // cell names.
+  E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
+  E.loadZx(2, HDI, OffFetchTagLow);
+  E.aluRR(Alu::Or, 8, HDX, HDI);
+  E.cmpRegAt(HDX, HSI, 8); // Tag
+  E.jump(kHostNE, Fail);
+  E.movRR(4, HDI, HAX);
+  E.shiftImm(Shift::Shr, 4, HDI, 12);
+  E.aluImm(Alu::And, 4, HDI, kTlbEntries - 1);
+  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
+  E.timesThree(HDI);
+  E.opBaseIndex8(0x3b, HDX, HDI, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
+  E.jump(kHostNE, Fail);
+  E.opBaseIndex8(0x8b, HDX, HDI, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
   E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
   E.jump(kHostNE, Fail);
   E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
