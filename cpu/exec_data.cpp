@@ -354,6 +354,7 @@ template <typename T> JitForm dataFormSized(Handler Fn) {
   Try(&execMov<T, Form::MR, true>, JitOp::Mov, JitShape::Mem);
   Try(&execMov<T, Form::MI, true>, JitOp::Mov, JitShape::Mem);
   if constexpr (N >= 2) {
+    Try(&execCmov<T, false>, JitOp::Cmov, JitShape::RegReg);
     Try(&execLea<T>, JitOp::Lea, JitShape::Reg);
     Try(&execLea<T, true>, JitOp::Lea, JitShape::Reg);
     Try(&execPush<T, false>, JitOp::Push, JitShape::Mem);

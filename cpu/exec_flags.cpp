@@ -9,6 +9,7 @@
 //  - AAM/AAD: OF, AF, CF cleared.
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -173,6 +174,13 @@ bool bindSetcc(const DecodeInfo &D, DecodedInsn &I) {
   I.Fn = Mem ? &execSetcc<true> : &execSetcc<false>;
   I.Cost = costOf(Mem ? CostClass::Memory : CostClass::Simple);
   return true;
+}
+
+/// SETcc r8 is emitted inline by the translator (cpu/jit/translator.cpp).
+JitForm flagsJitForm(const DecodedInsn &I) {
+  if (I.Fn == &execSetcc<false>)
+    return JitForm{JitOp::Setcc, JitShape::Reg, 1, 1};
+  return {};
 }
 
 bool bindAaa(const DecodeInfo &, DecodedInsn &I) { return bindSimple(I, &execAaa); }

@@ -5,6 +5,7 @@
 // MUL/IMUL set SF, ZF and PF from the low half of the product (the truncated result for
 // the two- and three-operand IMUL) and clear AF; DIV/IDIV leave all flags unchanged.
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 
 namespace vmxsim {
 
@@ -167,6 +168,24 @@ bool bindImul(const DecodeInfo &D, DecodedInsn &I) {
     I.Fn = Mem ? VMX_BY_SIZE(Size, execImulN, true, false)
                : VMX_BY_SIZE(Size, execImulN, false, false);
   return true;
+}
+
+/// IMUL r, r and IMUL r, r, imm are emitted inline by the translator (cpu/jit/
+/// translator.cpp), with execImulN's flags.
+JitForm muldivJitForm(const DecodedInsn &I) {
+  JitForm R;
+  auto Sized = [&](auto Zero) {
+    using T = decltype(Zero);
+    constexpr uint8_t N = sizeof(T);
+    if (I.Fn == &execImulN<T, false, false>)
+      R = JitForm{JitOp::Imul, JitShape::RegReg, N, N};
+    else if (I.Fn == &execImulN<T, false, true>)
+      R = JitForm{JitOp::Imul, JitShape::RegImm, N, N};
+  };
+  Sized(uint16_t{});
+  Sized(uint32_t{});
+  Sized(uint64_t{});
+  return R;
 }
 
 bool bindDiv(const DecodeInfo &D, DecodedInsn &I) {

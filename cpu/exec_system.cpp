@@ -6,6 +6,7 @@
 // transfers in cpu/exec_far.cpp, CR/DR in cpu/exec_cr.cpp, port I/O in cpu/exec_io.cpp.
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/jit/jit_form.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
 #include "cpu/vmx/nonroot.h"
@@ -341,6 +342,14 @@ bool bindClflush(const DecodeInfo &D, DecodedInsn &I) {
 }
 bool bindFence(const DecodeInfo &, DecodedInsn &I) {
   return bindFn(I, &execNop, CostClass::Simple);
+}
+
+/// LFENCE, MFENCE and SFENCE order nothing an in-order, one-access-at-a-time processor
+/// could reorder: their handler is a NOP's, and the translator emits them as one.
+JitForm systemJitForm(const DecodedInsn &I) {
+  if (I.Fn == &execNop)
+    return JitForm{JitOp::Nop, JitShape::None, 0, 0};
+  return {};
 }
 bool bindPause(const DecodeInfo &, DecodedInsn &I) {
   return bindFn(I, &execPause, CostClass::Simple);

@@ -232,6 +232,26 @@ public:
     }
     byte(uint8_t((R & 7) << 3));
   }
+  /// IMUL Dst, Src (0F AF /r), 16/32/64-bit.
+  void imulRR(unsigned Size, Reg Dst, Reg Src) {
+    prefix(Size, Dst, Src);
+    byte(0x0f);
+    byte(0xaf);
+    modrmReg(Dst, Src);
+  }
+  /// SETcc r8 (0F 90+cc; R < 4: AL..BL, no REX).
+  void setcc(int Cc, Reg R) {
+    byte(0x0f);
+    byte(uint8_t(0x90 + Cc));
+    modrmReg(0, R);
+  }
+  /// CMOVcc Dst, Src (0F 40+cc /r), 16/32/64-bit.
+  void cmov(int Cc, unsigned Size, Reg Dst, Reg Src) {
+    prefix(Size, Dst, Src);
+    byte(0x0f);
+    byte(uint8_t(0x40 + Cc));
+    modrmReg(Dst, Src);
+  }
   void pushfq() { byte(0x9c); }
   void push(Reg R) {
     if (R >= 8)

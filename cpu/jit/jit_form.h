@@ -20,6 +20,7 @@ enum class JitOp : uint8_t {
   Rol, Ror, Shl, Shr, Sar,
   JmpRel, JccRel, Nop,
   Push, Pop, CallRel, Ret,
+  Imul, Setcc, Cmov, ///< register forms: IMUL r, r / r, r, imm; SETcc r8; CMOVcc r, r
 };
 
 /// Where the operands are: register-only forms are emitted inline; a memory form is
@@ -46,17 +47,21 @@ inline JitForm firstKnown(std::initializer_list<JitForm> Forms) {
 }
 
 /// Each family's answer (cpu/exec_alu.cpp, exec_data.cpp, exec_shift.cpp,
-/// exec_control.cpp): the form of I when its handler is one of the family's, else
+/// exec_control.cpp, exec_system.cpp, exec_muldiv.cpp, exec_flags.cpp): the form of I when its handler is one of the family's, else
 /// Op == JitOp::None.
 JitForm aluJitForm(const DecodedInsn &I);
 JitForm dataJitForm(const DecodedInsn &I);
 JitForm shiftJitForm(const DecodedInsn &I);
 JitForm controlJitForm(const DecodedInsn &I);
+JitForm systemJitForm(const DecodedInsn &I);
+JitForm muldivJitForm(const DecodedInsn &I);
+JitForm flagsJitForm(const DecodedInsn &I);
 
 /// The first family that knows I's handler.
 inline JitForm jitFormOf(const DecodedInsn &I) {
   for (JitForm (*F)(const DecodedInsn &) :
-       {aluJitForm, dataJitForm, shiftJitForm, controlJitForm}) {
+       {aluJitForm, dataJitForm, shiftJitForm, controlJitForm, systemJitForm, muldivJitForm,
+        flagsJitForm}) {
     JitForm R = F(I);
     if (R.Op != JitOp::None)
       return R;

@@ -224,6 +224,8 @@ uint32_t flagWrites(const DecodedInsn &I, const JitForm &F) {
     return kArith;
   case JitOp::Inc: case JitOp::Dec:
     return kArith & ~uint32_t(rflags::CF);
+  case JitOp::Imul:
+    return kArith;
   case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
     if ((I.Imm & (F.Size == 8 ? 0x3f : 0x1f)) == 0)
       return 0;
@@ -236,6 +238,8 @@ uint32_t flagWrites(const DecodedInsn &I, const JitForm &F) {
 }
 /// The RFLAGS bits I reads (ADC, SBB: CF; a Jcc ends its block, where all are live).
 uint32_t flagReads(const JitForm &F) {
+  if (F.Op == JitOp::Setcc || F.Op == JitOp::Cmov)
+    return kArith; // (the condition's flags; all, for simplicity)
   return F.Op == JitOp::Adc || F.Op == JitOp::Sbb ? uint32_t(rflags::CF) : 0;
 }
 
@@ -298,6 +302,50 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     BE.source(I, F, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
+  case JitOp::Imul: { // IMUL r, r (Reg[0] *= Reg[1]) or IMUL r, r, imm (Reg[0] = Reg[1] * imm)
+    if (F.Shape == JitShape::RegReg) {
+      E.load(N, HCX, BE.gpr(I.Reg[0], N));
+      E.load(N, HAX, BE.gpr(I.Reg[1], N));
+    } else {
+      E.load(N, HCX, BE.gpr(I.Reg[1], N));
+      if (N == 8)
+        E.movImm64(HAX, I.Imm);
+      else
+        E.movImm32(HAX, uint32_t(I.Imm));
+    }
+    E.imulRR(N, HCX, HAX);
+    // cpu/exec_muldiv.cpp execImulN: CF = OF = the product did not fit (the host's);
+    // SF, ZF, PF of the truncated result, AF 0 (undefined in the SDM).
+    const uint32_t M = kArith & BE.Need;
+    if (M) {
+      E.pushfq();
+      E.pop(HDX);
+      E.aluImm(Alu::And, 4, HDX, uint32_t(rflags::CF | rflags::OF) & M);
+      E.testRR(N, HCX, HCX);
+      E.pushfq();
+      E.pop(HAX);
+      E.aluImm(Alu::And, 4, HAX, kSzp & M);
+      E.aluRR(Alu::Or, 4, HDX, HAX);
+    }
+    BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(M);
+    return true;
+  }
+  case JitOp::Setcc: case JitOp::Cmov: {
+    const int Host = BE.condition(I.Cond);
+    const int True = (I.Cond & 1) ? Host ^ 1 : Host;
+    if (F.Op == JitOp::Setcc) { // SETcc r8: 1 or 0
+      E.setcc(True, HCX);
+      E.store(1, HCX, BE.gpr(I.Reg[0], 1));
+      return true;
+    }
+    // CMOVcc r, r: a 32-bit destination is written (zero-extended) either way.
+    E.load(N, HSI, BE.gpr(I.Reg[0], N));
+    E.load(N, HDI, BE.gpr(I.Reg[1], N));
+    E.cmov(True, N, HSI, HDI);
+    BE.setReg(N, HSI, I.Reg[0]);
+    return true;
+  }
   case JitOp::MovZx: case JitOp::MovSx:
     if (F.Op == JitOp::MovZx)
       E.loadZx(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
@@ -1204,7 +1252,8 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
     const bool WritesFlags = F.Op != JitOp::Mov && F.Op != JitOp::Lea &&
                              F.Op != JitOp::MovZx && F.Op != JitOp::MovSx &&
                              F.Op != JitOp::Not && F.Op != JitOp::Nop &&
-                             F.Op != JitOp::JmpRel && F.Op != JitOp::JccRel;
+                             F.Op != JitOp::JmpRel && F.Op != JitOp::JccRel &&
+                             F.Op != JitOp::Setcc && F.Op != JitOp::Cmov;
     const uint8_t Dst = I.Reg[0] >= kRegAH && I.Reg[0] != kRegNone && F.Size == 1
                             ? uint8_t(I.Reg[0] - kRegAH)
                             : I.Reg[0];

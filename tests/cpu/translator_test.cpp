@@ -235,12 +235,26 @@ private:
       Branches.push_back({Insns.size(), Insns.size() + 1 + pick(4)});
       B = {uint8_t(0x70 + pick(16)), 0};
       break;
-    case 13: // NOP, or (rarely) an instruction outside the set (IMUL r, r/m): a refused block
-      if (pick(8))
-        B = {0x90};
-      else
-        rr(B, S == 1 ? 4 : S, {0x0f, 0xaf}, dst(4), src(4));
+    case 13: { // NOP, LFENCE; IMUL r, r / r, r, imm; SETcc r8; CMOVcc r, r
+      const unsigned D = S == 1 ? 4 : S;
+      switch (pick(6)) {
+      case 0: B = {0x90}; break;
+      case 1: B = {0x0f, 0xae, 0xe8}; break;
+      case 2: rr(B, D, {0x0f, 0xaf}, dst(D), src(D)); break;
+      case 3:
+        if (pick(2)) {
+          rr(B, D, {0x6b}, dst(D), src(D));
+          imm(B, 1);
+        } else {
+          rr(B, D, {0x69}, dst(D), src(D));
+          imm(B, D == 2 ? 2 : 4);
+        }
+        break;
+      case 4: rr(B, 1, {0x0f, uint8_t(0x90 + pick(16))}, 0, dst(1)); break;
+      default: rr(B, D, {0x0f, uint8_t(0x40 + pick(16))}, dst(D), src(D)); break;
+      }
       break;
+    }
     case 16: // ALU [mem], imm (80/81/83); TEST [mem], imm; TEST [mem], r
       if (pick(3) == 0) {
         rm(B, S, {uint8_t(0x84 + W)}, src(S));
@@ -264,8 +278,14 @@ private:
       }
       break;
     }
-    case 18: // CALL L; JMP over; L: RET — or with a pushed word that RET imm16 drops
-      if (pick(2)) {
+    case 18: // CALL L; JMP over; L: RET — or with a pushed word that RET imm16 drops;
+             // JMP RAX and CALL RAX to an address LEA made
+      if (pick(3) == 0) {
+        if (pick(2)) // lea rax, [rip + 2]; jmp rax
+          B = {0x48, 0x8d, 0x05, 2, 0, 0, 0, 0xff, 0xe0};
+        else // lea rax, [rip + 4]; call rax; jmp over; ret
+          B = {0x48, 0x8d, 0x05, 4, 0, 0, 0, 0xff, 0xd0, 0xeb, 0x01, 0xc3};
+      } else if (pick(2)) {
         B = {0xe8, 2, 0, 0, 0, 0xeb, 0x01, 0xc3};
       } else {
         const unsigned Reg = src(8);
