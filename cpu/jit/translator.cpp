@@ -26,9 +26,9 @@ namespace {
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
 constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
-                   kMiss = 128;
+                   kMiss = 128, kLoopExit = kMiss + 2 * kMaxBlockInsns;
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
-              kLocal - kStop > kMaxBlockInsns && kMiss + 2 * kMaxBlockInsns <= Emitter::kMaxLabels);
+              kLocal - kStop > kMaxBlockInsns && kLoopExit < Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
 constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
@@ -385,7 +385,14 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
                      : F.Op == JitOp::Shr ? Shift::Shr
                                           : Shift::Sar;
     E.shiftImm(Op, N, HCX, Count);
-    if (Mask && Rotate) {
+    if (Mask == uint32_t(rflags::CF) && Rotate) {
+      // Only CF is needed: ROL's is the result's LSB, ROR's its MSB.
+      E.movRR(8, HDX, HCX);
+      if (F.Op == JitOp::Rol)
+        E.aluImm(Alu::And, 4, HDX, 1);
+      else
+        E.shiftImm(Shift::Shr, 8, HDX, uint8_t(Bits - 1));
+    } else if (Mask && Rotate) {
       // ROL: CF = LSB(result), OF = MSB(result) XOR CF; ROR: CF = MSB(result), OF = the
       // XOR of the result's two top bits.
       E.movRR(8, HAX, HCX);
@@ -421,7 +428,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
         E.aluRR(Alu::Or, 4, HDX, HAX);
       }
     }
-    if (Mask && Mask != Defined)
+    if (Mask && Mask != Defined && !(Rotate && Mask == uint32_t(rflags::CF)))
       E.aluImm(Alu::And, 4, HDX, Mask); // only the bits a later instruction needs
     BE.setReg(N, HCX, R);
     BE.mergeFlags(Mask);
@@ -664,32 +671,39 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         // To NotTaken when the condition (with the opcode's negation) is false.
         E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
       }
-      E.leaR12(HAX, int32_t(Target));
-      // A target in the entry RIP's page is canonical as that RIP is (the decoder
-      // fetched there); others are checked.
-      const int64_t InPage = int64_t(B.Pa & 0xfff) + Target;
-      if (InPage < 0 || InPage >= 4096)
-        BE.checkCanonical(K);
-      E.store(8, HAX, OffRip);
-      if (Chains)
-        E.movImm64(HSI, Cell0);
       if (Target == 0 && Mode == ExecMode::Translate) {
         // A branch back to the block's start (a loop of one block): run the block again
         // at once when the run loop would enter it again, in full, with this same
         // translation (docs/TRANSLATOR.md, "Loops"). Not in lockstep, which compares
-        // every run.
+        // every run. RIP is stored only when the loop is left (nothing reads it inside).
         BE.sync();
         E.load(8, HAX, OffCycles);
         E.aluImm(Alu::Add, 8, HAX, B.Insns[0].CostToEnd);
         E.cmpRegMem64(HAX, OffWindowDue);
-        E.jump(kHostAE, kExitN);
+        E.jump(kHostAE, kLoopExit);
         E.load(8, HCX, OffRetired);
         E.aluImm(Alu::Add, 8, HCX, N);
         E.cmpRegMem64(HCX, OffInsnEnd);
-        E.jump(kHostAE, kExitN);
+        E.jump(kHostAE, kLoopExit);
         E.store(8, HAX, OffBlockStop);
         E.jump(-1, kBody);
-      } else if (Cond) {
+        E.bind(kLoopExit);
+        E.leaR12(HAX, 0);
+        E.store(8, HAX, OffRip);
+        E.movImm64(HSI, Cell0);
+        E.jump(-1, kExitN);
+      } else {
+        E.leaR12(HAX, int32_t(Target));
+        // A target in the entry RIP's page is canonical as that RIP is (the decoder
+        // fetched there); others are checked.
+        const int64_t InPage = int64_t(B.Pa & 0xfff) + Target;
+        if (InPage < 0 || InPage >= 4096)
+          BE.checkCanonical(K);
+        E.store(8, HAX, OffRip);
+        if (Chains)
+          E.movImm64(HSI, Cell0);
+      }
+      if (Cond && !(Target == 0 && Mode == ExecMode::Translate)) {
         E.jump(-1, Tail);
       }
       if (Cond) {
