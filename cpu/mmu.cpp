@@ -61,7 +61,7 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   if (TlbEntry &V = Array[tlbVictimSlot(Slot)]; V.Tag == tag(La, Supervisor)) {
     std::swap(Array[Slot], V);
     if (Array == TlbFetch)
-      ++ChainEpoch;
+      ++FetchChanges;
     Out = Hpa((Array[Slot].Pfn << 12) | (La & 0xfff));
     return Status::Ok;
   }
@@ -241,7 +241,7 @@ void Mmu::useGeneration(uint16_t Gen) {
   TlbGeneration = Gen;
   TagLowSupervisor = uint16_t(Gen << 1);
   TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
-  ++ChainEpoch;
+  ++FetchChanges;
   Owner.breakBlock();
 }
 
@@ -394,6 +394,7 @@ void Mmu::load(SnapshotReader &R) {
   R.all(CurrentVpid, TlbEptContext, CurrentEp4ta, TlbGeneration, TagLowUser,
         TagLowSupervisor, UserTagBit, TlbEpoch, NextTlbGeneration);
   ++ChainEpoch;
+  ++FetchChanges;
   for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
     for (unsigned I = 0; I < kTlbEntries; ++I) {
       TlbEntry &E = Array[I];

@@ -66,14 +66,14 @@
 //   entry with a once-seen tag can come back with another frame), clearTlb (generations
 //   restart), dropPageMappings, every access to a block slot for decoding (blockAt,
 //   scratchBlock: the block may be refilled) and flushDecodeCache; codeWriteCount moves at
-//   every write into decoded code, on any CPU. It also moves at every change of the
-//   fetch TLB's slots or of the tags' low bits: fetch victim swaps (cachedBlock,
-//   translate), a new TLB generation (useGeneration: context switches, flushes), a CPL
-//   change (setUserMode) and a snapshot's load. Links do not need those moves ((2) and
-//   (4) catch them); the translator's chain cells do: a cell whose stamp is unchanged
-//   since it passed the full test skips (2) and (4) (cpu/jit/translator.cpp emitChain:
-//   with the same address, the same tag bits and an unchanged fetch TLB, both still
-//   hold). So when a link is followed, cachedBlock would have found
+//   every write into decoded code, on any CPU. Links need no move at a fetch victim swap
+//   or a change of the tags' low bits ((2) and (4) catch them); the translator's chain
+//   cells add FetchChanges to the stamp (chainStamp), which moves at every fetch victim
+//   swap (cachedBlock, translate), new TLB generation (useGeneration: context switches,
+//   flushes), CPL change (setUserMode) and snapshot load: a cell whose stamp is
+//   unchanged since it passed the full test skips (2) and (4) (cpu/jit/translator.cpp
+//   emitChain: with the same address, the same tag bits and no change to the fetch
+//   TLB's slots, both still hold). So when a link is followed, cachedBlock would have found
 //   the same entry in its primary slot (nothing to swap) and the same current block in
 //   the same slot: the link returns what the lookup would, with the same (no) side
 //   effects. A decode-mode change needs nothing either: links serve 64-bit code only, and
@@ -265,7 +265,7 @@ public:
       if (V.Tag != Tag)
         return nullptr;
       std::swap(E, V);
-      ++ChainEpoch;
+      ++FetchChanges;
     }
     const uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
     Block &Cand = Blocks.get()[blockSlot(Pa)];
@@ -337,13 +337,16 @@ public:
     uint64_t *const *CodeGenerations;
     const uint64_t *ChainEpoch;
     const uint64_t *CodeWrites;
+    const uint64_t *FetchChanges;
   };
   LinkInputs linkInputs() const {
     return {&TagLowUser, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress(),
-            &ChainEpoch, Mem.codeWriteCountAddress()};
+            &ChainEpoch, Mem.codeWriteCountAddress(), &FetchChanges};
   }
   /// The stamp linkBlocks records now.
   uint64_t linkStamp() const { return ChainEpoch + Mem.codeWriteCount(); }
+  /// The translator's chain cells' stamp: linkStamp, and also FetchChanges.
+  uint64_t chainStamp() const { return linkStamp() + FetchChanges; }
   /// The primary fetch TLB entry of La's slot.
   const TlbEntry &fetchEntry(Gla La) const { return TlbFetch[La.pageNumber() & (kTlbEntries - 1)]; }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
@@ -381,7 +384,7 @@ public:
   void setUserMode(bool Cpl3) {
     UserTagBit = Cpl3;
     TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
-    ++ChainEpoch;
+    ++FetchChanges;
   }
   bool userMode() const { return UserTagBit; }
   /// Invalidates the cached translations of the current context.
@@ -490,6 +493,9 @@ private:
   uint32_t BlockKeyBase = 1u << 8; ///< current epoch << 8
   uint64_t BlocksDecoded = 0;
   uint64_t ChainEpoch = 1; ///< part of every block link's stamp (never 0)
+  /// Fetch TLB victim swaps, tag-bit changes (TLB generation, CPL), snapshot loads:
+  /// part of chainStamp.
+  uint64_t FetchChanges = 0;
 
   Cpu *const *Peers;
   unsigned NumPeers = 1;

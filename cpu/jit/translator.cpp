@@ -474,6 +474,7 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffBlockKeyBase = Off(L.BlockKeyBase);
   CodeGens = L.CodeGenerations;
   OffChainEpoch = Off(L.ChainEpoch);
+  OffFetchChanges = Off(L.FetchChanges);
   CodeWrites = L.CodeWrites;
   OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
   OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
@@ -978,15 +979,17 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
   // are changed by no translatable instruction, and anything that needs the loop (a
   // device, a write into code) calls breakBlock(), which zeroes WindowDue.
   // The stamp first: unchanged since the cell was filled or last passed the full test,
-  // the fetch TLB's slots, the tags' low bits, the block cache and the code are as they
-  // were then (cpu/mmu.h, "Block links": ChainEpoch also moves at every change of the
-  // fetch TLB and of the tag bits), so with the same address the lookup returns what it
-  // returned then, and the translation is the same (it changes only with a decode, which
+  // the fetch TLB's slots, the tags' low bits (TLB generation, CPL), the block cache and
+  // the code are as they were then (cpu/mmu.h, "Block links": Mmu::chainStamp also
+  // moves at every change of the fetch TLB's slots and of the tag bits), so with the same
+  // address the lookup finds the same entry in the primary slot and returns what it
+  // returned then; the translation is the same (it changes only with a decode, which
   // moves the stamp, or a flush, which drops the cell).
   E.load(8, HAX, OffRip);
   E.cmpRegAt(HAX, HSI, 0); // La
   E.jump(kHostNE, Fail);
   E.load(8, HCX, OffChainEpoch);
+  E.addRegMem64(HCX, OffFetchChanges);
   E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
   E.addRegAt(HCX, HDI, 0);
   E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
@@ -1088,7 +1091,7 @@ void Translator::link(const Block &B, const Block *Prev) {
   W->Next = const_cast<Block *>(&B);
   W->NextCost = B.Insns[0].CostToEnd;
   W->NextInsns = B.NumInsns;
-  W->Stamp = C.Mmu.linkStamp();
+  W->Stamp = C.Mmu.chainStamp();
   ++Stats.Links;
 }
 

@@ -112,7 +112,7 @@ private:
   Entry translate(Block &B);
   bool emitBlock(Block &B, void *Emitter);
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
-  /// Fail, when the link does not hold.
+  /// Fail, when the link does not hold (Valid: its own label).
   void emitChain(void *Emitter, unsigned Fail, unsigned Valid);
   /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
   /// both relative to the entry RIP); jumps to label Miss for anything else. False for
@@ -173,7 +173,7 @@ private:
     /// second of such a pair: which of the two link() refills next.
     uint64_t Pad;
     uint64_t Pa;
-    /// The block links' stamp (Mmu::linkStamp) when the cell was filled or last found
+    /// The chain stamp (Mmu::chainStamp) when the cell was filled or last found
     /// valid by the full test (0: never).
     uint64_t Stamp;
     uint64_t Unused[2];
@@ -228,7 +228,7 @@ private:
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
           OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0,
-          OffChainEpoch = 0;
+          OffChainEpoch = 0, OffFetchChanges = 0;
   const uint64_t *CodeWrites = nullptr; ///< PhysMem's code write count
   uint64_t *const *CodeGens = nullptr; ///< where PhysMem keeps its code generations
 };
