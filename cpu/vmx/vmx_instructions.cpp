@@ -438,10 +438,12 @@ template <bool IsMem> [[gnu::noinline]] Status execVmwrite(Cpu &C, const Decoded
 // supported encoding and, for VMWRITE, a writable field), and the full handler would
 // read or write the current VMCS's data, with the 64-bit register operands of 64-bit
 // mode. Anything else runs the full handler from its start (nothing is changed before).
+// CR0.PE = 1 and RFLAGS.VM = 0 hold in 64-bit mode itself (IA-32e mode needs CR0.PG,
+// which needs CR0.PE; virtual-8086 mode does not exist in IA-32e mode: SDM Vol. 3A,
+// "IA-32e Mode Operation" and "Virtual-8086 Mode"), so they are not tested again.
 bool vmreadWriteFast(const Cpu &C) {
-  const CpuState &S = C.S;
-  return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && (S.Cr0 & cr0::PE) &&
-         !(S.Rflags & rflags::VM) && S.ss().dpl() == 0 && C.Vmx->haveCurrentVmcs();
+  return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && C.S.ss().dpl() == 0 &&
+         C.Vmx->haveCurrentVmcs();
 }
 Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
   if (vmreadWriteFast(C)) [[likely]] {
