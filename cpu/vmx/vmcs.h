@@ -84,14 +84,16 @@ extern const VmcsEncodingIndex kVmcsEncodingIndex;
 /// encodings that name no field in the table, for bits 31:15 set, for a high access to a
 /// non-64-bit field, or for reserved bit 12. Inline: VMREAD and VMWRITE of a register
 /// operand look up their field here on the handler's path (issue 17).
+/// The index of the field an encoding names, ignoring the access-type bit 0, or 0xffff.
+/// Bits 63:15 must be zero (SDM Vol. 3C, "VMREAD, VMWRITE, and Encodings of VMCS
+/// Fields": bits 31:15 are reserved; in 64-bit mode the register is 64 bits and any bit
+/// above 31 set also names no field).
+inline uint16_t fieldIndexOfEncoding(uint64_t Encoding) {
+  return Encoding >> 15 ? uint16_t(0xffff) : kVmcsEncodingIndex.FieldOf[Encoding >> 1];
+}
 inline VmcsLookup lookupEncoding(uint64_t Encoding) {
   VmcsLookup L;
-  // Bits 63:15 must be zero (SDM Vol. 3C, "VMREAD, VMWRITE, and Encodings of VMCS
-  // Fields": bits 31:15 are reserved; in 64-bit mode the register is 64 bits and any bit
-  // above 31 set also names no field).
-  if (Encoding >> 15)
-    return L;
-  const uint16_t Idx = kVmcsEncodingIndex.FieldOf[Encoding >> 1];
+  const uint16_t Idx = fieldIndexOfEncoding(Encoding);
   if (Idx == 0xffff)
     return L;
   const bool High = Encoding & 1;

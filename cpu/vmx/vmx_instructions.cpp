@@ -445,11 +445,14 @@ bool vmreadWriteFast(const Cpu &C) {
   return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && C.S.ss().dpl() == 0 &&
          C.Vmx->haveCurrentVmcs();
 }
+// A full (not high: access-type bit 0 clear) access only; a high access takes the full
+// handler.
 Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
-  if (vmreadWriteFast(C)) [[likely]] {
-    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[1]]);
-    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field)) [[likely]] {
-      C.S.Gpr[I.Reg[0]] = vmcsReadValue(C.Vmx->Vmcs, L);
+  const uint64_t Encoding = C.S.Gpr[I.Reg[1]];
+  if (vmreadWriteFast(C) && !(Encoding & 1)) [[likely]] {
+    const uint16_t Idx = fieldIndexOfEncoding(Encoding);
+    if (Idx != 0xffff && fieldSupported(*C.Model.Vmx, VmcsField(Idx))) [[likely]] {
+      C.S.Gpr[I.Reg[0]] = C.Vmx->Vmcs.Values[Idx];
       C.S.Rflags &= ~rflags::Arith;
       return next64(C, I);
     }
@@ -457,12 +460,13 @@ Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
   return execVmread<false>(C, I);
 }
 Status execVmwrite64Reg(Cpu &C, const DecodedInsn &I) {
-  if (vmreadWriteFast(C)) [[likely]] {
-    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[0]]);
-    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field) &&
-        (fieldInfo(L.Field).Type != VmcsType::ExitInfo || C.Model.Vmx->VmwriteAnyField))
+  const uint64_t Encoding = C.S.Gpr[I.Reg[0]];
+  if (vmreadWriteFast(C) && !(Encoding & 1)) [[likely]] {
+    const uint16_t Idx = fieldIndexOfEncoding(Encoding);
+    if (Idx != 0xffff && fieldSupported(*C.Model.Vmx, VmcsField(Idx)) &&
+        (kVmcsFields[Idx].Type != VmcsType::ExitInfo || C.Model.Vmx->VmwriteAnyField))
         [[likely]] {
-      vmcsWriteValue(C.Vmx->Vmcs, L, C.S.Gpr[I.Reg[1]]);
+      C.Vmx->Vmcs.set(VmcsField(Idx), C.S.Gpr[I.Reg[1]]);
       C.S.Rflags &= ~rflags::Arith;
       return next64(C, I);
     }
