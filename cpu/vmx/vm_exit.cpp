@@ -99,7 +99,9 @@ void saveGuestState(Cpu &C, VmcsData &V) {
   [&]<unsigned... R>(std::integer_sequence<unsigned, R...>) {
     (saveSegment(V, kGuestSegFields[R], S.Seg[R]), ...);
   }(std::make_integer_sequence<unsigned, kNumSegRegs>{});
-  // LDTR with a null selector is saved unusable whatever Attr says.
+  // "Bit 16 is set to 1 if and only if the segment is unusable" (SDM Vol. 3C, "Saving
+  // Segment Registers and Descriptor-Table Registers"): an LDTR with a null selector
+  // counts as unusable whatever Attr says, as it always has here.
   saveSegment(V, kGuestLdtrFields, S.Ldtr, (S.Ldtr.Selector & ~3u) == 0);
   saveSegment(V, kGuestTrFields, S.Tr);
   V.set(F::GuestGdtrBase, S.Gdtr.Base);

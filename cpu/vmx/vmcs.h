@@ -80,17 +80,17 @@ struct VmcsEncodingIndex {
 };
 extern const VmcsEncodingIndex kVmcsEncodingIndex;
 
-/// Maps an encoding (any 32-bit value from a register) to a field; not Found for
-/// encodings that name no field in the table, for bits 31:15 set, for a high access to a
-/// non-64-bit field, or for reserved bit 12. Inline: VMREAD and VMWRITE of a register
-/// operand look up their field here on the handler's path (issue 17).
 /// The index of the field an encoding names, ignoring the access-type bit 0, or 0xffff.
 /// Bits 63:15 must be zero (SDM Vol. 3C, "VMREAD, VMWRITE, and Encodings of VMCS
 /// Fields": bits 31:15 are reserved; in 64-bit mode the register is 64 bits and any bit
-/// above 31 set also names no field).
+/// above 31 set also names no field). Inline, as lookupEncoding: VMREAD and VMWRITE of a
+/// register operand find their field here on the handler's path (issue 17).
 inline uint16_t fieldIndexOfEncoding(uint64_t Encoding) {
   return Encoding >> 15 ? uint16_t(0xffff) : kVmcsEncodingIndex.FieldOf[Encoding >> 1];
 }
+/// Maps an encoding (any 32-bit value from a register) to a field; not Found for
+/// encodings that name no field in the table, for bits 31:15 set, for a high access to a
+/// non-64-bit field, or for reserved bit 12.
 inline VmcsLookup lookupEncoding(uint64_t Encoding) {
   VmcsLookup L;
   const uint16_t Idx = fieldIndexOfEncoding(Encoding);
