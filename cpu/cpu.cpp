@@ -199,8 +199,10 @@ EventWindow Cpu::eventWindow(StopReason &Why) {
   // Data and I/O breakpoints matched by the instruction that just completed are traps on
   // it: above NMIs and interrupts (SDM Vol. 3A, "Priority Among Concurrent Events"). In
   // non-root operation they join the pending debug exceptions, below an MTF VM exit.
-  commitDebugHits(*this);
-  if (!NonRoot && takeRootDebugTraps(*this)) [[unlikely]]
+  // (Each guarded here by the test its callee starts with: no call in the common case.)
+  if (Debug.Hits) [[unlikely]]
+    commitDebugHits(*this);
+  if (!NonRoot && Debug.Traps && takeRootDebugTraps(*this)) [[unlikely]]
     return afterEvent(Status::Fault, Why);
   // Counter overflows up to this boundary raise their PMIs (NMI or interrupt) now.
   if (PmuActive) [[unlikely]]
@@ -254,7 +256,8 @@ EventWindow Cpu::eventWindow(StopReason &Why) {
     // MWAIT with ECX[0] = 1: a pending interrupt that RFLAGS.IF masks still ends the
     // wait; the processor resumes after MWAIT without taking it (SDM Vol. 2B, MWAIT,
     // "Interrupts as break events even if masked").
-    if (Intr && mwaitWakesOnMaskedInterrupt(*this) && Intr->intrPending()) [[unlikely]] {
+    if (Intr && Activity == ActivityState::Hlt && mwaitWakesOnMaskedInterrupt(*this) &&
+        Intr->intrPending()) [[unlikely]] {
       mwaitWake(*this);
       return EventWindow::Run;
     }

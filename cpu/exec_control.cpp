@@ -72,10 +72,13 @@ template <typename T> Status callTo(Cpu &C, const DecodedInsn &I, uint64_t Targe
 template <typename T> Status execCallRel(Cpu &C, const DecodedInsn &I) {
   return callTo<T>(C, I, nextRip(C, I) + I.Imm);
 }
-template <typename T, bool IsMem> Status execCallInd(Cpu &C, const DecodedInsn &I) {
+// Flat: a flat 64-bit memory operand (cpu/memory.h, flat64Operand), e.g. a hypervisor's
+// CALL through a handler pointer on its stack.
+template <typename T, bool IsMem, bool Flat = false>
+Status execCallInd(Cpu &C, const DecodedInsn &I) {
   T Target;
   if constexpr (IsMem)
-    VMX_TRY(readMem(C, SegReg(I.Seg), effectiveAddress(C, I), Target));
+    VMX_TRY(readMemOp<Flat>(C, I, Target));
   else
     Target = getReg<T>(C, I.Reg[0]);
   return callTo<T>(C, I, Target);
@@ -228,8 +231,10 @@ bool bindCall(const DecodeInfo &D, DecodedInsn &I) {
     return bindFarCall(D, I);
   copyOperandRegs(D, I);
   if (Op.Kind == OperandKind::Mem)
-    I.Fn = Size == 2 ? &execCallInd<uint16_t, true> : Size == 4 ? &execCallInd<uint32_t, true>
-                                                                : &execCallInd<uint64_t, true>;
+    I.Fn = Size == 2   ? &execCallInd<uint16_t, true>
+           : Size == 4 ? &execCallInd<uint32_t, true>
+           : flat64Operand(D.Mode, I) ? &execCallInd<uint64_t, true, true>
+                                      : &execCallInd<uint64_t, true>;
   else
     I.Fn = Size == 2 ? &execCallInd<uint16_t, false>
            : Size == 4 ? &execCallInd<uint32_t, false>

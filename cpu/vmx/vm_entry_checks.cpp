@@ -907,6 +907,9 @@ void remember(VmEntryCheckMemo &M, unsigned GI,
               const uint64_t (&Read)[VmEntryCheckMemo::kMaskWords]) {
   const uint16_t Bit = uint16_t(1u << GI);
   uint64_t(&Fields)[VmEntryCheckMemo::kMaskWords] = M.Groups[GI].Fields;
+  // The usual case: the group read the same fields as when it last passed.
+  if (std::memcmp(Fields, Read, sizeof(Fields)) == 0)
+    return;
   for (unsigned W = 0; W < VmEntryCheckMemo::kMaskWords; ++W) {
     for (uint64_t B = Fields[W] & ~Read[W]; B; B &= B - 1)
       M.GroupsReading[W * 64 + unsigned(__builtin_ctzll(B))] &= uint16_t(~Bit);

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace vmxsim {
 
@@ -95,20 +97,25 @@ struct VmEntryCheckMemo {
   static constexpr unsigned kMaskWords = VmcsData::kWrittenWords;
   static constexpr unsigned kMaxMemoryInputs = 4;
   /// What the groups read outside the VMCS data; any change drops the whole memo.
+  /// Laid out without padding, so that comparing two is comparing their bytes (a few
+  /// word compares on the VM-entry path instead of one per member).
   struct Env {
     const VmxProfile *Profile = nullptr;
+    const CpuModel *Model = nullptr;
     uint64_t Features = 0;
+    uint64_t Cr4Fixed1 = 0;
+    uint64_t CurrentVmcsPointer = 0; ///< the link pointer must differ from it
     uint8_t PreemptionTimerRate = 0, Cr3TargetCount = 0, MaxMsrListEntries = 0;
     bool VmwriteAnyField = false, EptAccessedDirty = false, EptExecuteOnly = false,
          Ept1GPages = false, Ept5Level = false;
-    const CpuModel *Model = nullptr;
-    uint64_t Cr4Fixed1 = 0;
     uint8_t PhysBits = 0, LinearBits = 0;
     bool Nx = false;
     bool HostLma = false; ///< the processor's IA32_EFER.LMA (address-space-size checks)
-    uint64_t CurrentVmcsPointer = 0; ///< the link pointer must differ from it
-    bool operator==(const Env &) const = default;
+    uint8_t Zero[4] = {}; ///< no padding: every byte is a member's
+    bool operator==(const Env &O) const { return std::memcmp(this, &O, sizeof(Env)) == 0; }
   };
+  static_assert(sizeof(Env) == 5 * 8 + 16 && std::has_unique_object_representations_v<Env>,
+                "VmEntryCheckMemo::Env must have no padding (it is compared by its bytes)");
   struct MemoryInput {
     uint64_t Addr = 0, Value = 0;
     uint8_t SizeBytes = 0;

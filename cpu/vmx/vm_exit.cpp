@@ -59,19 +59,20 @@ void recordExitInformation(Cpu &C, VmcsData &V, const VmExitInfo &Info) {
 // such load in Attr (cpu/segmentation.cpp, event delivery, VM entry and exit), and only
 // such loads: a null selector loaded in real mode stays usable after the switch to
 // protected mode (an "unrestricted guest" that sets CR0.PE keeps SS = 0 usable), and
-// VM entry may establish a usable register with a null selector.
-bool segmentUnusable(const CpuState &S, SegReg R) {
-  return S.seg(R).Attr & Segment::Unusable;
-}
+// VM entry may establish a usable register with a null selector. Attr's unusable bit is
+// bit 16 of the access-rights format and inside kAccessRightsMask, so the saved access
+// rights carry it as they are; only LDTR adds it (saveGuestState).
+static_assert(Segment::Unusable == (1u << 16) && (kAccessRightsMask & Segment::Unusable));
 
 // Inlined with constant fields, so that each store is one compare (VmcsData::set marks
 // only fields that change: a segment register rarely does between exits).
 [[gnu::always_inline]] inline void saveSegment(VmcsData &V, const GuestSegmentFields &Fl,
-                                               const Segment &G, bool Unusable) {
+                                               const Segment &G, bool AlsoUnusable = false) {
   V.set(Fl.Selector, G.Selector);
   V.set(Fl.Base, G.Base);
   V.set(Fl.Limit, G.Limit);
-  V.set(Fl.AccessRights, (G.Attr & kAccessRightsMask) | (Unusable ? Segment::Unusable : 0));
+  V.set(Fl.AccessRights,
+        (G.Attr & kAccessRightsMask) | (AlsoUnusable ? Segment::Unusable : 0));
 }
 
 // SDM Vol. 3C, "Saving Guest State" (control/debug registers and MSRs, segment and
@@ -96,11 +97,13 @@ void saveGuestState(Cpu &C, VmcsData &V) {
     V.set(F::GuestIa32Efer, S.Efer);
 
   [&]<unsigned... R>(std::integer_sequence<unsigned, R...>) {
-    (saveSegment(V, kGuestSegFields[R], S.Seg[R], segmentUnusable(S, SegReg(R))), ...);
+    (saveSegment(V, kGuestSegFields[R], S.Seg[R]), ...);
   }(std::make_integer_sequence<unsigned, kNumSegRegs>{});
-  saveSegment(V, kGuestLdtrFields, S.Ldtr,
-              (S.Ldtr.Attr & Segment::Unusable) || (S.Ldtr.Selector & ~3u) == 0);
-  saveSegment(V, kGuestTrFields, S.Tr, false);
+  // "Bit 16 is set to 1 if and only if the segment is unusable" (SDM Vol. 3C, "Saving
+  // Segment Registers and Descriptor-Table Registers"): an LDTR with a null selector
+  // counts as unusable whatever Attr says, as it always has here.
+  saveSegment(V, kGuestLdtrFields, S.Ldtr, (S.Ldtr.Selector & ~3u) == 0);
+  saveSegment(V, kGuestTrFields, S.Tr);
   V.set(F::GuestGdtrBase, S.Gdtr.Base);
   V.set(F::GuestGdtrLimit, S.Gdtr.Limit);
   V.set(F::GuestIdtrBase, S.Idtr.Base);

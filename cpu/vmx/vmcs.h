@@ -73,10 +73,37 @@ struct VmcsLookup {
   VmcsField Field{};
   bool High = false; ///< the "high" access of a 64-bit field (bits 63:32)
 };
+/// Encoding -> field, for the 15-bit encoding space with the access-type bit cleared,
+/// computed at compile time from the table (vmcs.cpp); 0xffff marks "no such field".
+struct VmcsEncodingIndex {
+  uint16_t FieldOf[0x8000 / 2];
+};
+extern const VmcsEncodingIndex kVmcsEncodingIndex;
+
+/// The index of the field an encoding names, ignoring the access-type bit 0, or 0xffff.
+/// Bits 63:15 must be zero (SDM Vol. 3C, "VMREAD, VMWRITE, and Encodings of VMCS
+/// Fields": bits 31:15 are reserved; in 64-bit mode the register is 64 bits and any bit
+/// above 31 set also names no field). Inline, as lookupEncoding: VMREAD and VMWRITE of a
+/// register operand find their field here on the handler's path (issue 17).
+inline uint16_t fieldIndexOfEncoding(uint64_t Encoding) {
+  return Encoding >> 15 ? uint16_t(0xffff) : kVmcsEncodingIndex.FieldOf[Encoding >> 1];
+}
 /// Maps an encoding (any 32-bit value from a register) to a field; not Found for
 /// encodings that name no field in the table, for bits 31:15 set, for a high access to a
 /// non-64-bit field, or for reserved bit 12.
-VmcsLookup lookupEncoding(uint64_t Encoding);
+inline VmcsLookup lookupEncoding(uint64_t Encoding) {
+  VmcsLookup L;
+  const uint16_t Idx = fieldIndexOfEncoding(Encoding);
+  if (Idx == 0xffff)
+    return L;
+  const bool High = Encoding & 1;
+  if (High && kVmcsFields[Idx].Width != VmcsWidth::W64)
+    return L;
+  L.Found = true;
+  L.Field = VmcsField(Idx);
+  L.High = High;
+  return L;
+}
 
 /// VMCS revision identifier reported in IA32_VMX_BASIC[30:0].
 inline constexpr uint32_t kVmcsRevisionId = 0x000000e1;

@@ -131,7 +131,8 @@ bool vmxBeforeNmi(Cpu &C, Status &St) {
   // APIC-write emulation completes the operation that virtualized a write to the
   // APIC-access page, before anything else happens at the boundary after it (SDM Vol.
   // 3C, "APIC-Write Emulation").
-  if (apicv::pendingApicWrite(C, St))
+  // (The pending flag is tested here, inline: the common case costs no call.)
+  if (E.ApicWritePending && apicv::pendingApicWrite(C, St))
     return true;
   // 0. An INIT held while in VMX root operation is unblocked by the VM entry: it causes a
   // VM exit (SDM Vol. 3C, "Restrictions on VMX Operation", "Other Causes of VM Exits")
@@ -207,7 +208,7 @@ bool vmxInterruptWindowExit(Cpu &C, Status &St) {
   }
   // Virtual-interrupt delivery has the interrupt window's priority: below NMIs, above
   // external interrupts (SDM Vol. 3C, "Virtual-Interrupt Delivery").
-  return apicv::virtualInterruptDelivery(C, St);
+  return C.Vmx->Events.VirtualInterruptRecognized && apicv::virtualInterruptDelivery(C, St);
 }
 
 bool vmxExternalInterruptExiting(const Cpu &C) {

@@ -438,16 +438,21 @@ template <bool IsMem> [[gnu::noinline]] Status execVmwrite(Cpu &C, const Decoded
 // supported encoding and, for VMWRITE, a writable field), and the full handler would
 // read or write the current VMCS's data, with the 64-bit register operands of 64-bit
 // mode. Anything else runs the full handler from its start (nothing is changed before).
+// CR0.PE = 1 and RFLAGS.VM = 0 hold in 64-bit mode itself (IA-32e mode needs CR0.PG,
+// which needs CR0.PE; virtual-8086 mode does not exist in IA-32e mode: SDM Vol. 3A,
+// "IA-32e Mode Operation" and "Virtual-8086 Mode"), so they are not tested again.
 bool vmreadWriteFast(const Cpu &C) {
-  const CpuState &S = C.S;
-  return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && (S.Cr0 & cr0::PE) &&
-         !(S.Rflags & rflags::VM) && S.ss().dpl() == 0 && C.Vmx->haveCurrentVmcs();
+  return C.Model.Vmx && !C.NonRoot && C.Vmx->InVmxOperation && C.S.ss().dpl() == 0 &&
+         C.Vmx->haveCurrentVmcs();
 }
+// A full (not high: access-type bit 0 clear) access only; a high access takes the full
+// handler.
 Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
-  if (vmreadWriteFast(C)) [[likely]] {
-    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[1]]);
-    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field)) [[likely]] {
-      C.S.Gpr[I.Reg[0]] = vmcsReadValue(C.Vmx->Vmcs, L);
+  const uint64_t Encoding = C.S.Gpr[I.Reg[1]];
+  if (vmreadWriteFast(C) && !(Encoding & 1)) [[likely]] {
+    const uint16_t Idx = fieldIndexOfEncoding(Encoding);
+    if (Idx != 0xffff && fieldSupported(*C.Model.Vmx, VmcsField(Idx))) [[likely]] {
+      C.S.Gpr[I.Reg[0]] = C.Vmx->Vmcs.Values[Idx];
       C.S.Rflags &= ~rflags::Arith;
       return next64(C, I);
     }
@@ -455,12 +460,13 @@ Status execVmread64Reg(Cpu &C, const DecodedInsn &I) {
   return execVmread<false>(C, I);
 }
 Status execVmwrite64Reg(Cpu &C, const DecodedInsn &I) {
-  if (vmreadWriteFast(C)) [[likely]] {
-    const VmcsLookup L = lookupEncoding(C.S.Gpr[I.Reg[0]]);
-    if (L.Found && fieldSupported(*C.Model.Vmx, L.Field) &&
-        (fieldInfo(L.Field).Type != VmcsType::ExitInfo || C.Model.Vmx->VmwriteAnyField))
+  const uint64_t Encoding = C.S.Gpr[I.Reg[0]];
+  if (vmreadWriteFast(C) && !(Encoding & 1)) [[likely]] {
+    const uint16_t Idx = fieldIndexOfEncoding(Encoding);
+    if (Idx != 0xffff && fieldSupported(*C.Model.Vmx, VmcsField(Idx)) &&
+        (kVmcsFields[Idx].Type != VmcsType::ExitInfo || C.Model.Vmx->VmwriteAnyField))
         [[likely]] {
-      vmcsWriteValue(C.Vmx->Vmcs, L, C.S.Gpr[I.Reg[1]]);
+      C.Vmx->Vmcs.set(VmcsField(Idx), C.S.Gpr[I.Reg[1]]);
       C.S.Rflags &= ~rflags::Arith;
       return next64(C, I);
     }

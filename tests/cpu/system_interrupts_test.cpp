@@ -113,16 +113,22 @@ TEST(InterruptAndExceptionHandling, LongModeNonCanonicalFlatOperandsFault) {
       {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0xc6, 0x03, 0x01}, vec::GP},
       // mov rbx, 0x800000000000 ; movzx eax, word [rbx+0x10]
       {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x0f, 0xb7, 0x43, 0x10}, vec::GP},
+      // mov rbx, 0x800000000000 ; call [rbx+8]: nothing pushed (RSP checked below)
+      {{0x48, 0xbb, 0, 0, 0, 0, 0, 0x80, 0, 0, 0xff, 0x53, 0x08}, vec::GP},
+      // mov rbp, 0x800000000000 ; call [rbp+8]
+      {{0x48, 0xbd, 0, 0, 0, 0, 0, 0x80, 0, 0, 0xff, 0x55, 0x08}, vec::SS},
   };
   for (const Case &K : Cases) {
     LongFixture F;
     F.M.loadCode(K.Code);
     gate64(F.M, kIdtBase + 16 * vec::SS, kSelCode64, kHandler + 16 * vec::SS, 0xe, 0, 1);
     F.M.S.Gpr[RAX] = 0x1234;
+    const uint64_t Sp = F.M.S.Gpr[RSP];
     EXPECT_EQ(F.M.run(), StopReason::Halted);
     EXPECT_EQ(F.M.S.Rip, kHandler + 16 * K.Vector + 1);
     EXPECT_EQ(F.stack(0), 0u);             // error code
     EXPECT_EQ(F.stack(1), kCodeBase + 10); // the memory instruction
+    EXPECT_EQ(F.stack(4), Sp);             // RSP as the fault found it: nothing pushed
     EXPECT_EQ(F.M.S.Gpr[RAX], 0x1234u);    // not loaded
   }
 }
