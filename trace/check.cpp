@@ -90,7 +90,7 @@ struct GtEvent {
   uint64_t Gpa = 0;                   ///< GT_VMEXIT_ADDR's guest-physical address (0 without)
   uint32_t Activity = 0;              ///< GT_ACTIVITY's state
   bool HasActivity = false;           ///< a GT_ACTIVITY followed the exit, or slot watching is on (none: active)
-  uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY
+  uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY (GT_RESUME: 0)
   /// GT_GPR records that followed it: RAX, RCX, RDX, RBX (registers 0-3) in Gpr[0..3],
   /// any other register (a CR access's) in Gpr[4] with its number in ExtraReg.
   uint64_t Gpr[5] = {};

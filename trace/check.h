@@ -69,8 +69,8 @@
 // beyond the pairing above, per CPU:
 // - TSCs are exact. Each timed record carries the value one root-mode RDTSC returned,
 //   taken in order between the CPU's transitions: a VMX_EXIT64 / TRC_VMX_VMEXIT the
-//   first RDTSC after its GT_VMEXIT whose value is its TSC, a VMENTRY / TRC_VMX_VMENTRY
-//   the last one before its GT_VMENTRY (no RDTSC may be left between it and the entry),
+//   first RDTSC after its GT_EXIT whose value is its TSC, a VMENTRY / TRC_VMX_VMENTRY
+//   the last one before its GT_RESUME / GT_VMENTRY (no RDTSC may be left between it and the entry),
 //   a RUNSTATE record (this core's d1v<cpu>, launch and guest end) one between. The
 //   RDTSCs skipped on the way are the hypervisor's own reads of the TSC (the core's
 //   virtual timer). The virtual TSC differs at every RDTSC of a CPU, so the value names
@@ -133,7 +133,7 @@ struct LagStats {
 struct CpuCheck {
   uint16_t Cpu = 0;
   uint64_t Exits = 0, Entries = 0, HandlerRecords = 0;
-  LagStats ExitLag;    ///< TSC(VMX_EXIT) - TSC(GT_VMEXIT)
+  LagStats ExitLag;    ///< TSC(VMX_EXIT) - TSC(GT_EXIT)
   LagStats EntryLead;  ///< TSC(GT entry attempt) - TSC(VMENTRY)
 };
 

@@ -70,7 +70,7 @@ struct KvmCycles {
 struct KvmCpuCheck {
   uint16_t Cpu = 0;
   uint64_t Exits = 0, Entries = 0, Handlers = 0;
-  KvmCycles ExitLag;   ///< TSC(kvm_exit) - TSC(GT_VMEXIT)
+  KvmCycles ExitLag;   ///< TSC(kvm_exit) - TSC(GT_EXIT)
   KvmCycles EntryLead; ///< TSC(GT entry attempt) - TSC(kvm_entry)
 };
 

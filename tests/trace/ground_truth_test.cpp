@@ -1,7 +1,7 @@
 // The emulator's ground truth (trace/ground_truth.h) on the vmx_e2e image: one
-// GT_VMEXIT per VM exit with exactly the exit reasons Bochs reports
-// (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
-// files from two runs (STYLE 2.8, determinism).
+// GT_EXIT per VM exit with exactly the exit reasons Bochs reports
+// (hvm/images/vmx_e2e/expected_bochs.log), a GT_RESUME or GT_VMENTRY per entry, and
+// byte-identical files from two runs (STYLE 2.8, determinism).
 #include "harness/ground_truth_link.h"
 #include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
