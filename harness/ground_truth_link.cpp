@@ -40,29 +40,41 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
 }
 
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
-  // GT_EXIT, then the records that say more, each only when it says something
-  // (trace/events.def); the common exit (CPUID, I/O, VMCALL, MSR) has none of them.
+  // GT_EXIT; the records that say more follow it only when they say something
+  // (trace/events.def, exitDetails), which the common exit (CPUID, I/O, VMCALL, MSR with
+  // RAX..RBX as last recorded) does not: then nothing else is called.
   R.exit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength);
-  if (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
-      E.IdtVectoringErrorCode | E.InstructionInfo) [[unlikely]]
-    R.exitEvent(E.Cpu, {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
-                        E.IdtVectoringErrorCode, E.InstructionInfo});
-  if (E.GuestLinearValid || E.GuestPhysicalValid) [[unlikely]]
-    R.exitAddr(E.Cpu, uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
-               E.GuestLinearAddress, E.GuestPhysicalAddress);
   CpuRegs &C = regsOf(E.Cpu);
   C.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
   C.ResumeOpen = true;
+  if (!Mem) [[unlikely]] {
+    exitDetails(E, C);
+    return;
+  }
+  const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
+  C.CrGpr = Cr ? int((E.Qualification >> 8) & 15) : -1;
+  if ((E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
+       E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
+      E.GuestLinearValid || E.GuestPhysicalValid || !C.unchanged(E.Gpr)) [[unlikely]]
+    exitDetails(E, C);
+}
+
+void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
+  if (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
+      E.IdtVectoringErrorCode | E.InstructionInfo)
+    R.exitEvent(E.Cpu, {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
+                        E.IdtVectoringErrorCode, E.InstructionInfo});
+  if (E.GuestLinearValid || E.GuestPhysicalValid)
+    R.exitAddr(E.Cpu, uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
+               E.GuestLinearAddress, E.GuestPhysicalAddress);
   // Without slot watching, GT_VMEXIT_REGS after the exits that take operands there; with
-  // it, the register file below (trace/events.def, GT_GPR).
+  // it, the register file (trace/events.def, GT_GPR).
   if (!Mem) {
     if (trace::exitHasRegs(E.Reason))
       R.exitRegs(E.Cpu, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
     return;
   }
-  const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
-  C.CrGpr = Cr ? int((E.Qualification >> 8) & 15) : -1;
-  if (!C.unchanged(E.Gpr)) [[unlikely]] {
+  if (!C.unchanged(E.Gpr)) {
     recordRegs(E.Cpu, C, E.Gpr, true);
     recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
   }
@@ -74,15 +86,13 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
   CpuRegs &C = regsOf(E.Cpu);
   // GT_RESUME for the entry its CPU's last GT_EXIT implies (trace/events.def), else
   // GT_VMENTRY with every field.
-  if (C.ResumeOpen && !E.IsLaunch && !E.InjectedInfo && !E.InjectedErrorCode &&
+  if (C.ResumeOpen && !E.IsLaunch && !(E.InjectedInfo | E.InjectedErrorCode) &&
       E.Rip == C.ResumeRip) [[likely]]
     R.resume(E.Cpu, E.Tsc);
   else
     R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
   C.ResumeOpen = false;
-  if (!Mem)
-    return;
-  if (!C.unchanged(E.Gpr)) [[unlikely]] {
+  if (Mem && !C.unchanged(E.Gpr)) [[unlikely]] {
     recordRegs(E.Cpu, C, E.Gpr, false);
     recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
   }

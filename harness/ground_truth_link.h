@@ -74,6 +74,9 @@ private:
     return Regs[Cpu];
   }
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
+  /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
+  /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
+  void exitDetails(const VmExitEvent &E, CpuRegs &C);
   /// GT_VMEXIT_REGS (AtExit) or GT_VMENTRY_REGS when one of RAX, RCX, RDX differs.
   void recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, bool AtExit);
   /// GT_GPR for RBX and for ExtraReg (>= 4), each when it differs.
