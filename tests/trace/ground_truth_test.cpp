@@ -266,12 +266,8 @@ TEST(GroundTruth, TheCommonEntryIsGtResumeAndReadsAsTheEntryPerformed) {
     uint32_t WantEvent;
   };
   auto entry = [](uint64_t Rip, bool Launch = false, uint32_t Info = 0, uint32_t Err = 0) {
-    VmEntryEvent E;
-    E.Rip = Rip;
-    E.IsLaunch = Launch;
-    E.InjectedInfo = Info;
-    E.InjectedErrorCode = Err;
-    return E;
+    return VmEntryEvent{.Rip = Rip, .IsLaunch = Launch, .InjectedInfo = Info,
+                        .InjectedErrorCode = Err};
   };
   const std::vector<Step> Steps = {
       {0x1000, 3, false, entry(0x1003), XT_EV_GtResume},
