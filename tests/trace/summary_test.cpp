@@ -288,74 +288,80 @@ TEST(VmExitSummary, TopAccessesKeepsTheMostFrequentPorts) {
 // Ground truth: GT_EXIT .. GT_RESUME / GT_VMENTRY / GT_VMENTRY_FAIL; ports from the I/O
 // exit qualification (bits 31:16 port, bit 3 IN). The same numbers from the layout before
 // the compact records (GT_VMEXIT .. GT_VMENTRY).
+namespace {
+void groundTruthSummary(bool Compact) {
+  Builder B(2);
+  std::map<unsigned, bool> AfterExit; // per CPU: a GT_RESUME may follow
+  auto Exit = [&](unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Qual) {
+    if (Compact)
+      B.timed(Cpu, XT_EV_GtExit, Tsc,
+              {Reason, 0x1000, 0, 2, uint32_t(Qual), uint32_t(Qual >> 32)});
+    else
+      B.timed(Cpu, XT_EV_GtVmExit, Tsc,
+              {Cpu, Reason, 0x1000, 0, uint32_t(Qual), uint32_t(Qual >> 32), 2});
+    B.untimed(Cpu, XT_EV_GtVmExitEvent, {0, 0, 0, 0, 0});
+    AfterExit[Cpu] = true;
+  };
+  auto Entry = [&](unsigned Cpu, uint64_t Tsc) {
+    if (Compact && AfterExit[Cpu])
+      B.timed(Cpu, XT_EV_GtResume, Tsc);
+    else
+      B.timed(Cpu, XT_EV_GtVmEntry, Tsc, {Cpu, 0x1000, 0, 0, 0, 0});
+    AfterExit[Cpu] = false;
+  };
+  Entry(0, 100);
+  Exit(0, 300, Io, 0x00700000); // OUT 0x70: 50; guest 200
+  Entry(0, 350);
+  Exit(0, 400, Io, 0x00710008); // IN 0x71: 80; guest 50
+  Entry(0, 480);
+  Exit(0, 500, Cpuid, 0); // closed by the failed entry: 20; guest 20
+  B.timed(0, XT_EV_GtVmEntryFail, 520, {0, 2, 33, 3, 0, 0});
+  Exit(0, 520, 0x80000021, 0); // entry failure, basic reason 33: 80; no guest time
+  Entry(0, 600);
+  Exit(0, 700, Io, 0x00700008); // IN 0x70, never closed; guest 100
+  Entry(1, 150);
+  Exit(1, 250, Hlt, 0); // 1000; guest 100
+  Entry(1, 1250);
+  const TraceSummary S = summarize(B.bytes());
+  EXPECT_EQ(S.Kind, TraceKind::GroundTruth);
+  EXPECT_EQ(S.Records, 19u);
+  EXPECT_EQ(S.FirstTsc, 100u);
+  EXPECT_EQ(S.LastTsc, 1250u);
+  ASSERT_EQ(S.Cpus.size(), 2u);
+  const ScopeSummary &C0 = S.Cpus[0];
+  EXPECT_EQ(C0.Exits, 5u);
+  EXPECT_EQ(C0.GuestCycles, 370u);
+  EXPECT_EQ(C0.HypervisorCycles, 230u);
+  expectStats(C0.AllExits, 4, 230, 20, 50, 80, 80, 57.5);
+  ASSERT_EQ(C0.Reasons.size(), 3u);
+  expectReason(C0.Reasons[0], Io, 3, 0.6);
+  expectStats(C0.Reasons[0].Cycles, 2, 130, 50, 50, 80, 80, 65.0);
+  expectReason(C0.Reasons[1], Cpuid, 1, 0.2);
+  expectStats(C0.Reasons[1].Cycles, 1, 20, 20, 20, 20, 20, 20.0);
+  expectReason(C0.Reasons[2], 33, 1, 0.2);
+  expectStats(C0.Reasons[2].Cycles, 1, 80, 80, 80, 80, 80, 80.0);
+  ASSERT_EQ(C0.Ports.size(), 2u);
+  expectAccess(C0.Ports[0], 0x70, 1, 1, 50);
+  expectAccess(C0.Ports[1], 0x71, 1, 0, 80);
+  EXPECT_TRUE(C0.Msrs.empty());
+  const ScopeSummary &C1 = S.Cpus[1];
+  EXPECT_EQ(C1.Exits, 1u);
+  EXPECT_EQ(C1.GuestCycles, 100u);
+  EXPECT_EQ(C1.HypervisorCycles, 1000u);
+  expectStats(C1.AllExits, 1, 1000, 1000, 1000, 1000, 1000, 1000.0);
+  ASSERT_EQ(S.Vcpus.size(), 2u);
+  EXPECT_EQ(S.Vcpus[0].Name, "v0");
+  EXPECT_EQ(S.Vcpus[0].Exits, 5u);
+  EXPECT_EQ(S.Vcpus[0].GuestCycles, 370u);
+  EXPECT_EQ(S.Vcpus[1].Name, "v1");
+  EXPECT_EQ(S.Vcpus[1].HypervisorCycles, 1000u);
+}
+} // namespace
+
 TEST(VmExitSummary, GroundTruthTraceNumbersEqualHandComputedOnes) {
   for (const bool Compact : {false, true}) {
     SCOPED_TRACE(Compact ? "GT_EXIT, GT_RESUME" : "GT_VMEXIT, GT_VMENTRY");
-    Builder B(2);
-    std::map<unsigned, bool> AfterExit; // per CPU: a GT_RESUME may follow
-    auto Exit = [&](unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Qual) {
-      if (Compact)
-        B.timed(Cpu, XT_EV_GtExit, Tsc,
-                {Reason, 0x1000, 0, 2, uint32_t(Qual), uint32_t(Qual >> 32)});
-      else
-        B.timed(Cpu, XT_EV_GtVmExit, Tsc,
-                {Cpu, Reason, 0x1000, 0, uint32_t(Qual), uint32_t(Qual >> 32), 2});
-      B.untimed(Cpu, XT_EV_GtVmExitEvent, {0, 0, 0, 0, 0});
-      AfterExit[Cpu] = true;
-    };
-    auto Entry = [&](unsigned Cpu, uint64_t Tsc) {
-      if (Compact && AfterExit[Cpu])
-        B.timed(Cpu, XT_EV_GtResume, Tsc);
-      else
-        B.timed(Cpu, XT_EV_GtVmEntry, Tsc, {Cpu, 0x1000, 0, 0, 0, 0});
-      AfterExit[Cpu] = false;
-    };
-    Entry(0, 100);
-    Exit(0, 300, Io, 0x00700000); // OUT 0x70: 50; guest 200
-    Entry(0, 350);
-    Exit(0, 400, Io, 0x00710008); // IN 0x71: 80; guest 50
-    Entry(0, 480);
-    Exit(0, 500, Cpuid, 0); // closed by the failed entry: 20; guest 20
-    B.timed(0, XT_EV_GtVmEntryFail, 520, {0, 2, 33, 3, 0, 0});
-    Exit(0, 520, 0x80000021, 0); // entry failure, basic reason 33: 80; no guest time
-    Entry(0, 600);
-    Exit(0, 700, Io, 0x00700008); // IN 0x70, never closed; guest 100
-    Entry(1, 150);
-    Exit(1, 250, Hlt, 0); // 1000; guest 100
-    Entry(1, 1250);
-    const TraceSummary S = summarize(B.bytes());
-    EXPECT_EQ(S.Kind, TraceKind::GroundTruth);
-    EXPECT_EQ(S.Records, 19u);
-    EXPECT_EQ(S.FirstTsc, 100u);
-    EXPECT_EQ(S.LastTsc, 1250u);
-    ASSERT_EQ(S.Cpus.size(), 2u);
-    const ScopeSummary &C0 = S.Cpus[0];
-    EXPECT_EQ(C0.Exits, 5u);
-    EXPECT_EQ(C0.GuestCycles, 370u);
-    EXPECT_EQ(C0.HypervisorCycles, 230u);
-    expectStats(C0.AllExits, 4, 230, 20, 50, 80, 80, 57.5);
-    ASSERT_EQ(C0.Reasons.size(), 3u);
-    expectReason(C0.Reasons[0], Io, 3, 0.6);
-    expectStats(C0.Reasons[0].Cycles, 2, 130, 50, 50, 80, 80, 65.0);
-    expectReason(C0.Reasons[1], Cpuid, 1, 0.2);
-    expectStats(C0.Reasons[1].Cycles, 1, 20, 20, 20, 20, 20, 20.0);
-    expectReason(C0.Reasons[2], 33, 1, 0.2);
-    expectStats(C0.Reasons[2].Cycles, 1, 80, 80, 80, 80, 80, 80.0);
-    ASSERT_EQ(C0.Ports.size(), 2u);
-    expectAccess(C0.Ports[0], 0x70, 1, 1, 50);
-    expectAccess(C0.Ports[1], 0x71, 1, 0, 80);
-    EXPECT_TRUE(C0.Msrs.empty());
-    const ScopeSummary &C1 = S.Cpus[1];
-    EXPECT_EQ(C1.Exits, 1u);
-    EXPECT_EQ(C1.GuestCycles, 100u);
-    EXPECT_EQ(C1.HypervisorCycles, 1000u);
-    expectStats(C1.AllExits, 1, 1000, 1000, 1000, 1000, 1000, 1000.0);
-    ASSERT_EQ(S.Vcpus.size(), 2u);
-    EXPECT_EQ(S.Vcpus[0].Name, "v0");
-    EXPECT_EQ(S.Vcpus[0].Exits, 5u);
-    EXPECT_EQ(S.Vcpus[0].GuestCycles, 370u);
-    EXPECT_EQ(S.Vcpus[1].Name, "v1");
-    EXPECT_EQ(S.Vcpus[1].HypervisorCycles, 1000u);
+    groundTruthSummary(Compact);
   }
 }
 
