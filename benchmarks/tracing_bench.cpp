@@ -5,7 +5,7 @@
 // 12N exits apart), so boot and set-up cancel.
 //   Untraced          trace=0, no trace files: the baseline
 //   GroundTruth       trace=0, --trace-ground-truth FILE: the emulator records every VM
-//                     exit and entry (GT_VMEXIT, GT_VMENTRY; GT_VMEXIT_EVENT when non-zero)
+//                     exit and entry (GT_EXIT, GT_RESUME; GT_VMEXIT_EVENT when non-zero)
 //   HypervisorRings   trace=1, --xentrace /dev/null: the hypervisor writes VMX_EXIT64,
 //                     a handler record and VMENTRY per exit into its ring (guest
 //                     instructions) and the machine drains it (copies, no file)

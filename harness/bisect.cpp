@@ -5,6 +5,7 @@
 #include "trace/diff.h"
 #include "trace/dump.h"
 #include "trace/events.h"
+#include "trace/gt_records.h"
 #include "trace/reader.h"
 #include "trace/stream_import.h"
 #include "trace/writer.h"
@@ -26,8 +27,6 @@ extern char **environ;
 namespace vmxsim {
 
 namespace {
-
-constexpr uint32_t kGtVmExit = uint32_t(trace::Event::GtVmExit);
 
 /// A snapshot of a run side: after its Exits-th VM exit, with each CPU's clock then.
 struct Snap {
@@ -270,7 +269,7 @@ bool scanSide(Side &S, unsigned Cpu, uint64_t K, std::string &Why) {
   while (const trace::TraceRecord *Rec = R.nextRecord()) {
     if (Rec->Cpu != Cpu)
       continue;
-    if (Rec->Event == kGtVmExit) {
+    if (trace::isGtExit(Rec->Event)) {
       if (++S.ExitsOnCpu == K) {
         S.Exit = *Rec;
         S.ExitDelta = Rec->Tsc - PrevTsc;
@@ -285,7 +284,7 @@ bool scanSide(Side &S, unsigned Cpu, uint64_t K, std::string &Why) {
   return readToEnd(R, Why);
 }
 
-/// The records a VM exit writes right after its GT_VMEXIT (trace/events.def): they
+/// The records a VM exit writes right after its GT_EXIT (or GT_VMEXIT; trace/events.def): they
 /// describe that exit.
 bool isExitDetail(uint32_t Id) {
   using trace::Event;
@@ -311,7 +310,7 @@ bool exitOfRecord(const std::string &Path, unsigned Cpu, uint64_t Index, uint64_
   while (const trace::TraceRecord *Rec = R.nextRecord()) {
     if (Rec->Cpu != Cpu || Rec->Event == uint32_t(trace::Event::LostRecords))
       continue;
-    const bool IsExit = Rec->Event == kGtVmExit;
+    const bool IsExit = trace::isGtExit(Rec->Event);
     InExit = IsExit || (InExit && isExitDetail(Rec->Event));
     Exits += IsExit;
     if (N++ == Index) {
@@ -348,7 +347,7 @@ bool traceKind(const std::string &Path, TraceKind &K, std::string &Why) {
     ++N;
     const uint32_t Class = trace::eventClass(Rec->Event);
     Gt |= Rec->Flavour == trace::TraceFlavour::Modern &&
-          Class == trace::eventClass(kGtVmExit);
+          Class == trace::eventClass(XT_EV_GtExit);
     Kvm |= Rec->Flavour == trace::TraceFlavour::Modern &&
            Class == trace::eventClass(XT_EV_KvmFtrace);
     Hv |= isHvExit(*Rec);
@@ -503,8 +502,8 @@ Error reRun(Side &S, const BisectOptions &O, unsigned Cpu, uint64_t K) {
     // The run control's stop and the trace agree on which exit this is.
     ErrorOr<uint64_t> Reason = M->readVmcs(Cpu, "ExitReason");
     ErrorOr<uint64_t> Rip = M->readVmcs(Cpu, "GuestRip");
-    const uint64_t TraceRip = S.Exit->Words[2] | (uint64_t(S.Exit->Words[3]) << 32);
-    if (!Reason || !Rip || uint32_t(*Reason) != S.Exit->Words[1] || *Rip != TraceRip)
+    trace::GtExitFields X;
+    if (!trace::gtExitOf(*S.Exit, X) || !Reason || !Rip || uint32_t(*Reason) != X.Reason || *Rip != X.Rip)
       S.How += " (warning: the re-run's exit differs from the trace's: the run is not "
                "deterministic?)";
   }
@@ -693,8 +692,10 @@ int bisectHypervisorTraces(Side &A, Side &B, const BisectOptions &O, std::FILE *
                       : fmt::format("(none: CPU {} made {} VM exits)", Cpu, A.ExitsOnCpu)
                             .c_str());
   // The hypervisor's exit record names the reason the processor gave it (modern flavour).
-  if (A.Exit && !HA.Recs.empty() && HA.Recs.front().Rec.Flavour == trace::TraceFlavour::Modern &&
-      HA.Recs.front().Rec.Words[0] != A.Exit->Words[1])
+  trace::GtExitFields AX;
+  if (A.Exit && trace::gtExitOf(*A.Exit, AX) && !HA.Recs.empty() &&
+      HA.Recs.front().Rec.Flavour == trace::TraceFlavour::Modern &&
+      HA.Recs.front().Rec.Words[0] != AX.Reason)
     std::fprintf(Out, "  warning: %s's hypervisor trace and its ground truth disagree on this "
                       "exit's reason: its trace lost records?\n",
                  label(A).c_str());

@@ -17,7 +17,7 @@
 //    truth's) and B's machine state is printed as unknown.
 // 2. The two traces are compared with `trace diff`'s record comparison
 //    (trace/diff.h: per CPU, event, TSC unless IgnoreTsc, payload). The first diverging
-//    record belongs to a VM exit: the last GT_VMEXIT of that CPU at or before it (the
+//    record belongs to a VM exit: the last GT_EXIT (GT_VMEXIT) of that CPU at or before it (the
 //    exit record itself, or one of the records its handling produced), or the CPU's
 //    first exit when the divergence comes before any.
 // 3. Each run side is re-run from its last snapshot before that exit (the CPU's exits

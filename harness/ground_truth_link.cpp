@@ -40,31 +40,62 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
 }
 
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
-  const uint32_t Event[5] = {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
-                             E.IdtVectoringErrorCode, E.InstructionInfo};
-  // Without slot watching, GT_VMEXIT_REGS after the exits that take operands there; with
-  // it, the register file below (trace/events.def, GT_GPR).
-  R.vmExit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength, Event,
-           uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
-           E.GuestLinearAddress, E.GuestPhysicalAddress, {E.Gpr[0], E.Gpr[1], E.Gpr[2]}, !Mem);
-  if (!Mem)
-    return;
+  // GT_EXIT; the records that say more follow it only when they say something
+  // (trace/events.def, exitDetails), which the common exit (CPUID, I/O, VMCALL, MSR with
+  // RAX..RBX as last recorded) does not: then nothing else is called.
+  R.exit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength);
   CpuRegs &C = regsOf(E.Cpu);
-  recordRegs(E.Cpu, C, E.Gpr, true);
+  C.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
+  C.ResumeOpen = true;
+  if (!Mem) [[unlikely]] {
+    exitDetails(E, C);
+    return;
+  }
   const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
   C.CrGpr = Cr ? int((E.Qualification >> 8) & 15) : -1;
-  recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
+  if ((E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
+       E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
+      E.GuestLinearValid || E.GuestPhysicalValid || !C.unchanged(E.Gpr)) [[unlikely]]
+    exitDetails(E, C);
+}
+
+void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
+  if (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
+      E.IdtVectoringErrorCode | E.InstructionInfo)
+    R.exitEvent(E.Cpu, {E.InterruptionInfo, E.InterruptionErrorCode, E.IdtVectoringInfo,
+                        E.IdtVectoringErrorCode, E.InstructionInfo});
+  if (E.GuestLinearValid || E.GuestPhysicalValid)
+    R.exitAddr(E.Cpu, uint32_t(E.GuestLinearValid) | uint32_t(E.GuestPhysicalValid) << 1,
+               E.GuestLinearAddress, E.GuestPhysicalAddress);
+  // Without slot watching, GT_VMEXIT_REGS after the exits that take operands there; with
+  // it, the register file (trace/events.def, GT_GPR).
+  if (!Mem) {
+    if (trace::exitHasRegs(E.Reason))
+      R.exitRegs(E.Cpu, {E.Gpr[0], E.Gpr[1], E.Gpr[2]});
+    return;
+  }
+  if (!C.unchanged(E.Gpr)) {
+    recordRegs(E.Cpu, C, E.Gpr, true);
+    recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
+  }
   if (E.ActivityState) // no GT_ACTIVITY means active (trace/events.def)
     R.activity(E.Cpu, E.ActivityState);
 }
 
 void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
-  R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
-  if (!Mem)
-    return;
   CpuRegs &C = regsOf(E.Cpu);
-  recordRegs(E.Cpu, C, E.Gpr, false);
-  recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
+  // GT_RESUME for the entry its CPU's last GT_EXIT implies (trace/events.def), else
+  // GT_VMENTRY with every field.
+  if (C.ResumeOpen && !E.IsLaunch && !(E.InjectedInfo | E.InjectedErrorCode) &&
+      E.Rip == C.ResumeRip) [[likely]]
+    R.resume(E.Cpu, E.Tsc);
+  else
+    R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
+  C.ResumeOpen = false;
+  if (Mem && !C.unchanged(E.Gpr)) [[unlikely]] {
+    recordRegs(E.Cpu, C, E.Gpr, false);
+    recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
+  }
   C.CrGpr = -1;
 }
 
@@ -139,6 +170,7 @@ void GroundTruthLink::watchedStore(const WatchedStoreEvent &E) {
 }
 
 void GroundTruthLink::vmEntryFailure(const VmEntryFailureEvent &E) {
+  regsOf(E.Cpu).ResumeOpen = false; // GT_RESUME: only the first attempt after an exit
   R.vmEntryFailure(E.Cpu, E.Tsc, uint32_t(E.Outcome), E.Number, E.CheckId, E.Qualification);
 }
 
@@ -168,6 +200,7 @@ void GroundTruthLink::save(SnapshotWriter &W) const {
       W.u64(V);
     W.u64(C.Known);
     W.io(C.CrGpr);
+    W.all(C.ResumeRip, C.ResumeOpen);
   }
 }
 
@@ -191,6 +224,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
       V = R.u64();
     C.Known = uint16_t(R.u64());
     R.io(C.CrGpr);
+    R.all(C.ResumeRip, C.ResumeOpen);
     if (C.CrGpr < -1 || C.CrGpr > 15) {
       R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
       C.CrGpr = -1;

@@ -35,14 +35,14 @@ public:
   /// False (nothing watched, nothing written) for any other header.
   bool watchSlotTable(PhysMem &Mem, std::span<Cpu *const> Cpus, uint64_t TablePa);
 
-  /// Snapshot: the published slot arrays, the registers last recorded and the open
-  /// CR-access exits (the watches themselves are PhysMem's; the table address is the
+  /// Snapshot: the published slot arrays, the registers last recorded, the open
+  /// CR-access exits and the RIPs a GT_RESUME would stand for (the watches themselves are PhysMem's; the table address is the
   /// image's).
   void save(SnapshotWriter &W) const;
   void load(SnapshotReader &R);
 
 private:
-  /// With slot watching, per CPU: the general registers as its last GT_VMEXIT_REGS,
+  /// Per CPU: what a GT_RESUME would stand for; with slot watching, also the general registers as its last GT_VMEXIT_REGS,
   /// GT_VMENTRY_REGS and GT_GPR records left them (trace/events.def: a register is
   /// recorded only when it differs from that, or was never recorded), and the register
   /// of its open CR-access exit.
@@ -50,12 +50,22 @@ private:
     uint64_t Value[16] = {};
     uint16_t Known = 0; ///< bit n: register n was recorded
     int CrGpr = -1;     ///< the register of the open CR-access exit, or -1
+    /// The RIP a GT_RESUME would stand for (trace/events.def: its last exit's rip +
+    /// len), while its next entry attempt is the first after that exit (ResumeOpen).
+    uint64_t ResumeRip = 0;
+    bool ResumeOpen = false;
     bool differs(unsigned Reg, uint64_t V) const {
       return !(Known >> Reg & 1) || Value[Reg] != V;
     }
     void set(unsigned Reg, uint64_t V) {
       Value[Reg] = V;
       Known = uint16_t(Known | 1u << Reg);
+    }
+    /// Nothing to record at a transition: RAX, RCX, RDX and RBX are as last recorded and
+    /// no CR access's register (4-15) is open.
+    bool unchanged(const uint64_t *Gpr) const {
+      return (Known & 15) == 15 && Value[0] == Gpr[0] && Value[1] == Gpr[1] &&
+             Value[2] == Gpr[2] && Value[3] == Gpr[3] && CrGpr < 4;
     }
   };
   CpuRegs &regsOf(unsigned Cpu) {
@@ -64,6 +74,9 @@ private:
     return Regs[Cpu];
   }
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
+  /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
+  /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
+  void exitDetails(const VmExitEvent &E, CpuRegs &C);
   /// GT_VMEXIT_REGS (AtExit) or GT_VMENTRY_REGS when one of RAX, RCX, RDX differs.
   void recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, bool AtExit);
   /// GT_GPR for RBX and for ExtraReg (>= 4), each when it differs.

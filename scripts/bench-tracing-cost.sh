@@ -8,6 +8,7 @@
 #   gt     trace=0, --trace-ground-truth FILE (the emulator records every exit and entry)
 #   rings  trace=1 (the hypervisor traces every exit into its ring), --xentrace /dev/null
 #   all    trace=1, --xentrace FILE and --trace-ground-truth FILE
+# Each run writes new files (the previous round's are removed before it, untimed).
 # with the ratios gt/off (the emulator's ground truth) and all/rings (writing both files).
 #   scripts/bench-tracing-cost.sh [BUILD_DIR] [ITERS] [ROUNDS]   (build-bench 500000 7)
 set -euo pipefail
@@ -24,8 +25,11 @@ for ((R = 0; R < Rounds; ++R)); do
     case $V in
     gt) Args=(--trace-ground-truth "$Work/gt.xt") ;;
     rings) Args=(--xentrace /dev/null) Trace=1 ;;
-    all) Args=(--xentrace "$Work/hv.xt" --trace-ground-truth "$Work/gt.xt") Trace=1 ;;
+    all) Args=(--xentrace "$Work/hv.xt" --trace-ground-truth "$Work/all-gt.xt") Trace=1 ;;
     esac
+    # Every run writes new files: truncating the previous round's (0.7 GB for all's ground
+    # truth) would charge the freeing of its pages to the run measured.
+    rm -f "$Work/gt.xt" "$Work/hv.xt" "$Work/all-gt.xt"
     /usr/bin/time -f "$V %U %S" "$Vmxsim" run -q --append "iters=$Iters trace=$Trace" \
       "${Args[@]}" "$Image" >/dev/null 2>>"$Work/times" || true
   done

@@ -40,8 +40,9 @@ inline constexpr char kSnapshotMagic[8] = {'V', 'M', 'X', 'S', 'N', 'A', 'P', '\
 /// IGNNE#. Version 3: the machine's stop latch keeps the name of an unimplemented
 /// feature that stopped the run. Version 4: the ground truth's link keeps, per CPU, the
 /// registers it last recorded (GT_GPR is written only for a register that changed).
+/// Version 5: it also keeps, per CPU, the RIP a GT_RESUME would stand for.
 /// Bump it with every change of any component's fields; older versions are refused.
-inline constexpr uint32_t kSnapshotFormatVersion = 4;
+inline constexpr uint32_t kSnapshotFormatVersion = 5;
 inline constexpr size_t kSnapshotHeaderBytes = 24;
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as iSCSI and ext4 use it:

@@ -3,6 +3,7 @@
 #include "trace/dump.h"
 #include "trace/events.h"
 #include "trace/exit_operands.h"
+#include "trace/gt_records.h"
 #include "trace/slot_layout.h"
 
 #include <fmt/format.h>
@@ -89,7 +90,7 @@ struct GtEvent {
   uint64_t Gpa = 0;                   ///< GT_VMEXIT_ADDR's guest-physical address (0 without)
   uint32_t Activity = 0;              ///< GT_ACTIVITY's state
   bool HasActivity = false;           ///< a GT_ACTIVITY followed the exit, or slot watching is on (none: active)
-  uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY
+  uint32_t InjInfo = 0, InjErr = 0;   ///< GT_VMENTRY (GT_RESUME: 0)
   /// GT_GPR records that followed it: RAX, RCX, RDX, RBX (registers 0-3) in Gpr[0..3],
   /// any other register (a CR access's) in Gpr[4] with its number in ExtraReg.
   uint64_t Gpr[5] = {};
@@ -432,28 +433,50 @@ private:
           return true;
         }
         break;
-      case XT_EV_GtVmExit:
-        if (R.NumWords >= 7) {
+      case XT_EV_GtExit:
+      case XT_EV_GtVmExit: {
+        GtExitFields X;
+        if (gtExit(R.Event, R.NumWords, [&](unsigned I) { return R.word(I); }, X)) {
           GtEvent &E = Q.hold();
           E.Rec.set(R, N);
           E.IsExit = true;
           // With slot watching, no GT_ACTIVITY after the exit means active (state 0).
           E.HasActivity = Strict;
-          E.Reason = R.word(1);
-          E.Rip = R.quad(2);
-          E.Qual = R.quad(4);
+          E.Reason = X.Reason;
+          E.Rip = X.Rip;
+          E.Qual = X.Qual;
+          Regs[N].ResumeRip = X.resumeRip();
+          Regs[N].ResumeOpen = true;
         }
         break;
-      case XT_EV_GtVmEntry:
-        if (R.NumWords >= 6) {
+      }
+      case XT_EV_GtResume:
+        // The entry the CPU's last exit implies (trace/events.def): only right after one.
+        if (!Regs[N].ResumeOpen) {
+          GtRecord G{};
+          G.set(R, N);
+          fail(fmt::format("ground truth: cpu{}: {} at offset {:#x} follows no VM exit of "
+                           "its CPU (a broken file)",
+                           N, formatRecord(R.Full ? *R.Full : G.record(), 0), R.Offset));
+          Res.ReadError = true;
+          return false;
+        }
+        [[fallthrough]];
+      case XT_EV_GtVmEntry: {
+        GtEntryFields F;
+        if (gtEntry(R.Event, R.NumWords, [&](unsigned I) { return R.word(I); },
+                    Regs[N].ResumeRip, F)) {
           GtEvent &E = Q.hold();
           E.Rec.set(R, N);
-          E.Rip = R.quad(1);
-          E.InjInfo = R.word(4);
-          E.InjErr = R.word(5);
+          E.Rip = F.Rip;
+          E.InjInfo = F.InjInfo;
+          E.InjErr = F.InjErr;
         }
+        Regs[N].ResumeOpen = false;
         break;
+      }
       case XT_EV_GtVmEntryFail:
+        Regs[N].ResumeOpen = false;
         if (R.NumWords >= 3) {
           GtEvent &E = Q.hold();
           E.Rec.set(R, N);
@@ -1576,6 +1599,9 @@ private:
     uint64_t Value[16] = {};
     uint16_t Known = 0; ///< bit n: register n was recorded
     int CrReg = -1;
+    /// The RIP a GT_RESUME stands for, while it may come (right after an exit).
+    uint64_t ResumeRip = 0;
+    bool ResumeOpen = false;
     void set(unsigned Reg, uint64_t V) {
       Value[Reg] = V;
       Known = uint16_t(Known | 1u << Reg);

@@ -1,10 +1,12 @@
 // `vmxsim trace check HV GT`: every VM exit and VM entry a hypervisor recorded in its
 // own XenTrace file (Xen's records: VMX_EXIT/VMX_EXIT64, handler records, VMENTRY) is
-// checked against vmxsim's ground truth of the same run (GT_VMEXIT, GT_VMENTRY,
-// GT_VMENTRY_FAIL; trace/ground_truth.h), CPU by CPU, record by record.
+// checked against vmxsim's ground truth of the same run (GT_EXIT, GT_RESUME, GT_VMENTRY,
+// GT_VMENTRY_FAIL, and GT_VMEXIT in a ground truth written before 2026-12-03; both forms
+// of a transition read the same, trace/gt_records.h), CPU by CPU, record by record. A
+// GT_RESUME that follows no VM exit of its CPU is a broken ground truth (status 2).
 //
-// Pairing, per CPU: the k-th VMX_EXIT(64) is the k-th GT_VMEXIT; the k-th VMENTRY is the
-// k-th VM-entry attempt (GT_VMENTRY, or GT_VMENTRY_FAIL). Both traces must hold the
+// Pairing, per CPU: the k-th VMX_EXIT(64) is the k-th GT_EXIT; the k-th VMENTRY is the
+// k-th VM-entry attempt (GT_RESUME, GT_VMENTRY, or GT_VMENTRY_FAIL). Both traces must hold the
 // same number of each. For every pair:
 // - exit: the same full exit-reason field (bit 31 included) and the same guest RIP
 //   (VMX_EXIT carries RIP bits 0-31 only); the hypervisor's TSC is not before the
@@ -17,7 +19,7 @@
 //   IOPORT_READ/WRITE's port and direction, CR_READ/CR_WRITE's CR number, LMSW/CLTS's
 //   access type.
 // A xen-3.0 trace (docs/trace-flavours.md) is paired the same way: the k-th VMX_VMEXIT
-// with the k-th GT_VMEXIT (its five items must be 0; its TSC not before the exit), the
+// with the k-th GT_EXIT (its five items must be 0; its TSC not before the exit), the
 // k-th VMX_VMENTRY with the k-th entry attempt (TSC not after it). The exit's data
 // arrives with the entry record after it: slot 0 must be the ground truth's full
 // exit-reason field, and the slots this core derives from the exit qualification must
@@ -67,8 +69,8 @@
 // beyond the pairing above, per CPU:
 // - TSCs are exact. Each timed record carries the value one root-mode RDTSC returned,
 //   taken in order between the CPU's transitions: a VMX_EXIT64 / TRC_VMX_VMEXIT the
-//   first RDTSC after its GT_VMEXIT whose value is its TSC, a VMENTRY / TRC_VMX_VMENTRY
-//   the last one before its GT_VMENTRY (no RDTSC may be left between it and the entry),
+//   first RDTSC after its GT_EXIT whose value is its TSC, a VMENTRY / TRC_VMX_VMENTRY
+//   the last one before its GT_RESUME / GT_VMENTRY (no RDTSC may be left between it and the entry),
 //   a RUNSTATE record (this core's d1v<cpu>, launch and guest end) one between. The
 //   RDTSCs skipped on the way are the hypervisor's own reads of the TSC (the core's
 //   virtual timer). The virtual TSC differs at every RDTSC of a CPU, so the value names
@@ -131,7 +133,7 @@ struct LagStats {
 struct CpuCheck {
   uint16_t Cpu = 0;
   uint64_t Exits = 0, Entries = 0, HandlerRecords = 0;
-  LagStats ExitLag;    ///< TSC(VMX_EXIT) - TSC(GT_VMEXIT)
+  LagStats ExitLag;    ///< TSC(VMX_EXIT) - TSC(GT_EXIT)
   LagStats EntryLead;  ///< TSC(GT entry attempt) - TSC(VMENTRY)
 };
 

@@ -4,6 +4,7 @@
 #include "trace/events.h"
 #include "trace/exit_operands.h"
 #include "trace/ground_truth.h"
+#include "trace/gt_records.h"
 
 #include <fmt/format.h>
 
@@ -58,6 +59,7 @@ struct GtCpu {
   std::vector<size_t> EntryAfterExit;
   /// For each entry: the index of the last exit before it + 1 (0: none).
   std::vector<size_t> ExitsBeforeEntry;
+  uint64_t ResumeRip = 0; ///< what a GT_RESUME after the last exit stands for
 };
 
 class KvmChecker {
@@ -158,14 +160,19 @@ private:
                    : &G.Exits.back();
       };
       switch (R.Event) {
+      case XT_EV_GtExit:
       case XT_EV_GtVmExit: {
+        GtExitFields X;
+        if (!gtExitOf(R, X))
+          break;
         GtTrans T;
         T.IsExit = true;
         T.Tsc = R.Tsc;
         T.Offset = R.Offset;
-        T.Reason = R.Words[1];
-        T.Rip = word64(R, 2);
-        T.Qual = word64(R, 4);
+        T.Reason = X.Reason;
+        T.Rip = X.Rip;
+        T.Qual = X.Qual;
+        G.ResumeRip = X.resumeRip();
         G.Exits.push_back(T);
         G.EntryAfterExit.push_back(G.Entries.size());
         break;
@@ -187,15 +194,24 @@ private:
             T->Regs[I] = word64(R, 2 * I);
         }
         break;
+      case XT_EV_GtResume:
       case XT_EV_GtVmEntry:
       case XT_EV_GtVmEntryFail: {
         GtTrans T;
         T.IsFail = R.Event == XT_EV_GtVmEntryFail;
         T.Tsc = R.Tsc;
         T.Offset = R.Offset;
-        if (!T.IsFail) {
-          T.Rip = word64(R, 1);
-          T.InjInfo = R.Words[4];
+        // GT_RESUME: the entry its CPU's last exit implies, only right after one.
+        if (R.Event == XT_EV_GtResume && !lastExit()) {
+          readError(fmt::format("ground truth: cpu{}: {} at offset {:#x} follows no VM exit "
+                                "of its CPU (a broken file)",
+                                R.Cpu, recordText(R), R.Offset));
+          return false;
+        }
+        GtEntryFields F;
+        if (!T.IsFail && gtEntryOf(R, G.ResumeRip, F)) {
+          T.Rip = F.Rip;
+          T.InjInfo = F.InjInfo;
         }
         G.Entries.push_back(T);
         G.ExitsBeforeEntry.push_back(G.Exits.size());

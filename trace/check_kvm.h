@@ -3,9 +3,9 @@
 // here): every kvm_exit and kvm_entry and KVM's handler events checked against vmxsim's
 // ground truth of the same run, CPU by CPU (ftrace's CPU number is vmxsim's CPU).
 //
-// Pairing, per CPU: the k-th kvm_exit (VMX_EXIT64 + KVM_EXIT_INFO) is the k-th GT_VMEXIT,
-// the k-th kvm_entry (VMENTRY + KVM_ENTRY_INFO) the k-th VM-entry attempt (GT_VMENTRY or
-// GT_VMENTRY_FAIL); both files must hold the same number of each. Exact (equal words):
+// Pairing, per CPU: the k-th kvm_exit (VMX_EXIT64 + KVM_EXIT_INFO) is the k-th GT_EXIT,
+// the k-th kvm_entry (VMENTRY + KVM_ENTRY_INFO) the k-th VM-entry attempt (GT_RESUME,
+// GT_VMENTRY or GT_VMENTRY_FAIL); both files must hold the same number of each. Exact (equal words):
 // - kvm_exit: the full exit reason, the guest RIP, info1 = the exit qualification, info2 =
 //   the IDT-vectoring information, intr_info = the VM-exit interruption information and
 //   error_code = its error code when intr_info says one was delivered (valid, bit 31, and
@@ -70,7 +70,7 @@ struct KvmCycles {
 struct KvmCpuCheck {
   uint16_t Cpu = 0;
   uint64_t Exits = 0, Entries = 0, Handlers = 0;
-  KvmCycles ExitLag;   ///< TSC(kvm_exit) - TSC(GT_VMEXIT)
+  KvmCycles ExitLag;   ///< TSC(kvm_exit) - TSC(GT_EXIT)
   KvmCycles EntryLead; ///< TSC(GT entry attempt) - TSC(kvm_entry)
 };
 

@@ -17,19 +17,25 @@ void GroundTruthRecorder::vmExit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, ui
                                  uint64_t Qualification, uint32_t InstructionLength,
                                  const uint32_t (&Event)[5], uint32_t AddrValid, uint64_t Gla,
                                  uint64_t Gpa, const uint64_t (&Regs)[3], bool RegsByReason) {
-  const uint32_t Exit[7] = {Cpu,     Reason, lo(Rip), hi(Rip), lo(Qualification),
-                            hi(Qualification), InstructionLength};
-  W.recordTsc(Cpu, XT_EV_GtVmExit, Tsc, Exit);
+  exit(Cpu, Tsc, Reason, Rip, Qualification, InstructionLength);
+  exitEvent(Cpu, Event);
+  exitAddr(Cpu, AddrValid, Gla, Gpa);
+  if (RegsByReason && exitHasRegs(Reason))
+    exitRegs(Cpu, Regs);
+}
+
+void GroundTruthRecorder::exitEvent(unsigned Cpu, const uint32_t (&Event)[5]) {
   // Only when it says something: most exits (CPUID, VMCALL, I/O, MSR, CR, HLT) have all
   // five fields 0, and a missing record means exactly that. A fifth fewer bytes per exit.
   if (Event[0] | Event[1] | Event[2] | Event[3] | Event[4])
     W.record(Cpu, XT_EV_GtVmExitEvent, Event);
-  if (AddrValid) {
-    const uint32_t Addr[5] = {AddrValid, lo(Gla), hi(Gla), lo(Gpa), hi(Gpa)};
+}
+
+void GroundTruthRecorder::exitAddr(unsigned Cpu, uint32_t Valid, uint64_t Gla, uint64_t Gpa) {
+  if (Valid) {
+    const uint32_t Addr[5] = {Valid, lo(Gla), hi(Gla), lo(Gpa), hi(Gpa)};
     W.record(Cpu, XT_EV_GtVmExitAddr, Addr);
   }
-  if (RegsByReason && exitHasRegs(Reason))
-    exitRegs(Cpu, Regs);
 }
 
 void GroundTruthRecorder::exitRegs(unsigned Cpu, const uint64_t (&Regs)[3]) {

@@ -28,7 +28,21 @@ class GroundTruthRecorder {
 public:
   explicit GroundTruthRecorder(TraceWriter &W) : W(W) {}
 
-  /// GT_VMEXIT {cpu, reason, rip, qual, len}; GT_VMEXIT_EVENT with Event = {interruption
+  /// GT_EXIT {reason, rip, len, qual in 0 to 2 words} alone (exitEvent, exitAddr and
+  /// exitRegs follow it when they are due; vmExit below decides that itself).
+  void exit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip, uint64_t Qualification,
+            uint32_t InstructionLength) {
+    const uint32_t Words[6] = {Reason, uint32_t(Rip), uint32_t(Rip >> 32), InstructionLength,
+                               uint32_t(Qualification), uint32_t(Qualification >> 32)};
+    W.recordTsc(Cpu, XT_EV_GtExit, Tsc, Words,
+                Qualification >> 32 ? 6u : uint32_t(Qualification) ? 5u : 4u);
+  }
+  /// GT_VMEXIT_EVENT {intr_info, intr_err, idtv_info, idtv_err, insn_info}: after exit,
+  /// only when one of them is not 0.
+  void exitEvent(unsigned Cpu, const uint32_t (&Event)[5]);
+  /// GT_VMEXIT_ADDR {valid, gla, gpa}: after exit (and exitEvent), only when Valid is not 0.
+  void exitAddr(unsigned Cpu, uint32_t Valid, uint64_t Gla, uint64_t Gpa);
+  /// exit; GT_VMEXIT_EVENT with Event = {interruption
   /// information, its error code, IDT-vectoring information, its error code, instruction
   /// information} unless all five are 0 (a missing record means exactly that); and
   /// GT_VMEXIT_ADDR {valid, gla, gpa} when AddrValid (bit 0 linear, bit 1 physical) is
@@ -44,6 +58,9 @@ public:
   /// GT_VMENTRY {cpu, rip, launch, inj_info, inj_err}.
   void vmEntry(unsigned Cpu, uint64_t Tsc, uint64_t Rip, bool IsLaunch, uint32_t InjectedInfo,
                uint32_t InjectedError);
+  /// GT_RESUME: the VM entry that GT_VMENTRY {cpu, rip + len of this CPU's last GT_EXIT,
+  /// 0, 0, 0} would say, written by the caller only as the first entry attempt after it.
+  void resume(unsigned Cpu, uint64_t Tsc) { W.recordTsc(Cpu, XT_EV_GtResume, Tsc, nullptr, 0); }
   /// GT_VMENTRY_FAIL {cpu, outcome, number, check, qual}.
   void vmEntryFailure(unsigned Cpu, uint64_t Tsc, uint32_t Outcome, uint32_t Number,
                       uint32_t CheckId, uint64_t Qualification);

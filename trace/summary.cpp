@@ -7,6 +7,7 @@
 #include "trace/summary.h"
 
 #include "trace/events.h"
+#include "trace/gt_records.h"
 
 #include <fmt/format.h>
 
@@ -210,18 +211,20 @@ public:
       if (R.NumWords >= 1)
         setRunning(C, R.Words[0]);
       return;
-    case XT_EV_GtVmExit:
+    case XT_EV_GtExit:
+    case XT_EV_GtVmExit: {
       SawGt = true;
-      if (R.NumWords >= 2) {
-        const uint32_t Reason = R.Words[1] & kBasicReasonMask;
+      GtExitFields X;
+      if (gtExitOf(R, X)) {
+        const uint32_t Reason = X.Reason & kBasicReasonMask;
         openExit(C.Gt, gtPair(C, R.Cpu), Reason, R.Tsc);
-        if (Reason == kReasonIoInstruction && R.NumWords >= 5) {
-          const uint64_t Qual = R.Words[4] | (R.NumWords >= 6 ? uint64_t(R.Words[5]) << 32 : 0);
-          access(C.Gt.ExitPair->Ports, C.Gt.Port, uint32_t(Qual >> kIoQualPortShift) & 0xffff,
-                 !(Qual & kIoQualIn));
-        }
+        if (Reason == kReasonIoInstruction)
+          access(C.Gt.ExitPair->Ports, C.Gt.Port, uint32_t(X.Qual >> kIoQualPortShift) & 0xffff,
+                 !(X.Qual & kIoQualIn));
       }
       return;
+    }
+    case XT_EV_GtResume:
     case XT_EV_GtVmEntry:
       SawGt = true;
       closeExit(C.Gt, R.Tsc);

@@ -7,9 +7,9 @@
 //   exit = TSC(VMENTRY) - TSC(VMX_EXIT) (format doc, sections 6-8). The vCPU is the one
 //   the last runstate record made running on that CPU (section 5); with no runstate
 //   record, vCPU "d?v<cpu>" (unknown domain).
-// - vmxsim's ground truth (class 0x400): an exit is GT_VMEXIT and the next GT_VMENTRY or
-//   GT_VMENTRY_FAIL of the same CPU; the vCPU is the CPU (one guest per logical
-//   processor).
+// - vmxsim's ground truth (class 0x400): an exit is GT_EXIT (GT_VMEXIT) and the next
+//   GT_RESUME, GT_VMENTRY or GT_VMENTRY_FAIL of the same CPU; the vCPU is the CPU (one
+//   guest per logical processor).
 // - a xen-3.0 trace (docs/trace-flavours.md): an exit is VMX_VMEXIT (0x00081001) and the
 //   next VMX_VMENTRY (0x00081002) on the same CPU; the reason is slot 0 of that entry
 //   record, ports (reason 30: slot 1, slot 2 = 1 for IN) and MSRs (31/32: slot 1) come

@@ -2,6 +2,7 @@
 
 #include "cpu/vmx/exit_qualification.h"
 #include "trace/dump.h"
+#include "trace/gt_records.h"
 #include "trace/vmx_names.h"
 #include "trace/xentrace.h"
 
@@ -47,14 +48,18 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
   for (size_t I = 0; I < R.size(); ++I) {
     const trace::TraceRecord &Rec = R[I];
     switch (Rec.Event) {
+    case XT_EV_GtExit:
     case XT_EV_GtVmExit: {
+      trace::GtExitFields X;
+      if (!trace::gtExitOf(Rec, X))
+        break;
       ExitInfo E;
-      E.Cpu = Rec.Words[0];
+      E.Cpu = Rec.Cpu;
       E.Tsc = Rec.Tsc;
-      E.Reason = Rec.Words[1];
-      E.Rip = words64(Rec, 2);
-      E.Qualification = words64(Rec, 4);
-      E.InstructionLength = Rec.Words[6];
+      E.Reason = X.Reason;
+      E.Rip = X.Rip;
+      E.Qualification = X.Qual;
+      E.InstructionLength = X.Len;
       if (auto It = Regs.find(E.Cpu); Watched && It != Regs.end()) {
         E.HasRegs = true;
         E.Rax = It->second.V[0];
@@ -105,14 +110,24 @@ GroundTruth::GroundTruth(std::vector<trace::TraceRecord> In)
         E.Rdx = words64(Rec, 4);
       }
       break;
+    case XT_EV_GtResume:
     case XT_EV_GtVmEntry: {
+      // GT_RESUME: the entry the CPU's open exit implies (trace/events.def).
+      const auto Open = OpenHandler.find(Rec.Cpu);
+      const uint64_t ResumeRip =
+          Open == OpenHandler.end()
+              ? 0
+              : Exits[Open->second].Rip + Exits[Open->second].InstructionLength;
+      trace::GtEntryFields F;
+      if (!trace::gtEntryOf(Rec, ResumeRip, F))
+        break;
       EntryInfo E;
-      E.Cpu = Rec.Words[0];
+      E.Cpu = Rec.Cpu;
       E.Tsc = Rec.Tsc;
-      E.Rip = words64(Rec, 1);
-      E.Launch = Rec.Words[3];
-      E.InjectedInfo = Rec.Words[4];
-      E.InjectedErrorCode = Rec.Words[5];
+      E.Rip = F.Rip;
+      E.Launch = F.Launch;
+      E.InjectedInfo = F.InjInfo;
+      E.InjectedErrorCode = F.InjErr;
       E.Source = Recs;
       E.Record = I;
       Entries.push_back(E);

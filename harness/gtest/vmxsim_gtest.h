@@ -38,8 +38,8 @@ namespace vmxsim::testing {
 using Records = std::shared_ptr<const std::vector<trace::TraceRecord>>;
 
 /// One VM exit: the exit information fields as the processor recorded them (the ground
-/// truth's GT_VMEXIT, GT_VMEXIT_EVENT, GT_VMEXIT_ADDR and GT_VMEXIT_REGS records, or the
-/// current VMCS: lastExit).
+/// truth's GT_EXIT or GT_VMEXIT, GT_VMEXIT_EVENT, GT_VMEXIT_ADDR and GT_VMEXIT_REGS
+/// records, or the current VMCS: lastExit).
 struct ExitInfo {
   unsigned Cpu = 0;
   uint64_t Tsc = 0;
@@ -60,13 +60,13 @@ struct ExitInfo {
   /// none when no entry followed).
   std::optional<uint64_t> HandlerCycles;
   /// Where it came from, for failure messages: the records and the index of its
-  /// GT_VMEXIT among them (none for lastExit).
+  /// GT_EXIT (GT_VMEXIT) among them (none for lastExit).
   Records Source;
   size_t Record = 0;
   uint32_t basicReason() const { return Reason & 0xffff; }
 };
 
-/// One VM entry (GT_VMENTRY).
+/// One VM entry (GT_VMENTRY, or GT_RESUME: the entry its CPU's last exit implies).
 struct EntryInfo {
   unsigned Cpu = 0;
   uint64_t Tsc = 0;

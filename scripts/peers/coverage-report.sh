@@ -61,11 +61,16 @@ for Run in "vmx_e2e|" "vmx_bench|iters=1000"; do
   Name=${Run%%|*} Cmdline=${Run#*|}
   runGuest "$Name" "$Build/hvm/$Name.elf" "$Cmdline" --trace-ground-truth "$Work/$Name.gt" >/dev/null
   "$Vmxsim" trace dump "$Work/$Name.gt" | awk -v Run="$Name" '
-    $4 == "GT_VMEXIT" {
+    # GT_EXIT leaves off a qualification of 0 and its high half when 0 (trace/events.def);
+    # GT_VMEXIT is the layout before it.
+    $4 == "GT_EXIT" || $4 == "GT_VMEXIT" {
+      Q = "0x0"; Hi = "0x0"
       for (I = 5; I <= NF; ++I) {
         if ($I ~ /^reason=/) { R = substr($I, 8); sub(/\(.*/, "", R); Fail = ($I ~ /EntryFailure/) }
         if ($I ~ /^qual=/) Q = substr($I, 6)
+        if ($I ~ /^qual_hi=/) Hi = substr($I, 9)
       }
+      if (Hi != "0x0") { L = substr(Q, 3); while (length(L) < 8) L = "0" L; Q = Hi L }
       print Run, "EXIT", R, Q, Fail
     }
     $4 == "GT_VMENTRY_FAIL" {

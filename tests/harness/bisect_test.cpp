@@ -89,11 +89,9 @@ TEST(Bisect, AnInjectedDivergenceIsFoundAtTheNextExitWithBothStates) {
   EXPECT_EQ(R.Out.substr(0, R.Out.find("registers of CPU 0")),
             "bisect: A and B diverge at VM exit 10 of CPU 0 (the first difference: record 24 "
             "of CPU 0, counted from 0)\n"
-            "  A record: CPU0 294254 +329 GT_VMENTRY cpu=0 rip=0x109610 launch=0 inj_info=0x0 "
-            "inj_err=0x0\n"
+            "  A record: CPU0 294254 +329 GT_RESUME\n"
             "  B record: (none: B has 24 records of CPU 0)\n"
-            "  A exit 10: CPU0 294277 +23 GT_VMEXIT cpu=0 reason=10(Cpuid) rip=0x109607 "
-            "qual=0x0 len=2\n"
+            "  A exit 10: CPU0 294277 +23 GT_EXIT reason=10(Cpuid) rip=0x109607 len=2\n"
             "  B exit 10: (none: CPU 0 made 9 VM exits)\n"
             "A: re-run from snapshot A-8.snap (after VM exit 8 of all CPUs) to VM exit 10 of "
             "CPU 0\n"
@@ -142,10 +140,8 @@ TEST(Bisect, TwoVmxProfilesDiverge) {
             "CPU 0, counted from 0)\n"
             "  A record: CPU0 532666 +532666 GT_SLOT_PUBLISH owner=0 slots_pa=0x1bf000\n"
             "  B record: CPU0 528240 +528240 GT_SLOT_PUBLISH owner=0 slots_pa=0x1bf000\n"
-            "  A exit 1: CPU0 545186 +41 GT_VMEXIT cpu=0 reason=10(Cpuid) rip=0x109ee8 qual=0x0 "
-            "len=2\n"
-            "  B exit 1: CPU0 538376 +41 GT_VMEXIT cpu=0 reason=10(Cpuid) rip=0x109ee8 qual=0x0 "
-            "len=2\n"
+            "  A exit 1: CPU0 545186 +41 GT_EXIT reason=10(Cpuid) rip=0x109ee8 len=2\n"
+            "  B exit 1: CPU0 538376 +41 GT_EXIT reason=10(Cpuid) rip=0x109ee8 len=2\n"
             "A: re-run from the start to VM exit 1 of CPU 0\n"
             "B: re-run from the start to VM exit 1 of CPU 0\n");
   // Fields minimal does not have are '-'; EPT is on under full only.
@@ -187,8 +183,7 @@ TEST(Bisect, SideBCanBeAGroundTruthFileOrAnotherBinary) {
              "/vmxsim --b '" + Bench + " --append iters=10 --set-at-exit 9:rax=1' --last-insns 1");
   ASSERT_EQ(R.Status, 1) << R.Err;
   EXPECT_EQ(lineStarting(R.Out, "  A exit 10: "),
-            "  A exit 10: CPU0 294277 +23 GT_VMEXIT cpu=0 reason=10(Cpuid) rip=0x109607 "
-            "qual=0x0 len=2");
+            "  A exit 10: CPU0 294277 +23 GT_EXIT reason=10(Cpuid) rip=0x109607 len=2");
   EXPECT_EQ(lineStarting(R.Out, "B: "), "B: a trace, not a run here: only its records are known");
   std::remove(Gt.c_str());
 }
@@ -346,8 +341,8 @@ TEST(Bisect, ABochsCaptureOfMixedAgainstTheSameImage) {
             "    CPU1 233150675 +240 VMX_EXIT64 reason=30(IoInstruction) rip=0x1093c2\n"
             "    CPU1 233150675 - IOPORT_READ port=0x3fd data=0x60\n"
             "    CPU1 233151060 +385 VMENTRY\n"
-            "  A exit 1 in its ground truth: CPU1 547077 +66 GT_VMEXIT cpu=1 "
-            "reason=30(IoInstruction) rip=0x1098d2 qual=0x3fd0008 len=1\n"
+            "  A exit 1 in its ground truth: CPU1 547077 +66 GT_EXIT "
+            "reason=30(IoInstruction) rip=0x1098d2 len=1 qual=0x3fd0008\n"
             "A: re-run from the start to VM exit 1 of CPU 1\n"
             "B: a hypervisor trace (" +
                 bochsTrace() +
@@ -390,8 +385,8 @@ TEST(Bisect, AnExitChangedInAnImportedTraceIsFoundThere) {
             "  B exit 150:\n"
             "    CPU1 1425753 +548 VMX_EXIT64 reason=10(Cpuid) rip=0x109b18\n"
             "    CPU1 1426121 +368 VMENTRY\n"
-            "  A exit 150 in its ground truth: CPU1 1425455 +24 GT_VMEXIT cpu=1 "
-            "reason=55(Xsetbv) rip=0x109b18 qual=0x0 len=3\n"
+            "  A exit 150 in its ground truth: CPU1 1425455 +24 GT_EXIT "
+            "reason=55(Xsetbv) rip=0x109b18 len=3\n"
             "A: re-run from the start to VM exit 150 of CPU 1\n");
   EXPECT_EQ(lineStarting(R.Out, "  ExitReason "), "  ExitReason                               0x37");
   // Without --ignore-tsc too (the clocks agree): the same exit.

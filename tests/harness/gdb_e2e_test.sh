@@ -99,9 +99,9 @@ example)
   grep -Eq '^ground truth: the last 2 of [0-9]+ records$' "$out" &&
     grep -Eq '^hypervisor trace: the last 2 of [0-9]+ records$' "$out" ||
     fail "monitor trace 2 did not show both traces"
-  # The ground truth's first exit (trace dump: "CPU0 <tsc> <delta> GT_VMEXIT reason=N(...)").
+  # The ground truth's first exit (trace dump: "CPU0 <tsc> <delta> GT_EXIT reason=N(...)").
   first=$("$vmxsim" trace dump "$tmp/gt.gdb.xt" |
-          sed -n 's/.* GT_VMEXIT .*reason=\([0-9]*\).*/\1/p' | head -n 1)
+          sed -n 's/.* GT_EXIT .*reason=\([0-9]*\).*/\1/p' | head -n 1)
   [ -n "$first" ] || fail "no exit in the ground truth"
   [ $((reason & 0xffff)) -eq "$first" ] ||
     fail "gdb read exit reason $reason, the ground truth's first exit is $first"

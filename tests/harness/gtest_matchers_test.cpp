@@ -133,10 +133,9 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "Ground-truth records:\n"
             "  #87 CPU0 402113 +0 GT_SLOT_STORE cpu=0 owner=0 slot=3 value=0x0 rip=0x1083ed\n"
             "  #88 CPU0 402114 +1 GT_SLOT_STORE cpu=0 owner=0 slot=4 value=0x0 rip=0x1083f8\n"
-            "  #89 CPU0 402236 +122 GT_VMENTRY cpu=0 rip=0x109296 launch=0 inj_info=0x0 "
-            "inj_err=0x0\n"
-            "> #90 CPU0 402262 +26 GT_VMEXIT cpu=0 reason=30(IoInstruction) rip=0x10939c "
-            "qual=0x3fd0008 len=1\n"
+            "  #89 CPU0 402236 +122 GT_RESUME\n"
+            "> #90 CPU0 402262 +26 GT_EXIT reason=30(IoInstruction) rip=0x10939c len=1 "
+            "qual=0x3fd0008\n"
             "  #91 CPU0 402262 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
             "  #92 CPU0 402560 +298 GT_ROOT_TSC cpu=0 value=0x62480 rip=0x108986\n"
             "  #93 CPU0 402687 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0x1e rip=0x101daf\n");
@@ -150,9 +149,8 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "Ground-truth records:\n"
             "  #571 CPU0 952053 +0 GT_SLOT_STORE cpu=0 owner=0 slot=3 value=0x0 rip=0x1083ed\n"
             "  #572 CPU0 952054 +1 GT_SLOT_STORE cpu=0 owner=0 slot=4 value=0x0 rip=0x1083f8\n"
-            "  #573 CPU0 952176 +122 GT_VMENTRY cpu=0 rip=0x10938e launch=0 inj_info=0x0 "
-            "inj_err=0x0\n"
-            "> #574 CPU0 952196 +20 GT_VMEXIT cpu=0 reason=12(Hlt) rip=0x10938e qual=0x0 len=1\n"
+            "  #573 CPU0 952176 +122 GT_RESUME\n"
+            "> #574 CPU0 952196 +20 GT_EXIT reason=12(Hlt) rip=0x10938e len=1\n"
             "  #575 CPU0 952494 +298 GT_ROOT_TSC cpu=0 value=0xe88ae rip=0x108986\n"
             "  #576 CPU0 952621 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0xc rip=0x101daf\n"
             "  #577 CPU0 966606 +13985 GT_ROOT_TSC cpu=0 value=0xebfce rip=0x108986\n");
@@ -169,11 +167,10 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  Guest RIP: 0x109262\n"
             "  VM-exit instruction length: 3\n"
             "Ground-truth records:\n"
-            "  #19 CPU0 312911 +0 GT_VMENTRY cpu=0 rip=0x109257 launch=0 inj_info=0x0 "
-            "inj_err=0x0\n"
+            "  #19 CPU0 312911 +0 GT_RESUME\n"
             "  #20 CPU0 312911 - GT_VMENTRY_REGS rax=0x40000000 rcx=0x56486d69 rdx=0x4d\n"
             "  #21 CPU0 312911 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
-            "> #22 CPU0 312935 +24 GT_VMEXIT cpu=0 reason=18(Vmcall) rip=0x109262 qual=0x0 len=3\n"
+            "> #22 CPU0 312935 +24 GT_EXIT reason=18(Vmcall) rip=0x109262 len=3\n"
             "  #23 CPU0 312935 - GT_VMEXIT_REGS rax=0x0 rcx=0x56486d69 rdx=0x4d\n"
             "  #24 CPU0 313233 +298 GT_ROOT_TSC cpu=0 value=0x4c791 rip=0x108986\n"
             "  #25 CPU0 313360 +127 GT_SLOT_STORE cpu=0 owner=0 slot=0 value=0x12 rip=0x101daf\n");
@@ -279,16 +276,16 @@ TEST(GtestMatchers, VmEntryFailureOfAGuestStateCheckIsExit33) {
             "Ground-truth records:\n"
             "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=104(GuestCr4Fixed) "
             "qual=0x0\n"
-            "  #1 CPU0 62 +0 GT_VMEXIT cpu=0 reason=33(VmEntryFailureInvalidGuestState)"
-            "|EntryFailure rip=0x303000 qual=0x0 len=0\n");
+            "  #1 CPU0 62 +0 GT_EXIT reason=33(VmEntryFailureInvalidGuestState)"
+            "|EntryFailure rip=0x303000 len=0\n");
   EXPECT_EQ(explain(FailedWithVmInstructionError(VmInstructionError::EntryInvalidControlFields),
                     F),
             "it failed with a VM exit (basic reason 33), not VMfailValid\n"
             "Ground-truth records:\n"
             "> #0 CPU0 62 +0 GT_VMENTRY_FAIL cpu=0 outcome=2 number=33 check=104(GuestCr4Fixed) "
             "qual=0x0\n"
-            "  #1 CPU0 62 +0 GT_VMEXIT cpu=0 reason=33(VmEntryFailureInvalidGuestState)"
-            "|EntryFailure rip=0x303000 qual=0x0 len=0\n");
+            "  #1 CPU0 62 +0 GT_EXIT reason=33(VmEntryFailureInvalidGuestState)"
+            "|EntryFailure rip=0x303000 len=0\n");
   EXPECT_EQ(explain(HasVmInstructionError(0, VmInstructionError::VmlaunchNonClearVmcs), *S.M),
             "CPU 0's current VMCS has VM-instruction error: 0 (none)");
   EXPECT_EQ(F.Outcome, VmEntryFailOutcome::GuestStateCheck);

@@ -9,6 +9,7 @@
 #include "tests/support/files.h"
 #include "tests/support/traced_run.h"
 #include "tests/support/vmx_test_machine.h"
+#include "trace/gt_records.h"
 #include "trace/xentrace.h"
 
 #include <gtest/gtest.h>
@@ -116,7 +117,7 @@ TEST(RunControl, StopAndContinueAtEveryVmExitAndEntryIsTheUninterruptedRun) {
   unsigned Transitions = 0;
   trace::TraceRecord Rec;
   while (Reader.next(Rec))
-    Transitions += Rec.Event == XT_EV_GtVmExit || Rec.Event == XT_EV_GtVmEntry;
+    Transitions += trace::isGtExit(Rec.Event) || trace::isGtEntry(Rec.Event);
   EXPECT_EQ(Stops, Transitions);
   EXPECT_EQ(Stops, 692u);
 }
@@ -195,7 +196,7 @@ TEST(RunControl, VmEntryStopsInNonRootOperationAtTheGuestRip) {
   auto Timed = G->records().rbegin();
   while (!Timed->HasTsc)
     ++Timed;
-  EXPECT_EQ(Timed->Event, uint32_t(XT_EV_GtVmEntry));
+  EXPECT_TRUE(trace::isGtEntry(Timed->Event)) << Timed->Event;
   EXPECT_EQ(*M.readVmcs(0, "GuestRip"), G->entries()[2].Rip);
   EXPECT_EQ(G->exits().size(), 2u);
 }

@@ -14,6 +14,7 @@
 #pragma once
 #include "trace/check_kvm.h"
 #include "trace/events.h"
+#include "trace/gt_records.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "trace/xentrace.h"
@@ -94,10 +95,10 @@ inline std::vector<KvmSpan> kvmSpans(const std::vector<uint8_t> &Kvm,
     R.openMemory(Gt.data(), Gt.size());
     trace::TraceRecord Rec;
     while (R.next(Rec)) {
-      if (Rec.Event == XT_EV_GtVmExit)
-        Gts[Rec.Cpu].push_back({true, Rec.Tsc, Rec.Words[1],
-                                uint64_t(Rec.Words[4]) | uint64_t(Rec.Words[5]) << 32});
-      else if (Rec.Event == XT_EV_GtVmEntry || Rec.Event == XT_EV_GtVmEntryFail)
+      trace::GtExitFields X;
+      if (trace::gtExitOf(Rec, X))
+        Gts[Rec.Cpu].push_back({true, Rec.Tsc, X.Reason, X.Qual});
+      else if (trace::isGtEntry(Rec.Event) || Rec.Event == XT_EV_GtVmEntryFail)
         Gts[Rec.Cpu].push_back({false, Rec.Tsc, 0, 0});
     }
   }

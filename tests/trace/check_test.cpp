@@ -34,9 +34,11 @@ struct Traces {
 /// Mutate(I, HvWords) may change the I-th exit's hypervisor words.
 /// Regs: each exit's GT_VMEXIT_REGS {rax, rcx, rdx} (none when empty). LostBefore /
 /// LostAfter: a LOST_RECORDS right before / after that exit's VMX_EXIT64 (-1: none).
+/// Compact: the ground truth's exits as GT_EXIT and its entries after them as GT_RESUME
+/// (what vmxsim writes since 2026-12-03; trace/events.def), else GT_VMEXIT and GT_VMENTRY.
 Traces build(const std::vector<Exit> &E, bool HandlerRecords = true,
              uint32_t IoPort = 0x80, const std::vector<std::array<uint64_t, 3>> &Regs = {},
-             int LostBefore = -1, int LostAfter = -1) {
+             int LostBefore = -1, int LostAfter = -1, bool Compact = false) {
   MemoryOutput HvOut, GtOut;
   {
     TraceWriter Hv(HvOut, 2), Gt(GtOut, 2);
@@ -45,9 +47,14 @@ Traces build(const std::vector<Exit> &E, bool HandlerRecords = true,
     Gt.recordTsc(1, XT_EV_GtVmEntry, 100, {1u, 0x81000000u, 0xffffffffu, 1u, 0u, 0u});
     for (size_t I = 0; I < E.size(); ++I) {
       const Exit &X = E[I];
-      Gt.recordTsc(1, XT_EV_GtVmExit, X.GtExit,
-                   {1u, X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32), uint32_t(X.Qual),
-                    uint32_t(X.Qual >> 32), 2u});
+      if (Compact)
+        Gt.recordTsc(1, XT_EV_GtExit, X.GtExit,
+                     {X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32), 2u, uint32_t(X.Qual),
+                      uint32_t(X.Qual >> 32)});
+      else
+        Gt.recordTsc(1, XT_EV_GtVmExit, X.GtExit,
+                     {1u, X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32), uint32_t(X.Qual),
+                      uint32_t(X.Qual >> 32), 2u});
       Gt.record(1, XT_EV_GtVmExitEvent, {0u, 0u, 0u, 0u, 0u});
       if (I < Regs.size())
         Gt.record(1, XT_EV_GtVmExitRegs,
@@ -57,8 +64,11 @@ Traces build(const std::vector<Exit> &E, bool HandlerRecords = true,
       if (int(I) == LostBefore)
         Hv.recordTsc(1, XT_EV_LostRecords, X.HvExit - 1,
                      {3u, 1u, uint32_t(X.HvExit - 11), 0u});
-      Gt.recordTsc(1, XT_EV_GtVmEntry, X.GtEntry,
-                   {1u, uint32_t(X.Rip + 2), uint32_t((X.Rip + 2) >> 32), 0u, 0u, 0u});
+      if (Compact)
+        Gt.recordTsc(1, XT_EV_GtResume, X.GtEntry, nullptr, 0);
+      else
+        Gt.recordTsc(1, XT_EV_GtVmEntry, X.GtEntry,
+                     {1u, uint32_t(X.Rip + 2), uint32_t((X.Rip + 2) >> 32), 0u, 0u, 0u});
       Hv.recordTsc(1, XT_EV_VmxExit64, X.HvExit,
                    {X.Reason, uint32_t(X.Rip), uint32_t(X.Rip >> 32)});
       if (int(I) == LostAfter)
@@ -113,6 +123,46 @@ TEST(TraceCheck, AgreeingTracesGiveExactLagsAndLeads) {
             "cpu1: 2 exits, 3 entries, 2 handler records checked; cycles from VM exit to "
             "VMX_EXIT min/mean/max 250/275.0/300; from VMENTRY to VM entry 10/73.3/200\n");
   free(Buf);
+}
+
+// The compact ground truth (GT_EXIT, GT_RESUME) checks exactly as the layout before it:
+// the same pairing, lags and leads, and the same first problem.
+TEST(TraceCheck, CompactGroundTruthChecksAsTheLayoutBefore) {
+  const CheckResult Old = check(build(twoExits()));
+  const CheckResult New = check(build(twoExits(), true, 0x80, {}, -1, -1, true));
+  ASSERT_TRUE(Old.Ok) << Old.Problem;
+  ASSERT_TRUE(New.Ok) << New.Problem;
+  ASSERT_EQ(New.Cpus.size(), 1u);
+  EXPECT_EQ(New.Cpus[0].Exits, Old.Cpus[0].Exits);
+  EXPECT_EQ(New.Cpus[0].Entries, Old.Cpus[0].Entries);
+  EXPECT_EQ(New.Cpus[0].HandlerRecords, Old.Cpus[0].HandlerRecords);
+  EXPECT_EQ(New.Cpus[0].ExitLag.Total, Old.Cpus[0].ExitLag.Total);
+  EXPECT_EQ(New.Cpus[0].EntryLead.Total, Old.Cpus[0].EntryLead.Total);
+  EXPECT_EQ(New.GroundTruthRecords, Old.GroundTruthRecords);
+  // A wrong port in the I/O record: caught from GT_EXIT's qualification too.
+  const CheckResult Bad = check(build(twoExits(), true, 0x81, {}, -1, -1, true));
+  const CheckResult BadOld = check(build(twoExits(), true, 0x81));
+  EXPECT_FALSE(Bad.Ok);
+  EXPECT_FALSE(BadOld.Ok);
+  EXPECT_EQ(Bad.Problem.substr(0, 40), BadOld.Problem.substr(0, 40));
+}
+
+// GT_RESUME stands for the entry its CPU's last exit implies: one that follows no exit
+// is a broken ground truth (status 2), not a disagreement.
+TEST(TraceCheck, ResumeAfterNoExitIsABrokenGroundTruth) {
+  Traces T = build(twoExits(), true, 0x80, {}, -1, -1, true);
+  MemoryOutput GtOut;
+  {
+    TraceWriter Gt(GtOut, 2);
+    Gt.recordTsc(1, XT_EV_GtResume, 100, nullptr, 0);
+  }
+  T.Gt = GtOut.Bytes;
+  const CheckResult R = check(T);
+  EXPECT_FALSE(R.Ok);
+  EXPECT_TRUE(R.ReadError);
+  EXPECT_NE(R.Problem.find("GT_RESUME at offset 0xc follows no VM exit of its CPU"),
+            std::string::npos)
+      << R.Problem;
 }
 
 TEST(TraceCheck, DifferentReasonIsTheFirstProblem) {

@@ -1,12 +1,14 @@
 // The emulator's ground truth (trace/ground_truth.h) on the vmx_e2e image: one
-// GT_VMEXIT per VM exit with exactly the exit reasons Bochs reports
-// (hvm/images/vmx_e2e/expected_bochs.log), a GT_VMENTRY per entry, and byte-identical
-// files from two runs (STYLE 2.8, determinism).
+// GT_EXIT per VM exit with exactly the exit reasons Bochs reports
+// (hvm/images/vmx_e2e/expected_bochs.log), a GT_RESUME or GT_VMENTRY per entry, and
+// byte-identical files from two runs (STYLE 2.8, determinism).
 #include "harness/ground_truth_link.h"
+#include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
 #include "tests/trace/trace_test_util.h"
 #include "trace/ground_truth.h"
+#include "trace/gt_records.h"
 #include "trace/reader.h"
 #include "trace/slot_layout.h"
 
@@ -72,12 +74,11 @@ TEST(GroundTruth, VmExitRecordsHaveTheExitReasonsOfTheBochsLog) {
     EXPECT_GE(Rec.Tsc, LastTsc);
     LastTsc = Rec.Tsc;
     EXPECT_EQ(Rec.Cpu, 0);
-    if (Rec.Event == XT_EV_GtVmExit) {
-      ASSERT_EQ(Rec.NumWords, 7);
+    if (Rec.Event == XT_EV_GtExit) {
+      ASSERT_GE(Rec.NumWords, 4);
       EXPECT_TRUE(Rec.HasTsc);
-      EXPECT_EQ(Rec.Words[0], 0u); // CPU
-      Reasons.push_back(Rec.Words[1]);
-    } else if (Rec.Event == XT_EV_GtVmEntry) {
+      Reasons.push_back(Rec.Words[0]);
+    } else if (isGtEntry(Rec.Event)) {
       ++Entries;
     } else if (Rec.Event == XT_EV_GtVmExitEvent) {
       ++Events;
@@ -115,7 +116,7 @@ TEST(GroundTruth, InstructionRecordsCoverEveryRetiredInstruction) {
   uint64_t Insns = 0, Exits = 0;
   for (const TraceRecord &Rec : vmxsim::trace::testing::readAllFile(Path)) {
     Insns += Rec.Event == XT_EV_GtInsn;
-    Exits += Rec.Event == XT_EV_GtVmExit;
+    Exits += Rec.Event == XT_EV_GtExit;
   }
   EXPECT_EQ(Exits, 40u);
   // Every instruction is recorded before it executes; faulting ones retire no count.
@@ -151,16 +152,19 @@ TEST(GroundTruth, ExitEventRecordOnlyWhenItHasAField) {
   }
   const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
   ASSERT_EQ(R.size(), 4u);
-  EXPECT_EQ(R[0].Event, uint32_t(XT_EV_GtVmExit));
-  EXPECT_EQ(R[0].Words[1], 10u);
+  EXPECT_EQ(R[0].Event, uint32_t(XT_EV_GtExit));
+  EXPECT_EQ(R[0].Words[0], 10u);
+  EXPECT_EQ(R[0].NumWords, 4u); // qualification 0: left off
   // CPUID takes its operands in RAX and RCX: GT_VMEXIT_REGS follows its exit (the #PF
   // exit below has none).
   ASSERT_EQ(R[1].Event, uint32_t(XT_EV_GtVmExitRegs));
   const uint32_t Regs[6] = {0x80000001u, 0, 2, 0x12345678u, 0x76543210u, 0xfedcba98u};
   for (unsigned I = 0; I < 6; ++I)
     EXPECT_EQ(R[1].Words[I], Regs[I]) << I;
-  EXPECT_EQ(R[2].Event, uint32_t(XT_EV_GtVmExit));
-  EXPECT_EQ(R[2].Words[1], 0u);
+  EXPECT_EQ(R[2].Event, uint32_t(XT_EV_GtExit));
+  EXPECT_EQ(R[2].Words[0], 0u);
+  ASSERT_EQ(R[2].NumWords, 5u); // the qualification's high half is 0: left off
+  EXPECT_EQ(R[2].Words[4], 0xdead000u);
   ASSERT_EQ(R[3].Event, uint32_t(XT_EV_GtVmExitEvent));
   EXPECT_EQ(R[3].Words[0], 0x80000b0eu);
   EXPECT_EQ(R[3].Words[1], 6u);
@@ -220,9 +224,10 @@ TEST(GroundTruth, WithSlotWatchingARegisterIsRecordedOnlyWhenItChanged) {
     switch (Rec.Event) {
     case XT_EV_GtSlotLayout:
       break;
-    case XT_EV_GtVmExit:
-      Got.push_back("exit " + std::to_string(Rec.Words[1]));
+    case XT_EV_GtExit:
+      Got.push_back("exit " + std::to_string(Rec.Words[0]));
       break;
+    case XT_EV_GtResume:
     case XT_EV_GtVmEntry:
       Got.push_back("entry");
       break;
@@ -245,4 +250,126 @@ TEST(GroundTruth, WithSlotWatchingARegisterIsRecordedOnlyWhenItChanged) {
       "exit 28", "gpr 12=3090",      "entry", "gpr 12=3346",             // R12 (0xc12, 0xd12)
       "exit 28", "entry"};                                               // nothing changed
   EXPECT_EQ(Got, Want);
+}
+
+// The compact transitions (trace/events.def, GT_EXIT and GT_RESUME): an entry is
+// GT_RESUME exactly when it is the first attempt after an exit, a VMRESUME, injects
+// nothing and resumes at the exit's rip + len (modulo 2^64); every other entry is
+// GT_VMENTRY. Read back (the GoogleTest helpers, through trace/gt_records.h as every
+// reader), each entry is the one the processor performed.
+TEST(GroundTruth, TheCommonEntryIsGtResumeAndReadsAsTheEntryPerformed) {
+  struct Step {
+    uint64_t ExitRip;
+    uint32_t Len;
+    bool FailFirst; ///< a failed entry attempt before the entry
+    VmEntryEvent Entry;
+    uint32_t WantEvent;
+  };
+  auto entry = [](uint64_t Rip, bool Launch = false, uint32_t Info = 0, uint32_t Err = 0) {
+    return VmEntryEvent{.Rip = Rip, .IsLaunch = Launch, .InjectedInfo = Info,
+                        .InjectedErrorCode = Err};
+  };
+  const std::vector<Step> Steps = {
+      {0x1000, 3, false, entry(0x1003), XT_EV_GtResume},
+      {0x2000, 2, false, entry(0x2000), XT_EV_GtVmEntry},          // not advanced
+      {0x3000, 1, false, entry(0x3001, true), XT_EV_GtVmEntry},    // VMLAUNCH
+      {0x4000, 2, false, entry(0x4002, false, 0x80000b0e, 0), XT_EV_GtVmEntry},
+      {0x4800, 2, false, entry(0x4802, false, 0, 5), XT_EV_GtVmEntry}, // an error code
+      {0x5000, 2, true, entry(0x5002), XT_EV_GtVmEntry},           // after a failure
+      {~0ull - 1, 4, false, entry(2), XT_EV_GtResume},            // wraps
+      {0x6000, 0, false, entry(0x6000), XT_EV_GtResume},          // len 0
+  };
+  MemoryOutput Out;
+  {
+    TraceWriter W(Out, 2);
+    GroundTruthRecorder G(W);
+    GroundTruthLink L(G);
+    const uint64_t Gpr[16] = {};
+    uint64_t Tsc = 10;
+    for (const Step &S : Steps) {
+      VmExitEvent X;
+      X.Cpu = 1;
+      X.Tsc = Tsc += 10;
+      X.Reason = 10;
+      X.Rip = S.ExitRip;
+      X.InstructionLength = S.Len;
+      X.Qualification = 0x123456789;
+      X.Gpr = Gpr;
+      L.vmExit(X);
+      if (S.FailFirst) {
+        VmEntryFailureEvent F;
+        F.Cpu = 1;
+        F.Tsc = Tsc += 10;
+        L.vmEntryFailure(F);
+      }
+      VmEntryEvent E = S.Entry;
+      E.Cpu = 1;
+      E.Tsc = Tsc += 10;
+      E.Gpr = Gpr;
+      L.vmEntry(E);
+    }
+  }
+  std::vector<TraceRecord> Recs = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged);
+  std::vector<uint32_t> Events;
+  for (const TraceRecord &R : Recs) {
+    if (isGtEntry(R.Event)) {
+      Events.push_back(R.Event);
+    } else if (R.Event == XT_EV_GtExit) {
+      EXPECT_EQ(R.NumWords, 6u); // a qualification above 32 bits
+    }
+  }
+  ASSERT_EQ(Events.size(), Steps.size());
+  const vmxsim::testing::GroundTruth Read(std::move(Recs));
+  ASSERT_EQ(Read.entries().size(), Steps.size());
+  ASSERT_EQ(Read.exits().size(), Steps.size());
+  for (size_t I = 0; I < Steps.size(); ++I) {
+    const Step &S = Steps[I];
+    EXPECT_EQ(Events[I], S.WantEvent) << I;
+    const auto &E = Read.entries()[I];
+    EXPECT_EQ(E.Cpu, 1u) << I;
+    EXPECT_EQ(E.Rip, S.Entry.Rip) << I;
+    EXPECT_EQ(E.Launch, S.Entry.IsLaunch) << I;
+    EXPECT_EQ(E.InjectedInfo, S.Entry.InjectedInfo) << I;
+    EXPECT_EQ(E.InjectedErrorCode, S.Entry.InjectedErrorCode) << I;
+    const auto &X = Read.exits()[I];
+    EXPECT_EQ(X.Cpu, 1u) << I;
+    EXPECT_EQ(X.Rip, S.ExitRip) << I;
+    EXPECT_EQ(X.InstructionLength, S.Len) << I;
+    EXPECT_EQ(X.Qualification, 0x123456789u) << I;
+    EXPECT_EQ(X.Reason, 10u) << I;
+  }
+}
+
+// GT_EXIT holds the qualification in as few words as it needs (trace/events.def); a
+// word left off reads as 0, and GT_VMEXIT (the layout before 2026-12-03) reads the same.
+TEST(GroundTruth, ExitRecordsOfBothLayoutsReadTheSame) {
+  for (uint64_t Qual : {0ull, 0x80ull, 0xffffffffull, 0x100000000ull, ~0ull}) {
+    MemoryOutput Out;
+    {
+      TraceWriter W(Out, 1);
+      GroundTruthRecorder G(W);
+      const uint32_t Event[5] = {};
+      G.vmExit(0, 5, 30, 0xffffffff81000010, Qual, 2, Event, 0, 0, 0);
+      const uint32_t Old[7] = {0, 30, 0x81000010, 0xffffffff, uint32_t(Qual),
+                               uint32_t(Qual >> 32), 2};
+      W.recordTsc(0, XT_EV_GtVmExit, 6, Old);
+    }
+    const std::vector<TraceRecord> R = vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::File);
+    std::vector<GtExitFields> Got;
+    for (const TraceRecord &Rec : R) {
+      GtExitFields F;
+      if (gtExitOf(Rec, F))
+        Got.push_back(F);
+      if (Rec.Event == XT_EV_GtExit) {
+        EXPECT_EQ(Rec.NumWords, Qual >> 32 ? 6u : Qual ? 5u : 4u) << Qual;
+      }
+    }
+    ASSERT_EQ(Got.size(), 2u);
+    for (const GtExitFields &F : Got) {
+      EXPECT_EQ(F.Reason, 30u);
+      EXPECT_EQ(F.Rip, 0xffffffff81000010u);
+      EXPECT_EQ(F.Qual, Qual);
+      EXPECT_EQ(F.Len, 2u);
+    }
+  }
 }

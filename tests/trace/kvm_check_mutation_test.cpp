@@ -12,6 +12,8 @@
 #include "tests/support/kvm_trace_mutation.h"
 #include "trace/check_kvm.h"
 #include "trace/ftrace_import.h"
+#include "trace/gt_records.h"
+#include "trace/reader.h"
 #include "trace/writer.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace vmxsim;
@@ -57,6 +60,62 @@ TEST(KvmCheckMutation, TheGoldenTwoCpuTraceIsItsImportAndChecksOut) {
     PerCpu[Cpu.Cpu] = {Cpu.Exits, Cpu.Entries, Cpu.Handlers};
   EXPECT_EQ(PerCpu, (std::map<unsigned, std::array<uint64_t, 3>>{{0, {33, 33, 25}},
                                                                  {1, {8, 8, 5}}}));
+}
+
+// gt-2026-12-02.xt is the same boot's ground truth as vmxsim wrote it before the compact
+// transition records (GT_VMEXIT and GT_VMENTRY for every transition; trace/events.def,
+// GT_EXIT and GT_RESUME): it holds the same transitions, record for record, and the
+// imported trace checks against it exactly as against gt.xt.
+TEST(KvmCheckMutation, TheGroundTruthOfTheLayoutBeforeChecksTheSame) {
+  const std::vector<uint8_t> Kvm = golden("kvm.xt"), Gt = golden("gt.xt"),
+                             Before = golden("gt-2026-12-02.xt");
+  ASSERT_FALSE(Before.empty());
+  /// Each transition as {TSC, reason or ~0 for an entry, RIP, qualification, launch,
+  /// injected}, per CPU, and how many records of each of the two forms.
+  struct Read {
+    std::map<unsigned, std::vector<std::array<uint64_t, 6>>> Transitions;
+    unsigned Compact = 0, Full = 0;
+  };
+  const auto read = [](const std::vector<uint8_t> &Bytes) {
+    Read Out;
+    trace::TraceReader R;
+    R.openMemory(Bytes.data(), Bytes.size());
+    trace::TraceRecord Rec;
+    std::map<unsigned, uint64_t> ResumeRip;
+    while (R.next(Rec)) {
+      trace::GtExitFields X;
+      trace::GtEntryFields E;
+      if (trace::gtExitOf(Rec, X)) {
+        Out.Transitions[Rec.Cpu].push_back({Rec.Tsc, X.Reason, X.Rip, X.Qual, 0, 0});
+        ResumeRip[Rec.Cpu] = X.resumeRip();
+      } else if (trace::gtEntryOf(Rec, ResumeRip[Rec.Cpu], E)) {
+        Out.Transitions[Rec.Cpu].push_back({Rec.Tsc, ~0ull, E.Rip, 0, E.Launch, E.InjInfo});
+      } else {
+        continue;
+      }
+      (Rec.Event == XT_EV_GtExit || Rec.Event == XT_EV_GtResume ? Out.Compact : Out.Full)++;
+    }
+    EXPECT_FALSE(R.failed());
+    return Out;
+  };
+  const Read New = read(Gt), Old = read(Before);
+  EXPECT_EQ(New.Transitions, Old.Transitions);
+  EXPECT_EQ(Old.Compact, 0u);
+  EXPECT_GT(New.Compact, 0u);
+  EXPECT_EQ(New.Compact + New.Full, Old.Full);
+  EXPECT_LT(Gt.size(), Before.size());
+  const trace::KvmCheckResult A = vmxsim::test::checkKvm(Kvm, Gt),
+                              B = vmxsim::test::checkKvm(Kvm, Before);
+  ASSERT_TRUE(A.Ok) << A.Problem;
+  ASSERT_TRUE(B.Ok) << B.Problem;
+  ASSERT_EQ(A.Cpus.size(), B.Cpus.size());
+  for (size_t I = 0; I < A.Cpus.size(); ++I) {
+    const trace::KvmCpuCheck &X = A.Cpus[I], &Y = B.Cpus[I];
+    EXPECT_EQ(std::tie(X.Cpu, X.Exits, X.Entries, X.Handlers, X.ExitLag.Total,
+                       X.EntryLead.Total),
+              std::tie(Y.Cpu, Y.Exits, Y.Entries, Y.Handlers, Y.ExitLag.Total,
+                       Y.EntryLead.Total));
+  }
 }
 
 TEST(KvmCheckMutation, EveryCheckedBitOfTheGoldenTwoCpuTraceIsCaught) {

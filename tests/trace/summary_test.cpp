@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 
 using namespace vmxsim::trace;
@@ -284,17 +285,29 @@ TEST(VmExitSummary, TopAccessesKeepsTheMostFrequentPorts) {
   EXPECT_EQ(S.Vcpus[0].Name, "d?v0"); // no runstate record: domain unknown
 }
 
-// Ground truth: GT_VMEXIT .. GT_VMENTRY / GT_VMENTRY_FAIL; ports from the I/O exit
-// qualification (bits 31:16 port, bit 3 IN).
-TEST(VmExitSummary, GroundTruthTraceNumbersEqualHandComputedOnes) {
+// Ground truth: GT_EXIT .. GT_RESUME / GT_VMENTRY / GT_VMENTRY_FAIL; ports from the I/O
+// exit qualification (bits 31:16 port, bit 3 IN). The same numbers from the layout before
+// the compact records (GT_VMEXIT .. GT_VMENTRY).
+namespace {
+void groundTruthSummary(bool Compact) {
   Builder B(2);
+  std::map<unsigned, bool> AfterExit; // per CPU: a GT_RESUME may follow
   auto Exit = [&](unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Qual) {
-    B.timed(Cpu, XT_EV_GtVmExit, Tsc,
-            {Cpu, Reason, 0x1000, 0, uint32_t(Qual), uint32_t(Qual >> 32), 2});
+    if (Compact)
+      B.timed(Cpu, XT_EV_GtExit, Tsc,
+              {Reason, 0x1000, 0, 2, uint32_t(Qual), uint32_t(Qual >> 32)});
+    else
+      B.timed(Cpu, XT_EV_GtVmExit, Tsc,
+              {Cpu, Reason, 0x1000, 0, uint32_t(Qual), uint32_t(Qual >> 32), 2});
     B.untimed(Cpu, XT_EV_GtVmExitEvent, {0, 0, 0, 0, 0});
+    AfterExit[Cpu] = true;
   };
   auto Entry = [&](unsigned Cpu, uint64_t Tsc) {
-    B.timed(Cpu, XT_EV_GtVmEntry, Tsc, {Cpu, 0x1000, 0, 0, 0, 0});
+    if (Compact && AfterExit[Cpu])
+      B.timed(Cpu, XT_EV_GtResume, Tsc);
+    else
+      B.timed(Cpu, XT_EV_GtVmEntry, Tsc, {Cpu, 0x1000, 0, 0, 0, 0});
+    AfterExit[Cpu] = false;
   };
   Entry(0, 100);
   Exit(0, 300, Io, 0x00700000); // OUT 0x70: 50; guest 200
@@ -342,6 +355,14 @@ TEST(VmExitSummary, GroundTruthTraceNumbersEqualHandComputedOnes) {
   EXPECT_EQ(S.Vcpus[0].GuestCycles, 370u);
   EXPECT_EQ(S.Vcpus[1].Name, "v1");
   EXPECT_EQ(S.Vcpus[1].HypervisorCycles, 1000u);
+}
+} // namespace
+
+TEST(VmExitSummary, GroundTruthTraceNumbersEqualHandComputedOnes) {
+  for (const bool Compact : {false, true}) {
+    SCOPED_TRACE(Compact ? "GT_EXIT, GT_RESUME" : "GT_VMEXIT, GT_VMENTRY");
+    groundTruthSummary(Compact);
+  }
 }
 
 TEST(VmExitSummary, UnclosedExitsAreCountedWithoutCycles) {

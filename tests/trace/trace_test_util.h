@@ -73,6 +73,8 @@ inline std::vector<uint8_t> everyShapeTrace() {
           V[0] = Cpu;
         if (E.Id == XT_EV_GtVmExit)
           V[1] = 0x80000021; // VM-entry failure, invalid guest state
+        if (E.Id == XT_EV_GtExit)
+          V[0] = 0x80000021;
         if (E.Id == XT_EV_GtVmEntryFail) {
           V[1] = 2;  // failed guest-state check
           V[2] = 33; // basic exit reason
