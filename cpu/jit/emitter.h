@@ -10,7 +10,7 @@
 
 namespace vmxsim::x64 {
 
-enum Reg : uint8_t { HAX, HCX, HDX, HBX, HSP, HBP, HSI, HDI, H8, H9, H10, H11, H12, H13 };
+enum Reg : uint8_t { HAX, HCX, HDX, HBX, HSP, HBP, HSI, HDI, H8, H9, H10, H11, H12, H13, H14, H15 };
 
 /// ALU opcode bases (the "op r/m, r" forms are Base + 0 for 8-bit, Base + 1 otherwise)
 /// and the /digit of the group-1 immediate forms.
@@ -94,6 +94,29 @@ public:
     modrmMem(R, Disp);
   }
   void movRR(unsigned Size, Reg Dst, Reg Src) { opReg(Size, 0x88, 0x89, Src, Dst); }
+  /// MOVZX r32, r8|r16 (Size 1, 2), MOV r32, r32 (4), MOV r64, r64 (8). A byte source
+  /// below 8 must be AL..BL (no REX is added for SPL..DIL).
+  void movZxRR(unsigned Size, Reg Dst, Reg Src) {
+    if (Size >= 4)
+      return movRR(Size, Dst, Src);
+    prefix(4, Dst, Src);
+    byte(0x0f);
+    byte(Size == 1 ? 0xb6 : 0xb7);
+    modrmReg(Dst, Src);
+  }
+  /// MOVSX r64, r8|r16, MOVSXD r64, r32, MOV r64, r64 (the same byte-register rule).
+  void movSxRR(unsigned Size, Reg Dst, Reg Src) {
+    if (Size == 8)
+      return movRR(8, Dst, Src);
+    prefix(8, Dst, Src);
+    if (Size == 4) {
+      byte(0x63);
+    } else {
+      byte(0x0f);
+      byte(Size == 1 ? 0xbe : 0xbf);
+    }
+    modrmReg(Dst, Src);
+  }
   void movImm32(Reg R, uint32_t V) { // zero-extends into the 64-bit register
     if (R >= 8)
       byte(0x41);
@@ -146,6 +169,15 @@ public:
     else
       modrmReg(4, Rm);
     byte(Bit);
+  }
+  /// LEA Dst, [Base + Disp32] (64-bit).
+  void leaDisp32(Reg Dst, Reg Base, int32_t Disp) {
+    prefix(8, Dst, Base);
+    byte(0x8d);
+    byte(uint8_t(0x80 | (Dst & 7) << 3 | (Base & 7)));
+    if ((Base & 7) == HSP)
+      byte(0x24); // SIB: base RSP/R12, no index
+    u32(uint32_t(Disp));
   }
   /// LEA R, [R12 + Disp] (R12 holds the block's entry RIP).
   void leaR12(Reg R, int32_t Disp) {

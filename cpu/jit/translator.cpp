@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 namespace vmxsim {
@@ -26,7 +27,7 @@ namespace {
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
 constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
-                   kMiss = 128, kLoopExit = kMiss + 2 * kMaxBlockInsns;
+                   kMiss = kLocal + 16, kLoopExit = kMiss + 2 * kMaxBlockInsns;
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
               kLocal - kStop > kMaxBlockInsns && kLoopExit < Emitter::kMaxLabels);
 
@@ -56,11 +57,130 @@ struct BlockEmitter {
       return OffGpr + 8 * (R - kRegAH) + 1;
     return OffGpr + 8 * R;
   }
+  // Guest registers held in host registers (docs/TRANSLATOR.md, "Registers"): in a loop
+  // of one block, the guest registers its inline code uses most and RFLAGS live in host
+  // registers from the block's entry to each of its exits, and are written back to the
+  // Cpu (spill) before anything else reads them there: a handler call (and loaded again
+  // after it), an exit to the interpreter, the end of the block. HostOf[R]: the host
+  // register of guest register R, or kInMemory.
+  static constexpr uint8_t kInMemory = 0xff;
+  uint8_t HostOf[16] = {kInMemory, kInMemory, kInMemory, kInMemory, kInMemory, kInMemory,
+                        kInMemory, kInMemory, kInMemory, kInMemory, kInMemory, kInMemory,
+                        kInMemory, kInMemory, kInMemory, kInMemory};
+  uint8_t FlagsHost = kInMemory; ///< the host register of RFLAGS, or kInMemory
+  /// The host registers of Cpu::Cycles and Cpu::Retired, or kInMemory.
+  uint8_t CyclesHost = kInMemory, RetiredHost = kInMemory;
+  /// Guest register R (as an operand of Size bytes) in a host register: AH..BH never are.
+  bool held(uint8_t R, unsigned Size) const {
+    (void)Size;
+    return R < 16 && HostOf[R] != kInMemory;
+  }
+  Reg host(uint8_t R) const { return Reg(HostOf[R]); }
+  /// X = guest register R as an operand of Size bytes (the bits of X above it: as a
+  /// load of that size leaves them).
+  void loadReg(unsigned Size, Reg X, uint8_t R) {
+    if (held(R, Size))
+      E.movRR(Size, X, host(R));
+    else
+      E.load(Size, X, gpr(R, Size));
+  }
+  /// X = guest register R zero-extended (MOVZX) or sign-extended to 64 bits (MOVSX).
+  void loadRegZx(unsigned Size, Reg X, uint8_t R) {
+    if (held(R, Size))
+      E.movZxRR(Size, X, host(R));
+    else
+      E.loadZx(Size, X, gpr(R, Size));
+  }
+  void loadRegSx64(unsigned Size, Reg X, uint8_t R) {
+    if (held(R, Size))
+      E.movSxRR(Size, X, host(R));
+    else
+      E.loadSx64(Size, X, gpr(R, Size));
+  }
+  /// Guest register R (64-bit) += Imm.
+  void addReg64(uint8_t R, int32_t Imm) {
+    if (held(R, 8))
+      E.aluImm(Alu::Add, 8, host(R), uint32_t(Imm));
+    else
+      E.addMem64Imm(gpr(R, 8), Imm);
+  }
+  /// X = RFLAGS; BT RFLAGS, Bit.
+  void loadFlags(Reg X) {
+    if (FlagsHost != kInMemory)
+      E.movRR(8, X, Reg(FlagsHost));
+    else
+      E.load(8, X, OffRflags);
+  }
+  void btFlags(uint8_t Bit) {
+    if (FlagsHost != kInMemory)
+      E.bt(8, Reg(FlagsHost), false, 0, Bit);
+    else
+      E.btMem64(OffRflags, Bit);
+  }
+  /// Cycles += Cost, Retired += Insns.
+  void addCounts(int32_t Cost, int32_t Insns) {
+    if (CyclesHost != kInMemory) {
+      if (Cost)
+        E.aluImm(Alu::Add, 8, Reg(CyclesHost), uint32_t(Cost));
+      if (Insns)
+        E.aluImm(Alu::Add, 8, Reg(RetiredHost), uint32_t(Insns));
+      return;
+    }
+    if (Cost)
+      E.addMem64Imm(OffCycles, Cost);
+    if (Insns)
+      E.addMem64Imm(OffRetired, Insns);
+  }
+  /// X = Cycles (Retired) + Add.
+  void cyclesPlus(Reg X, int32_t Add) { countPlus(X, CyclesHost, OffCycles, Add); }
+  void retiredPlus(Reg X, int32_t Add) { countPlus(X, RetiredHost, OffRetired, Add); }
+  void countPlus(Reg X, uint8_t Host, int32_t Off, int32_t Add) {
+    if (Host != kInMemory) {
+      E.leaDisp32(X, Reg(Host), Add);
+      return;
+    }
+    E.load(8, X, Off);
+    if (Add)
+      E.aluImm(Alu::Add, 8, X, uint32_t(Add));
+  }
+  /// Writes the held registers back to the Cpu; loads them from it again.
+  void spill() {
+    for (uint8_t R = 0; R < 16; ++R)
+      if (HostOf[R] != kInMemory)
+        E.store(8, host(R), gpr(R, 8));
+    if (FlagsHost != kInMemory)
+      E.store(8, Reg(FlagsHost), OffRflags);
+    if (CyclesHost != kInMemory) {
+      E.store(8, Reg(CyclesHost), OffCycles);
+      E.store(8, Reg(RetiredHost), OffRetired);
+    }
+  }
+  void reload() {
+    for (uint8_t R = 0; R < 16; ++R)
+      if (HostOf[R] != kInMemory)
+        E.load(8, host(R), gpr(R, 8));
+    if (FlagsHost != kInMemory)
+      E.load(8, Reg(FlagsHost), OffRflags);
+    if (CyclesHost != kInMemory) {
+      E.load(8, Reg(CyclesHost), OffCycles);
+      E.load(8, Reg(RetiredHost), OffRetired);
+    }
+  }
+  bool holdsAny() const {
+    if (FlagsHost != kInMemory || CyclesHost != kInMemory)
+      return true;
+    for (uint8_t H : HostOf)
+      if (H != kInMemory)
+        return true;
+    return false;
+  }
   /// Writes the Size-byte result in X to guest register R as setReg does (SDM Vol. 1,
   /// "General-Purpose Registers in 64-Bit Mode": 32-bit results zero-extend, 8- and
   /// 16-bit results merge).
   void setReg(unsigned Size, Reg X, uint8_t R) {
-    if (Size == 4) {
+    if (held(R, Size)) {
+      E.movRR(Size, host(R), X); // a 32-bit MOV zero-extends, 8 and 16 bits merge
+    } else if (Size == 4) {
       E.movRR(4, X, X);
       E.store(8, X, gpr(R, 8));
     } else {
@@ -70,7 +190,7 @@ struct BlockEmitter {
   /// X = the source operand of a reg, reg or reg, imm form (register Reg[1] or Imm).
   void source(const DecodedInsn &I, const JitForm &F, Reg X) {
     if (F.Shape == JitShape::RegReg)
-      E.load(F.Size, X, gpr(I.Reg[1], F.Size));
+      loadReg(F.Size, X, I.Reg[1]);
     else if (F.Size == 8)
       E.movImm64(X, I.Imm);
     else
@@ -96,7 +216,7 @@ struct BlockEmitter {
         return false;
       E.leaR12(HAX, int32_t(D));
     } else if (I.Base != kRegNone) {
-      E.load(8, HAX, gpr(I.Base, 8));
+      loadReg(8, HAX, I.Base);
       if (I.Disp) {
         if (!fitsInt32(I.Disp))
           return false;
@@ -106,7 +226,7 @@ struct BlockEmitter {
       E.movImm64(HAX, uint64_t(I.Disp));
     }
     if (I.Index != kRegNone) {
-      E.load(8, HCX, gpr(I.Index, 8));
+      loadReg(8, HCX, I.Index);
       if (I.ScaleLog2)
         E.shiftImm(Shift::Shl, 8, HCX, I.ScaleLog2);
       E.aluRR(Alu::Add, 8, HAX, HCX);
@@ -134,6 +254,11 @@ struct BlockEmitter {
   void mergeFlags(uint32_t Mask) {
     if (!Mask)
       return;
+    if (FlagsHost != kInMemory) {
+      E.aluImm(Alu::And, 8, Reg(FlagsHost), ~Mask);
+      E.aluRR(Alu::Or, 8, Reg(FlagsHost), HDX);
+      return;
+    }
     E.load(8, HAX, OffRflags);
     E.aluImm(Alu::And, 8, HAX, ~Mask);
     E.aluRR(Alu::Or, 8, HAX, HDX);
@@ -144,29 +269,27 @@ struct BlockEmitter {
   /// block (kStatus), its cost and count are added, and the run loop's stop check
   /// follows unless it is the block's last (of N).
   void handlerCall(const DecodedInsn &I, unsigned K, int32_t Off, unsigned N) {
+    spill();
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
     E.movRR(8, HDI, HBX);
     E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
     E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
     E.callRax();
+    reload(); // (its exits below find the Cpu current: nothing to write back)
     E.testRR(1, HAX, HAX);
     UsedStatus[K] = true;
     E.jump(kHostNE, kStatus + K);
-    E.addMem64Imm(OffCycles, I.Cost);
-    E.addMem64Imm(OffRetired, 1);
+    addCounts(int32_t(I.Cost), 1);
     if (K + 1 < N) {
-      E.load(8, HAX, OffCycles);
+      cyclesPlus(HAX, 0);
       E.cmpRegMem64(HAX, OffBlockStop);
       UsedStop[K] = true;
       E.jump(kHostAE, kStop + K);
     }
   }
   void sync() {
-    if (PendCycles)
-      E.addMem64Imm(OffCycles, int32_t(PendCycles));
-    if (PendInsns)
-      E.addMem64Imm(OffRetired, int32_t(PendInsns));
+    addCounts(int32_t(PendCycles), int32_t(PendInsns));
     PendCycles = PendInsns = 0;
   }
   void bailBefore(int Cc, unsigned K) {
@@ -186,7 +309,7 @@ struct BlockEmitter {
   /// Tests guest condition Cc >> 1 (SDM Vol. 1, Jcc conditions) on RFLAGS; returns the
   /// host condition code that holds when it is true.
   int condition(uint8_t Cc) {
-    E.load(8, HAX, OffRflags);
+    loadFlags(HAX);
     switch (Cc >> 1) {
     case 0: E.btImm(HAX, 11); return kHostB;       // OF
     case 1: E.btImm(HAX, 0); return kHostB;        // CF
@@ -243,46 +366,73 @@ uint32_t flagReads(const JitForm &F) {
   return F.Op == JitOp::Adc || F.Op == JitOp::Sbb ? uint32_t(rflags::CF) : 0;
 }
 
-/// The two-operand operation F.Op on HCX (destination) and Src, result in HCX, its
-/// flags in EDX; returns the mask to merge (BlockEmitter::hostFlags).
-uint32_t aluOp(BlockEmitter &BE, const JitForm &F, Reg Src) {
+bool isAlu(JitOp Op) { return Op >= JitOp::Add && Op <= JitOp::Test; }
+bool isUnary(JitOp Op) { return Op >= JitOp::Inc && Op <= JitOp::Not; }
+/// The host flags aluOp and unaryOp keep (Bits) of the ones they define (Mask).
+struct HostFlags {
+  uint32_t Bits, Mask;
+};
+HostFlags hostFlagsOf(const JitForm &F) {
+  if (isAlu(F.Op)) {
+    // ADD/ADC/SUB/SBB/CMP define all six; the logical ones clear CF, OF and AF (AF is
+    // undefined and the interpreter clears it, cpu/exec.h flagsLogic).
+    const bool Logic = F.Op == JitOp::Or || F.Op == JitOp::And || F.Op == JitOp::Xor ||
+                       F.Op == JitOp::Test;
+    return {Logic ? kSzp : kArith, kArith};
+  }
+  const uint32_t Mask = F.Op == JitOp::Neg ? kArith : kArith & ~uint32_t(rflags::CF);
+  return {Mask, Mask};
+}
+
+/// The two-operand operation F.Op on Dst (HCX, or a held guest register) and Src, result
+/// in Dst, its flags in EDX; returns the mask to merge (BlockEmitter::hostFlags).
+uint32_t aluOp(BlockEmitter &BE, const JitForm &F, Reg Src, Reg Dst = HCX) {
   Emitter &E = BE.E;
   if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
-    E.btMem64(BE.OffRflags, 0); // the guest's CF is the carry/borrow in
+    BE.btFlags(0); // the guest's CF is the carry/borrow in
   if (F.Op == JitOp::Test)
-    E.testRR(F.Size, HCX, Src);
+    E.testRR(F.Size, Dst, Src);
   else
-    E.aluRR(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), F.Size, HCX, Src);
-  // ADD/ADC/SUB/SBB/CMP define all six; the logical ones clear CF, OF and AF (AF is
-  // undefined and the interpreter clears it, cpu/exec.h flagsLogic).
-  const bool Logic = F.Op == JitOp::Or || F.Op == JitOp::And || F.Op == JitOp::Xor ||
-                     F.Op == JitOp::Test;
-  return BE.hostFlags(Logic ? kSzp : kArith, kArith);
+    E.aluRR(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), F.Size, Dst, Src);
+  const HostFlags H = hostFlagsOf(F);
+  return BE.hostFlags(H.Bits, H.Mask);
 }
-/// INC, DEC, NEG or NOT of HCX; returns the mask to merge.
-uint32_t unaryOp(BlockEmitter &BE, const JitForm &F) {
+/// INC, DEC, NEG or NOT of Dst (HCX, or a held guest register); returns the mask to merge.
+uint32_t unaryOp(BlockEmitter &BE, const JitForm &F, Reg Dst = HCX) {
   Emitter &E = BE.E;
   if (F.Op == JitOp::Not) {
-    E.group3(2, F.Size, HCX);
+    E.group3(2, F.Size, Dst);
     return 0;
   }
   if (F.Op == JitOp::Neg)
-    E.group3(3, F.Size, HCX);
+    E.group3(3, F.Size, Dst);
   else
-    E.group45(F.Op == JitOp::Inc ? 0 : 1, F.Size, HCX);
-  const uint32_t Mask = F.Op == JitOp::Neg ? kArith : kArith & ~uint32_t(rflags::CF);
-  return BE.hostFlags(Mask, Mask);
+    E.group45(F.Op == JitOp::Inc ? 0 : 1, F.Size, Dst);
+  const HostFlags H = hostFlagsOf(F);
+  return BE.hostFlags(H.Bits, H.Mask);
 }
-bool isAlu(JitOp Op) { return Op >= JitOp::Add && Op <= JitOp::Test; }
-bool isUnary(JitOp Op) { return Op >= JitOp::Inc && Op <= JitOp::Not; }
 
 /// Emits the register-only forms. False when the form is not taken (the block is then
 /// refused as UnsupportedForm).
 bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   Emitter &E = BE.E;
   const unsigned N = F.Size;
+  // A held destination is operated on in place (the host's operation of the same size
+  // writes it as the guest's does: 32-bit results zero-extend, 8- and 16-bit merge).
+  const bool InPlace = BE.held(I.Reg[0], N);
+  const bool HeldSrc = F.Shape == JitShape::RegReg && BE.held(I.Reg[1], N);
+  if (isAlu(F.Op) && InPlace) {
+    if (!HeldSrc)
+      BE.source(I, F, HAX);
+    BE.mergeFlags(aluOp(BE, F, HeldSrc ? BE.host(I.Reg[1]) : HAX, BE.host(I.Reg[0])));
+    return true;
+  }
+  if (isUnary(F.Op) && InPlace) {
+    BE.mergeFlags(unaryOp(BE, F, BE.host(I.Reg[0])));
+    return true;
+  }
   if (isAlu(F.Op)) {
-    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    BE.loadReg(N, HCX, I.Reg[0]);
     BE.source(I, F, HAX);
     const uint32_t M = aluOp(BE, F, HAX);
     if (F.Op != JitOp::Cmp && F.Op != JitOp::Test)
@@ -291,7 +441,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     return true;
   }
   if (isUnary(F.Op)) {
-    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    BE.loadReg(N, HCX, I.Reg[0]);
     const uint32_t M = unaryOp(BE, F);
     BE.setReg(N, HCX, I.Reg[0]);
     BE.mergeFlags(M);
@@ -299,15 +449,19 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   }
   switch (F.Op) {
   case JitOp::Mov:
+    if (InPlace && HeldSrc) {
+      E.movRR(N, BE.host(I.Reg[0]), BE.host(I.Reg[1]));
+      return true;
+    }
     BE.source(I, F, HAX);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
   case JitOp::Imul: { // IMUL r, r (Reg[0] *= Reg[1]) or IMUL r, r, imm (Reg[0] = Reg[1] * imm)
     if (F.Shape == JitShape::RegReg) {
-      E.load(N, HCX, BE.gpr(I.Reg[0], N));
-      E.load(N, HAX, BE.gpr(I.Reg[1], N));
+      BE.loadReg(N, HCX, I.Reg[0]);
+      BE.loadReg(N, HAX, I.Reg[1]);
     } else {
-      E.load(N, HCX, BE.gpr(I.Reg[1], N));
+      BE.loadReg(N, HCX, I.Reg[1]);
       if (N == 8)
         E.movImm64(HAX, I.Imm);
       else
@@ -336,21 +490,21 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     const int True = (I.Cond & 1) ? Host ^ 1 : Host;
     if (F.Op == JitOp::Setcc) { // SETcc r8: 1 or 0
       E.setcc(True, HCX);
-      E.store(1, HCX, BE.gpr(I.Reg[0], 1));
+      BE.setReg(1, HCX, I.Reg[0]);
       return true;
     }
     // CMOVcc r, r: a 32-bit destination is written (zero-extended) either way.
-    E.load(N, HSI, BE.gpr(I.Reg[0], N));
-    E.load(N, HDI, BE.gpr(I.Reg[1], N));
+    BE.loadReg(N, HSI, I.Reg[0]);
+    BE.loadReg(N, HDI, I.Reg[1]);
     E.cmov(True, N, HSI, HDI);
     BE.setReg(N, HSI, I.Reg[0]);
     return true;
   }
   case JitOp::MovZx: case JitOp::MovSx:
     if (F.Op == JitOp::MovZx)
-      E.loadZx(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
+      BE.loadRegZx(F.SrcSize, HAX, I.Reg[1]);
     else
-      E.loadSx64(F.SrcSize, HAX, BE.gpr(I.Reg[1], F.SrcSize));
+      BE.loadRegSx64(F.SrcSize, HAX, I.Reg[1]);
     BE.setReg(N, HAX, I.Reg[0]);
     return true;
   case JitOp::Lea:
@@ -366,7 +520,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     const uint8_t R = I.Reg[0];
     if (Count == 0) { // nothing changes, but a 32-bit destination is zero-extended
       if (N == 4) {
-        E.load(4, HAX, BE.gpr(R, 4));
+        BE.loadReg(4, HAX, R);
         BE.setReg(4, HAX, R);
       }
       return true;
@@ -376,15 +530,23 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       return false; // 8- and 16-bit shifts past the width: interpreted
     const uint32_t Defined = Rotate ? uint32_t(rflags::CF | rflags::OF) : kArith;
     const uint32_t Mask = Defined & BE.Need;
-    E.loadZx(N, HCX, BE.gpr(R, N)); // zero-extended: bits above the operand stay 0
-    if (Mask && F.Op == JitOp::Shr)
-      E.movRR(8, HSI, HCX);           // the original value
     const Shift Op = F.Op == JitOp::Rol   ? Shift::Rol
                      : F.Op == JitOp::Ror ? Shift::Ror
                      : F.Op == JitOp::Shl ? Shift::Shl
                      : F.Op == JitOp::Shr ? Shift::Shr
                                           : Shift::Sar;
-    E.shiftImm(Op, N, HCX, Count);
+    if (InPlace) { // HCX (HSI): the result (the original) zero-extended, for the flags
+      if (Mask && F.Op == JitOp::Shr)
+        E.movZxRR(N, HSI, BE.host(R));
+      E.shiftImm(Op, N, BE.host(R), Count);
+      if (Mask)
+        E.movZxRR(N, HCX, BE.host(R)); // (a MOV leaves the host's flags)
+    } else {
+      BE.loadRegZx(N, HCX, R); // zero-extended: bits above the operand stay 0
+      if (Mask && F.Op == JitOp::Shr)
+        E.movRR(8, HSI, HCX);           // the original value
+      E.shiftImm(Op, N, HCX, Count);
+    }
     if (Mask == uint32_t(rflags::CF) && Rotate) {
       // Only CF is needed: ROL's is the result's LSB, ROR's its MSB.
       E.movRR(8, HDX, HCX);
@@ -430,7 +592,8 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     }
     if (Mask && Mask != Defined && !(Rotate && Mask == uint32_t(rflags::CF)))
       E.aluImm(Alu::And, 4, HDX, Mask); // only the bits a later instruction needs
-    BE.setReg(N, HCX, R);
+    if (!InPlace)
+      BE.setReg(N, HCX, R);
     BE.mergeFlags(Mask);
     return true;
   }
@@ -451,6 +614,53 @@ bool hasInlineHit(const BlockEmitter &BE, const DecodedInsn &I, const JitForm &F
     return BE.addressable(I);
   default:
     return (isAlu(F.Op) || isUnary(F.Op)) && BE.addressable(I);
+  }
+}
+
+/// Chooses what a loop of one block keeps in host registers (BlockEmitter::HostOf):
+/// RFLAGS, and the guest registers its inline code names most often, up to the pool.
+void holdRegisters(const Block &B, BlockEmitter &BE) {
+  // (RBP, which has no byte register without REX, holds a count.)
+  static constexpr Reg kPool[] = {H8, HBP, H9, H10, H11, H14, H15};
+  unsigned Uses[16] = {};
+  bool Never[16] = {};
+  const auto Count = [&](uint8_t R) {
+    if (R < 16)
+      ++Uses[R];
+    else if (R >= kRegAH && R < kRegAH + 4)
+      Never[R - kRegAH] = true; // AH..BH: byte 1 stays addressed in the Cpu
+  };
+  for (unsigned K = 0; K < B.NumInsns; ++K) {
+    const DecodedInsn &I = B.Insns[K];
+    const JitForm F = jitFormOf(I);
+    if (F.Op == JitOp::None)
+      continue;
+    if (F.Shape == JitShape::Mem) {
+      if (!hasInlineHit(BE, I, F))
+        continue;
+      if (F.Stack64)
+        Count(4);
+      Count(I.Base);
+      Count(I.Index);
+    } else if (F.Op == JitOp::Lea) {
+      Count(I.Base);
+      Count(I.Index);
+    }
+    Count(I.Reg[0]);
+    Count(I.Reg[1]);
+  }
+  BE.FlagsHost = kPool[0];
+  BE.CyclesHost = kPool[1];
+  BE.RetiredHost = kPool[2];
+  for (unsigned H = 3; H < std::size(kPool); ++H) {
+    unsigned Best = 16;
+    for (unsigned R = 0; R < 16; ++R)
+      if (Uses[R] && !Never[R] && BE.HostOf[R] == BlockEmitter::kInMemory &&
+          (Best == 16 || Uses[R] > Uses[Best]))
+        Best = R;
+    if (Best == 16)
+      break;
+    BE.HostOf[Best] = kPool[H];
   }
 }
 
@@ -592,13 +802,32 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // by physical address; the same code may run at several linear addresses).
   E.push(HBX);
   E.push(H12);
-  E.push(H13); // keeps RSP 16-byte aligned for the handler calls
+  E.push(H13);
+  E.push(H14); // R14, R15 and RBP may hold guest state (BlockEmitter::HostOf)
+  E.push(H15);
+  E.push(HBP);
+  E.push(HAX); // (seven pushes keep RSP 16-byte aligned for the handler calls)
   E.movRR(8, HBX, HDI);
   E.movRR(8, H12, HSI);
   E.movImm64(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state
   if (E.size() != kPrologueBytes)
     return false;
   E.bind(kBody);
+  // A loop of one block keeps the guest registers its inline code uses most, and RFLAGS,
+  // in host registers (BlockEmitter::HostOf; docs/TRANSLATOR.md, "Registers").
+  const JitForm EndForm = jitFormOf(B.Insns[N - 1]);
+  int64_t Bytes = 0;
+  for (unsigned K = 0; K < N; ++K)
+    Bytes += B.Insns[K].Len;
+  const bool Loop = Mode == ExecMode::Translate &&
+                    (EndForm.Op == JitOp::JmpRel || EndForm.Op == JitOp::JccRel) &&
+                    Bytes + int64_t(B.Insns[N - 1].Imm) == 0;
+  if (Loop)
+    holdRegisters(B, BE);
+  HeldRegisters = BE.holdsAny();
+  BE.reload();
+  constexpr unsigned kLoopHead = kLocal + 8;
+  E.bind(kLoopHead);
   // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
   // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
   // data outside the code (a store near code being run costs the host a pipeline flush).
@@ -613,6 +842,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // that hands a non-canonical target to the interpreter); an instruction's flags that
   // a later one defines before anything reads them are not computed.
   uint32_t Need[kMaxBlockInsns] = {};
+  uint32_t LiveIn = kArith; // the flags the block reads before it defines them
   {
     uint32_t Live = kArith;
     for (unsigned K = N; K-- > 0;) {
@@ -623,7 +853,24 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
                             F.Op == JitOp::JmpRel || F.Op == JitOp::JccRel;
       Live = MayLeave ? kArith : flagReads(F) | (Live & ~Writes);
     }
+    LiveIn = Live;
   }
+  // A loop whose JCC tests the flags of the register instruction before it (DEC RCX;
+  // JNZ) branches on the host's flags, and computes those flags only on the paths that
+  // read them (docs/TRANSLATOR.md, "Loops").
+  unsigned FusedAt = N;
+  if (Loop && N >= 2 && EndForm.Op == JitOp::JccRel) {
+    const JitForm F = jitFormOf(B.Insns[N - 2]);
+    const unsigned Cond = B.Insns[N - 1].Cond >> 1;
+    const bool RegAlu = isAlu(F.Op) && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm);
+    // INC and DEC leave CF: the host's is not the guest's.
+    const bool RegUnary = (F.Op == JitOp::Neg ||
+                           ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3)) &&
+                          F.Shape == JitShape::Reg;
+    if (RegAlu || RegUnary)
+      FusedAt = N - 2;
+  }
+  FusedBranch = FusedAt < N;
   bool SlowPath[kMaxBlockInsns] = {};
   bool RipByHandler = false;
   int32_t Off = 0;
@@ -636,6 +883,51 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.Offset[K] = Off;
     RipByHandler = false;
     BE.Need = Need[K];
+    if (K == FusedAt) {
+      // The test the loop's back edge makes (below), made here: nothing from here to the
+      // end changes the counts or what they are compared with. When it fails, the
+      // instructions are emitted as in any block (SlowTail).
+      const DecodedInsn &J = B.Insns[N - 1];
+      const uint32_t IterCycles = BE.PendCycles + I.Cost + J.Cost,
+                     IterInsns = BE.PendInsns + 2;
+      constexpr unsigned kSlowTail = kLocal + 9, kFastNotTaken = kLocal + 10;
+      BE.cyclesPlus(HAX, int32_t(IterCycles + B.Insns[0].CostToEnd));
+      E.cmpRegMem64(HAX, OffWindowDue);
+      E.jump(kHostAE, kSlowTail);
+      BE.retiredPlus(HCX, int32_t(IterInsns + N));
+      E.cmpRegMem64(HCX, OffInsnEnd);
+      E.jump(kHostAE, kSlowTail);
+      E.store(8, HAX, OffBlockStop);
+      BE.Need = 0; // the host's flags stay those of the instruction
+      BE.NextOff = Next;
+      if (!emitInline(BE, I, F))
+        return false;
+      // To FastNotTaken when the guest's condition is false (its code is the host's).
+      E.jump(J.Cond ^ 1, kFastNotTaken);
+      const HostFlags H = hostFlagsOf(F);
+      const auto Materialize = [&](uint32_t Mask) {
+        BE.Need = Mask;
+        BE.mergeFlags(BE.hostFlags(H.Bits, H.Mask));
+      };
+      Materialize(LiveIn); // taken: what the next iteration reads
+      BE.PendCycles = IterCycles;
+      BE.PendInsns = IterInsns;
+      BE.sync();
+      E.jump(-1, kLoopHead);
+      E.bind(kFastNotTaken);
+      Materialize(kArith);
+      BE.PendCycles = IterCycles;
+      BE.PendInsns = IterInsns;
+      BE.sync();
+      E.leaR12(HAX, Next + J.Len);
+      E.store(8, HAX, OffRip);
+      E.movImm64(HSI, Cell1);
+      E.jump(-1, kExitN);
+      E.bind(kSlowTail);
+      BE.PendCycles = BE.BailCycles[K];
+      BE.PendInsns = BE.BailInsns[K];
+      BE.Need = Need[K];
+    }
     if (F.Shape == JitShape::Mem && hasInlineHit(BE, I, F)) {
       // The interpreter's TLB-hit path inline; anything else (a miss, RFLAGS.AC, a
       // page crossing, a target outside RIP's canonical half) runs the handler out of
@@ -678,16 +970,14 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         // translation (docs/TRANSLATOR.md, "Loops"). Not in lockstep, which compares
         // every run. RIP is stored only when the loop is left (nothing reads it inside).
         BE.sync();
-        E.load(8, HAX, OffCycles);
-        E.aluImm(Alu::Add, 8, HAX, B.Insns[0].CostToEnd);
+        BE.cyclesPlus(HAX, int32_t(B.Insns[0].CostToEnd));
         E.cmpRegMem64(HAX, OffWindowDue);
         E.jump(kHostAE, kLoopExit);
-        E.load(8, HCX, OffRetired);
-        E.aluImm(Alu::Add, 8, HCX, N);
+        BE.retiredPlus(HCX, int32_t(N));
         E.cmpRegMem64(HCX, OffInsnEnd);
         E.jump(kHostAE, kLoopExit);
         E.store(8, HAX, OffBlockStop);
-        E.jump(-1, kBody);
+        E.jump(-1, kLoopHead);
         E.bind(kLoopExit);
         E.leaR12(HAX, 0);
         E.store(8, HAX, OffRip);
@@ -745,6 +1035,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (Pair)
     E.movImm64(HSI, Cell0);
   E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
+  BE.spill();
   if (Pair) {
     emitChain(&E, kSecondCell, kValid0);
     E.bind(kSecondCell);
@@ -757,6 +1048,10 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.storeR13(0, HSI); // the exit taken (its last cell tried), for link()
   E.movImm32(HAX, N);
   E.bind(kEpilogue);
+  E.pop(HCX); // (EAX holds the result)
+  E.pop(HBP);
+  E.pop(H15);
+  E.pop(H14);
   E.pop(H13);
   E.pop(H12);
   E.pop(HBX);
@@ -776,8 +1071,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
                   Insns = int64_t(BE.BailInsns[K]) + 1;
     if (!fitsInt32(Cycles))
       return false;
-    E.addMem64Imm(OffCycles, int32_t(-Cycles));
-    E.addMem64Imm(OffRetired, int32_t(-Insns));
+    BE.addCounts(int32_t(-Cycles), int32_t(-Insns));
     E.jump(-1, kMiss + 2 * K + 1);
   }
   // The exits.
@@ -787,6 +1081,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       BE.PendCycles = BE.BailCycles[K];
       BE.PendInsns = BE.BailInsns[K];
       BE.sync();
+      BE.spill();
       E.leaR12(HAX, BE.Offset[K]);
       E.store(8, HAX, OffRip);
       E.movImm32(HAX, K);
@@ -801,8 +1096,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       E.aluImm(Alu::Or, 4, HAX, K);
       E.jump(-1, kEpilogue);
     }
-    if (BE.UsedStop[K]) {
+    if (BE.UsedStop[K]) { // (the counts of K added to the held ones: written back)
       E.bind(kStop + K);
+      BE.spill();
       E.movImm32(HAX, K + 1);
       E.jump(-1, kEpilogue);
     }
@@ -832,7 +1128,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   };
   // RAX: the linear address of an access of Size bytes -> its host address.
   const auto Hit = [&](unsigned Size, bool Write) {
-    E.btMem64(OffRflags, 18); // RFLAGS.AC: #AC is checked on the full path
+    BE.btFlags(18); // RFLAGS.AC: #AC is checked on the full path
     E.jump(kHostB, Miss);
     E.movRR(8, HDX, HAX);
     if (Size > 1)
@@ -857,7 +1153,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   // X = the register or immediate operand of a memory-destination form.
   const auto Value = [&](Reg X) {
     if (I.Reg[1] != kRegNone)
-      E.load(N, X, BE.gpr(I.Reg[1], N));
+      BE.loadReg(N, X, I.Reg[1]);
     else if (N == 8)
       E.movImm64(X, I.Imm);
     else
@@ -871,22 +1167,22 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
     E.shiftImm(Shift::Shr, 8, HCX, 47);
     E.jump(kHostNE, Miss);
   };
-  const int32_t Rsp = BE.gpr(4, 8);
+  constexpr uint8_t Rsp = 4;
   switch (F.Op) {
   case JitOp::Push: // PUSH r64 (RSP: the value before the push)
-    E.load(8, HAX, Rsp);
+    BE.loadReg(8, HAX, Rsp);
     E.aluImm(Alu::Sub, 8, HAX, 8);
     Hit(8, true);
-    E.load(8, HCX, BE.gpr(I.Reg[0], 8));
+    BE.loadReg(8, HCX, I.Reg[0]);
     E.storeAtRax(8, HCX);
-    E.addMem64Imm(Rsp, -8);
+    BE.addReg64(Rsp, -8);
     return true;
   case JitOp::Pop: // POP r64 (POP RSP: the popped value wins)
-    E.load(8, HAX, Rsp);
+    BE.loadReg(8, HAX, Rsp);
     Hit(8, false);
     E.loadAtRax(8, HCX);
-    E.addMem64Imm(Rsp, 8);
-    E.store(8, HCX, BE.gpr(I.Reg[0], 8));
+    BE.addReg64(Rsp, 8);
+    BE.setReg(8, HCX, I.Reg[0]);
     return true;
   case JitOp::CallRel: { // the target is checked before the push (SDM Vol. 2A, CALL)
     const int64_t Target = int64_t(Next) + int64_t(I.Imm);
@@ -894,23 +1190,23 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
       return false;
     E.leaR12(HAX, int32_t(Target));
     SameHalf(HAX);
-    E.load(8, HAX, Rsp);
+    BE.loadReg(8, HAX, Rsp);
     E.aluImm(Alu::Sub, 8, HAX, 8);
     Hit(8, true);
     E.leaR12(HCX, Next);
     E.storeAtRax(8, HCX);
-    E.addMem64Imm(Rsp, -8);
+    BE.addReg64(Rsp, -8);
     E.leaR12(HAX, int32_t(Target));
     E.store(8, HAX, OffRip);
     return true;
   }
   case JitOp::Ret: // RET and RET imm16
-    E.load(8, HAX, Rsp);
+    BE.loadReg(8, HAX, Rsp);
     Hit(8, false);
     E.loadAtRax(8, HDX);
     SameHalf(HDX);
     E.store(8, HDX, OffRip);
-    E.addMem64Imm(Rsp, int32_t(8 + I.Imm));
+    BE.addReg64(Rsp, int32_t(8 + I.Imm));
     return true;
   case JitOp::Mov:
     Operand();
@@ -948,7 +1244,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   if (I.Reg[0] != kRegNone) { // op r, m
     Hit(N, false);
     E.loadAtRax(N, HAX);
-    E.load(N, HCX, BE.gpr(I.Reg[0], N));
+    BE.loadReg(N, HCX, I.Reg[0]);
     const uint32_t M = aluOp(BE, F, HAX);
     if (F.Op != JitOp::Cmp && F.Op != JitOp::Test)
       BE.setReg(N, HCX, I.Reg[0]);
@@ -1173,6 +1469,8 @@ Translator::Entry Translator::translate(Block &B) {
     CellsUsed += 2;
   B.JitCalls = Calls;
   ++Stats.Translated;
+  Stats.HeldLoops += HeldRegisters;
+  Stats.FusedLoops += FusedBranch;
   return reinterpret_cast<Entry>(Start);
 }
 
@@ -1298,10 +1596,12 @@ void Translator::describe(char *Out, size_t Size) const {
       Out, Size,
       "jit: %" PRIu64 " blocks translated, %" PRIu64 " runs, %" PRIu64
       " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes, %" PRIu64
-      " kept across re-decoding, %" PRIu64 " exits linked, %" PRIu64 " chained jumps; refused: %" PRIu64
+      " kept across re-decoding, %" PRIu64 " exits linked, %" PRIu64
+      " chained jumps, %" PRIu64 " loops with registers held (%" PRIu64
+      " on the host's flags); refused: %" PRIu64
       " unsupported instruction, %" PRIu64 " unsupported form, %" PRIu64 " too large",
       Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
-      Stats.Kept, Stats.Links, Stats.Chained,
+      Stats.Kept, Stats.Links, Stats.Chained, Stats.HeldLoops, Stats.FusedLoops,
       Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
   if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
     Len += std::snprintf(Out + Len, Size - size_t(Len),

@@ -42,6 +42,10 @@ struct JitStats {
   uint64_t Chained = 0;
   /// Exits of a translated block linked to the translation of their successor.
   uint64_t Links = 0;
+  /// Translated loops of one block that keep guest registers in host registers.
+  uint64_t HeldLoops = 0;
+  /// Of those, loops whose closing JCC branches on the host's flags (docs/TRANSLATOR.md).
+  uint64_t FusedLoops = 0;
   /// Unsupported instructions by the decoder's mnemonic number (the first of each block
   /// that was refused for one).
   static constexpr unsigned kMnemonics = 2048;
@@ -195,7 +199,7 @@ private:
   const Block *PendingFrom = nullptr;
   uint32_t PendingStamp = 0;
   /// Bytes of the prologue: a chained jump enters a block's code this far in.
-  static constexpr size_t kPrologueBytes = 21;
+  static constexpr size_t kPrologueBytes = 27;
 
   /// A translation, found again by the physical address of its block: where its code and
   /// a copy of the guest bytes it was made from are in the cache.
@@ -224,6 +228,8 @@ private:
   static constexpr size_t kScratchBytes = 16384;
   uint8_t *Scratch = nullptr;
   char Message[192] = {};
+  bool HeldRegisters = false; ///< the block emitBlock made last holds registers
+  bool FusedBranch = false;   ///< and its JCC branches on the host's flags
   // Offsets in the Cpu of what the emitted code reads and writes.
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
