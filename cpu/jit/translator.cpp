@@ -802,11 +802,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // by physical address; the same code may run at several linear addresses).
   E.push(HBX);
   E.push(H12);
-  E.push(H13);
-  E.push(H14); // R14, R15 and RBP may hold guest state (BlockEmitter::HostOf)
-  E.push(H15);
-  E.push(HBP);
-  E.push(HAX); // (seven pushes keep RSP 16-byte aligned for the handler calls)
+  E.push(H13); // keeps RSP 16-byte aligned for the handler calls
   E.movRR(8, HBX, HDI);
   E.movRR(8, H12, HSI);
   E.movImm64(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state
@@ -825,6 +821,22 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (Loop)
     holdRegisters(B, BE);
   HeldRegisters = BE.holdsAny();
+  // R14, R15 and RBP are saved by the block that uses them, at its entry (from the run
+  // loop or chained), and restored at each of its exits: other blocks pay nothing.
+  const auto SaveHeld = [&] {
+    E.push(H14);
+    E.push(H15);
+    E.push(HBP);
+    E.push(HAX); // (seven pushes keep RSP 16-byte aligned for the handler calls)
+  };
+  const auto RestoreHeld = [&] {
+    E.pop(HCX); // (EAX may hold the result)
+    E.pop(HBP);
+    E.pop(H15);
+    E.pop(H14);
+  };
+  if (HeldRegisters)
+    SaveHeld();
   BE.reload();
   constexpr unsigned kLoopHead = kLocal + 8;
   E.bind(kLoopHead);
@@ -1036,6 +1048,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.movImm64(HSI, Cell0);
   E.bind(kExitN); // RIP stored, the counts added, RSI = the exit's cell
   BE.spill();
+  if (HeldRegisters)
+    RestoreHeld(); // (a chained jump enters the next block with the run loop's frame)
   if (Pair) {
     emitChain(&E, kSecondCell, kValid0);
     E.bind(kSecondCell);
@@ -1047,11 +1061,13 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (Chains)
     E.storeR13(0, HSI); // the exit taken (its last cell tried), for link()
   E.movImm32(HAX, N);
-  E.bind(kEpilogue);
-  E.pop(HCX); // (EAX holds the result)
-  E.pop(HBP);
-  E.pop(H15);
-  E.pop(H14);
+  constexpr unsigned kEpilogueFrame = kLocal + 11;
+  if (HeldRegisters)
+    E.jump(-1, kEpilogueFrame);
+  E.bind(kEpilogue); // the other exits, with the held registers' frame
+  if (HeldRegisters)
+    RestoreHeld();
+  E.bind(kEpilogueFrame);
   E.pop(H13);
   E.pop(H12);
   E.pop(HBX);

@@ -199,7 +199,7 @@ private:
   const Block *PendingFrom = nullptr;
   uint32_t PendingStamp = 0;
   /// Bytes of the prologue: a chained jump enters a block's code this far in.
-  static constexpr size_t kPrologueBytes = 27;
+  static constexpr size_t kPrologueBytes = 21;
 
   /// A translation, found again by the physical address of its block: where its code and
   /// a copy of the guest bytes it was made from are in the cache.
