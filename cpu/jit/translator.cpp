@@ -691,11 +691,12 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
   Kept.reset(new (std::nothrow) KeptEntry[kKeptEntries]());
-  void *CellMem = mmap(nullptr, kCells * sizeof(ChainCell), PROT_READ | PROT_WRITE,
+  void *CellMem = mmap(nullptr, (kCells + kTargets) * sizeof(ChainCell), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (!Kept || CellMem == MAP_FAILED)
     return;
   Cells = static_cast<ChainCell *>(CellMem);
+  Targets = Cells + kCells;
   // The scratch buffer for one block's code.
   void *P = mmap(nullptr, kScratchBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -740,7 +741,7 @@ Translator::~Translator() {
   if (Scratch)
     munmap(Scratch, kScratchBytes);
   if (Cells)
-    munmap(Cells, kCells * sizeof(ChainCell));
+    munmap(Cells, (kCells + kTargets) * sizeof(ChainCell));
 }
 
 bool Translator::install(size_t Off, const uint8_t *Src, size_t Len) {
@@ -1054,9 +1055,29 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     emitChain(&E, kSecondCell, kValid0);
     E.bind(kSecondCell);
     E.movImm64(HSI, Cell1);
-  }
-  if (Chains)
+    // Neither cell holds: the table of targets (Translator::Targets), one cell per slot
+    // of the RIP (targetSlot), filled by link() from every exit of this kind, so that a
+    // RET back to one of many callers still chains.
+    constexpr unsigned kTargetTry = kLocal + 12, kTargetMiss = kLocal + 13,
+                       kValidTarget = kLocal + 14;
+    emitChain(&E, kTargetTry, kValid1);
+    E.bind(kTargetTry);
+    E.load(8, HAX, OffRip);
+    E.movRR(4, HDX, HAX);
+    E.shiftImm(Shift::Shr, 4, HDX, kTargetShift);
+    E.aluRR(Alu::Xor, 4, HDX, HAX);
+    E.aluImm(Alu::And, 4, HDX, kTargets - 1);
+    static_assert(sizeof(ChainCell) == 96);
+    E.timesThree(HDX);
+    E.shiftImm(Shift::Shl, 4, HDX, 5);
+    E.movImm64(HSI, reinterpret_cast<uint64_t>(Targets));
+    E.aluRR(Alu::Add, 8, HSI, HDX);
+    emitChain(&E, kTargetMiss, kValidTarget, true);
+    E.bind(kTargetMiss);
+    E.movImm64(HSI, Cell1); // link() refills the pair, and the table's cell
+  } else if (Chains) {
     emitChain(&E, kNoChain, kValid1);
+  }
   E.bind(kNoChain);
   if (Chains)
     E.storeR13(0, HSI); // the exit taken (its last cell tried), for link()
@@ -1280,7 +1301,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   return true;
 }
 
-void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
+void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
   // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
@@ -1362,6 +1383,8 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
   E.loadAt(HCX, HSI, 32); // Next
   E.storeR13(8, HCX);     // the block running
   E.incR13(16);           // chained jumps
+  if (Target)
+    E.incR13(24);         // through the table of targets
   E.load(8, H12, OffRip);
   E.jumpAt(HSI, 24); // Body
   static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
@@ -1369,7 +1392,7 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid) {
                 offsetof(ChainCell, NextCost) == 40 && offsetof(ChainCell, NextInsns) == 48);
   static_assert(offsetof(Block, JitCode) < 128 && offsetof(Block, Key) < 128);
   static_assert(offsetof(ChainState, LastCell) == 0 && offsetof(ChainState, Current) == 8 &&
-                offsetof(ChainState, Chained) == 16);
+                offsetof(ChainState, Chained) == 16 && offsetof(ChainState, TargetChained) == 24);
 }
 
 void Translator::link(const Block &B, const Block *Prev) {
@@ -1395,6 +1418,7 @@ void Translator::link(const Block &B, const Block *Prev) {
   // B is the block cache's current block at the RIP's frame (the run loop's lookup
   // returned it); the fetch TLB's primary slot holds the RIP's entry.
   const TlbEntry &F = C.Mmu.fetchEntry(Gla(C.S.Rip));
+  const bool Pair = Cells[Index & ~size_t(1)].Pad;
   W->La = C.S.Rip;
   W->Tag = C.Mmu.tag(C.S.Rip, false);
   W->Pfn = F.Tag == W->Tag ? F.Pfn : ~uint64_t(0);
@@ -1404,6 +1428,11 @@ void Translator::link(const Block &B, const Block *Prev) {
   W->NextCost = B.Insns[0].CostToEnd;
   W->NextInsns = B.NumInsns;
   W->Stamp = C.Mmu.chainStamp();
+  if (Pair) {
+    ChainCell &T = Targets[targetSlot(C.S.Rip)];
+    T = *W;
+    T.Pad = 0;
+  }
   ++Stats.Links;
 }
 
@@ -1458,6 +1487,8 @@ Translator::Entry Translator::translate(Block &B) {
       Stamp = 1;
     Used = 0;
     CellsUsed = 0;
+    // The table's cells name translations just dropped: all empty (Stamp 0 never holds).
+    std::memset(static_cast<void *>(Targets), 0, kTargets * sizeof(ChainCell));
   }
   Cells[CellsUsed] = ChainCell{};
   Cells[CellsUsed + 1] = ChainCell{}; // La 0 with Pfn 0: no link yet (see link())
@@ -1613,11 +1644,11 @@ void Translator::describe(char *Out, size_t Size) const {
       "jit: %" PRIu64 " blocks translated, %" PRIu64 " runs, %" PRIu64
       " instructions translated, %" PRIu64 " bail-outs, %" PRIu64 " flushes, %" PRIu64
       " kept across re-decoding, %" PRIu64 " exits linked, %" PRIu64
-      " chained jumps, %" PRIu64 " loops with registers held (%" PRIu64
+      " chained jumps (%" PRIu64 " through the table of targets), %" PRIu64 " loops with registers held (%" PRIu64
       " on the host's flags); refused: %" PRIu64
       " unsupported instruction, %" PRIu64 " unsupported form, %" PRIu64 " too large",
       Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
-      Stats.Kept, Stats.Links, Stats.Chained, Stats.HeldLoops, Stats.FusedLoops,
+      Stats.Kept, Stats.Links, Stats.Chained, Stats.TargetChained, Stats.HeldLoops, Stats.FusedLoops,
       Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
   if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
     Len += std::snprintf(Out + Len, Size - size_t(Len),

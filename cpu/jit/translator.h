@@ -42,6 +42,8 @@ struct JitStats {
   uint64_t Chained = 0;
   /// Exits of a translated block linked to the translation of their successor.
   uint64_t Links = 0;
+  /// Chained jumps through the table of targets (an exit whose own cells did not hold).
+  uint64_t TargetChained = 0;
   /// Translated loops of one block that keep guest registers in host registers.
   uint64_t HeldLoops = 0;
   /// Of those, loops whose closing JCC branches on the host's flags (docs/TRANSLATOR.md).
@@ -117,7 +119,7 @@ private:
   bool emitBlock(Block &B, void *Emitter);
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
   /// Fail, when the link does not hold (Valid: its own label).
-  void emitChain(void *Emitter, unsigned Fail, unsigned Valid);
+  void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false);
   /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
   /// both relative to the entry RIP); jumps to label Miss for anything else. False for
   /// a form not taken.
@@ -136,6 +138,7 @@ private:
     Out.Last = Chain.Current;
     ++Stats.Runs;
     Stats.Chained = Chain.Chained;
+    Stats.TargetChained = Chain.TargetChained;
     Stats.InsnsTranslated += C.Retired - Before;
     if (Out.Done != Out.Last->NumInsns || Out.St != Status::Ok) {
       ++Stats.Bailouts;
@@ -188,6 +191,7 @@ private:
     ChainCell *LastCell;
     Block *Current;
     uint64_t Chained;
+    uint64_t TargetChained; ///< of those, through the table of targets
   };
   ChainState Chain = {};
   /// Two cells per translated block (Translate mode), allocated with the code and
@@ -195,6 +199,16 @@ private:
   static constexpr size_t kCells = 1u << 17;
   ChainCell *Cells = nullptr;
   size_t CellsUsed = 0;
+  /// The table of targets: after the cells of an exit without a direct branch (RET, an
+  /// indirect JMP or CALL) the emitted code tries the cell at the slot of the RIP it
+  /// leaves with, which link() fills from every such exit (docs/TRANSLATOR.md,
+  /// "Chaining"). After the cells, in their mapping; emptied at a flush.
+  static constexpr size_t kTargets = 4096;
+  static constexpr unsigned kTargetShift = 10;
+  ChainCell *Targets = nullptr;
+  static size_t targetSlot(uint64_t Rip) {
+    return (uint32_t(Rip) >> kTargetShift ^ uint32_t(Rip)) & (kTargets - 1);
+  }
   ChainCell *PendingCell = nullptr;
   const Block *PendingFrom = nullptr;
   uint32_t PendingStamp = 0;

@@ -37,6 +37,7 @@ public:
   std::vector<uint8_t> stream(unsigned NumInsns, bool Loop = false, unsigned Tail = 0) {
     Insns.clear();
     Branches.clear();
+    Calls.clear();
     NoBranches = Loop;
     NoR15 = Loop && Tail != 0;
     if (Loop) {
@@ -89,7 +90,12 @@ public:
     Insns.push_back({0x0f, 0x85, 0, 0, 0, 0});
     Insns.push_back({0xeb, 0x00}); // JMP +0: HLT (outside the set) is a block of its own
     Insns.push_back({0xf4});       // HLT
-    // Lay out, then resolve each forward Jcc rel8 to the start of its target.
+    const size_t Hlt = Insns.size() - 1;
+    // A function called from several places (case 18): its RET returns to each of them,
+    // so it leaves through the translator's table of targets.
+    Insns.push_back({0x48, 0x8d, 0x40, 0x01, 0xc3}); // lea rax, [rax + 1]; ret
+    // Lay out, then resolve each forward Jcc rel8 to the start of its target and each
+    // CALL of the function.
     std::vector<size_t> Start;
     std::vector<uint8_t> Out;
     for (const auto &I : Insns) {
@@ -97,8 +103,12 @@ public:
       Out.insert(Out.end(), I.begin(), I.end());
     }
     for (auto [From, To] : Branches) {
-      const size_t To2 = std::min(To, Insns.size() - 1);
+      const size_t To2 = std::min(To, Hlt);
       Out[Start[From] + 1] = uint8_t(Start[To2] - (Start[From] + 2));
+    }
+    for (size_t From : Calls) {
+      const int32_t Rel = int32_t(Start[Hlt + 1]) - int32_t(Start[From] + 5);
+      std::memcpy(&Out[Start[From] + 1], &Rel, 4);
     }
     const int32_t Back = int32_t(Start[Body]) - int32_t(Start[Jnz] + 6);
     std::memcpy(&Out[Start[Jnz] + 2], &Back, 4);
@@ -109,6 +119,7 @@ private:
   std::mt19937_64 R;
   std::vector<std::vector<uint8_t>> Insns;
   std::vector<std::pair<size_t, size_t>> Branches;
+  std::vector<size_t> Calls; ///< CALLs of the stream's function
   bool NoBranches = false;
   bool NoR15 = false; ///< R15 is the loop's counter: not a destination
 
@@ -330,6 +341,9 @@ private:
     case 18: // CALL L; JMP over; L: RET — or with a pushed word that RET imm16 drops;
              // JMP RAX and CALL RAX to an address LEA made
       if (pick(3) == 0) {
+        Calls.push_back(Insns.size()); // call the function (resolved in stream())
+        B = {0xe8, 0, 0, 0, 0};
+      } else if (pick(3) == 0) {
         if (pick(2)) // lea rax, [rip + 2]; jmp rax
           B = {0x48, 0x8d, 0x05, 2, 0, 0, 0, 0xff, 0xe0};
         else // lea rax, [rip + 4]; call rax; jmp over; ret
@@ -434,6 +448,7 @@ TEST(Translator, FuzzedStreamsAgreeWithTheInterpreterInLockstepAndTranslated) {
   EXPECT_GT(L.LockstepCompared, kStreams / 2);
   EXPECT_GT(T.InsnsTranslated, 20 * uint64_t(kStreams));
   EXPECT_GT(T.Chained, uint64_t(kStreams)); // translations jumped into the next ones
+  EXPECT_GT(T.TargetChained, kStreams / 10); // RETs chained through the table of targets
   EXPECT_GT(T.HeldLoops, kStreams / 6);      // loops ran with registers held
   EXPECT_GT(T.FusedLoops, kStreams / 10);    // and branched on the host's flags
   EXPECT_EQ(L.Chained, 0u);                 // lockstep compares every block: no chaining
