@@ -1089,6 +1089,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (HeldRegisters)
     RestoreHeld();
   E.bind(kEpilogueFrame);
+  E.movImm64(HCX, reinterpret_cast<uint64_t>(&B)); // the block the run ended in
+  E.storeR13(8, HCX);
   E.pop(H13);
   E.pop(H12);
   E.pop(HBX);
@@ -1370,22 +1372,22 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
   E.jump(kHostNE, Fail);
   E.storeAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
-  E.bind(Valid);
-  E.load(8, HAX, OffCycles);
-  E.addRegAt(HAX, HSI, 40); // NextCost
-  E.cmpRegMem64(HAX, OffWindowDue);
+  E.load(8, HAX, OffRip);
+  E.bind(Valid); // RAX = RIP
+  E.load(8, HDX, OffCycles);
+  E.addRegAt(HDX, HSI, 40); // NextCost
+  E.cmpRegMem64(HDX, OffWindowDue);
   E.jump(kHostAE, Fail);
   E.load(8, HCX, OffRetired);
   E.addRegAt(HCX, HSI, 48); // NextInsns
   E.cmpRegMem64(HCX, OffInsnEnd);
   E.jump(kHostAE, Fail);
-  E.store(8, HAX, OffBlockStop);
-  E.loadAt(HCX, HSI, 32); // Next
-  E.storeR13(8, HCX);     // the block running
+  E.store(8, HDX, OffBlockStop);
   E.incR13(16);           // chained jumps
   if (Target)
     E.incR13(24);         // through the table of targets
-  E.load(8, H12, OffRip);
+  // (The block running, ChainState::Current, is stored by the exit that leaves it.)
+  E.movRR(8, H12, HAX);
   E.jumpAt(HSI, 24); // Body
   static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
                 offsetof(ChainCell, Body) == 24 && offsetof(ChainCell, Next) == 32 &&

@@ -186,10 +186,10 @@ private:
     uint64_t Unused[2];
   };
   /// What the emitted code reads and writes besides the Cpu (R13 holds its address): the
-  /// exit taken last, the block running, the count of chained jumps.
+  /// exit taken last, the block a run ended in, the counts of chained jumps.
   struct ChainState {
     ChainCell *LastCell;
-    Block *Current;
+    Block *Current; ///< the block the run ended in (stored by the exit that leaves it)
     uint64_t Chained;
     uint64_t TargetChained; ///< of those, through the table of targets
   };
