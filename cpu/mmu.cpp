@@ -46,7 +46,7 @@ void Mmu::placeEntry(TlbEntry *Array, unsigned Slot, const TlbEntry &E) {
     Array[tlbVictimSlot(Slot)] = Primary;
   Primary = E;
   if (Array == TlbFetch)
-    ++ChainEpoch;
+    bumpChainEpoch();
 }
 
 // Translates one page's worth of an access and installs the TLB entry when the page is
@@ -61,7 +61,7 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   if (TlbEntry &V = Array[tlbVictimSlot(Slot)]; V.Tag == tag(La, Supervisor)) {
     std::swap(Array[Slot], V);
     if (Array == TlbFetch)
-      ++FetchChanges;
+      bumpFetchChanges();
     Out = Hpa((Array[Slot].Pfn << 12) | (La & 0xfff));
     return Status::Ok;
   }
@@ -200,7 +200,7 @@ void Mmu::blockDecoded(uint64_t Pfn, uint64_t Lines) {
 }
 
 void Mmu::flushDecodeCache() {
-  ++ChainEpoch;
+  bumpChainEpoch();
   BlockKeyBase += 1u << 8;
   if (BlockKeyBase == 0) {
     // The 24-bit epoch wrapped: stale blocks could look current again, so clear them.
@@ -213,7 +213,7 @@ void Mmu::flushDecodeCache() {
 void Mmu::clearTlb() {
   for (unsigned I = 0; I < kTlbEntries; ++I)
     TlbRead[I].Tag = TlbWrite[I].Tag = TlbFetch[I].Tag = TlbWriteCode[I].Tag = kTlbEmpty;
-  ++ChainEpoch;
+  bumpChainEpoch();
   // Generations restart below: cached guest-physical mappings must not match again.
   for (EptCacheEntry &E : EptCache)
     E.GpaPage = 0;
@@ -241,7 +241,7 @@ void Mmu::useGeneration(uint16_t Gen) {
   TlbGeneration = Gen;
   TagLowSupervisor = uint16_t(Gen << 1);
   TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
-  ++FetchChanges;
+  bumpFetchChanges();
   Owner.breakBlock();
 }
 
@@ -319,7 +319,7 @@ void Mmu::flushTlbPage(Gla La) {
 }
 
 void Mmu::dropPageMappings(uint64_t Pfn) {
-  ++ChainEpoch;
+  bumpChainEpoch();
   for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
     for (unsigned I = 0; I < kTlbEntries; ++I)
       if (Array[I].Tag != kTlbEmpty && Array[I].Pfn == Pfn)
@@ -393,8 +393,8 @@ void Mmu::save(SnapshotWriter &W) const {
 void Mmu::load(SnapshotReader &R) {
   R.all(CurrentVpid, TlbEptContext, CurrentEp4ta, TlbGeneration, TagLowUser,
         TagLowSupervisor, UserTagBit, TlbEpoch, NextTlbGeneration);
-  ++ChainEpoch;
-  ++FetchChanges;
+  bumpChainEpoch();
+  bumpFetchChanges();
   for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})
     for (unsigned I = 0; I < kTlbEntries; ++I) {
       TlbEntry &E = Array[I];

@@ -265,7 +265,7 @@ public:
       if (V.Tag != Tag)
         return nullptr;
       std::swap(E, V);
-      ++FetchChanges;
+      bumpFetchChanges();
     }
     const uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
     Block &Cand = Blocks.get()[blockSlot(Pa)];
@@ -300,12 +300,12 @@ public:
   uint32_t blockKey(uint8_t Mode) const { return BlockKeyBase | Mode; }
   /// The slot of the block at Pa, for the decoder (which may refill it: links break).
   Block &blockAt(uint64_t Pa) {
-    ++ChainEpoch;
+    bumpChainEpoch();
     return Blocks.get()[blockSlot(Pa)];
   }
   /// An uncached block for code outside RAM and page-crossing instructions.
   Block &scratchBlock() {
-    ++ChainEpoch;
+    bumpChainEpoch();
     return Blocks.get()[kBlockCacheEntries];
   }
   /// What a current link of From says cachedBlock(Linear, 64-bit mode) would return (the
@@ -335,18 +335,17 @@ public:
     const TlbEntry *FetchTlb;
     const uint32_t *BlockKeyBase;
     uint64_t *const *CodeGenerations;
-    const uint64_t *ChainEpoch;
     const uint64_t *CodeWrites;
-    const uint64_t *FetchChanges;
+    const uint64_t *ChainSum; ///< ChainEpoch + FetchChanges (chainStamp less CodeWrites)
   };
   LinkInputs linkInputs() const {
     return {&TagLowUser, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress(),
-            &ChainEpoch, Mem.codeWriteCountAddress(), &FetchChanges};
+            Mem.codeWriteCountAddress(), &ChainSum};
   }
   /// The stamp linkBlocks records now.
   uint64_t linkStamp() const { return ChainEpoch + Mem.codeWriteCount(); }
   /// The translator's chain cells' stamp: linkStamp, and also FetchChanges.
-  uint64_t chainStamp() const { return linkStamp() + FetchChanges; }
+  uint64_t chainStamp() const { return ChainSum + Mem.codeWriteCount(); }
   /// The primary fetch TLB entry of La's slot.
   const TlbEntry &fetchEntry(Gla La) const { return TlbFetch[La.pageNumber() & (kTlbEntries - 1)]; }
   /// A block of frame Pfn was decoded with instruction bytes in Lines: PhysMem tracks
@@ -384,7 +383,7 @@ public:
   void setUserMode(bool Cpl3) {
     UserTagBit = Cpl3;
     TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
-    ++FetchChanges;
+    bumpFetchChanges();
   }
   bool userMode() const { return UserTagBit; }
   /// Invalidates the cached translations of the current context.
@@ -496,6 +495,17 @@ private:
   /// Fetch TLB victim swaps, tag-bit changes (TLB generation, CPL), snapshot loads:
   /// part of chainStamp.
   uint64_t FetchChanges = 0;
+  /// ChainEpoch + FetchChanges, kept by the two below: the translated chain reads one
+  /// word for both.
+  uint64_t ChainSum = 1;
+  void bumpChainEpoch() {
+    ++ChainEpoch;
+    ++ChainSum;
+  }
+  void bumpFetchChanges() {
+    ++FetchChanges;
+    ++ChainSum;
+  }
 
   Cpu *const *Peers;
   unsigned NumPeers = 1;

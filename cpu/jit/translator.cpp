@@ -683,8 +683,7 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffFetchTlb = Off(L.FetchTlb);
   OffBlockKeyBase = Off(L.BlockKeyBase);
   CodeGens = L.CodeGenerations;
-  OffChainEpoch = Off(L.ChainEpoch);
-  OffFetchChanges = Off(L.FetchChanges);
+  OffChainSum = Off(L.ChainSum);
   CodeWrites = L.CodeWrites;
   OffTlbRead = Off(&C.Mmu.readSlot(Gla(0)));
   OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
@@ -1323,8 +1322,7 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   E.load(8, HAX, OffRip);
   E.cmpRegAt(HAX, HSI, 0); // La
   E.jump(kHostNE, Fail);
-  E.load(8, HCX, OffChainEpoch);
-  E.addRegMem64(HCX, OffFetchChanges);
+  E.load(8, HCX, OffChainSum); // (Mmu::chainStamp)
   E.movImm64(HDI, reinterpret_cast<uint64_t>(CodeWrites));
   E.addRegAt(HCX, HDI, 0);
   E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));

@@ -248,7 +248,7 @@ private:
   int32_t OffGpr = 0, OffRip = 0, OffRflags = 0, OffCycles = 0, OffRetired = 0,
           OffBlockStop = 0, OffWindowDue = 0, OffInsnEnd = 0, OffFetchTagLow = 0,
           OffFetchTlb = 0, OffBlockKeyBase = 0, OffTlbRead = 0, OffTlbWrite = 0,
-          OffChainEpoch = 0, OffFetchChanges = 0;
+          OffChainSum = 0;
   const uint64_t *CodeWrites = nullptr; ///< PhysMem's code write count
   uint64_t *const *CodeGens = nullptr; ///< where PhysMem keeps its code generations
 };
