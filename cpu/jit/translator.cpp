@@ -68,6 +68,9 @@ struct BlockEmitter {
                         kInMemory, kInMemory, kInMemory, kInMemory, kInMemory, kInMemory,
                         kInMemory, kInMemory, kInMemory, kInMemory};
   uint8_t FlagsHost = kInMemory; ///< the host register of RFLAGS, or kInMemory
+  /// RFLAGS.AC is known clear here: an inline access since the block's start (or its
+  /// loop's head) or the last handler call has tested it.
+  bool AcClear = false;
   /// The host registers of Cpu::Cycles and Cpu::Retired, or kInMemory.
   uint8_t CyclesHost = kInMemory, RetiredHost = kInMemory;
   /// Guest register R (as an operand of Size bytes) in a host register: AH..BH never are.
@@ -269,6 +272,7 @@ struct BlockEmitter {
   /// block (kStatus), its cost and count are added, and the run loop's stop check
   /// follows unless it is the block's last (of N).
   void handlerCall(const DecodedInsn &I, unsigned K, int32_t Off, unsigned N) {
+    AcClear = false;
     spill();
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
@@ -840,6 +844,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   BE.reload();
   constexpr unsigned kLoopHead = kLocal + 8;
   E.bind(kLoopHead);
+  BE.AcClear = false;
   // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
   // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
   // data outside the code (a store near code being run costs the host a pipeline flush).
@@ -941,9 +946,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       BE.Need = Need[K];
     }
     if (F.Shape == JitShape::Mem && hasInlineHit(BE, I, F)) {
-      // The interpreter's TLB-hit path inline; anything else (a miss, RFLAGS.AC, a
-      // page crossing, a target outside RIP's canonical half) runs the handler out of
-      // line (SlowPath below) and comes back to Join.
+      // The interpreter's TLB-hit path inline; anything else (a miss, a page crossing,
+      // a target outside RIP's canonical half) runs the handler out of line (SlowPath
+      // below) and comes back to Join; RFLAGS.AC set hands the rest to the interpreter.
       BE.NextOff = Next;
       if (!emitMemHit(&BE, I, F, Off, Next, kMiss + 2 * K))
         return false;
@@ -1166,8 +1171,15 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   };
   // RAX: the linear address of an access of Size bytes -> its host address.
   const auto Hit = [&](unsigned Size, bool Write) {
-    BE.btFlags(18); // RFLAGS.AC: #AC is checked on the full path
-    E.jump(kHostB, Miss);
+    if (!BE.AcClear) {
+      // RFLAGS.AC set: the interpreter runs this instruction and the rest of the block
+      // (#AC is checked on its path). Only a handler call can change AC (POPF, IRET,
+      // STAC, CLAC, a fault), so the inline accesses after this one up to the next call
+      // need no test.
+      BE.btFlags(18);
+      BE.bailBefore(kHostB, (Miss - kMiss) / 2);
+      BE.AcClear = true;
+    }
     E.movRR(8, HDX, HAX);
     if (Size > 1)
       E.aluImm(Alu::Add, 8, HDX, Size - 1);
