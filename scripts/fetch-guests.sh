@@ -5,6 +5,8 @@
 #     and from its modules: KVM (irqbypass.ko, kvm.ko, kvm-intel.ko)
 #   busybox-static                                          -> busybox, and initramfs.cpio.gz
 #   xen-hypervisor-4.17-amd64                               -> xen-4.17-amd64.gz and its ELF
+#   xen-hypervisor-4.17-amd64-dbg (the same version)        -> xen-syms-4.17-amd64: Xen's
+#     symbol file, for `vmxsim run --xen-trace FILE --xen-syms FILE` (docs/xen-trace.md)
 #   (built here, with the host's gcc)                       -> initramfs-kvm.cpio.gz: busybox,
 #     the KVM modules and scripts/guests/kvm-hello.c, whose /init loads KVM and tries it,
 #     tracing KVM with ftrace and writing the trace to COM2 (docs/kvm-in-linux.md)
@@ -168,6 +170,7 @@ report() {
   local f
   for f in "${files[@]}"; do echo "  $cache/$f"; done
   [ -s "$cache/initramfs-xen.cpio.gz" ] && echo "  $cache/initramfs-xen.cpio.gz"
+  [ -s "$cache/xen-syms-4.17-amd64" ] && echo "  $cache/xen-syms-4.17-amd64"
   return 0
 }
 
@@ -432,7 +435,57 @@ build_xen_kit() {
 # The Xen kit is built (in a subshell: its own work directory and trap) when it is missing
 # or its sources changed, after everything else is in the cache.
 xen_kit() {
+  xen_syms
   xen_kit_complete || (build_xen_kit) || exit 1
+}
+
+# --- xen-syms-4.17-amd64: the symbol file of the cached Xen (docs/xen-trace.md, "vmxsim's
+# own drain"), from xen-hypervisor-4.17-amd64-dbg of exactly the version versions.txt
+# names for xen-hypervisor-4.17-amd64 (the archive may hold several), added after the rest
+# so that a cache without it only gains it. Its GNU build id must be the cached Xen's.
+xen_syms_version() {
+  sed -n 's/^xen-hypervisor-4\.17-amd64 \([^ ]*\)$/\1/p' "$cache/versions.txt" | head -n 1
+}
+xen_syms_complete() {
+  local v
+  v="$(xen_syms_version)"
+  [ -n "$v" ] && [ -s "$cache/xen-syms-4.17-amd64" ] &&
+    grep -qx "xen-hypervisor-4.17-amd64-dbg $v" "$cache/versions.txt" &&
+    grep -q '  xen-syms-4\.17-amd64$' "$cache/versions.txt"
+}
+build_xen_syms() {
+  local v w d idx ids
+  v="$(xen_syms_version)"
+  [ -n "$v" ] || die "versions.txt does not name the version of xen-hypervisor-4.17-amd64"
+  command -v readelf >/dev/null || die "readelf is needed to check xen-syms' build id"
+  w="$(mktemp -d "$cache/.xensyms.XXXXXX")"
+  trap 'rm -rf "$w"' EXIT
+  say "downloading xen-hypervisor-4.17-amd64-dbg=$v (xen-syms)"
+  local opts=(-q)
+  [ "$(id -u)" -eq 0 ] && opts+=(-o APT::Sandbox::User=root)
+  (cd "$w" && apt-get "${opts[@]}" download "xen-hypervisor-4.17-amd64-dbg=$v" >/dev/null) ||
+    die "apt-get download of xen-hypervisor-4.17-amd64-dbg=$v failed"
+  d="$(ls "$w"/xen-hypervisor-4.17-amd64-dbg_*.deb 2>/dev/null | head -n 1)"
+  [ -n "$d" ] || die "xen-hypervisor-4.17-amd64-dbg is missing after download"
+  dpkg-deb --fsys-tarfile "$d" | tar -x -C "$w" ./usr/lib/debug/boot/xen-syms-4.17-amd64 ||
+    die "no usr/lib/debug/boot/xen-syms-4.17-amd64 in $(basename "$d")"
+  mv "$w/usr/lib/debug/boot/xen-syms-4.17-amd64" "$w/xen-syms-4.17-amd64"
+  ids="$(for f in "$w/xen-syms-4.17-amd64" "$cache/xen-4.17-amd64"; do
+    readelf -n "$f" | sed -n 's/^ *Build ID: //p' | head -n 1; done | sort -u | wc -l)"
+  [ "$ids" = 1 ] || die "the build id of xen-syms-4.17-amd64 is not the cached Xen's"
+  grep -v -e '^xen-hypervisor-4\.17-amd64-dbg ' -e '  xen-syms-4\.17-amd64$' \
+    "$cache/versions.txt" >"$w/versions.txt"
+  {
+    echo "xen-hypervisor-4.17-amd64-dbg $(dpkg-deb -f "$d" Version)"
+    (cd "$w" && sha256sum xen-syms-4.17-amd64)
+  } >>"$w/versions.txt"
+  mv -f "$w/xen-syms-4.17-amd64" "$cache/xen-syms-4.17-amd64"
+  mv -f "$w/versions.txt" "$cache/versions.txt"
+  rm -rf "$w"
+  trap - EXIT
+}
+xen_syms() {
+  xen_syms_complete || (build_xen_syms) || exit 1
 }
 
 if complete; then
