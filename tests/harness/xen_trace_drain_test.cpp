@@ -44,7 +44,9 @@ struct DrainRun {
   RunResult Result;
   std::string Problem, Serial, Trace;
 };
-DrainRun runDrain(MachineConfig Cfg, const std::string &Syms, const std::string &Out) {
+/// The machine of Cfg, translated, draining Xen's trace into Out with the symbol file Syms.
+std::unique_ptr<Machine> drainingMachine(MachineConfig Cfg, const std::string &Syms,
+                                         const std::string &Out) {
   Cfg.XenTraceFile = Out;
   Cfg.XenSymsFile = Syms;
   Cfg.Serial = OutputSpec::capture();
@@ -52,6 +54,10 @@ DrainRun runDrain(MachineConfig Cfg, const std::string &Syms, const std::string 
   Error Err;
   auto M = Machine::create(Cfg, Err);
   EXPECT_NE(M, nullptr) << Err.str();
+  return M;
+}
+DrainRun runDrain(const MachineConfig &Cfg, const std::string &Syms, const std::string &Out) {
+  auto M = drainingMachine(Cfg, Syms, Out);
   DrainRun D;
   if (!M)
     return D;
@@ -193,17 +199,22 @@ TEST(XenTraceDrain, XenWithoutBuffersAnotherBuildAndNoXenAreReported) {
 namespace {
 
 /// Xen traced from boot (tbuf_size=16) with Debian's Linux as its PV dom0 (the plain
-/// initramfs: no Xen tools at all), for Insns instructions, translated.
-MachineConfig xenWithDom0(const std::string &Xen, const std::string &Kernel,
-                          const std::string &Initrd, uint64_t Insns) {
-  MachineConfig Cfg;
+/// initramfs: no Xen tools at all), for Insns instructions, into Cfg; false (Cfg
+/// unchanged) when the cache lacks them.
+constexpr uint64_t kDom0Insns = 6'000'000'000;
+
+bool xenWithDom0(uint64_t Insns, MachineConfig &Cfg) {
+  const std::string Xen = cached("xen-4.17-amd64"), Kernel = cached("vmlinuz"),
+                    Initrd = cached("initramfs.cpio.gz");
+  if (Xen.empty() || Kernel.empty() || Initrd.empty())
+    return false;
   Cfg.Kernel = Xen;
   Cfg.Modules = {Kernel + " console=hvc0 earlyprintk=xen", Initrd};
   Cfg.Append = "console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=256M "
                "tbuf_size=16";
   Cfg.RamBytes = 1024ull << 20;
   Cfg.MaxInsns = Insns;
-  return Cfg;
+  return true;
 }
 
 trace::TraceSummary summarize(const std::string &Bytes) {
@@ -212,8 +223,6 @@ trace::TraceSummary summarize(const std::string &Bytes) {
   return trace::summarizeTrace(R);
 }
 
-constexpr uint64_t kDom0Insns = 6'000'000'000;
-
 } // namespace
 
 // Xen allocates its buffers after building dom0 (about 5.3e9 instructions in: Xen
@@ -221,13 +230,13 @@ constexpr uint64_t kDom0Insns = 6'000'000'000;
 // early boot, Xen writes 28,749 records on its one CPU, PV and scheduler classes. Drained
 // every 1e6 instructions, none is lost. Twice: the same trace and console, byte for byte.
 TEST(XenTraceDrain, XenWithADom0AndNoToolStackIsDrainedIdenticallyTwice) {
-  const std::string Xen = cached("xen-4.17-amd64"), Syms = cached("xen-syms-4.17-amd64"),
-                    Kernel = cached("vmlinuz"), Initrd = cached("initramfs.cpio.gz");
-  if (Xen.empty() || Syms.empty() || Kernel.empty() || Initrd.empty())
+  const std::string Syms = cached("xen-syms-4.17-amd64");
+  MachineConfig Cfg;
+  if (Syms.empty() || !xenWithDom0(kDom0Insns, Cfg))
     GTEST_SKIP() << "no Xen, xen-syms and Debian kernel in the guest cache '" << guestCache()
                  << "': run scripts/fetch-guests.sh";
   const std::string Out = tempPath("XenTraceDrain", "dom0.xt");
-  const DrainRun First = runDrain(xenWithDom0(Xen, Kernel, Initrd, kDom0Insns), Syms, Out);
+  const DrainRun First = runDrain(Cfg, Syms, Out);
   EXPECT_EQ(First.Result.Reason, RunReason::InsnLimit) << First.Result.describe();
   EXPECT_EQ(First.Problem, "");
   EXPECT_NE(First.Serial.find("(XEN) xentrace: initialised"), std::string::npos);
@@ -238,7 +247,7 @@ TEST(XenTraceDrain, XenWithADom0AndNoToolStackIsDrainedIdenticallyTwice) {
   ASSERT_EQ(S.Cpus.size(), 1u);
   EXPECT_EQ(First.Trace.size(), 589200u);
 
-  const DrainRun Second = runDrain(xenWithDom0(Xen, Kernel, Initrd, kDom0Insns), Syms, Out);
+  const DrainRun Second = runDrain(Cfg, Syms, Out);
   std::filesystem::remove(Out);
   EXPECT_TRUE(Second.Trace == First.Trace) << "the drained trace differs between two runs";
   EXPECT_TRUE(Second.Serial == First.Serial) << "the console differs between two runs";
@@ -249,20 +258,15 @@ TEST(XenTraceDrain, XenWithADom0AndNoToolStackIsDrainedIdenticallyTwice) {
 // not a multiple of 4 into CPU 0's struct t_buf (its MFN is in Xen's boot log). The next
 // drain point stops the drain with one line; what was drained before stays in the file.
 TEST(XenTraceDrain, NonsenseInXensBufferStopsTheDrainAndKeepsTheRecords) {
-  const std::string Xen = cached("xen-4.17-amd64"), Syms = cached("xen-syms-4.17-amd64"),
-                    Kernel = cached("vmlinuz"), Initrd = cached("initramfs.cpio.gz");
-  if (Xen.empty() || Syms.empty() || Kernel.empty() || Initrd.empty())
+  const std::string Syms = cached("xen-syms-4.17-amd64");
+  MachineConfig Cfg;
+  if (Syms.empty() || !xenWithDom0(kDom0Insns, Cfg))
     GTEST_SKIP() << "no Xen, xen-syms and Debian kernel in the guest cache '" << guestCache()
                  << "': run scripts/fetch-guests.sh";
   const std::string Out = tempPath("XenTraceDrain", "nonsense.xt");
-  MachineConfig Cfg = xenWithDom0(Xen, Kernel, Initrd, kDom0Insns - 500'000'000);
-  Cfg.XenTraceFile = Out;
-  Cfg.XenSymsFile = Syms;
-  Cfg.Serial = OutputSpec::capture();
-  Cfg.Exec = ExecMode::Translate;
-  Error Err;
-  auto M = Machine::create(Cfg, Err);
-  ASSERT_NE(M, nullptr) << Err.str();
+  Cfg.MaxInsns = kDom0Insns - 500'000'000;
+  auto M = drainingMachine(Cfg, Syms, Out);
+  ASSERT_NE(M, nullptr);
   ASSERT_EQ(M->run().Reason, RunReason::InsnLimit);
   ASSERT_EQ(M->xenTraceDrain()->problem(), "");
   const std::string Before = readFile(Out);
