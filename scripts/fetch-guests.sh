@@ -16,7 +16,8 @@
 #     libraries (Debian's, ld.so and libc included), and two tiny PVH guests built from
 #     scripts/guests/pvh-hello.S (32-bit) and pvh-long.S (64-bit); its /init starts the
 #     tool stack, runs both as domUs, one after the other, under xentrace and writes Xen's
-#     trace out on the console (docs/xen-trace.md)
+#     trace out on the console (docs/xen-trace.md); initramfs-xen-drain.cpio.gz, the same
+#     without xentrace, for vmxsim's own drain of Xen's buffers
 #
 # Cache: $VMXSIM_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests. Nothing
 # here is ever written into the checkout, and nothing downloaded is committed.
@@ -170,6 +171,7 @@ report() {
   local f
   for f in "${files[@]}"; do echo "  $cache/$f"; done
   [ -s "$cache/initramfs-xen.cpio.gz" ] && echo "  $cache/initramfs-xen.cpio.gz"
+  [ -s "$cache/initramfs-xen-drain.cpio.gz" ] && echo "  $cache/initramfs-xen-drain.cpio.gz"
   [ -s "$cache/xen-syms-4.17-amd64" ] && echo "  $cache/xen-syms-4.17-amd64"
   return 0
 }
@@ -231,6 +233,8 @@ build_kvm_initramfs() {
 #   vmxsim-xentrace: end
 # with the kernel's console messages silenced first (dmesg -n 1), so that nothing else
 # lands inside; `vmxsim trace import --xen-console` turns it back into the XenTrace file.
+# initramfs-xen-drain.cpio.gz is the same kit without xentrace (xen_drain_init_script,
+# below): vmxsim drains Xen's buffers itself (`vmxsim run --xen-trace`, docs/xen-trace.md).
 xen_init_script="$(cat <<'EOF'
 #!/bin/busybox sh
 b=/bin/busybox
@@ -271,38 +275,36 @@ else say "xenconsoled: failed to start"; fi
 # Xen traces from boot (tbuf_size=16 on its command line: 16 pages a CPU, all classes)
 # until the buffers are full; xentrace reads what they hold, then the HVM and scheduler
 # classes only (0x0008f000 | 0x0002f000: exits, entries, handler records, and which vCPU
-# runs). With vmxsim.xentrace=off on dom0's command line there is no xentrace: vmxsim
-# drains Xen's buffers itself (vmxsim run --xen-trace; docs/xen-trace.md).
-xt=""
-if $b grep -q 'vmxsim.xentrace=off' /proc/cmdline; then
-  say "xentrace: not started (vmxsim.xentrace=off)"
-else
-  xentrace -S 16 -e 0x000af000 /tmp/xen.trace &
-  xt=$!
-  $b sleep 1
-  say "xentrace: started"
-fi
+# runs).
+xentrace -S 16 -e 0x000af000 /tmp/xen.trace &
+xt=$!
+$b sleep 1
+say "xentrace: started"
 for g in pvh-hello pvh-long; do
   xl create -F /etc/xen/$g.cfg >/tmp/xl.log 2>&1
   say "xl create $g: exit status $?"
   $b sed 's/^/vmxsim-xen: xl: /' /tmp/xl.log
 done
-if [ -n "$xt" ]; then
-  $b kill -INT $xt
-  wait $xt
-  say "xentrace: exit status $?"
-  n=$($b stat -c %s /tmp/xen.trace 2>/dev/null || echo 0)
-  sum=$($b sha256sum /tmp/xen.trace 2>/dev/null | $b cut -d' ' -f1)
-  say "xentrace: $n bytes"
-  $b dmesg -n 1
-  echo "vmxsim-xentrace: begin $n $sum"
-  $b base64 /tmp/xen.trace
-  echo "vmxsim-xentrace: end"
-fi
+$b kill -INT $xt
+wait $xt
+say "xentrace: exit status $?"
+n=$($b stat -c %s /tmp/xen.trace 2>/dev/null || echo 0)
+sum=$($b sha256sum /tmp/xen.trace 2>/dev/null | $b cut -d' ' -f1)
+say "xentrace: $n bytes"
+$b dmesg -n 1
+echo "vmxsim-xentrace: begin $n $sum"
+$b base64 /tmp/xen.trace
+echo "vmxsim-xentrace: end"
 say "done"
 $b poweroff -f
 EOF
 )"
+# The drain kit's /init: the same without xentrace's lines (from its start to the line
+# "xentrace: started", and from stopping it to the end of its file on the console).
+xen_drain_sed='/^xentrace -S /,/^say "xentrace: started"$/c\
+say "xentrace: not started (vmxsim drains Xen'"'"'s buffers)"
+/^\$b kill -INT \$xt$/,/^echo "vmxsim-xentrace: end"$/d'
+xen_drain_init_script="$(printf '%s\n' "$xen_init_script" | sed "$xen_drain_sed")"
 # The domUs, one after the other: pvh-hello (32-bit) and pvh-long (64-bit), each a PVH
 # guest of 8 MiB and one vCPU, destroyed when it powers off. xen_domu_cfg NAME prints the
 # configuration of NAME.
@@ -335,12 +337,13 @@ xen_dlopen_libs=(libgcc_s.so.1)
 # load order: xenfs needs xen-privcmd (checked below, as for KVM).
 xen_modules=(drivers/xen/xen-evtchn drivers/xen/xen-privcmd drivers/xen/xenfs/xenfs
   drivers/xen/xen-gntdev drivers/xen/xen-gntalloc)
-xen_sum="$( (printf '%s\n' "$xen_init_script" "$(xen_domu_cfg NAME)" "$xen_xl_conf" \
+xen_sum="$( (printf '%s\n' "$xen_init_script" "$xen_drain_init_script" "$(xen_domu_cfg NAME)" "$xen_xl_conf" \
   "${xen_tool_pkgs[*]}" "${xen_tools[*]}" "${xen_dlopen_libs[*]}" "${xen_modules[*]}"
   cat "$pvh_src" "$pvh_long_src" "$pvh_lds") | sha256sum | cut -d' ' -f1)"
 
 xen_kit_complete() {
-  [ -s "$cache/initramfs-xen.cpio.gz" ] && grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
+  [ -s "$cache/initramfs-xen.cpio.gz" ] && [ -s "$cache/initramfs-xen-drain.cpio.gz" ] &&
+    grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
 }
 
 # Builds initramfs-xen.cpio.gz into the cache and records it in versions.txt. The modules
@@ -422,19 +425,22 @@ build_xen_kit() {
   for n in pvh-hello pvh-long; do xen_domu_cfg "$n" >"$w/root/etc/xen/$n.cfg"; done
   printf '%s\n' "$xen_xl_conf" >"$w/root/etc/xen/xl.conf"
   build_initramfs "$cache/busybox" "$xen_init_script" "$w/root" "$w/initramfs-xen.cpio.gz"
+  build_initramfs "$cache/busybox" "$xen_drain_init_script" "$w/root" \
+    "$w/initramfs-xen-drain.cpio.gz"
   local vers=""
   for p in xen-utils-4.17 libc6; do
     vers+=" $p $(dpkg-deb -f "$(ls "$w/${p}"_*.deb | head -n 1)" Version)"
   done
   # versions.txt: the kit's lines replaced (or added at the end).
   grep -v -e '^xen-kit-script ' -e '^xen-kit ' -e '  initramfs-xen.cpio.gz$' \
-    "$cache/versions.txt" >"$w/versions.txt"
+    -e '  initramfs-xen-drain.cpio.gz$' "$cache/versions.txt" >"$w/versions.txt"
   {
     echo "xen-kit${vers}"
     echo "xen-kit-script $xen_sum"
-    (cd "$w" && sha256sum initramfs-xen.cpio.gz)
+    (cd "$w" && sha256sum initramfs-xen.cpio.gz initramfs-xen-drain.cpio.gz)
   } >>"$w/versions.txt"
   mv -f "$w/initramfs-xen.cpio.gz" "$cache/initramfs-xen.cpio.gz"
+  mv -f "$w/initramfs-xen-drain.cpio.gz" "$cache/initramfs-xen-drain.cpio.gz"
   mv -f "$w/versions.txt" "$cache/versions.txt"
   rm -rf "$w"
   trap - EXIT

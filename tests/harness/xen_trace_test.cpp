@@ -51,9 +51,9 @@ trace::CheckResult checkKit(const std::vector<uint8_t> &Xen, const std::string &
 
 /// One run of the Xen kit on NumCpus: the console and the ground truth. False (nothing
 /// run) when the cache lacks the kit.
-/// With VmxsimDrain, the kit runs without xentrace (vmxsim.xentrace=off on dom0's
-/// command line), Xen's event mask is xentrace's from boot (tevt_mask=0x000af000), and
-/// vmxsim drains Xen's buffers itself (--xen-trace with the cache's xen-syms) into XenTrace.
+/// With VmxsimDrain, the kit without xentrace (initramfs-xen-drain.cpio.gz) runs, Xen's
+/// event mask is xentrace's from boot (tevt_mask=0x000af000), and vmxsim drains Xen's
+/// buffers itself (--xen-trace with the cache's xen-syms, translated) into XenTrace.
 struct KitRun {
   RunResult Result;
   std::string Serial, GroundTruth, XenTrace, XenTraceProblem;
@@ -62,7 +62,8 @@ bool runXenKit(unsigned NumCpus, KitRun &K, const std::string &XenOptions = "",
                bool VmxsimDrain = false) {
   const std::string Cache = guestCache();
   const std::string Xen = Cache + "/xen-4.17-amd64", Kernel = Cache + "/vmlinuz",
-                    Initrd = Cache + "/initramfs-xen.cpio.gz",
+                    Initrd = Cache + (VmxsimDrain ? "/initramfs-xen-drain.cpio.gz"
+                                                  : "/initramfs-xen.cpio.gz"),
                     Syms = Cache + "/xen-syms-4.17-amd64";
   if (Cache.empty() || !std::filesystem::exists(Xen) || !std::filesystem::exists(Kernel) ||
       !std::filesystem::exists(Initrd) || (VmxsimDrain && !std::filesystem::exists(Syms)))
@@ -72,9 +73,7 @@ bool runXenKit(unsigned NumCpus, KitRun &K, const std::string &XenOptions = "",
   const std::string GroundTruth = Serial + ".gt.xt";
   MachineConfig Cfg;
   Cfg.Kernel = Xen;
-  Cfg.Modules = {Kernel + " console=hvc0 earlyprintk=xen" +
-                     (VmxsimDrain ? " vmxsim.xentrace=off" : ""),
-                 Initrd};
+  Cfg.Modules = {Kernel + " console=hvc0 earlyprintk=xen", Initrd};
   Cfg.Append = "console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=256M "
                "tbuf_size=16" + XenOptions + (VmxsimDrain ? " tevt_mask=0x000af000" : "");
   const std::string XenTrace = Serial + ".xen.xt";
@@ -360,7 +359,7 @@ TEST(XenKit, WithoutApicvXenInjectsThroughTheEntryFieldAndItsInjVirqChecksOut) {
   EXPECT_EQ(exitsPerReason(trace::summarizeTrace(GS).Cpus.at(0)), Golden);
 }
 
-// The kit without xentrace: vmxsim drains Xen's buffers from guest memory with xen-syms
+// The kit without xentrace (initramfs-xen-drain.cpio.gz): vmxsim drains Xen's buffers from guest memory with xen-syms
 // (harness/xen_trace_drain.h), from boot with xentrace's event mask (tevt_mask=0x000af000)
 // and at every 1e6 instructions, so nothing is lost; its file checks out against the
 // ground truth exactly as xentrace's does, with the same golden exits, and without the
@@ -372,7 +371,7 @@ TEST(XenKit, VmxsimDrainsXenWithoutXentraceAndItsTraceChecksOut) {
                  << guestCache() << "': run scripts/fetch-guests.sh";
   ASSERT_EQ(K.Result.Reason, RunReason::PowerOff) << K.Result.describe() << "\n" << K.Serial;
   EXPECT_EQ(K.XenTraceProblem, "");
-  for (const char *Line : {"\nvmxsim-xen: xentrace: not started (vmxsim.xentrace=off)\r",
+  for (const char *Line : {"\nvmxsim-xen: xentrace: not started (vmxsim drains Xen's buffers)\r",
                            "(d2) pvh-long: poweroff\r", "\nvmxsim-xen: done\r"})
     EXPECT_NE(K.Serial.find(Line), std::string::npos) << Line << "\n" << K.Serial;
   EXPECT_EQ(K.Serial.find("vmxsim-xentrace: begin"), std::string::npos);
