@@ -3,7 +3,8 @@
 // file, not an ELF, no trace symbols, the symbol file of another build, a kernel that is
 // not Xen, Xen without tbuf_size=, nonsense in Xen's buffers), and Debian 12's Xen traced
 // from boot with Debian's Linux as its PV dom0 and no tool stack: the drain's file parses
-// with the exact record counts, and two runs give byte-identical traces and consoles.
+// with the exact record counts, on one CPU and on two, and two runs give byte-identical
+// traces and consoles.
 // The tests that boot Xen are skipped when the guest cache (scripts/fetch-guests.sh) lacks
 // Xen, xen-syms or the kernel.
 #include "harness/machine.h"
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -252,6 +254,39 @@ TEST(XenTraceDrain, XenWithADom0AndNoToolStackIsDrainedIdenticallyTwice) {
   EXPECT_TRUE(Second.Trace == First.Trace) << "the drained trace differs between two runs";
   EXPECT_TRUE(Second.Serial == First.Serial) << "the console differs between two runs";
   EXPECT_EQ(Second.Result.Cycles, First.Result.Cycles);
+}
+
+// The same on two CPUs (Xen brings up both; dom0 gets two vCPUs), to 7e9 instructions:
+// the drain points are the scheduler's loop heads at or after each multiple of 1e6, which
+// its deterministic interleaving fixes; both CPUs' buffers are drained, none loses a
+// record, and two runs give the same trace and console.
+TEST(XenTraceDrain, OnTwoCpusXenWithADom0IsDrainedIdenticallyTwice) {
+  const std::string Syms = cached("xen-syms-4.17-amd64");
+  MachineConfig Cfg;
+  if (Syms.empty() || !xenWithDom0(7'000'000'000, Cfg))
+    GTEST_SKIP() << "no Xen, xen-syms and Debian kernel in the guest cache '" << guestCache()
+                 << "': run scripts/fetch-guests.sh";
+  Cfg.NumCpus = 2;
+  const std::string Out = tempPath("XenTraceDrain", "smp.xt");
+  const DrainRun First = runDrain(Cfg, Syms, Out);
+  EXPECT_EQ(First.Result.Reason, RunReason::InsnLimit) << First.Result.describe();
+  EXPECT_EQ(First.Problem, "");
+  const trace::TraceSummary S = summarize(First.Trace);
+  EXPECT_FALSE(S.Failed) << S.Error.str();
+  EXPECT_EQ(S.Records, 93195u);
+  EXPECT_EQ(S.LostRecords, 0u);
+  EXPECT_EQ(S.Cpus.size(), 2u);
+  std::map<unsigned, uint64_t> PerCpu;
+  trace::TraceReader R;
+  R.openMemory(First.Trace.data(), First.Trace.size());
+  for (trace::TraceRecord Rec; R.next(Rec);)
+    ++PerCpu[Rec.Cpu];
+  EXPECT_EQ(PerCpu, (std::map<unsigned, uint64_t>{{0, 90144}, {1, 3051}}));
+
+  const DrainRun Second = runDrain(Cfg, Syms, Out);
+  std::filesystem::remove(Out);
+  EXPECT_TRUE(Second.Trace == First.Trace) << "the drained trace differs between two runs";
+  EXPECT_TRUE(Second.Serial == First.Serial) << "the console differs between two runs";
 }
 
 // Nonsense in Xen's buffer: after a first run, the test stores a producer index that is
