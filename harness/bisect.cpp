@@ -126,6 +126,8 @@ MachineConfig sideConfig(const BisectSide &S, const std::string &Dir, const std:
   Cfg.GroundTruthFile = fmt::format("{}/{}.gt", Dir, Tag);
   if (!Cfg.XentraceFile.empty()) // the drain ports are guest-visible: keep it, elsewhere
     Cfg.XentraceFile = fmt::format("{}/{}.xt", Dir, Tag);
+  if (!Cfg.XenTraceFile.empty()) // Xen's drain writes guest memory too: the same
+    Cfg.XenTraceFile = fmt::format("{}/{}.xen.xt", Dir, Tag);
   Cfg.StopFlag = nullptr;
   return Cfg;
 }

@@ -40,6 +40,8 @@ enum class ErrorCode : uint8_t {
   // Input logs (harness/input_log.h):
   BadInputLog,       ///< not an input log, truncated, malformed, another version
   InputLogMismatch,  ///< the log of another machine (image, CPUs, ports), or a run that left it
+  // Xen's own trace drain (harness/xen_trace_drain.h):
+  BadSymbolFile,     ///< the Xen symbol file is missing, not an ELF, or lacks Xen's trace symbols
 };
 
 struct Error {

@@ -5,6 +5,7 @@
 #include "harness/firmware.h"
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
+#include "harness/xen_trace_drain.h"
 #include "trace/ground_truth.h"
 #include "trace/slot_layout.h"
 #include "trace/writer.h"
@@ -35,6 +36,14 @@ Error Machine::validate(const MachineConfig &Cfg) {
     return Error(ErrorCode::BadConfig, "an input log is either recorded or replayed, not both");
   if (Cfg.FlatAddr && !HasImage)
     return Error(ErrorCode::BadConfig, "a flat load address needs an image");
+  if (!Cfg.XenTraceFile.empty() && Cfg.XenSymsFile.empty())
+    return Error(ErrorCode::BadSymbolFile,
+                 "draining Xen's trace (--xen-trace) needs Xen's symbol file (--xen-syms "
+                 "xen-syms, from xen-hypervisor-4.17-amd64-dbg)");
+  if (Cfg.XenTraceFile.empty() && !Cfg.XenSymsFile.empty())
+    return Error(ErrorCode::BadConfig, "a Xen symbol file (--xen-syms) is only read for --xen-trace");
+  if (!Cfg.XenTraceFile.empty() && Cfg.XenTraceEvery == 0)
+    return Error(ErrorCode::BadConfig, "the Xen trace drain's interval must be at least 1 instruction");
   if (Cfg.FlatAddr && !Cfg.Modules.empty())
     return Error(ErrorCode::BadConfig, "modules need a Multiboot kernel, not a flat image");
   if (!HasImage && !Cfg.Modules.empty())
@@ -211,6 +220,18 @@ Error Machine::init() {
     XentraceWriter = std::make_unique<trace::TraceWriter>(*XentraceOut, Cfg.NumCpus);
     TraceDrain = std::make_unique<TraceBufferDrain>(Mem, *XentraceWriter);
     Io.add(TraceBufferDrain::kPort, TraceBufferDrain::kSize, TraceDrain.get());
+  }
+  if (!Cfg.XenTraceFile.empty()) {
+    ErrorOr<XenTraceSymbols> Syms = readXenTraceSymbols(Cfg.XenSymsFile);
+    if (!Syms)
+      return Syms.error();
+    XenTraceOut = std::make_unique<trace::FileOutput>();
+    std::string Why;
+    if (!XenTraceOut->open(Cfg.XenTraceFile, Why))
+      return Error(ErrorCode::HostFailure, Why, Cfg.XenTraceFile);
+    XenTraceWriter = std::make_unique<trace::TraceWriter>(*XenTraceOut, Cfg.NumCpus);
+    XenDrain = std::make_unique<XenTraceDrain>(*this, std::move(*Syms), Cfg.XenSymsFile,
+                                               *XenTraceWriter);
   }
   return Error::success();
 }
@@ -389,6 +410,10 @@ void Machine::finishOutputs() {
     GroundTruthWriter->flush();
   if (TraceDrain)
     TraceDrain->drainAll();
+  if (XenDrain) {
+    XenDrain->drain();
+    XenTraceWriter->flush();
+  }
 }
 
 RunResult Machine::runToRetired(uint64_t Total, const ProgressFn *Progress,
@@ -420,6 +445,8 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
   else
     Sch.setProgress(nullptr, 0);
   Sch.setStopFlag(Cfg.StopFlag);
+  if (XenDrain)
+    Sch.setDrainPoints([this] { XenDrain->drain(); }, Cfg.XenTraceEvery);
   const Scheduler::Outcome Out = Sch.run(std::min(MaxTotal, Cfg.MaxInsns));
   const StopReason Why = Out.Why;
   // A stop of the run control: a condition's break (IoBus::requestBreak), a limit, or
@@ -447,6 +474,10 @@ RunResult Machine::runScheduled(const ProgressFn *Progress, uint64_t EveryInsns,
       GroundTruthWriter->flush();
     if (TraceDrain)
       TraceDrain->drainAll();
+    if (XenDrain) {
+      XenDrain->drain();
+      XenTraceWriter->flush();
+    }
   }
 
   RunResult R;
@@ -540,6 +571,8 @@ std::vector<std::string> Machine::outputProblems() const {
     Out.push_back(GroundTruthOut->failure());
   if (XentraceWriter && !XentraceWriter->ok())
     Out.push_back(XentraceOut->failure());
+  if (XenTraceWriter && !XenTraceWriter->ok())
+    Out.push_back(XenTraceOut->failure());
   return Out;
 }
 

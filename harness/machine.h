@@ -90,6 +90,7 @@ class TraceWriter;
 class GroundTruthRecorder;
 } // namespace trace
 class GroundTruthLink;
+class XenTraceDrain;
 class GroundTruthInsnObserver;
 
 inline constexpr uint64_t kMinRamBytes = 2ull << 20;
@@ -147,6 +148,13 @@ struct MachineConfig {
   /// XenTrace file as xentrace would (harness/devices/trace_buffers.h); when empty the
   /// drain ports are unassigned, as on any other machine.
   std::string XentraceFile;
+  /// An unmodified Xen 4.17's own per-CPU trace buffers, read from guest memory with
+  /// Xen's symbol file XenSymsFile (xen-syms) and drained into this XenTrace file as
+  /// xentrace in dom0 would (harness/xen_trace_drain.h): at every multiple of
+  /// XenTraceEvery retired instructions (all CPUs) and at the end of a run. Off if empty;
+  /// needs XenSymsFile.
+  std::string XenTraceFile, XenSymsFile;
+  uint64_t XenTraceEvery = 1'000'000;
   /// Retired-instruction budget for run() (total of all CPUs since load); ~0 = unlimited.
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
@@ -211,6 +219,10 @@ inline constexpr int kExitLockstepMismatch = 18;
 /// The input log (`--record-input`, `--replay-input`) could not be read or written, is of
 /// another machine, or the replayed run left the recorded one (one line).
 inline constexpr int kExitInputLog = 20;
+/// `--xen-trace`: the Xen symbol file is missing, not an ELF or lacks Xen's trace symbols,
+/// is not the running Xen's, Xen never set up its trace buffers, or its buffers held
+/// nonsense (one line; the records drained before it stay in the file).
+inline constexpr int kExitXenTrace = 22;
 
 struct RunResult {
   RunReason Reason = RunReason::InsnLimit;
@@ -415,6 +427,8 @@ public:
   AcpiPm &acpiPm() { return Pm; }
   /// The trace-buffer drain, or null without Cfg.XentraceFile.
   const TraceBufferDrain *traceBuffers() const { return TraceDrain.get(); }
+  /// Xen's own trace drain, or null without Cfg.XenTraceFile.
+  const XenTraceDrain *xenTraceDrain() const { return XenDrain.get(); }
 
 private:
   friend class RunUntil;
@@ -484,6 +498,10 @@ private:
   std::unique_ptr<trace::FileOutput> XentraceOut;
   std::unique_ptr<trace::TraceWriter> XentraceWriter;
   std::unique_ptr<TraceBufferDrain> TraceDrain;
+  /// Xen's own trace (Cfg.XenTraceFile): the file, its writer, the drain.
+  std::unique_ptr<trace::FileOutput> XenTraceOut;
+  std::unique_ptr<trace::TraceWriter> XenTraceWriter;
+  std::unique_ptr<XenTraceDrain> XenDrain;
   CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)
   BootLayout Layout;
   /// The image's trace-slot table (trace/slot_layout.h), when its ELF names one.

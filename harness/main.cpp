@@ -23,6 +23,7 @@
 #include "harness/kvm/fuzz.h"
 #include "harness/progress.h"
 #include "harness/whole_number.h"
+#include "harness/xen_trace_drain.h"
 #include "trace/check.h"
 #include "trace/check_kvm.h"
 #include "trace/diff.h"
@@ -221,6 +222,8 @@ struct RunOptions {
   std::string GroundTruth;
   bool GroundTruthInsns = false;
   std::string Xentrace;
+  std::string XenTrace, XenSyms;
+  uint64_t XenTraceEvery = 1'000'000;
   std::string RtcBase;
   std::string Gdb; ///< --gdb [HOST]:PORT
   bool GdbWait = false;
@@ -309,6 +312,9 @@ MachineConfig configFromOptions(const RunOptions &O, CpuModel &Model) {
   if (Cfg.GroundTruthInsns && Cfg.GroundTruthFile.empty())
     fail("--trace-ground-truth-insns needs --trace-ground-truth FILE");
   Cfg.XentraceFile = O.Xentrace;
+  Cfg.XenTraceFile = O.XenTrace;
+  Cfg.XenSymsFile = O.XenSyms;
+  Cfg.XenTraceEvery = O.XenTraceEvery;
   if (!O.Flat.empty()) {
     uint64_t A;
     if (!parseWhole(O.Flat, A))
@@ -380,6 +386,10 @@ int runCommand(const RunOptions &O) {
   if (!M && (Err.Code == ErrorCode::BadInputLog || Err.Code == ErrorCode::InputLogMismatch)) {
     std::fprintf(stderr, "vmxsim: error: %s\n", Err.str().c_str());
     return kExitInputLog;
+  }
+  if (!M && Err.Code == ErrorCode::BadSymbolFile) {
+    std::fprintf(stderr, "vmxsim: error: --xen-syms: %s\n", Err.str().c_str());
+    return kExitXenTrace;
   }
   if (!M)
     fail(Err.str());
@@ -532,6 +542,13 @@ int runCommand(const RunOptions &O) {
   if (const std::string P = M->inputLogProblem(); !P.empty() && Lost.empty()) {
     std::fprintf(stderr, "vmxsim: error: %s\n", P.c_str());
     return kExitInputLog;
+  }
+  // Xen's own trace drain: a trace that is not what Xen wrote (or none) fails the run.
+  if (const XenTraceDrain *D = M->xenTraceDrain(); D && Lost.empty()) {
+    if (const std::string P = D->problem(); !P.empty()) {
+      std::fprintf(stderr, "vmxsim: error: --xen-trace: %s\n", P.c_str());
+      return kExitXenTrace;
+    }
   }
   return Lost.empty() ? R.ExitStatus : kExitOutputFailed;
 }
@@ -748,6 +765,20 @@ void addRunOptions(CLI::App *Run, RunOptions &O) {
   Run->add_option("--xentrace", O.Xentrace,
                   "drain the hypervisor's per-CPU trace buffers (trace/tbuf.h) into this "
                   "XenTrace FILE, as xentrace does");
+  CLI::Option *XenTrace = Run->add_option(
+      "--xen-trace", O.XenTrace,
+      "drain an unmodified Xen 4.17's own per-CPU trace buffers from guest memory into this "
+      "XenTrace FILE, as xentrace in dom0 would (needs --xen-syms; docs/xen-trace.md)");
+  Run->add_option("--xen-syms", O.XenSyms,
+                  "Xen's symbol file for --xen-trace (xen-syms of xen-hypervisor-4.17-amd64-dbg, "
+                  "the same build as the running Xen)")
+      ->needs(XenTrace);
+  Run->add_option("--xen-trace-every", O.XenTraceEvery,
+                  "drain Xen's buffers at every multiple of N retired instructions (all CPUs; "
+                  "default 1000000), and at the end")
+      ->type_name("N")
+      ->check(CLI::Range(uint64_t(1), ~uint64_t(0)))
+      ->needs(XenTrace);
   Run->add_flag("--trace-ground-truth-insns", O.GroundTruthInsns,
                 "also record every instruction into the ground truth");
   CLI::Option *Flat =

@@ -52,6 +52,8 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
   const bool WithLimits = !LimitInsns.empty();
   uint64_t NextProgress = WithProgress ? totalRetired() + ProgressEvery : kNever;
   uint64_t NextPoll = StopFlag && Single ? totalRetired() + kStopPollInsns : kNever;
+  const bool WithDrain = DrainPoint && DrainEvery;
+  uint64_t NextDrain = WithDrain ? (totalRetired() / DrainEvery + 1) * DrainEvery : kNever;
   unsigned Last = Cur.Cpu;
   for (;;) {
     if (StopFlag && StopFlag->load(std::memory_order_relaxed)) [[unlikely]]
@@ -65,6 +67,10 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
     }
     if (Total >= NextPoll)
       NextPoll = Total + kStopPollInsns;
+    if (Total >= NextDrain) [[unlikely]] {
+      DrainPoint();
+      NextDrain = (Total / DrainEvery + 1) * DrainEvery;
+    }
 
     if (!Cur.Open) {
       // Pick the vCPU with the smallest time at which it can run; ties by CPU number.
@@ -116,6 +122,8 @@ Scheduler::Outcome Scheduler::run(uint64_t MaxTotalInsns) {
       Budget = NextProgress - Total;
     if (Single && NextPoll - Total < Budget)
       Budget = NextPoll - Total;
+    if (Single && NextDrain - Total < Budget)
+      Budget = NextDrain - Total;
     if (WithLimits) [[unlikely]] {
       if (C.Retired >= LimitInsns[Pick])
         return {StopReason::InsnLimit, Pick, false, true};

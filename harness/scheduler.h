@@ -96,6 +96,16 @@ public:
     Progress = std::move(Fn);
     ProgressEvery = EveryInsns;
   }
+  /// Calls Fn() at the scheduler's loop head once the total of retired instructions
+  /// reaches a multiple of EveryInsns (counted from load, not from this run, so a run
+  /// continued after a stop meets the same points): between quanta with several vCPUs;
+  /// with one vCPU its run is cut at exactly those counts, as setProgress cuts it. For a
+  /// consumer that changes guest memory at points that depend only on the guest's
+  /// progress (harness/xen_trace_drain.h); null Fn or EveryInsns 0 = none.
+  void setDrainPoints(std::function<void()> Fn, uint64_t EveryInsns) {
+    DrainPoint = std::move(Fn);
+    DrainEvery = EveryInsns;
+  }
   /// Polls *Flag at the loop head (an atomic load, relaxed: a signal handler sets it) and
   /// returns Interrupted once it is true. With one vCPU its run is cut every
   /// kStopPollInsns instructions so that the flag is seen; as with setProgress, the cut
@@ -130,6 +140,8 @@ private:
   uint64_t Quantum;
   std::function<void(uint64_t)> Progress;
   uint64_t ProgressEvery = 0;
+  std::function<void()> DrainPoint;
+  uint64_t DrainEvery = 0;
   const std::atomic<bool> *StopFlag = nullptr;
   std::vector<TimerEventSource *> Shared;
   std::vector<uint64_t> LimitInsns;

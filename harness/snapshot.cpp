@@ -142,6 +142,9 @@ Error Machine::saveSnapshot(const std::string &Path) {
                    fmt::format("cannot snapshot: {}'s serial input is the host's standard "
                                "input (not deterministic)",
                                U == &Uart ? "COM1" : "COM2"));
+  if (XenDrain)
+    return Error(ErrorCode::NotSnapshottable,
+                 "cannot snapshot: the Xen trace drain (--xen-trace) is not saved in snapshots");
   // The outputs' bytes so far are counted, not saved: flush what the host buffers.
   Scheduler &Sch = scheduler();
   SnapshotWriter W;

@@ -5,6 +5,8 @@
 #     and from its modules: KVM (irqbypass.ko, kvm.ko, kvm-intel.ko)
 #   busybox-static                                          -> busybox, and initramfs.cpio.gz
 #   xen-hypervisor-4.17-amd64                               -> xen-4.17-amd64.gz and its ELF
+#   xen-hypervisor-4.17-amd64-dbg (the same version)        -> xen-syms-4.17-amd64: Xen's
+#     symbol file, for `vmxsim run --xen-trace FILE --xen-syms FILE` (docs/xen-trace.md)
 #   (built here, with the host's gcc)                       -> initramfs-kvm.cpio.gz: busybox,
 #     the KVM modules and scripts/guests/kvm-hello.c, whose /init loads KVM and tries it,
 #     tracing KVM with ftrace and writing the trace to COM2 (docs/kvm-in-linux.md)
@@ -14,7 +16,8 @@
 #     libraries (Debian's, ld.so and libc included), and two tiny PVH guests built from
 #     scripts/guests/pvh-hello.S (32-bit) and pvh-long.S (64-bit); its /init starts the
 #     tool stack, runs both as domUs, one after the other, under xentrace and writes Xen's
-#     trace out on the console (docs/xen-trace.md)
+#     trace out on the console (docs/xen-trace.md); initramfs-xen-drain.cpio.gz, the same
+#     without xentrace, for vmxsim's own drain of Xen's buffers
 #
 # Cache: $VMXSIM_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/vmxsim/guests. Nothing
 # here is ever written into the checkout, and nothing downloaded is committed.
@@ -168,6 +171,8 @@ report() {
   local f
   for f in "${files[@]}"; do echo "  $cache/$f"; done
   [ -s "$cache/initramfs-xen.cpio.gz" ] && echo "  $cache/initramfs-xen.cpio.gz"
+  [ -s "$cache/initramfs-xen-drain.cpio.gz" ] && echo "  $cache/initramfs-xen-drain.cpio.gz"
+  [ -s "$cache/xen-syms-4.17-amd64" ] && echo "  $cache/xen-syms-4.17-amd64"
   return 0
 }
 
@@ -228,6 +233,8 @@ build_kvm_initramfs() {
 #   vmxsim-xentrace: end
 # with the kernel's console messages silenced first (dmesg -n 1), so that nothing else
 # lands inside; `vmxsim trace import --xen-console` turns it back into the XenTrace file.
+# initramfs-xen-drain.cpio.gz is the same kit without xentrace (xen_drain_init_script,
+# below): vmxsim drains Xen's buffers itself (`vmxsim run --xen-trace`, docs/xen-trace.md).
 xen_init_script="$(cat <<'EOF'
 #!/bin/busybox sh
 b=/bin/busybox
@@ -292,6 +299,12 @@ say "done"
 $b poweroff -f
 EOF
 )"
+# The drain kit's /init: the same without xentrace's lines (from its start to the line
+# "xentrace: started", and from stopping it to the end of its file on the console).
+xen_drain_sed='/^xentrace -S /,/^say "xentrace: started"$/c\
+say "xentrace: not started (vmxsim drains Xen'"'"'s buffers)"
+/^\$b kill -INT \$xt$/,/^echo "vmxsim-xentrace: end"$/d'
+xen_drain_init_script="$(printf '%s\n' "$xen_init_script" | sed "$xen_drain_sed")"
 # The domUs, one after the other: pvh-hello (32-bit) and pvh-long (64-bit), each a PVH
 # guest of 8 MiB and one vCPU, destroyed when it powers off. xen_domu_cfg NAME prints the
 # configuration of NAME.
@@ -324,12 +337,13 @@ xen_dlopen_libs=(libgcc_s.so.1)
 # load order: xenfs needs xen-privcmd (checked below, as for KVM).
 xen_modules=(drivers/xen/xen-evtchn drivers/xen/xen-privcmd drivers/xen/xenfs/xenfs
   drivers/xen/xen-gntdev drivers/xen/xen-gntalloc)
-xen_sum="$( (printf '%s\n' "$xen_init_script" "$(xen_domu_cfg NAME)" "$xen_xl_conf" \
+xen_sum="$( (printf '%s\n' "$xen_init_script" "$xen_drain_init_script" "$(xen_domu_cfg NAME)" "$xen_xl_conf" \
   "${xen_tool_pkgs[*]}" "${xen_tools[*]}" "${xen_dlopen_libs[*]}" "${xen_modules[*]}"
   cat "$pvh_src" "$pvh_long_src" "$pvh_lds") | sha256sum | cut -d' ' -f1)"
 
 xen_kit_complete() {
-  [ -s "$cache/initramfs-xen.cpio.gz" ] && grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
+  [ -s "$cache/initramfs-xen.cpio.gz" ] && [ -s "$cache/initramfs-xen-drain.cpio.gz" ] &&
+    grep -qx "xen-kit-script $xen_sum" "$cache/versions.txt"
 }
 
 # Builds initramfs-xen.cpio.gz into the cache and records it in versions.txt. The modules
@@ -411,19 +425,22 @@ build_xen_kit() {
   for n in pvh-hello pvh-long; do xen_domu_cfg "$n" >"$w/root/etc/xen/$n.cfg"; done
   printf '%s\n' "$xen_xl_conf" >"$w/root/etc/xen/xl.conf"
   build_initramfs "$cache/busybox" "$xen_init_script" "$w/root" "$w/initramfs-xen.cpio.gz"
+  build_initramfs "$cache/busybox" "$xen_drain_init_script" "$w/root" \
+    "$w/initramfs-xen-drain.cpio.gz"
   local vers=""
   for p in xen-utils-4.17 libc6; do
     vers+=" $p $(dpkg-deb -f "$(ls "$w/${p}"_*.deb | head -n 1)" Version)"
   done
   # versions.txt: the kit's lines replaced (or added at the end).
   grep -v -e '^xen-kit-script ' -e '^xen-kit ' -e '  initramfs-xen.cpio.gz$' \
-    "$cache/versions.txt" >"$w/versions.txt"
+    -e '  initramfs-xen-drain.cpio.gz$' "$cache/versions.txt" >"$w/versions.txt"
   {
     echo "xen-kit${vers}"
     echo "xen-kit-script $xen_sum"
-    (cd "$w" && sha256sum initramfs-xen.cpio.gz)
+    (cd "$w" && sha256sum initramfs-xen.cpio.gz initramfs-xen-drain.cpio.gz)
   } >>"$w/versions.txt"
   mv -f "$w/initramfs-xen.cpio.gz" "$cache/initramfs-xen.cpio.gz"
+  mv -f "$w/initramfs-xen-drain.cpio.gz" "$cache/initramfs-xen-drain.cpio.gz"
   mv -f "$w/versions.txt" "$cache/versions.txt"
   rm -rf "$w"
   trap - EXIT
@@ -432,7 +449,57 @@ build_xen_kit() {
 # The Xen kit is built (in a subshell: its own work directory and trap) when it is missing
 # or its sources changed, after everything else is in the cache.
 xen_kit() {
+  xen_syms
   xen_kit_complete || (build_xen_kit) || exit 1
+}
+
+# --- xen-syms-4.17-amd64: the symbol file of the cached Xen (docs/xen-trace.md, "vmxsim's
+# own drain"), from xen-hypervisor-4.17-amd64-dbg of exactly the version versions.txt
+# names for xen-hypervisor-4.17-amd64 (the archive may hold several), added after the rest
+# so that a cache without it only gains it. Its GNU build id must be the cached Xen's.
+xen_syms_version() {
+  sed -n 's/^xen-hypervisor-4\.17-amd64 \([^ ]*\)$/\1/p' "$cache/versions.txt" | head -n 1
+}
+xen_syms_complete() {
+  local v
+  v="$(xen_syms_version)"
+  [ -n "$v" ] && [ -s "$cache/xen-syms-4.17-amd64" ] &&
+    grep -qx "xen-hypervisor-4.17-amd64-dbg $v" "$cache/versions.txt" &&
+    grep -q '  xen-syms-4\.17-amd64$' "$cache/versions.txt"
+}
+build_xen_syms() {
+  local v w d idx ids
+  v="$(xen_syms_version)"
+  [ -n "$v" ] || die "versions.txt does not name the version of xen-hypervisor-4.17-amd64"
+  command -v readelf >/dev/null || die "readelf is needed to check xen-syms' build id"
+  w="$(mktemp -d "$cache/.xensyms.XXXXXX")"
+  trap 'rm -rf "$w"' EXIT
+  say "downloading xen-hypervisor-4.17-amd64-dbg=$v (xen-syms)"
+  local opts=(-q)
+  [ "$(id -u)" -eq 0 ] && opts+=(-o APT::Sandbox::User=root)
+  (cd "$w" && apt-get "${opts[@]}" download "xen-hypervisor-4.17-amd64-dbg=$v" >/dev/null) ||
+    die "apt-get download of xen-hypervisor-4.17-amd64-dbg=$v failed"
+  d="$(ls "$w"/xen-hypervisor-4.17-amd64-dbg_*.deb 2>/dev/null | head -n 1)"
+  [ -n "$d" ] || die "xen-hypervisor-4.17-amd64-dbg is missing after download"
+  dpkg-deb --fsys-tarfile "$d" | tar -x -C "$w" ./usr/lib/debug/boot/xen-syms-4.17-amd64 ||
+    die "no usr/lib/debug/boot/xen-syms-4.17-amd64 in $(basename "$d")"
+  mv "$w/usr/lib/debug/boot/xen-syms-4.17-amd64" "$w/xen-syms-4.17-amd64"
+  ids="$(for f in "$w/xen-syms-4.17-amd64" "$cache/xen-4.17-amd64"; do
+    readelf -n "$f" | sed -n 's/^ *Build ID: //p' | head -n 1; done | sort -u | wc -l)"
+  [ "$ids" = 1 ] || die "the build id of xen-syms-4.17-amd64 is not the cached Xen's"
+  grep -v -e '^xen-hypervisor-4\.17-amd64-dbg ' -e '  xen-syms-4\.17-amd64$' \
+    "$cache/versions.txt" >"$w/versions.txt"
+  {
+    echo "xen-hypervisor-4.17-amd64-dbg $(dpkg-deb -f "$d" Version)"
+    (cd "$w" && sha256sum xen-syms-4.17-amd64)
+  } >>"$w/versions.txt"
+  mv -f "$w/xen-syms-4.17-amd64" "$cache/xen-syms-4.17-amd64"
+  mv -f "$w/versions.txt" "$cache/versions.txt"
+  rm -rf "$w"
+  trap - EXIT
+}
+xen_syms() {
+  xen_syms_complete || (build_xen_syms) || exit 1
 }
 
 if complete; then

@@ -380,3 +380,35 @@ TEST(CommandLine, BadGdbAddressIsOneLineAndStatus2) {
   EXPECT_EQ(lines(R.Err), 1u) << R.Err;
   EXPECT_EQ(R.Err.rfind("vmxsim: error: --gdb: cannot listen on 192.0.2.1:1: ", 0), 0u) << R.Err;
 }
+
+// `--xen-trace` (harness/xen_trace_drain.h): each bad symbol file is one line and status
+// 22, before the run; a run whose kernel is not Xen ends with one line and status 22.
+TEST(CommandLine, XenTraceBadSymbolFilesAreOneLineAndStatus22) {
+  const std::string Image = tempPath("hlt.bin"), Xt = tempPath("xen.xt");
+  writeFile(Image, {0xf4}); // HLT
+  const std::string Run = "run -q --flat 0x100000 --xen-trace " + Xt + " ";
+  CmdResult R = runVmxsim(Run + Image);
+  EXPECT_EQ(R.Status, 22);
+  EXPECT_EQ(R.Err, "vmxsim: error: --xen-syms: draining Xen's trace (--xen-trace) needs Xen's "
+                   "symbol file (--xen-syms xen-syms, from xen-hypervisor-4.17-amd64-dbg)\n");
+  R = runVmxsim(Run + "--xen-syms /nonexistent/xen-syms " + Image);
+  EXPECT_EQ(R.Status, 22);
+  EXPECT_EQ(R.Err, "vmxsim: error: --xen-syms: /nonexistent/xen-syms: cannot read the Xen "
+                   "symbol file: cannot open: No such file or directory\n");
+  R = runVmxsim(Run + "--xen-syms " + Image + " " + Image);
+  EXPECT_EQ(R.Status, 22);
+  EXPECT_EQ(R.Err, "vmxsim: error: --xen-syms: " + Image + ": not a 64-bit little-endian ELF "
+                   "file (xen-syms of xen-hypervisor-4.17-amd64-dbg is one)\n");
+  // An ELF with symbols, but not Xen's: vmxsim itself.
+  const std::string Vmxsim = std::string(VMXSIM_BINARY_DIR) + "/vmxsim";
+  R = runVmxsim(Run + "--xen-syms " + Vmxsim + " " + Image);
+  EXPECT_EQ(R.Status, 22);
+  EXPECT_EQ(R.Err, "vmxsim: error: --xen-syms: " + Vmxsim + ": no symbol t_info of "
+                   "common/trace.c (not Xen 4.17's xen-syms?)\n");
+  // A symbol file without --xen-trace is a usage error (status 2).
+  R = runVmxsim("run -q --flat 0x100000 --xen-syms " + Vmxsim + " " + Image);
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(lines(R.Err), 1u) << R.Err;
+  std::remove(Image.c_str());
+  std::remove(Xt.c_str());
+}
