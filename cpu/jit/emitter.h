@@ -71,13 +71,22 @@ public:
   // --- instructions ---
   void load(unsigned Size, Reg R, int32_t Disp) { opMem(Size, 0x8a, 0x8b, R, Disp); }
   void store(unsigned Size, Reg R, int32_t Disp) { opMem(Size, 0x88, 0x89, R, Disp); }
+  /// The opcode of MOVZX r32, r/m8|16 (Signed false; Size 1, 2) or of MOVSX r64,
+  /// r/m8|16 and MOVSXD r64, r/m32 (Signed; Size 1, 2, 4).
+  void extendOpcode(bool Signed, unsigned Size) {
+    if (Signed && Size == 4) {
+      byte(0x63);
+      return;
+    }
+    byte(0x0f);
+    byte(uint8_t((Signed ? 0xbe : 0xb6) + (Size == 2)));
+  }
   /// MOVZX r32, r/m8|16 (Size 1, 2), MOV r32, r/m32 (4), MOV r64, r/m64 (8).
   void loadZx(unsigned Size, Reg R, int32_t Disp) {
     if (Size >= 4)
       return load(Size, R, Disp);
     prefix(4, R, HBX);
-    byte(0x0f);
-    byte(Size == 1 ? 0xb6 : 0xb7);
+    extendOpcode(false, Size);
     modrmMem(R, Disp);
   }
   /// MOVSX r64, r/m8|16, MOVSXD r64, r/m32, MOV r64, r/m64.
@@ -85,12 +94,7 @@ public:
     if (Size == 8)
       return load(8, R, Disp);
     prefix(8, R, HBX);
-    if (Size == 4) {
-      byte(0x63);
-    } else {
-      byte(0x0f);
-      byte(Size == 1 ? 0xbe : 0xbf);
-    }
+    extendOpcode(true, Size);
     modrmMem(R, Disp);
   }
   void movRR(unsigned Size, Reg Dst, Reg Src) { opReg(Size, 0x88, 0x89, Src, Dst); }
@@ -100,8 +104,7 @@ public:
     if (Size >= 4)
       return movRR(Size, Dst, Src);
     prefix(4, Dst, Src);
-    byte(0x0f);
-    byte(Size == 1 ? 0xb6 : 0xb7);
+    extendOpcode(false, Size);
     modrmReg(Dst, Src);
   }
   /// MOVSX r64, r8|r16, MOVSXD r64, r32, MOV r64, r64 (the same byte-register rule).
@@ -109,12 +112,7 @@ public:
     if (Size == 8)
       return movRR(8, Dst, Src);
     prefix(8, Dst, Src);
-    if (Size == 4) {
-      byte(0x63);
-    } else {
-      byte(0x0f);
-      byte(Size == 1 ? 0xbe : 0xbf);
-    }
+    extendOpcode(true, Size);
     modrmReg(Dst, Src);
   }
   void movImm32(Reg R, uint32_t V) { // zero-extends into the 64-bit register
@@ -247,8 +245,7 @@ public:
   void loadZxAtRax(unsigned Size, Reg R) {
     if (Size >= 4)
       return loadAtRax(Size, R);
-    byte(0x0f);
-    byte(Size == 1 ? 0xb6 : 0xb7);
+    extendOpcode(false, Size);
     byte(uint8_t((R & 7) << 3));
   }
   /// MOVSX r64, byte|word [RAX], MOVSXD r64, [RAX], MOV r64, [RAX] (R < 8).
@@ -256,12 +253,7 @@ public:
     if (Size == 8)
       return loadAtRax(8, R);
     byte(0x48);
-    if (Size == 4) {
-      byte(0x63);
-    } else {
-      byte(0x0f);
-      byte(Size == 1 ? 0xbe : 0xbf);
-    }
+    extendOpcode(true, Size);
     byte(uint8_t((R & 7) << 3));
   }
   /// IMUL Dst, Src (0F AF /r), 16/32/64-bit.

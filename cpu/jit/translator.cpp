@@ -146,28 +146,23 @@ struct BlockEmitter {
     if (Add)
       E.aluImm(Alu::Add, 8, X, uint32_t(Add));
   }
-  /// Writes the held registers back to the Cpu; loads them from it again.
-  void spill() {
+  /// Writes the held registers back to the Cpu (spill); loads them from it (reload).
+  void spill() { transfer(true); }
+  void reload() { transfer(false); }
+  void transfer(bool Store) {
+    const auto One = [&](uint8_t H, int32_t Off) {
+      if (H == kInMemory)
+        return;
+      if (Store)
+        E.store(8, Reg(H), Off);
+      else
+        E.load(8, Reg(H), Off);
+    };
     for (uint8_t R = 0; R < 16; ++R)
-      if (HostOf[R] != kInMemory)
-        E.store(8, host(R), gpr(R, 8));
-    if (FlagsHost != kInMemory)
-      E.store(8, Reg(FlagsHost), OffRflags);
-    if (CyclesHost != kInMemory) {
-      E.store(8, Reg(CyclesHost), OffCycles);
-      E.store(8, Reg(RetiredHost), OffRetired);
-    }
-  }
-  void reload() {
-    for (uint8_t R = 0; R < 16; ++R)
-      if (HostOf[R] != kInMemory)
-        E.load(8, host(R), gpr(R, 8));
-    if (FlagsHost != kInMemory)
-      E.load(8, Reg(FlagsHost), OffRflags);
-    if (CyclesHost != kInMemory) {
-      E.load(8, Reg(CyclesHost), OffCycles);
-      E.load(8, Reg(RetiredHost), OffRetired);
-    }
+      One(HostOf[R], gpr(R, 8));
+    One(FlagsHost, OffRflags);
+    One(CyclesHost, OffCycles);
+    One(RetiredHost, OffRetired);
   }
   bool holdsAny() const {
     if (FlagsHost != kInMemory || CyclesHost != kInMemory)
