@@ -273,7 +273,7 @@ TEST(XenTraceDrain, OnTwoCpusXenWithADom0IsDrainedIdenticallyTwice) {
   EXPECT_EQ(First.Problem, "");
   const trace::TraceSummary S = summarize(First.Trace);
   EXPECT_FALSE(S.Failed) << S.Error.str();
-  EXPECT_EQ(S.Records, 93195u);
+  EXPECT_EQ(S.Records, 93235u);
   EXPECT_EQ(S.LostRecords, 0u);
   EXPECT_EQ(S.Cpus.size(), 2u);
   std::map<unsigned, uint64_t> PerCpu;
@@ -281,7 +281,7 @@ TEST(XenTraceDrain, OnTwoCpusXenWithADom0IsDrainedIdenticallyTwice) {
   R.openMemory(First.Trace.data(), First.Trace.size());
   for (trace::TraceRecord Rec; R.next(Rec);)
     ++PerCpu[Rec.Cpu];
-  EXPECT_EQ(PerCpu, (std::map<unsigned, uint64_t>{{0, 90144}, {1, 3051}}));
+  EXPECT_EQ(PerCpu, (std::map<unsigned, uint64_t>{{0, 90166}, {1, 3069}}));
 
   const DrainRun Second = runDrain(Cfg, Syms, Out);
   std::filesystem::remove(Out);

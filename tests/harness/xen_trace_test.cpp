@@ -154,23 +154,27 @@ void expectKitLines(const std::string &Out) {
 }
 
 /// The kit on one CPU: Xen's trace checked against the ground truth GtBytes, with Lost
-/// LOST_RECORDS outside every exit window: 323 exits and 323 entries (each domU's launch
-/// and resumes; the last exit of each, SCHEDOP_shutdown, has none, and neither has the HLT
-/// that blocks the vCPU: Xen resumes it later), 322 handler records (none for the
-/// interrupt window and the two EOI-induced exits; NPF and IOMEM for each EPT violation).
-/// And the golden exits per basic reason (SDM Vol. 3D, Appendix C), the same in Xen's
-/// trace (CPU 0; vCPUs d1v0 and d2v0 by the scheduler's records) and in the ground truth.
+/// LOST_RECORDS outside every exit window and Timer external-interrupt exits (Xen's timer
+/// arriving during pvh-long's spin: twice with xentrace in dom0, once without it; the
+/// count follows the kit's timing, which the cache's path changes too, as it is in the
+/// module strings Xen is given): 321 + Timer exits and as many entries (each domU's
+/// launch and resumes; the last exit of each, SCHEDOP_shutdown, has none, and neither has
+/// the HLT that blocks the vCPU: Xen resumes it later), 320 + Timer handler records (none
+/// for the interrupt window and the two EOI-induced exits; NPF and IOMEM for each EPT
+/// violation). And the golden exits per basic reason (SDM Vol. 3D, Appendix C), the same
+/// in Xen's trace (CPU 0; vCPUs d1v0 and d2v0 by the scheduler's records) and in the
+/// ground truth.
 void expectOneCpuKitTrace(const std::vector<uint8_t> &Xen, const std::string &GtBytes,
-                          uint64_t Lost) {
+                          uint64_t Lost, uint64_t Timer) {
   const trace::CheckResult C = checkKit(Xen, GtBytes);
   ASSERT_TRUE(C.Ok) << C.Problem;
   ASSERT_EQ(C.Cpus.size(), 1u);
-  EXPECT_EQ(C.Cpus[0].Exits, 323u);
-  EXPECT_EQ(C.Cpus[0].Entries, 323u);
-  EXPECT_EQ(C.Cpus[0].HandlerRecords, 322u);
+  EXPECT_EQ(C.Cpus[0].Exits, 321 + Timer);
+  EXPECT_EQ(C.Cpus[0].Entries, 321 + Timer);
+  EXPECT_EQ(C.Cpus[0].HandlerRecords, 320 + Timer);
   EXPECT_EQ(C.LostOutsideExits, Lost);
   const std::map<uint32_t, uint64_t> Golden = {
-      {1, 2},    // external interrupt: Xen's timer during pvh-long's spin
+      {1, Timer}, // external interrupt: Xen's timer during pvh-long's spin
       {7, 1},    // interrupt window: pvh-long's STI
       {10, 3},   // CPUID: pvh-hello's leaves 0 and 0x40000000, pvh-long's leaf 1
       {12, 1},   // HLT: pvh-long, woken by its APIC timer
@@ -191,7 +195,7 @@ void expectOneCpuKitTrace(const std::vector<uint8_t> &Xen, const std::string &Gt
   EXPECT_EQ(Sum.Vcpus[0].Name, "d1v0");
   EXPECT_EQ(Sum.Vcpus[0].Exits, 163u);
   EXPECT_EQ(Sum.Vcpus[1].Name, "d2v0");
-  EXPECT_EQ(Sum.Vcpus[1].Exits, 160u);
+  EXPECT_EQ(Sum.Vcpus[1].Exits, 158 + Timer);
   trace::TraceReader GS;
   GS.openMemory(GtBytes.data(), GtBytes.size());
   const trace::TraceSummary GtSum = trace::summarizeTrace(GS);
@@ -219,7 +223,7 @@ TEST(XenKit, XenTracesAPvhDomUsExitsThroughDom0sToolStackAndTheTraceChecksOut) {
   ASSERT_FALSE(I.Bytes.empty());
 
   // Xen traced from boot: its 16 pages filled long before the domUs (one LOST_RECORDS).
-  expectOneCpuKitTrace(I.Bytes, GtBytes, 1);
+  expectOneCpuKitTrace(I.Bytes, GtBytes, 1, 2);
 }
 
 // The same kit on two CPUs: Xen brings up both (two pCPUs, dom0 with two vCPUs), the
@@ -376,5 +380,5 @@ TEST(XenKit, VmxsimDrainsXenWithoutXentraceAndItsTraceChecksOut) {
     EXPECT_NE(K.Serial.find(Line), std::string::npos) << Line << "\n" << K.Serial;
   EXPECT_EQ(K.Serial.find("vmxsim-xentrace: begin"), std::string::npos);
   expectOneCpuKitTrace(std::vector<uint8_t>(K.XenTrace.begin(), K.XenTrace.end()),
-                       K.GroundTruth, 0);
+                       K.GroundTruth, 0, 1);
 }
