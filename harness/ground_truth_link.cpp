@@ -45,14 +45,17 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
 // every other case is a tail call of the full path, so that these stay leaf code (no
 // registers saved, no stack frame): they run at every exit and entry of a traced run.
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
-  if (E.Cpu >= NumRegs || !Mem ||
+  // With slot watching a CR access opens its register; without, the exits that take
+  // operands in RAX, RCX, RDX have GT_VMEXIT_REGS (exitDetails).
+  if (E.Cpu >= NumRegs ||
       (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
        E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
       E.GuestLinearValid || E.GuestPhysicalValid ||
-      (!(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason)) [[unlikely]]
+      (Mem ? !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason
+           : trace::exitHasRegs(E.Reason))) [[unlikely]]
     return vmExitSlow(E);
   CpuRegs &C = Regs[E.Cpu];
-  if (!C.unchanged(E.Gpr) ||
+  if ((Mem && !C.unchanged(E.Gpr)) ||
       !R.exitInPlace(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength))
       [[unlikely]]
     return vmExitSlow(E);
