@@ -39,7 +39,44 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
     R.entryRegs(Cpu, {Gpr[0], Gpr[1], Gpr[2]});
 }
 
+// The fast paths of vmExit and vmEntry: the common transition (an exit that says nothing
+// but GT_EXIT, the entry that resumes after it: GT_RESUME) with the registers as last
+// recorded, written in place. Every condition is tested before anything is written, and
+// every other case is a tail call of the full path, so that these stay leaf code (no
+// registers saved, no stack frame): they run at every exit and entry of a traced run.
 void GroundTruthLink::vmExit(const VmExitEvent &E) {
+  // With slot watching a CR access opens its register; without, the exits that take
+  // operands in RAX, RCX, RDX have GT_VMEXIT_REGS (exitDetails).
+  if (E.Cpu >= NumRegs ||
+      (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
+       E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
+      E.GuestLinearValid || E.GuestPhysicalValid ||
+      (Mem ? !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason
+           : trace::exitHasRegs(E.Reason))) [[unlikely]]
+    return vmExitSlow(E);
+  CpuRegs &C = Regs[E.Cpu];
+  if ((Mem && !C.unchanged(E.Gpr)) ||
+      !R.exitInPlace(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength))
+      [[unlikely]]
+    return vmExitSlow(E);
+  C.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
+  C.ResumeOpen = true;
+  C.CrGpr = -1;
+}
+
+void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
+  if (E.Cpu >= NumRegs) [[unlikely]]
+    return vmEntrySlow(E);
+  CpuRegs &C = Regs[E.Cpu];
+  if (!C.ResumeOpen || E.IsLaunch || (E.InjectedInfo | E.InjectedErrorCode) ||
+      E.Rip != C.ResumeRip || (Mem && !C.unchanged(E.Gpr)) || !R.resumeInPlace(E.Cpu, E.Tsc))
+      [[unlikely]]
+    return vmEntrySlow(E);
+  C.ResumeOpen = false;
+  C.CrGpr = -1;
+}
+
+void GroundTruthLink::vmExitSlow(const VmExitEvent &E) {
   // GT_EXIT; the records that say more follow it only when they say something
   // (trace/events.def, exitDetails), which the common exit (CPUID, I/O, VMCALL, MSR with
   // RAX..RBX as last recorded) does not: then nothing else is called.
@@ -82,7 +119,7 @@ void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
     R.activity(E.Cpu, E.ActivityState);
 }
 
-void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
+void GroundTruthLink::vmEntrySlow(const VmEntryEvent &E) {
   CpuRegs &C = regsOf(E.Cpu);
   // GT_RESUME for the entry its CPU's last GT_EXIT implies (trace/events.def), else
   // GT_VMENTRY with every field.
@@ -219,6 +256,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
     return;
   }
   Regs.assign(M, CpuRegs{});
+  NumRegs = unsigned(Regs.size());
   for (CpuRegs &C : Regs) {
     for (uint64_t &V : C.Value)
       V = R.u64();

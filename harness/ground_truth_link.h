@@ -69,10 +69,16 @@ private:
     }
   };
   CpuRegs &regsOf(unsigned Cpu) {
-    if (Cpu >= Regs.size()) [[unlikely]]
+    if (Cpu >= NumRegs) [[unlikely]] {
       Regs.resize(Cpu + 1);
+      NumRegs = unsigned(Regs.size());
+    }
     return Regs[Cpu];
   }
+  /// Everything vmExit and vmEntry do, for the transitions their fast paths leave (the
+  /// first of a CPU, a record that says more than GT_EXIT or GT_RESUME, a full buffer).
+  void vmExitSlow(const VmExitEvent &E);
+  void vmEntrySlow(const VmEntryEvent &E);
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
   /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
   /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
@@ -88,6 +94,7 @@ private:
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
   std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
+  unsigned NumRegs = 0;          ///< Regs.size(), without its division on the fast paths
 };
 
 /// A CpuObserver that records every instruction into the ground truth and forwards to

@@ -87,6 +87,31 @@ public:
     put(Cpu, Event, false, 0, Words, N);
   }
 
+  /// The fast path of a timed record whose payload its caller stores in place (the
+  /// ground truth's records of every VM exit and entry): when Cpu's buffer has room for
+  /// MaxWords payload words and no LOST_RECORDS is pending, writes the header (of
+  /// NumWords <= MaxWords payload words) and Tsc, counts the record's 3 + NumWords words
+  /// and returns where its payload goes. The caller then stores its NumWords words there
+  /// and may store up to MaxWords: words past NumWords are room, not records. Null
+  /// otherwise (a CPU out of range, a full buffer, a pending LOST_RECORDS): the caller
+  /// writes the record with recordTsc, whose slow path handles those.
+  template <unsigned MaxWords>
+  uint32_t *placeTsc(unsigned Cpu, uint32_t Event, uint64_t Tsc, unsigned NumWords) {
+    static_assert(MaxWords <= XT_MAX_WORDS, "at most 7 payload words");
+    if (Cpu >= NumCpus) [[unlikely]]
+      return nullptr;
+    CpuBuffer &B = Cpus[Cpu];
+    if (B.LostPending || B.Used + 3 + MaxWords > CapWords) [[unlikely]]
+      return nullptr;
+    uint32_t *P = B.Words.get() + B.Used;
+    B.Used += 3 + NumWords;
+    B.LastTsc = Tsc;
+    P[0] = xt_header(Event, NumWords, 1);
+    P[1] = uint32_t(Tsc);
+    P[2] = uint32_t(Tsc >> 32);
+    return P + 3;
+  }
+
   /// Who runs on Cpu, for the domain/vcpu word of LOST_RECORDS.
   void setCurrent(unsigned Cpu, uint16_t Domain, uint16_t Vcpu);
 

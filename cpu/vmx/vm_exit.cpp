@@ -30,7 +30,10 @@ using F = VmcsField;
 // processor into an inactive state. However, this VMCS field never reflects this state"
 // (SDM Vol. 3C, Table "Format of the Activity State"); the guest resumes after MWAIT.
 ActivityState savedActivity(const Cpu &C) {
-  return mwaitWaiting(C) ? ActivityState::Active : C.Activity;
+  // mwaitWaiting holds only in the HLT state: an active processor (every VM exit of a
+  // running guest) needs no call.
+  return C.Activity == ActivityState::Hlt && mwaitWaiting(C) ? ActivityState::Active
+                                                             : C.Activity;
 }
 
 // SDM Vol. 3C, "Recording VM-Exit Information and Updating VM-Entry Control Fields".
@@ -331,25 +334,27 @@ void loadHostState(Cpu &C, const VmcsData &V) {
 
 /// What cpu/observer.h publishes of a VM exit that begins.
 static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
-  VmExitEvent E;
-  E.Cpu = C.Id;
-  E.Tsc = C.Cycles;
-  E.Reason = uint32_t(Info.Reason) | (Info.EntryFailure ? kExitReasonEntryFailure : 0);
-  E.Rip = C.S.Rip;
-  E.Qualification = Info.Qualification;
-  E.InstructionLength = Info.InstructionLength;
-  E.InstructionInfo = Info.InstructionInfo;
-  E.InterruptionInfo = Info.InterruptionInfo;
-  E.InterruptionErrorCode = Info.InterruptionErrorCode;
-  E.IdtVectoringInfo = Info.IdtVectoringInfo;
-  E.IdtVectoringErrorCode = Info.IdtVectoringErrorCode;
-  E.GuestLinearValid = Info.GuestLinearValid;
-  E.GuestPhysicalValid = Info.GuestPhysicalValid;
-  E.GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0;
-  E.GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0;
-  E.Gpr = C.S.Gpr;
-  E.ActivityState = uint32_t(savedActivity(C)); // the value saveGuestState stores
-  return E;
+  // Every member named, in order: nothing is zeroed first (a default-initialized event
+  // cleared its whole 112 bytes before these stores, on every exit).
+  return VmExitEvent{
+      .Cpu = C.Id,
+      .Tsc = C.Cycles,
+      .Reason = uint32_t(Info.Reason) | (Info.EntryFailure ? kExitReasonEntryFailure : 0),
+      .Rip = C.S.Rip,
+      .Qualification = Info.Qualification,
+      .InstructionLength = Info.InstructionLength,
+      .InstructionInfo = Info.InstructionInfo,
+      .InterruptionInfo = Info.InterruptionInfo,
+      .InterruptionErrorCode = Info.InterruptionErrorCode,
+      .IdtVectoringInfo = Info.IdtVectoringInfo,
+      .IdtVectoringErrorCode = Info.IdtVectoringErrorCode,
+      .GuestLinearValid = Info.GuestLinearValid,
+      .GuestPhysicalValid = Info.GuestPhysicalValid,
+      .GuestLinearAddress = Info.GuestLinearValid ? Info.GuestLinearAddress : 0,
+      .GuestPhysicalAddress = Info.GuestPhysicalValid ? Info.GuestPhysicalAddress : 0,
+      .Gpr = C.S.Gpr,
+      .ActivityState = uint32_t(savedActivity(C)), // the value saveGuestState stores
+  };
 }
 
 Status vmExit(Cpu &C, const VmExitInfo &Info) {

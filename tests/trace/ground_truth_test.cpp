@@ -340,6 +340,42 @@ TEST(GroundTruth, TheCommonEntryIsGtResumeAndReadsAsTheEntryPerformed) {
   }
 }
 
+// The fast path of GT_EXIT and GT_RESUME stores them in the CPU's buffer in place
+// (TraceWriter::placeTsc); whenever it cannot (a full buffer, a LOST_RECORDS pending) the
+// records go through recordTsc. Either way the bytes are those of recordTsc alone: with a
+// buffer of 20 words (a window every few records) and with one that drops records.
+TEST(GroundTruth, InPlaceExitAndResumeRecordsAreRecordTscBytes) {
+  for (FullPolicy Policy : {FullPolicy::Flush, FullPolicy::Drop}) {
+    MemoryOutput Fast, Plain;
+    {
+      TraceWriter WF(Fast, 2, 80, Policy), WP(Plain, 2, 80, Policy);
+      GroundTruthRecorder G(WF);
+      for (uint64_t I = 0; I < 40; ++I) {
+        const unsigned Cpu = unsigned(I % 3 == 2);
+        const uint64_t Qual = I % 4 == 0 ? 0 : I % 4 == 1 ? 0x80 : 0x100000000ull + I;
+        const uint64_t Rip = 0xffffffff81000000ull + 16 * I;
+        G.exit(Cpu, 100 * I, 30, Rip, Qual, 2);
+        G.resume(Cpu, 100 * I + 50);
+        const uint32_t Words[6] = {30, uint32_t(Rip), uint32_t(Rip >> 32), 2, uint32_t(Qual),
+                                   uint32_t(Qual >> 32)};
+        WP.recordTsc(Cpu, XT_EV_GtExit, 100 * I, Words, gtExitWords(Qual));
+        WP.recordTsc(Cpu, XT_EV_GtResume, 100 * I + 50, nullptr, 0);
+        if (Policy == FullPolicy::Drop && I % 10 == 9) {
+          WF.flushCpu(Cpu);
+          WP.flushCpu(Cpu);
+        }
+      }
+      if (Policy == FullPolicy::Drop) {
+        EXPECT_GT(WF.lostRecords(0), 0u);
+        EXPECT_EQ(WF.lostRecords(0), WP.lostRecords(0));
+        EXPECT_EQ(WF.lostRecords(1), WP.lostRecords(1));
+      }
+    }
+    EXPECT_GT(Fast.Bytes.size(), 0u);
+    EXPECT_EQ(Fast.Bytes, Plain.Bytes) << int(Policy);
+  }
+}
+
 // GT_EXIT holds the qualification in as few words as it needs (trace/events.def); a
 // word left off reads as 0, and GT_VMEXIT (the layout before 2026-12-03) reads the same.
 TEST(GroundTruth, ExitRecordsOfBothLayoutsReadTheSame) {
