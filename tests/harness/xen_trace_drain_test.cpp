@@ -10,9 +10,11 @@
 #include "harness/machine.h"
 #include "harness/xen_trace_drain.h"
 #include "tests/support/files.h"
+#include "tests/support/random.h"
 #include "trace/reader.h"
 #include "trace/summary.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -144,6 +146,75 @@ TEST(XenTraceSymbols, BadSymbolFilesAreOneLineErrors) {
   EXPECT_EQ(Err.Code, ErrorCode::BadSymbolFile);
   EXPECT_EQ(Err.str(), "draining Xen's trace (--xen-trace) needs Xen's symbol file (--xen-syms "
                        "xen-syms, from xen-hypervisor-4.17-amd64-dbg)");
+}
+
+// The symbol file's reader on mutated copies of Debian's xen-syms: the ELF header, the
+// section headers and the symbol and string tables' bytes changed (bits flipped, header
+// fields set to edge values, the file truncated); every read returns the symbols or a
+// one-line error, never a crash (CI runs the suite under ASan and UBSan too).
+TEST(XenTraceSymbols, MutatedSymbolFilesAreReadOrRefusedInOneLine) {
+  const std::string Syms = cached("xen-syms-4.17-amd64");
+  if (Syms.empty())
+    GTEST_SKIP() << "no xen-syms-4.17-amd64 in the guest cache '" << guestCache()
+                 << "': run scripts/fetch-guests.sh";
+  const std::string Original = readFile(Syms);
+  ASSERT_GT(Original.size(), 4096u);
+  // Where the reader looks (gABI ELF64): the header, the section headers (e_shoff,
+  // e_shnum entries of e_shentsize bytes), and the sections they name.
+  const auto U64 = [&](size_t Off) {
+    uint64_t V;
+    std::memcpy(&V, Original.data() + Off, 8);
+    return V;
+  };
+  const auto U16 = [&](size_t Off) {
+    uint16_t V;
+    std::memcpy(&V, Original.data() + Off, 2);
+    return V;
+  };
+  const uint64_t ShOff = U64(40), ShNum = U16(60), ShEnt = U16(58);
+  std::vector<std::pair<uint64_t, uint64_t>> Regions = {{0, 64}, {ShOff, ShNum * ShEnt}};
+  for (uint64_t K = 0; K < ShNum; ++K)
+    Regions.push_back({U64(ShOff + K * ShEnt + 24), std::min<uint64_t>(U64(ShOff + K * ShEnt + 32), 1 << 16)});
+  static const uint64_t kEdge[] = {0, 1, 0xff, 0xffff, 0x7fffffff, 0xffffffff,
+                                   0x7fffffffffffffffull, ~0ull, 1ull << 32};
+  SplitMix64 R{0x78656e2d73796d73ull};
+  const std::string Path = tempPath("XenTraceSymbols", "mutated");
+  unsigned Read = 0, Refused = 0;
+  for (unsigned I = 0; I < 300; ++I) {
+    std::string B = Original;
+    for (unsigned M = 0, N = 1 + unsigned(R.nextBelow(4)); M < N; ++M) {
+      const auto [At, Len] = Regions[R.nextBelow(Regions.size())];
+      if (At >= B.size() || Len == 0)
+        continue;
+      const uint64_t Off = At + R.nextBelow(std::min<uint64_t>(Len, B.size() - At));
+      switch (R.nextBelow(3)) {
+      case 0:
+        B[Off] = char(uint8_t(B[Off]) ^ uint8_t(1u << R.nextBelow(8)));
+        break;
+      case 1:
+        if (const uint64_t V = R.pick(kEdge); Off + 8 <= B.size())
+          std::memcpy(&B[Off & ~uint64_t(7)], &V, 8);
+        break;
+      default:
+        B.resize(Off);
+        break;
+      }
+    }
+    writeFile(Path, B);
+    const ErrorOr<XenTraceSymbols> S = readXenTraceSymbols(Path);
+    if (S) {
+      ++Read;
+    } else {
+      ++Refused;
+      EXPECT_EQ(S.error().Code, ErrorCode::BadSymbolFile);
+      EXPECT_EQ(S.error().str().find('\n'), std::string::npos) << S.error().str();
+    }
+  }
+  std::filesystem::remove(Path);
+  // Both outcomes occur (the counts are fixed by the seed).
+  EXPECT_GT(Read, 20u);
+  EXPECT_GT(Refused, 20u);
+  std::printf("%u mutated symbol files read, %u refused\n", Read, Refused);
 }
 
 // Xen given no dom0 panics before it sets up trace buffers (create_dom0 precedes
