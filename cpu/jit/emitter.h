@@ -81,40 +81,30 @@ public:
     byte(0x0f);
     byte(uint8_t((Signed ? 0xbe : 0xb6) + (Size == 2)));
   }
-  /// MOVZX r32, r/m8|16 (Size 1, 2), MOV r32, r/m32 (4), MOV r64, r/m64 (8).
-  void loadZx(unsigned Size, Reg R, int32_t Disp) {
-    if (Size >= 4)
-      return load(Size, R, Disp);
-    prefix(4, R, HBX);
-    extendOpcode(false, Size);
-    modrmMem(R, Disp);
+  /// MOVZX r32 (Signed false) or MOVSX/MOVSXD r64 (Signed) of the Size-byte register Rm
+  /// (Mem false; a byte register below 8 must be AL..BL: no REX is added for SPL..DIL)
+  /// or [RBX + Disp] (Mem); a plain MOV when nothing is extended (4 or 8 bytes zero-, 8
+  /// sign-extended).
+  void extend(bool Signed, unsigned Size, Reg R, bool Mem, int32_t RmOrDisp) {
+    if (Signed ? Size == 8 : Size >= 4) {
+      if (Mem)
+        load(Size, R, RmOrDisp);
+      else
+        movRR(Size, R, Reg(RmOrDisp));
+      return;
+    }
+    prefix(Signed ? 8 : 4, R, Mem ? unsigned(HBX) : unsigned(RmOrDisp));
+    extendOpcode(Signed, Size);
+    if (Mem)
+      modrmMem(R, RmOrDisp);
+    else
+      modrmReg(R, unsigned(RmOrDisp));
   }
-  /// MOVSX r64, r/m8|16, MOVSXD r64, r/m32, MOV r64, r/m64.
-  void loadSx64(unsigned Size, Reg R, int32_t Disp) {
-    if (Size == 8)
-      return load(8, R, Disp);
-    prefix(8, R, HBX);
-    extendOpcode(true, Size);
-    modrmMem(R, Disp);
-  }
+  void loadZx(unsigned Size, Reg R, int32_t Disp) { extend(false, Size, R, true, Disp); }
+  void loadSx64(unsigned Size, Reg R, int32_t Disp) { extend(true, Size, R, true, Disp); }
+  void movZxRR(unsigned Size, Reg Dst, Reg Src) { extend(false, Size, Dst, false, Src); }
+  void movSxRR(unsigned Size, Reg Dst, Reg Src) { extend(true, Size, Dst, false, Src); }
   void movRR(unsigned Size, Reg Dst, Reg Src) { opReg(Size, 0x88, 0x89, Src, Dst); }
-  /// MOVZX r32, r8|r16 (Size 1, 2), MOV r32, r32 (4), MOV r64, r64 (8). A byte source
-  /// below 8 must be AL..BL (no REX is added for SPL..DIL).
-  void movZxRR(unsigned Size, Reg Dst, Reg Src) {
-    if (Size >= 4)
-      return movRR(Size, Dst, Src);
-    prefix(4, Dst, Src);
-    extendOpcode(false, Size);
-    modrmReg(Dst, Src);
-  }
-  /// MOVSX r64, r8|r16, MOVSXD r64, r32, MOV r64, r64 (the same byte-register rule).
-  void movSxRR(unsigned Size, Reg Dst, Reg Src) {
-    if (Size == 8)
-      return movRR(8, Dst, Src);
-    prefix(8, Dst, Src);
-    extendOpcode(true, Size);
-    modrmReg(Dst, Src);
-  }
   void movImm32(Reg R, uint32_t V) { // zero-extends into the 64-bit register
     if (R >= 8)
       byte(0x41);
