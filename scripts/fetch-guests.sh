@@ -499,7 +499,10 @@ build_xen_syms() {
   trap - EXIT
 }
 xen_syms() {
-  xen_syms_complete || (build_xen_syms) || exit 1
+  # Optional: without it only the tests of vmxsim's own drain are skipped (they say so),
+  # so an archive that no longer holds the cached Xen's debug package fails nothing else.
+  xen_syms_complete || (build_xen_syms) ||
+    say "xen-syms-4.17-amd64 not fetched: the tests of vmxsim's drain of Xen's trace will be skipped"
 }
 
 if complete; then
