@@ -11,9 +11,9 @@
 #   integer loop   loop.elf iters=0 vs iters=N: 5N instructions (MIPS)
 #   port writes    loop.elf out=1 iters=0 vs out=1 iters=N: 5N instructions, N of them
 #                  OUT to port 0x80 (MIPS)
-#   compiled C     selftest.elf vs loop.elf iters=0: the selftest suite's instructions
-#                  beyond the boot they share, counted by vmxsim (MIPS; a peer that skips
-#                  a test runs slightly different instructions)
+#   compiled C     selftest.elf rounds=1 vs rounds=N: N - 1 more rounds of the selftest
+#                  suite, each of the instructions vmxsim counts for one round (MIPS; a
+#                  peer that skips a test runs slightly different instructions)
 #   VM exits       vmx_bench.elf iters=0 vs iters=N: 3N exit+entry round trips (exits/s;
 #                  vmxsim and Bochs only: QEMU TCG has no VMX)
 #   --linux        the Linux boot kit (scripts/peers/bench-linux-boot.sh --icount: wall time
@@ -63,6 +63,7 @@ declare -A iters=(
   [loop.bochs]=20000000
   [out.vmxsim]=10000000 [out.qemu-icount]=10000000 [out.qemu]=10000000 [out.bochs]=4000000
   [exits.vmxsim]=500000 [exits.bochs]=100000
+  [c.vmxsim]=100 [c.qemu-icount]=100 [c.qemu]=100 [c.bochs]=10
 )
 peers=(vmxsim qemu-icount qemu)
 if [ "$bochs" = 1 ]; then peers+=(bochs); fi
@@ -110,7 +111,7 @@ retired() {
 
 # The work of one measurement: name, small image/append, large image/append, the success
 # marker, and how to turn the large run's iterations into units (instructions or exits).
-selftest_insns=$(($(retired selftest "") - $(retired loop iters=0)))
+selftest_insns=$(($(retired selftest rounds=2) - $(retired selftest rounds=1)))
 [ "$selftest_insns" -gt 0 ] || { echo "bench-peers: no instruction count from vmxsim's summary" >&2; exit 1; }
 
 # measure WORKLOAD PEER: prints the rate (units per second) of one small/large pair.
@@ -121,8 +122,8 @@ measure() {
     units=$((5 * n)) ;;
   out) a=$(run "$p" loop "out=1 iters=0" "loop: done"); b=$(run "$p" loop "out=1 iters=$n" "loop: done")
     units=$((5 * n)) ;;
-  c) a=$(run "$p" loop iters=0 "loop: done"); b=$(run "$p" selftest "" "selftest: ")
-    units=$selftest_insns ;;
+  c) a=$(run "$p" selftest rounds=1 "selftest: "); b=$(run "$p" selftest "rounds=$n" "selftest: ")
+    units=$(((n - 1) * selftest_insns)) ;;
   exits) a=$(run "$p" vmx_bench iters=0 "vmx_bench: done"); b=$(run "$p" vmx_bench "iters=$n" "vmx_bench: done")
     units=$((3 * n)) ;;
   esac
@@ -182,7 +183,7 @@ for w in "${workloads[@]}"; do
     case $w in
     loop) s=(loop iters=0) l=(loop "iters=$n") ;;
     out) s=(loop "out=1 iters=0") l=(loop "out=1 iters=$n") ;;
-    c) s=(loop iters=0) l=(selftest "") ;;
+    c) s=(selftest rounds=1) l=(selftest "rounds=$n") ;;
     exits) s=(vmx_bench iters=0) l=(vmx_bench "iters=$n") ;;
     esac
     command_for "$p" "${l[@]}"; large="${cmd[*]}"
@@ -190,7 +191,7 @@ for w in "${workloads[@]}"; do
     echo "- ${wtitle[$w]}, ${title[$p]}: \`$large\` minus \`$small\`"
   done
 done
-echo "- compiled C: $selftest_insns instructions (vmxsim's retired count of selftest.elf minus loop.elf iters=0)"
+echo "- compiled C: $selftest_insns instructions a round (vmxsim's retired count of selftest.elf rounds=2 minus rounds=1)"
 
 if [ "$linux" = 1 ]; then
   echo
