@@ -417,7 +417,8 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   Emitter &E = BE.E;
   const unsigned N = F.Size;
   // A held destination is operated on in place (the host's operation of the same size
-  // writes it as the guest's does: 32-bit results zero-extend, 8- and 16-bit merge).
+  // writes it as the guest's does: 32-bit results zero-extend, 8- and 16-bit merge; SDM
+  // Vol. 1, 3.4.1.1 "General-Purpose Registers in 64-Bit Mode").
   const bool InPlace = BE.held(I.Reg[0], N);
   const bool HeldSrc = F.Shape == JitShape::RegReg && BE.held(I.Reg[1], N);
   if (isAlu(F.Op) && InPlace) {
@@ -914,7 +915,11 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       BE.NextOff = Next;
       if (!emitInline(BE, I, F))
         return false;
-      // To FastNotTaken when the guest's condition is false (its code is the host's).
+      // To FastNotTaken when the guest's condition is false: Jcc's condition code is the
+      // host's, testing the same RFLAGS bits (SDM Vol. 1, Appendix B "EFLAGS Condition
+      // Codes"), and the host instruction just emitted set them as the guest's does
+      // (RegAlu/RegUnary above: INC and DEC, which leave CF, only with a condition that
+      // does not read it).
       E.jump(J.Cond ^ 1, kFastNotTaken);
       const HostFlags H = hostFlagsOf(F);
       const auto Materialize = [&](uint32_t Mask) {
