@@ -1,15 +1,19 @@
 #include "harness/ground_truth_link.h"
 
 #include "cpu/cpu.h"
+#include "cpu/vmx/vm_exit.h"
 #include "trace/slot_layout.h"
 
 namespace vmxsim {
 
 namespace {
-/// SDM Vol. 3D, Appendix C: basic exit reason 28, control-register accesses; its
-/// qualification names the general register in bits 11:8 (SDM Vol. 3C, "Exit
-/// Qualification for Control-Register Accesses").
-constexpr uint32_t kCrAccessReason = 28;
+/// A VM exit for a control-register access (SDM Vol. 3D, Appendix C: basic exit reason
+/// 28, not a VM-entry failure, bit 31); its qualification names the general register in
+/// bits 11:8 (SDM Vol. 3C, "Exit Qualification for Control-Register Accesses").
+bool isCrAccess(uint32_t Reason) {
+  return !(Reason >> 31) &&
+         (Reason & 0xffff) == uint32_t(ExitReason::ControlRegisterAccesses);
+}
 } // namespace
 
 void GroundTruthLink::recordGprs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, int ExtraReg) {
@@ -51,8 +55,7 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
       (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
        E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
       E.GuestLinearValid || E.GuestPhysicalValid ||
-      (Mem ? !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason
-           : trace::exitHasRegs(E.Reason))) [[unlikely]]
+      (Mem ? isCrAccess(E.Reason) : trace::exitHasRegs(E.Reason))) [[unlikely]]
     return vmExitSlow(E);
   CpuRegs &C = Regs[E.Cpu];
   if ((Mem && !C.unchanged(E.Gpr)) ||
@@ -88,8 +91,7 @@ void GroundTruthLink::vmExitSlow(const VmExitEvent &E) {
     exitDetails(E, C);
     return;
   }
-  const bool Cr = !(E.Reason >> 31) && (E.Reason & 0xffff) == kCrAccessReason;
-  C.CrGpr = Cr ? int((E.Qualification >> 8) & 15) : -1;
+  C.CrGpr = isCrAccess(E.Reason) ? int((E.Qualification >> 8) & 15) : -1;
   if ((E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
        E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
       E.GuestLinearValid || E.GuestPhysicalValid || !C.unchanged(E.Gpr)) [[unlikely]]
