@@ -4,6 +4,7 @@
 #include "cpu/decode.h"
 
 #include "cpu/cpuid.h"
+#include "cpu/jit/jit_form.h"
 #include "cpu/memory.h"
 
 #include <Zydis/Zydis.h>
@@ -478,6 +479,21 @@ Status decodeCrossing(Cpu &C, uint64_t La, bool Is64, uint64_t LimitLeft, uint8_
 }
 } // namespace
 
+namespace {
+/// The shortest prefix worth a block of its own (each split adds one block transition).
+constexpr unsigned kMinSplitPrefix = 8;
+/// True when block-ending instruction I has no translated form and every instruction
+/// of B before it has one.
+bool splitsBefore(const Block &B, const DecodedInsn &I) {
+  if (jitFormOf(I).Op != JitOp::None)
+    return false;
+  for (unsigned K = 0; K < B.NumInsns; ++K)
+    if (jitFormOf(B.Insns[K]).Op == JitOp::None)
+      return false;
+  return true;
+}
+} // namespace
+
 Status decodeBlock(Cpu &C, Block *&Out) {
   const CodeMode Mode = CodeMode(C.DecodeMode);
   const bool Is64 = Mode == CodeMode::Long64;
@@ -552,11 +568,20 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   B.JitCalls = 0;
 
   unsigned Off = unsigned(Pa & 0xfff);
+  // With a translator, a block whose instructions all have translated forms but whose
+  // last (block-ending) one has none is cut before that one, which starts a block of its
+  // own: the prefix is translated instead of the whole block being refused
+  // (splitsBefore). Blocks are the run loop's unit of caching only: where one ends changes
+  // no instruction's result, cost or window (Cpu::runBlocks checks the window after each).
+  const bool Split = C.Jit && Is64;
   while (B.NumInsns < kMaxBlockInsns) {
     unsigned Avail = unsigned(std::min<uint64_t>(kPageSize - Off, LimitLeft));
     DecodedInsn &I = B.Insns[B.NumInsns];
     const unsigned Shown = std::min(Avail, 15u);
     DecodeResult R = decodeBytes(Page + Off, Shown, Mode, I);
+    if (Split && R == DecodeResult::Ok && (I.Flags & insnflag::EndsBlock) &&
+        B.NumInsns >= kMinSplitPrefix && splitsBefore(B, I))
+      break; // I starts the next block; its bytes are not this block's
     // The bytes the result depends on: a decoded instruction's own; for an undecodable
     // one, all the decoder was shown (a later byte could have made it valid).
     if (R != DecodeResult::NeedMore)

@@ -886,3 +886,57 @@ TEST(Translator, InlineMovLoadsOfAReadWatchedPageReportEveryReadAsInterpreted) {
   EXPECT_EQ(Results[0].Retired, Results[1].Retired);
   EXPECT_EQ(Results[0].Rip, Results[1].Rip);
 }
+
+TEST(Translator, ABlockEndingInAnUntranslatableInstructionIsTranslatedUpToIt) {
+  // The decoder cuts a block of at least 8 translatable instructions before its
+  // block-ending instruction when the translator has no form for that one (here OUT):
+  // the prefix runs translated, OUT interpreted as a block of its own (cpu/decode.cpp,
+  // splitsBefore). Interpreted, translated and in lockstep: the same registers, clock,
+  // count and stack.
+  //   loop: add rsi, 1 ; add rsi, 2 ; add r8, 3 ; push rsi ; pop r9 ; xor r10, r8
+  //         add r11, 5 ; sub r12, 1 ; out 0x80, al ; dec edi ; jnz loop ; hlt
+  const std::vector<uint8_t> Code = {
+      0x48, 0x83, 0xc6, 0x01, // 0
+      0x48, 0x83, 0xc6, 0x02, // 4
+      0x49, 0x83, 0xc0, 0x03, // 8
+      0x56,                   // 12
+      0x41, 0x59,             // 13
+      0x4d, 0x31, 0xc2,       // 15
+      0x49, 0x83, 0xc3, 0x05, // 18
+      0x49, 0x83, 0xec, 0x01, // 22
+      0xe6, 0x80,             // 26: out 0x80, al
+      0xff, 0xcf,             // 28
+      0x75, 0xe0,             // 30: jnz 0 (32 - 32)
+      0xf4};                  // 32
+  struct Result {
+    CpuState S;
+    uint64_t Cycles, Retired;
+  } Results[3];
+  int Slot = 0;
+  for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+    TestMachine M;
+    M.setupLongMode();
+    if (Mode != ExecMode::Interp)
+      translateAtOnce(M, Mode);
+    M.loadCode(Code);
+    M.S.Gpr[RDI] = 40;
+    ASSERT_EQ(M.run(100000), StopReason::Halted);
+    Results[Slot++] = Result{M.S, M.Cpu_.Cycles, M.Cpu_.Retired};
+    if (Mode == ExecMode::Translate) {
+      // The 8 instructions before OUT at each of the 40 runs, and DEC, JNZ at each.
+      EXPECT_EQ(M.Cpu_.Jit->stats().InsnsTranslated, 40u * (8 + 2));
+      EXPECT_EQ(M.Cpu_.Jit->stats().Bailouts, 0u);
+    }
+  }
+  EXPECT_EQ(Results[0].Retired, 40u * 11 + 1);
+  EXPECT_EQ(Results[0].S.Gpr[RSI], 40u * 3);
+  EXPECT_EQ(Results[0].S.Gpr[R9], 40u * 3);
+  for (int K = 1; K < 3; ++K) {
+    for (unsigned G = 0; G < 16; ++G)
+      EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
+    EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
+    EXPECT_EQ(Results[0].S.Rflags, Results[K].S.Rflags);
+    EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
+    EXPECT_EQ(Results[0].Retired, Results[K].Retired);
+  }
+}
