@@ -1528,6 +1528,10 @@ Translator::Entry Translator::translate(Block &B) {
     CellsUsed += 2;
   B.JitCalls = Calls;
   ++Stats.Translated;
+  if (PerfMap)
+    std::fprintf(PerfMap, "%llx %zx vmxsim_cpu%u_rip_%llx_pa_%llx_n%u\n",
+                 (unsigned long long)(uintptr_t)Start, E.size(), unsigned(C.Id),
+                 (unsigned long long)C.S.Rip, (unsigned long long)B.Pa, unsigned(B.NumInsns));
   Stats.HeldLoops += HeldRegisters;
   Stats.FusedLoops += FusedBranch;
   return reinterpret_cast<Entry>(Start);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 
 namespace vmxsim {
@@ -111,6 +112,11 @@ public:
   bool dualMapped() const { return CodeRw != nullptr; }
   /// A one-line text of the counters (for `--jit-stats`).
   void describe(char *Out, size_t Size) const;
+  /// When set (`vmxsim run --jit-perf-map`), every translation is named in it as a line
+  /// `START SIZE vmxsim_cpuN_rip_RIP_pa_PA_nK` (hex), the format of Linux perf's
+  /// /tmp/perf-PID.map, so that `perf report` names the guest code the host time went to.
+  /// Nothing guest-visible depends on it.
+  std::FILE *PerfMap = nullptr;
 
 private:
   using Entry = uint64_t (*)(Cpu *, uint64_t EntryRip);
