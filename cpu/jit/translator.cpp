@@ -84,9 +84,21 @@ struct BlockEmitter {
   void loadReg(unsigned Size, Reg X, uint8_t R) {
     if (held(R, Size))
       E.movRR(Size, X, host(R));
-    else
+    else if (!stored(Size, X, R))
       E.load(Size, X, gpr(R, Size));
   }
+  /// setReg has just stored X, whole or zero-extended from 32 bits, as guest register R
+  /// (nothing emitted or bound since): a load of R's 4 or 8 bytes into X would give X.
+  bool stored(unsigned Size, Reg X, uint8_t R) const {
+    return (Size == 8 || Size == 4) && LastStore.At == E.size() && E.lastBind() != E.size() &&
+           LastStore.R == R && LastStore.X == X;
+  }
+  struct StoreMark {
+    size_t At = ~size_t(0);
+    uint8_t R = 0;
+    Reg X = HAX;
+  };
+  StoreMark LastStore = {};
   /// X = guest register R zero-extended (MOVZX) or sign-extended to 64 bits (MOVSX).
   void loadRegZx(unsigned Size, Reg X, uint8_t R) {
     if (held(R, Size))
@@ -174,15 +186,21 @@ struct BlockEmitter {
   }
   /// Writes the Size-byte result in X to guest register R as setReg does (SDM Vol. 1,
   /// "General-Purpose Registers in 64-Bit Mode": 32-bit results zero-extend, 8- and
-  /// 16-bit results merge).
-  void setReg(unsigned Size, Reg X, uint8_t R) {
+  /// 16-bit results merge). Zx: a 4-byte X is already zero-extended (the host's 32-bit
+  /// operation that made it, or a 32-bit load, cleared bits 63:32); false after a
+  /// 64-bit operation (MOVSX, LEA with 64-bit addresses).
+  void setReg(unsigned Size, Reg X, uint8_t R, bool Zx = true) {
     if (held(R, Size)) {
       E.movRR(Size, host(R), X); // a 32-bit MOV zero-extends, 8 and 16 bits merge
     } else if (Size == 4) {
-      E.movRR(4, X, X);
+      if (!Zx)
+        E.movRR(4, X, X);
       E.store(8, X, gpr(R, 8));
+      LastStore = {E.size(), R, X};
     } else {
       E.store(Size, X, gpr(R, Size));
+      if (Size == 8)
+        LastStore = {E.size(), R, X};
     }
   }
   /// X = the source operand of a reg, reg or reg, imm form (register Reg[1] or Imm).
@@ -214,12 +232,29 @@ struct BlockEmitter {
         return false;
       E.leaR12(HAX, int32_t(D));
     } else if (I.Base != kRegNone) {
-      loadReg(8, HAX, I.Base);
-      if (I.Disp) {
-        if (!fitsInt32(I.Disp))
-          return false;
+      if (!fitsInt32(I.Disp))
+        return false;
+      // Base (and index) from their host registers when held, else loaded; one LEA.
+      Reg B = HAX;
+      if (held(I.Base, 8))
+        B = host(I.Base);
+      else
+        loadReg(8, HAX, I.Base);
+      if (I.Index != kRegNone) {
+        Reg X = HCX;
+        if (held(I.Index, 8))
+          X = host(I.Index);
+        else
+          loadReg(8, HCX, I.Index);
+        E.leaSib(HAX, B, X, I.ScaleLog2, int32_t(I.Disp));
+      } else if (B != HAX) {
+        E.leaDisp32(HAX, B, int32_t(I.Disp));
+      } else if (I.Disp) {
         E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
       }
+      if (I.AddrSize == 4)
+        E.movRR(4, HAX, HAX);
+      return true;
     } else {
       E.movImm64(HAX, uint64_t(I.Disp));
     }
@@ -245,10 +280,14 @@ struct BlockEmitter {
       return 0;
     E.pushfq();
     E.pop(HDX);
-    E.aluImm(Alu::And, 4, HDX, HostBits & M);
+    // RFLAGS in memory: mergeFlags masks EDX itself, so the host's other bits may stay
+    // when all of M are the host's.
+    if (FlagsHost != kInMemory || (HostBits & M) != M)
+      E.aluImm(Alu::And, 4, HDX, HostBits & M);
     return M;
   }
-  /// RFLAGS = (RFLAGS & ~Mask) | EDX (EDX holds only bits of Mask); nothing for Mask 0.
+  /// RFLAGS = (RFLAGS & ~Mask) | (EDX & Mask) (EDX holds only bits of Mask when RFLAGS is
+  /// in a host register); nothing for Mask 0.
   void mergeFlags(uint32_t Mask) {
     if (!Mask)
       return;
@@ -257,10 +296,11 @@ struct BlockEmitter {
       E.aluRR(Alu::Or, 8, Reg(FlagsHost), HDX);
       return;
     }
-    E.load(8, HAX, OffRflags);
-    E.aluImm(Alu::And, 8, HAX, ~Mask);
-    E.aluRR(Alu::Or, 8, HAX, HDX);
-    E.store(8, HAX, OffRflags);
+    // RFLAGS ^= (RFLAGS ^ EDX) & Mask: the bits of Mask from EDX, the others kept (the
+    // dword suffices: bits 63:32 of RFLAGS are reserved, 0; SDM Vol. 1, 3.4.3.4).
+    E.xorRegMem32(HDX, OffRflags);
+    E.aluImm(Alu::And, 4, HDX, Mask);
+    E.xorMemReg32(OffRflags, HDX);
   }
   /// Runs instruction K (at Off) through its own handler, with RIP, Cycles and Retired
   /// as the interpreter has them (the caller has synced the counts): its status ends the
@@ -505,12 +545,12 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       BE.loadRegZx(F.SrcSize, HAX, I.Reg[1]);
     else
       BE.loadRegSx64(F.SrcSize, HAX, I.Reg[1]);
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], F.Op == JitOp::MovZx);
     return true;
   case JitOp::Lea:
     if (!BE.address(I))
       return false;
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], I.AddrSize == 4);
     return true;
   case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
     // cpu/exec_shift.cpp defines the flags the SDM leaves undefined; they are computed
@@ -838,9 +878,29 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (HeldRegisters)
     SaveHeld();
   BE.reload();
+  // RFLAGS.AC: tested at the first inline access after the block's start and after each
+  // handler call (emitMemHit). A loop that calls no handler cannot change AC (only
+  // POPF, IRET, STAC, CLAC and event delivery do, all through handlers or outside the
+  // block), so it is tested once, before the loop's head, when the loop has an inline
+  // access.
+  bool HoistAc = Loop;
+  bool InlineAccess = false;
+  for (unsigned K = 0, Next = 0; K < N && HoistAc; ++K) {
+    const JitForm F = jitFormOf(B.Insns[K]);
+    Next += B.Insns[K].Len;
+    BE.NextOff = int32_t(Next); // (addressable: a RIP-relative operand)
+    if (F.Op == JitOp::None || (F.Shape == JitShape::Mem && !hasInlineHit(BE, B.Insns[K], F)))
+      HoistAc = false;
+    InlineAccess |= F.Shape == JitShape::Mem;
+  }
+  HoistAc &= InlineAccess;
+  if (HoistAc) {
+    BE.btFlags(18);
+    BE.bailBefore(kHostB, 0);
+  }
   constexpr unsigned kLoopHead = kLocal + 8;
   E.bind(kLoopHead);
-  BE.AcClear = false;
+  BE.AcClear = HoistAc;
   // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
   // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
   // data outside the code (a store near code being run costs the host a pipeline flush).
@@ -1180,12 +1240,12 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
       BE.bailBefore(kHostB, (Miss - kMiss) / 2);
       BE.AcClear = true;
     }
-    E.movRR(8, HDX, HAX);
     if (Size > 1)
-      E.aluImm(Alu::Add, 8, HDX, Size - 1);
+      E.leaDisp32(HDX, HAX, int32_t(Size - 1));
+    else
+      E.movRR(8, HDX, HAX);
     E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-    E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
-    E.aluRR(Alu::Or, 8, HDX, HSI);
+    E.orRegMem16(HDX, OffFetchTagLow); // tag(La + Size - 1, false)
     E.movRR(4, HCX, HAX);
     E.shiftImm(Shift::Shr, 4, HCX, 12);
     E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
@@ -1277,7 +1337,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
       E.loadZxAtRax(F.SrcSize, HAX);
     else
       E.loadSxAtRax(F.SrcSize, HAX);
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], F.Op == JitOp::MovZx);
     return true;
   default:
     break;
