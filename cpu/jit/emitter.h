@@ -231,12 +231,9 @@ public:
   }
   /// ADD R, qword [RBX + Disp].
   void addRegMem64(Reg R, int32_t Disp) { opMem(8, 0x02, 0x03, R, Disp); }
-  /// OR R16, word [RBX + Disp]: bits 63:16 of R are left as they are, so the result is
-  /// R | zero-extended word in one instruction.
-  void orRegMem16(Reg R, int32_t Disp) { opMem(2, 0x0a, 0x0b, R, Disp); }
-  /// XOR R32, dword [RBX + Disp] (zero-extends R) and XOR dword [RBX + Disp], R32.
-  void xorRegMem32(Reg R, int32_t Disp) { opMem(4, 0x32, 0x33, R, Disp); }
-  void xorMemReg32(int32_t Disp, Reg R) { opMem(4, 0x30, 0x31, R, Disp); }
+  /// XOR R64, qword [RBX + Disp] and XOR qword [RBX + Disp], R64.
+  void xorRegMem64(Reg R, int32_t Disp) { opMem(8, 0x32, 0x33, R, Disp); }
+  void xorMemReg64(int32_t Disp, Reg R) { opMem(8, 0x30, 0x31, R, Disp); }
   /// MOV R, [RAX] and MOV [RAX], R of Size bytes (R < 8, not SPL..DIL: no REX needed).
   void loadAtRax(unsigned Size, Reg R) { atRax(Size, 0x8a, 0x8b, R); }
   void storeAtRax(unsigned Size, Reg R) { atRax(Size, 0x88, 0x89, R); }

@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
+#include <cpuid.h>
 #include <cstring>
 #include <iterator>
 #include <new>
@@ -68,6 +69,9 @@ struct BlockEmitter {
                         kInMemory, kInMemory, kInMemory, kInMemory, kInMemory, kInMemory,
                         kInMemory, kInMemory, kInMemory, kInMemory};
   uint8_t FlagsHost = kInMemory; ///< the host register of RFLAGS, or kInMemory
+  /// Bit R: inline code may write guest register R (its held copy is written back).
+  uint16_t Written = 0xffff;
+  bool Holds = false; ///< holdsAny(), as holdRegisters left it
   /// RFLAGS.AC is known clear here: an inline access since the block's start (or its
   /// loop's head) or the last handler call has tested it.
   bool AcClear = false;
@@ -162,6 +166,8 @@ struct BlockEmitter {
   void spill() { transfer(true); }
   void reload() { transfer(false); }
   void transfer(bool Store) {
+    if (!Holds)
+      return;
     const auto One = [&](uint8_t H, int32_t Off) {
       if (H == kInMemory)
         return;
@@ -171,7 +177,8 @@ struct BlockEmitter {
         E.load(8, Reg(H), Off);
     };
     for (uint8_t R = 0; R < 16; ++R)
-      One(HostOf[R], gpr(R, 8));
+      if (!Store || (Written >> R & 1))
+        One(HostOf[R], gpr(R, 8));
     One(FlagsHost, OffRflags);
     One(CyclesHost, OffCycles);
     One(RetiredHost, OffRetired);
@@ -274,12 +281,50 @@ struct BlockEmitter {
   uint32_t Need = uint32_t(rflags::Arith);
   /// The host's flags into EDX, keeping HostBits of them that are needed; returns the
   /// mask of Mask to merge into RFLAGS (0: nothing needed, nothing emitted).
+  /// Whether the host has LAHF in 64-bit mode (CPUID.80000001H:ECX[0]; all but the
+  /// first x86-64 processors).
+  bool Lahf = true;
+  /// EDX = the host's flags, Bits of them (arithmetic flags) at their RFLAGS positions;
+  /// EDX's other bits are unspecified (bits 0-11). With LAHF (SF, ZF, AF, PF, CF in AH,
+  /// at the same bit positions) and SETO rather than PUSHF, which the host executes far
+  /// more slowly (on the AMD EPYC measured, a third of a decompression loop's time was
+  /// its PUSHFs). KeepRax: RAX is preserved (through RSI).
+  void captureFlags(uint32_t Bits, bool KeepRax) {
+    if (!Lahf) {
+      E.pushfq();
+      E.pop(HDX);
+      return;
+    }
+    const bool Of = Bits & uint32_t(rflags::OF);
+    const bool Low = Bits & kLahfBits;
+    if (Low && KeepRax)
+      E.movRR(8, HSI, HAX);
+    if (Of)
+      E.setcc(0, HDX); // SETO DL
+    if (Low)
+      E.byte(0x9f); // LAHF
+    if (Of) {
+      E.movZxRR(1, HDX, HDX);
+      E.shiftImm(Shift::Shl, 4, HDX, 11);
+      if (Low) {
+        E.byte(0x88); // MOV DL, AH
+        E.byte(0xe2);
+      }
+    } else if (Low) {
+      E.byte(0x0f); // MOVZX EDX, AH
+      E.byte(0xb6);
+      E.byte(0xd4);
+    }
+    if (Low && KeepRax)
+      E.movRR(8, HAX, HSI);
+  }
+  static constexpr uint32_t kLahfBits =
+      uint32_t(rflags::SF | rflags::ZF | rflags::AF | rflags::PF | rflags::CF);
   uint32_t hostFlags(uint32_t HostBits, uint32_t Mask) {
     const uint32_t M = Mask & Need;
     if (!M)
       return 0;
-    E.pushfq();
-    E.pop(HDX);
+    captureFlags(HostBits & M, true);
     // RFLAGS in memory: mergeFlags masks EDX itself, so the host's other bits may stay
     // when all of M are the host's.
     if (FlagsHost != kInMemory || (HostBits & M) != M)
@@ -296,11 +341,12 @@ struct BlockEmitter {
       E.aluRR(Alu::Or, 8, Reg(FlagsHost), HDX);
       return;
     }
-    // RFLAGS ^= (RFLAGS ^ EDX) & Mask: the bits of Mask from EDX, the others kept (the
-    // dword suffices: bits 63:32 of RFLAGS are reserved, 0; SDM Vol. 1, 3.4.3.4).
-    E.xorRegMem32(HDX, OffRflags);
-    E.aluImm(Alu::And, 4, HDX, Mask);
-    E.xorMemReg32(OffRflags, HDX);
+    // RFLAGS ^= (RFLAGS ^ RDX) & Mask: the bits of Mask from RDX, the others kept. The
+    // whole qword, as every other access to RFLAGS: a dword store read back as a qword
+    // cannot be forwarded by the host and stalls.
+    E.xorRegMem64(HDX, OffRflags);
+    E.aluImm(Alu::And, 4, HDX, Mask); // (zero-extends: bits 63:32 are not in Mask)
+    E.xorMemReg64(OffRflags, HDX);
   }
   /// Runs instruction K (at Off) through its own handler, with RIP, Cycles and Retired
   /// as the interpreter has them (the caller has synced the counts): its status ends the
@@ -512,14 +558,13 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     // SF, ZF, PF of the truncated result, AF 0 (undefined in the SDM).
     const uint32_t M = kArith & BE.Need;
     if (M) {
-      E.pushfq();
-      E.pop(HDX);
+      BE.captureFlags(uint32_t(rflags::CF | rflags::OF) & M, false);
       E.aluImm(Alu::And, 4, HDX, uint32_t(rflags::CF | rflags::OF) & M);
+      E.movRR(8, HSI, HDX); // (LAHF writes AH)
       E.testRR(N, HCX, HCX);
-      E.pushfq();
-      E.pop(HAX);
-      E.aluImm(Alu::And, 4, HAX, kSzp & M);
-      E.aluRR(Alu::Or, 4, HDX, HAX);
+      BE.captureFlags(kSzp & M, false);
+      E.aluImm(Alu::And, 4, HDX, kSzp & M);
+      E.aluRR(Alu::Or, 4, HDX, HSI);
     }
     BE.setReg(N, HCX, I.Reg[0]);
     BE.mergeFlags(M);
@@ -613,8 +658,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     } else if (Mask) {
       // The count is below the width: the host's result, CF, SF, ZF and PF are the
       // architectural ones. OF: SHL MSB(result) XOR CF, SHR MSB(original), SAR 0; AF 0.
-      E.pushfq();
-      E.pop(HDX);
+      BE.captureFlags(kSzp | uint32_t(rflags::CF), false); // (RSI holds SHR's original)
       E.aluImm(Alu::And, 4, HDX, kSzp | uint32_t(rflags::CF));
       if (F.Op == JitOp::Shl) {
         E.movRR(8, HAX, HCX);
@@ -659,11 +703,22 @@ bool hasInlineHit(const BlockEmitter &BE, const DecodedInsn &I, const JitForm &F
 
 /// Chooses what a loop of one block keeps in host registers (BlockEmitter::HostOf):
 /// RFLAGS, and the guest registers its inline code names most often, up to the pool.
-void holdRegisters(const Block &B, BlockEmitter &BE) {
+void holdRegisters(const Block &B, const JitForm *Forms, BlockEmitter &BE, bool Loop) {
   // (RBP, which has no byte register without REX, holds a count.)
-  static constexpr Reg kPool[] = {H8, HBP, H9, H10, H11, H14, H15};
+  static constexpr Reg kLoopPool[] = {H8, HBP, H9, H10, H11, H14, H15};
+  // Outside loops: the registers no other code of a translation uses and no handler
+  // call needs kept (the held values are written back before every call).
+  static constexpr Reg kBlockPool[] = {H8, H9, H10, H11};
   unsigned Uses[16] = {};
   bool Never[16] = {};
+  // The guest registers inline code may write (a destination, either operand to be
+  // safe, RSP of the stack forms): the others need no write-back (spill), their host
+  // copy being loaded at the entry and after each handler call.
+  uint16_t Written = 0;
+  const auto Write = [&](uint8_t R) {
+    if (R < 16)
+      Written |= uint16_t(1u << R);
+  };
   const auto Count = [&](uint8_t R) {
     if (R < 16)
       ++Uses[R];
@@ -672,14 +727,16 @@ void holdRegisters(const Block &B, BlockEmitter &BE) {
   };
   for (unsigned K = 0; K < B.NumInsns; ++K) {
     const DecodedInsn &I = B.Insns[K];
-    const JitForm F = jitFormOf(I);
+    const JitForm F = Forms[K];
     if (F.Op == JitOp::None)
       continue;
     if (F.Shape == JitShape::Mem) {
       if (!hasInlineHit(BE, I, F))
         continue;
-      if (F.Stack64)
+      if (F.Stack64) {
         Count(4);
+        Write(4);
+      }
       Count(I.Base);
       Count(I.Index);
     } else if (F.Op == JitOp::Lea) {
@@ -688,20 +745,34 @@ void holdRegisters(const Block &B, BlockEmitter &BE) {
     }
     Count(I.Reg[0]);
     Count(I.Reg[1]);
+    Write(I.Reg[0]);
+    Write(I.Reg[1]);
   }
-  BE.FlagsHost = kPool[0];
-  BE.CyclesHost = kPool[1];
-  BE.RetiredHost = kPool[2];
-  for (unsigned H = 3; H < std::size(kPool); ++H) {
+  BE.Written = Written;
+  const Reg *Pool = kLoopPool;
+  size_t PoolSize = std::size(kLoopPool), First = 3;
+  unsigned MinUses = 1;
+  if (Loop) {
+    BE.FlagsHost = kLoopPool[0];
+    BE.CyclesHost = kLoopPool[1];
+    BE.RetiredHost = kLoopPool[2];
+  } else {
+    Pool = kBlockPool;
+    PoolSize = std::size(kBlockPool);
+    First = 0;
+    MinUses = 3; // fewer: the load at the entry and the store at the exit cost as much
+  }
+  for (size_t H = First; H < PoolSize; ++H) {
     unsigned Best = 16;
     for (unsigned R = 0; R < 16; ++R)
-      if (Uses[R] && !Never[R] && BE.HostOf[R] == BlockEmitter::kInMemory &&
+      if (Uses[R] >= MinUses && !Never[R] && BE.HostOf[R] == BlockEmitter::kInMemory &&
           (Best == 16 || Uses[R] > Uses[Best]))
         Best = R;
     if (Best == 16)
       break;
-    BE.HostOf[Best] = kPool[H];
+    BE.HostOf[Best] = Pool[H];
   }
+  BE.Holds = BE.holdsAny();
 }
 
 } // namespace
@@ -710,6 +781,9 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   auto Off = [&](const void *P) {
     return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
   };
+  // LAHF/SAHF in 64-bit mode: CPUID.80000001H:ECX[0] (SDM Vol. 2A, LAHF).
+  unsigned A = 0, Bx = 0, Cx = 0, D = 0;
+  HostLahf = __get_cpuid(0x80000001u, &A, &Bx, &Cx, &D) && (Cx & 1);
   OffGpr = Off(&C.S.Gpr[0]);
   OffRip = Off(&C.S.Rip);
   OffRflags = Off(&C.S.Rflags);
@@ -836,6 +910,7 @@ bool Translator::reattach(Block &B) {
 bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   BlockEmitter BE{E, OffGpr, OffRip, OffRflags, OffCycles, OffRetired, OffBlockStop};
+  BE.Lahf = HostLahf;
   constexpr unsigned kBody = kLocal + 2, kExitN = kLocal + 3;
   const unsigned N = B.NumInsns;
   // Prologue: RBX = the Cpu, R12 = the RIP the block was entered at (the block is keyed
@@ -849,18 +924,19 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (E.size() != kPrologueBytes)
     return false;
   E.bind(kBody);
-  // A loop of one block keeps the guest registers its inline code uses most, and RFLAGS,
-  // in host registers (BlockEmitter::HostOf; docs/TRANSLATOR.md, "Registers").
-  const JitForm EndForm = jitFormOf(B.Insns[N - 1]);
+  // A loop of one block keeps the guest registers its inline code uses most, RFLAGS and
+  // the counts in host registers; any other block the guest registers its inline code
+  // names three times or more, in the caller-saved R8-R11 (BlockEmitter::HostOf;
+  // docs/TRANSLATOR.md, "Registers").
+  const JitForm EndForm = Forms[N - 1];
   int64_t Bytes = 0;
   for (unsigned K = 0; K < N; ++K)
     Bytes += B.Insns[K].Len;
   const bool Loop = Mode == ExecMode::Translate &&
                     (EndForm.Op == JitOp::JmpRel || EndForm.Op == JitOp::JccRel) &&
                     Bytes + int64_t(B.Insns[N - 1].Imm) == 0;
-  if (Loop)
-    holdRegisters(B, BE);
-  HeldRegisters = BE.holdsAny();
+  holdRegisters(B, Forms, BE, Loop);
+  HeldRegisters = Loop && BE.holdsAny();
   // R14, R15 and RBP are saved by the block that uses them, at its entry (from the run
   // loop or chained), and restored at each of its exits: other blocks pay nothing.
   const auto SaveHeld = [&] {
@@ -886,7 +962,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   bool HoistAc = Loop;
   bool InlineAccess = false;
   for (unsigned K = 0, Next = 0; K < N && HoistAc; ++K) {
-    const JitForm F = jitFormOf(B.Insns[K]);
+    const JitForm F = Forms[K];
     Next += B.Insns[K].Len;
     BE.NextOff = int32_t(Next); // (addressable: a RIP-relative operand)
     if (F.Op == JitOp::None || (F.Shape == JitShape::Mem && !hasInlineHit(BE, B.Insns[K], F)))
@@ -919,7 +995,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   {
     uint32_t Live = kArith;
     for (unsigned K = N; K-- > 0;) {
-      const JitForm F = jitFormOf(B.Insns[K]);
+      const JitForm F = Forms[K];
       const uint32_t Writes = flagWrites(B.Insns[K], F);
       Need[K] = Writes & Live;
       const bool MayLeave = F.Shape == JitShape::Mem || F.Op == JitOp::None ||
@@ -933,7 +1009,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // read them (docs/TRANSLATOR.md, "Loops").
   unsigned FusedAt = N;
   if (Loop && N >= 2 && EndForm.Op == JitOp::JccRel) {
-    const JitForm F = jitFormOf(B.Insns[N - 2]);
+    const JitForm F = Forms[N - 2];
     const unsigned Cond = B.Insns[N - 1].Cond >> 1;
     const bool RegAlu = isAlu(F.Op) && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm);
     // INC and DEC leave CF: the host's is not the guest's.
@@ -949,7 +1025,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
     const DecodedInsn &I = B.Insns[K];
-    const JitForm F = jitFormOf(I);
+    const JitForm F = Forms[K];
     const int32_t Next = Off + I.Len;
     BE.BailCycles[K] = BE.PendCycles;
     BE.BailInsns[K] = BE.PendInsns;
@@ -1102,7 +1178,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
   }
-  const JitForm LastForm = jitFormOf(B.Insns[N - 1]);
+  const JitForm LastForm = Forms[N - 1];
   // A block that does not end with a direct branch leaves through one exit with two
   // cells (a RET returns to several callers): both are tried, and link() refills the
   // stale one, or the two in turn.
@@ -1245,7 +1321,8 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
     else
       E.movRR(8, HDX, HAX);
     E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-    E.orRegMem16(HDX, OffFetchTagLow); // tag(La + Size - 1, false)
+    E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
+    E.aluRR(Alu::Or, 8, HDX, HSI);
     E.movRR(4, HCX, HAX);
     E.shiftImm(Shift::Shr, 4, HCX, 12);
     E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
@@ -1535,13 +1612,29 @@ bool callsHandler(const DecodedInsn &I) {
 }
 } // namespace
 
+const JitForm &Translator::formOf(const DecodedInsn &I) {
+  const uintptr_t P = reinterpret_cast<uintptr_t>(I.Fn);
+  FormSlot &S = FormCache[((P >> 4) ^ (P >> 14)) & (kFormSlots - 1)];
+  if (S.Fn != I.Fn || !S.Fn) {
+    S.Fn = I.Fn;
+    S.F = jitFormOf(I);
+  }
+  return S.F;
+}
+
 Translator::Entry Translator::translate(Block &B) {
   // Every instruction must be in the supported set, or be a plain integer instruction
   // run by a call of its handler (callsHandler; docs/TRANSLATOR.md, "Supported set").
   bool Calls = false;
   for (unsigned K = 0; K < B.NumInsns; ++K) {
-    const JitForm F = jitFormOf(B.Insns[K]);
-    const bool ByCall = F.Op == JitOp::None && callsHandler(B.Insns[K]);
+    const JitForm F = Forms[K] = formOf(B.Insns[K]);
+    bool ByCall = false;
+    if (F.Op == JitOp::None && !(B.Insns[K].Flags & (insnflag::EndsBlock | insnflag::Lock))) {
+      uint8_t &Known = CallsByMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
+      if (!Known)
+        Known = callsHandler(B.Insns[K]) ? 2 : 1;
+      ByCall = Known == 2;
+    }
     Calls |= ByCall;
     if (F.Op == JitOp::None && !ByCall) {
       ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];

@@ -5,6 +5,7 @@
 #pragma once
 #include "cpu/cpu.h"
 #include "cpu/jit/exec_mode.h"
+#include "cpu/jit/jit_form.h"
 #include "cpu/status.h"
 
 #include <cstddef>
@@ -248,6 +249,21 @@ private:
   static constexpr size_t kScratchBytes = 16384;
   uint8_t *Scratch = nullptr;
   char Message[192] = {};
+  /// The form of each instruction of the block being translated (translate fills it
+  /// from formOf; emitBlock reads it).
+  JitForm Forms[kMaxBlockInsns] = {};
+  /// jitFormOf's answers by handler: it compares the handler with each family's
+  /// instantiations (hundreds of compares), and a form depends on the handler alone.
+  struct FormSlot {
+    Handler Fn = nullptr;
+    JitForm F;
+  };
+  static constexpr size_t kFormSlots = 1024;
+  FormSlot FormCache[kFormSlots] = {};
+  const JitForm &formOf(const DecodedInsn &I);
+  /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes).
+  uint8_t CallsByMnemonic[JitStats::kMnemonics] = {};
+  bool HostLahf = false; ///< the host executes LAHF in 64-bit mode
   bool HeldRegisters = false; ///< the block emitBlock made last holds registers
   bool FusedBranch = false;   ///< and its JCC branches on the host's flags
   // Offsets in the Cpu of what the emitted code reads and writes.
