@@ -318,13 +318,16 @@ struct BlockEmitter {
     if (Low && KeepRax)
       E.movRR(8, HAX, HSI);
   }
+  /// RAX holds a value needed after the flags are taken (a read-modify-write's host
+  /// address): hostFlags keeps it.
+  bool RaxLive = false;
   static constexpr uint32_t kLahfBits =
       uint32_t(rflags::SF | rflags::ZF | rflags::AF | rflags::PF | rflags::CF);
   uint32_t hostFlags(uint32_t HostBits, uint32_t Mask) {
     const uint32_t M = Mask & Need;
     if (!M)
       return 0;
-    captureFlags(HostBits & M, true);
+    captureFlags(HostBits & M, RaxLive);
     // RFLAGS in memory: mergeFlags masks EDX itself, so the host's other bits may stay
     // when all of M are the host's.
     if (FlagsHost != kInMemory || (HostBits & M) != M)
@@ -507,6 +510,23 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   // Vol. 1, 3.4.1.1 "General-Purpose Registers in 64-Bit Mode").
   const bool InPlace = BE.held(I.Reg[0], N);
   const bool HeldSrc = F.Shape == JitShape::RegReg && BE.held(I.Reg[1], N);
+  if (isAlu(F.Op) && F.Op != JitOp::Test && F.Shape == JitShape::RegImm &&
+      (N == 4 || (N == 8 && fitsInt32(int64_t(I.Imm))))) {
+    // ALU r32/r64, imm32 (81 /digit; sign-extended for 64 bits, as the guest's was),
+    // on the held register or a copy: no register for the immediate.
+    const Reg D = InPlace ? BE.host(I.Reg[0]) : HCX;
+    if (!InPlace)
+      BE.loadReg(N, HCX, I.Reg[0]);
+    if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
+      BE.btFlags(0); // the guest's CF is the carry/borrow in
+    E.aluImm(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), N, D, uint32_t(I.Imm));
+    const HostFlags H = hostFlagsOf(F);
+    const uint32_t M = BE.hostFlags(H.Bits, H.Mask);
+    if (!InPlace && F.Op != JitOp::Cmp)
+      BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(M);
+    return true;
+  }
   if (isAlu(F.Op) && InPlace) {
     if (!HeldSrc)
       BE.source(I, F, HAX);
@@ -1007,8 +1027,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // A loop whose JCC tests the flags of the register instruction before it (DEC RCX;
   // JNZ) branches on the host's flags, and computes those flags only on the paths that
   // read them (docs/TRANSLATOR.md, "Loops").
-  unsigned FusedAt = N;
-  if (Loop && N >= 2 && EndForm.Op == JitOp::JccRel) {
+  bool JccOnHost = false;
+  if (N >= 2 && EndForm.Op == JitOp::JccRel) {
     const JitForm F = Forms[N - 2];
     const unsigned Cond = B.Insns[N - 1].Cond >> 1;
     const bool RegAlu = isAlu(F.Op) && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm);
@@ -1016,10 +1036,16 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     const bool RegUnary = (F.Op == JitOp::Neg ||
                            ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3)) &&
                           F.Shape == JitShape::Reg;
-    if (RegAlu || RegUnary)
-      FusedAt = N - 2;
+    JccOnHost = RegAlu || RegUnary;
   }
+  unsigned FusedAt = N;
+  if (Loop && JccOnHost)
+    FusedAt = N - 2;
   FusedBranch = FusedAt < N;
+  // Any other block ending so (CMP; JNE) branches on the host's flags too, and computes
+  // the instruction's flags on each of the two paths (FusedJcc, at the Jcc below).
+  const unsigned FusedJccAt = !Loop && JccOnHost ? N - 2 : N;
+  HostFlags FusedFlags = {0, 0};
   bool SlowPath[kMaxBlockInsns] = {};
   bool RipByHandler = false;
   int32_t Off = 0;
@@ -1112,7 +1138,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       ++BE.PendInsns;
       const uint32_t PendCycles = BE.PendCycles, PendInsns = BE.PendInsns;
       const bool Cond = F.Op == JitOp::JccRel;
-      if (Cond) {
+      const bool Fused = K == FusedJccAt + 1;
+      if (Cond && !Fused) {
         const int Host = BE.condition(I.Cond);
         // To NotTaken when the condition (with the opcode's negation) is false.
         E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
@@ -1152,6 +1179,10 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       }
       if (Cond) {
         E.bind(NotTaken);
+        if (Fused) {
+          BE.Need = Need[K - 1];
+          BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
+        }
         E.leaR12(HAX, Next);
         E.store(8, HAX, OffRip);
         if (Chains)
@@ -1162,6 +1193,20 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       BE.PendInsns = PendInsns;
       RipByHandler = true;
     } else if (F.Op == JitOp::Nop) {
+      BE.PendCycles += I.Cost;
+      ++BE.PendInsns;
+    } else if (K == FusedJccAt) {
+      // The Jcc's test, on the host's flags of this instruction (the same RFLAGS bits:
+      // SDM Vol. 1, Appendix B), made before its flags are computed; the not-taken path
+      // computes them at the Jcc's NotTaken label, the taken one here.
+      BE.NextOff = Next;
+      BE.Need = 0;
+      if (!emitInline(BE, I, F))
+        return false;
+      E.jump(B.Insns[K + 1].Cond ^ 1, kLocal); // the Jcc's NotTaken
+      FusedFlags = hostFlagsOf(F);
+      BE.Need = Need[K];
+      BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
     } else {
@@ -1216,7 +1261,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.bind(kTargetMiss);
     E.movImm64(HSI, Cell1); // link() refills the pair, and the table's cell
   } else if (Chains) {
-    emitChain(&E, kNoChain, kValid1);
+    // Every path to kExitN of a block ending with JMP or Jcc computed the RIP it stored
+    // in RAX (the branch's exits, the loop's), and nothing after wrote RAX.
+    emitChain(&E, kNoChain, kValid1, false, true);
   }
   E.bind(kNoChain);
   if (Chains)
@@ -1423,7 +1470,9 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   if (isUnary(F.Op)) { // read-modify-write (mapRmw)
     Hit(N, true);
     E.loadAtRax(N, HCX);
+    BE.RaxLive = true;
     const uint32_t M = unaryOp(BE, F);
+    BE.RaxLive = false;
     E.storeAtRax(N, HCX);
     BE.mergeFlags(M);
     return true;
@@ -1444,14 +1493,17 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   Hit(N, Writes);
   E.loadAtRax(N, HCX);
   Value(HDX);
+  BE.RaxLive = Writes;
   const uint32_t M = aluOp(BE, F, HDX);
+  BE.RaxLive = false;
   if (Writes)
     E.storeAtRax(N, HCX);
   BE.mergeFlags(M);
   return true;
 }
 
-void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target) {
+void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target,
+                           bool RaxIsRip) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
   // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
@@ -1468,7 +1520,8 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   // address the lookup finds the same entry in the primary slot and returns what it
   // returned then; the translation is the same (it changes only with a decode, which
   // moves the stamp, or a flush, which drops the cell).
-  E.load(8, HAX, OffRip);
+  if (!RaxIsRip)
+    E.load(8, HAX, OffRip);
   E.cmpRegAt(HAX, HSI, 0); // La
   E.jump(kHostNE, Fail);
   E.load(8, HCX, OffChainSum); // (Mmu::chainStamp)

@@ -125,8 +125,10 @@ private:
   Entry translate(Block &B);
   bool emitBlock(Block &B, void *Emitter);
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
-  /// Fail, when the link does not hold (Valid: its own label).
-  void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false);
+  /// Fail, when the link does not hold (Valid: its own label). RaxIsRip: RAX already
+  /// holds the RIP stored (a direct branch's exit).
+  void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false,
+                 bool RaxIsRip = false);
   /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
   /// both relative to the entry RIP); jumps to label Miss for anything else. False for
   /// a form not taken.
