@@ -321,6 +321,9 @@ struct BlockEmitter {
   /// RAX holds a value needed after the flags are taken (a read-modify-write's host
   /// address): hostFlags keeps it.
   bool RaxLive = false;
+  /// The host's flags are the guest's for the condition of the SETcc or CMOVcc being
+  /// emitted (the instruction before it set them): its condition code is the host's.
+  bool CondOnHost = false;
   static constexpr uint32_t kLahfBits =
       uint32_t(rflags::SF | rflags::ZF | rflags::AF | rflags::PF | rflags::CF);
   uint32_t hostFlags(uint32_t HostBits, uint32_t Mask) {
@@ -591,8 +594,11 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     return true;
   }
   case JitOp::Setcc: case JitOp::Cmov: {
-    const int Host = BE.condition(I.Cond);
-    const int True = (I.Cond & 1) ? Host ^ 1 : Host;
+    int True = I.Cond & 15; // (SDM Vol. 1, Appendix B: the same condition codes)
+    if (!BE.CondOnHost) {
+      const int Host = BE.condition(I.Cond);
+      True = (I.Cond & 1) ? Host ^ 1 : Host;
+    }
     if (F.Op == JitOp::Setcc) { // SETcc r8: 1 or 0
       E.setcc(True, HCX);
       BE.setReg(1, HCX, I.Reg[0]);
@@ -1027,17 +1033,28 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // A loop whose JCC tests the flags of the register instruction before it (DEC RCX;
   // JNZ) branches on the host's flags, and computes those flags only on the paths that
   // read them (docs/TRANSLATOR.md, "Loops").
-  bool JccOnHost = false;
-  if (N >= 2 && EndForm.Op == JitOp::JccRel) {
-    const JitForm F = Forms[N - 2];
-    const unsigned Cond = B.Insns[N - 1].Cond >> 1;
-    const bool RegAlu = isAlu(F.Op) && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm);
-    // INC and DEC leave CF: the host's is not the guest's.
-    const bool RegUnary = (F.Op == JitOp::Neg ||
-                           ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3)) &&
-                          F.Shape == JitShape::Reg;
-    JccOnHost = RegAlu || RegUnary;
-  }
+  // Whether instruction K, a register instruction, leaves the host's flags equal to the
+  // guest's for the condition of instruction K + 1 (ALU, NEG; INC and DEC leave CF,
+  // so the host's is not the guest's).
+  // AllowMem: also a memory form whose TLB-hit path is inline (its miss path, which
+  // runs the handler, then loads the host's flags from RFLAGS: SlowPath below).
+  int32_t Ends[kMaxBlockInsns] = {};
+  for (unsigned K = 0, End = 0; K < N; ++K)
+    Ends[K] = int32_t(End += B.Insns[K].Len);
+  const auto HostFlagsServe = [&](unsigned K, bool AllowMem) {
+    const JitForm F = Forms[K];
+    const unsigned Cond = B.Insns[K + 1].Cond >> 1;
+    const bool Alu = isAlu(F.Op);
+    const bool Unary = F.Op == JitOp::Neg ||
+                       ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3);
+    if (F.Shape == JitShape::Mem) {
+      BE.NextOff = Ends[K]; // (addressable: a RIP-relative operand)
+      return AllowMem && (Alu || Unary) && hasInlineHit(BE, B.Insns[K], F);
+    }
+    return (Alu && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm)) ||
+           (Unary && F.Shape == JitShape::Reg);
+  };
+  const bool JccOnHost = N >= 2 && EndForm.Op == JitOp::JccRel && HostFlagsServe(N - 2, !Loop);
   unsigned FusedAt = N;
   if (Loop && JccOnHost)
     FusedAt = N - 2;
@@ -1046,7 +1063,23 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // the instruction's flags on each of the two paths (FusedJcc, at the Jcc below).
   const unsigned FusedJccAt = !Loop && JccOnHost ? N - 2 : N;
   HostFlags FusedFlags = {0, 0};
+  // The Jcc's test, on the host's flags of instruction K (the same RFLAGS bits: SDM
+  // Vol. 1, Appendix B), made before K's flags are computed; the not-taken path computes
+  // them at the Jcc's NotTaken label, the taken one here.
+  const auto fuseJcc = [&](unsigned K, const JitForm &F) {
+    E.jump(B.Insns[K + 1].Cond ^ 1, kLocal); // the Jcc's NotTaken
+    FusedFlags = hostFlagsOf(F);
+    BE.Need = Need[K];
+    BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
+  };
+  // The instruction before a SETcc or CMOVcc that tests its host flags (CondNext below).
+  HostFlags CondFlags = {0, 0};
+  uint32_t CondNeed = 0;
+  bool Flagged = false;
   bool SlowPath[kMaxBlockInsns] = {};
+  // The miss path of inline access K loads the host's flags from RFLAGS before it joins
+  // the hit path (a branch, SETcc or CMOVcc after it tests them).
+  bool FlagsAtJoin[kMaxBlockInsns] = {};
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
@@ -1058,6 +1091,14 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.Offset[K] = Off;
     RipByHandler = false;
     BE.Need = Need[K];
+    // A SETcc or CMOVcc (register forms) right after: it tests the host's flags, and
+    // this instruction's flags are computed after it (neither writes flags).
+    const bool CondNext = K + 1 < N && K != FusedAt &&
+                          (Forms[K + 1].Op == JitOp::Setcc || Forms[K + 1].Op == JitOp::Cmov) &&
+                          HostFlagsServe(K, true);
+    const bool JccNext = K == FusedJccAt;
+    if (CondNext || JccNext)
+      BE.Need = 0;
     if (K == FusedAt) {
       // The test the loop's back edge makes (below), made here: nothing from here to the
       // end changes the counts or what they are compared with. When it fails, the
@@ -1116,6 +1157,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         return false;
       E.bind(kMiss + 2 * K + 1);
       SlowPath[K] = true;
+      FlagsAtJoin[K] = CondNext || JccNext;
+      if (JccNext)
+        fuseJcc(K, F);
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
       RipByHandler = F.Op == JitOp::CallRel || F.Op == JitOp::Ret;
@@ -1195,26 +1239,24 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     } else if (F.Op == JitOp::Nop) {
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
-    } else if (K == FusedJccAt) {
-      // The Jcc's test, on the host's flags of this instruction (the same RFLAGS bits:
-      // SDM Vol. 1, Appendix B), made before its flags are computed; the not-taken path
-      // computes them at the Jcc's NotTaken label, the taken one here.
-      BE.NextOff = Next;
-      BE.Need = 0;
-      if (!emitInline(BE, I, F))
-        return false;
-      E.jump(B.Insns[K + 1].Cond ^ 1, kLocal); // the Jcc's NotTaken
-      FusedFlags = hostFlagsOf(F);
-      BE.Need = Need[K];
-      BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
-      BE.PendCycles += I.Cost;
-      ++BE.PendInsns;
     } else {
       BE.NextOff = Next;
       if (!emitInline(BE, I, F))
         return false;
+      if (JccNext)
+        fuseJcc(K, F);
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
+    }
+    if (Flagged) {
+      // (K is the SETcc or CMOVcc): now the previous instruction's flags.
+      BE.Need = CondNeed;
+      BE.mergeFlags(BE.hostFlags(CondFlags.Bits, CondFlags.Mask));
+    }
+    BE.CondOnHost = Flagged = CondNext;
+    if (CondNext) {
+      CondFlags = hostFlagsOf(F);
+      CondNeed = Need[K];
     }
     Off = Next;
   }
@@ -1298,6 +1340,14 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     if (!fitsInt32(Cycles))
       return false;
     BE.addCounts(int32_t(-Cycles), int32_t(-Insns));
+    if (FlagsAtJoin[K]) {
+      // The host's arithmetic flags = the guest's, as the handler left them (the others,
+      // DF, AC and TF among them, clear: nothing in translated code reads them).
+      BE.loadFlags(HAX);
+      E.aluImm(Alu::And, 4, HAX, kArith);
+      E.push(HAX);
+      E.byte(0x9d); // POPFQ
+    }
     E.jump(-1, kMiss + 2 * K + 1);
   }
   // The exits.
