@@ -28,9 +28,10 @@ namespace {
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
 constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
-                   kMiss = kLocal + 16, kLoopExit = kMiss + 2 * kMaxBlockInsns;
+                   kMiss = kLocal + 16, kLoopExit = kMiss + 2 * kMaxBlockInsns,
+                   kStackRun = kLoopExit + 1; // two per run of PUSHes or POPs
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
-              kLocal - kStop > kMaxBlockInsns && kLoopExit < Emitter::kMaxLabels);
+              kLocal - kStop > kMaxBlockInsns && kStackRun + kMaxBlockInsns <= Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
 constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
@@ -1072,6 +1073,45 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     BE.Need = Need[K];
     BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
   };
+  // A run of PUSH r64 (or POP r64) from instruction K, RSP not among them: one TLB test
+  // for the run's bytes, which lie in one page when it hits, then plain stores (loads)
+  // and one update of RSP. When the test fails (a miss, the bytes across two pages), the
+  // instructions run one by one as emitted after it, each with its own test. The
+  // interpreter's PUSHes (SDM Vol. 2B, PUSH: the value at RSP - 8 for each) leave the
+  // same memory and RSP when none faults; a run that could fault takes the slow way.
+  unsigned RunEnd = N, Runs = 0;
+  const auto emitStackRun = [&](unsigned K) {
+    const JitOp Op = Forms[K].Op;
+    if ((Op != JitOp::Push && Op != JitOp::Pop) || !Forms[K].Stack64 || Loop)
+      return;
+    constexpr uint8_t Rsp = 4;
+    unsigned M = 0;
+    while (K + M < N && M < 16 && Forms[K + M].Op == Op && Forms[K + M].Stack64 &&
+           B.Insns[K + M].Reg[0] != Rsp)
+      ++M;
+    if (M < 2)
+      return;
+    const bool Push = Op == JitOp::Push;
+    const unsigned Slow = kStackRun + 2 * Runs++;
+    BE.loadReg(8, HAX, Rsp);
+    if (Push)
+      E.aluImm(Alu::Sub, 8, HAX, 8 * M);
+    emitTlbHit(&BE, 8 * M, Push, Slow, K);
+    for (unsigned J = 0; J < M; ++J) {
+      const uint8_t R = B.Insns[K + J].Reg[0];
+      if (Push) {
+        BE.loadReg(8, HCX, R);
+        E.storeAt(HCX, HAX, int8_t(8 * (M - 1 - J)));
+      } else {
+        E.loadAt(HCX, HAX, int8_t(8 * J));
+        BE.setReg(8, HCX, R);
+      }
+    }
+    BE.addReg64(Rsp, Push ? -int32_t(8 * M) : int32_t(8 * M));
+    E.jump(-1, Slow + 1);
+    E.bind(Slow);
+    RunEnd = K + M - 1;
+  };
   // The instruction before a SETcc or CMOVcc that tests its host flags (CondNext below).
   HostFlags CondFlags = {0, 0};
   uint32_t CondNeed = 0;
@@ -1099,6 +1139,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     const bool JccNext = K == FusedJccAt;
     if (CondNext || JccNext)
       BE.Need = 0;
+    if (K > RunEnd || RunEnd == N)
+      emitStackRun(K);
     if (K == FusedAt) {
       // The test the loop's back edge makes (below), made here: nothing from here to the
       // end changes the counts or what they are compared with. When it fails, the
@@ -1258,6 +1300,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       CondFlags = hostFlagsOf(F);
       CondNeed = Need[K];
     }
+    if (K == RunEnd)
+      E.bind(kStackRun + 2 * Runs - 1); // the run's fast path joins here
     Off = Next;
   }
   BE.sync();
@@ -1382,6 +1426,39 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
+void Translator::emitTlbHit(void *BlockEmitterPtr, unsigned Size, bool Write, unsigned Miss,
+                            unsigned K) {
+  // RAX: the linear address of an access of Size bytes -> its host address (see
+  // emitMemHit); Miss for anything else, the bail-out before instruction K when
+  // RFLAGS.AC is set.
+  BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
+  Emitter &E = BE.E;
+  if (!BE.AcClear) {
+    // RFLAGS.AC set: the interpreter runs this instruction and the rest of the block
+    // (#AC is checked on its path). Only a handler call can change AC (POPF, IRET,
+    // STAC, CLAC, a fault), so the inline accesses after this one up to the next call
+    // need no test.
+    BE.btFlags(18);
+    BE.bailBefore(kHostB, K);
+    BE.AcClear = true;
+  }
+  if (Size > 1)
+    E.leaDisp32(HDX, HAX, int32_t(Size - 1));
+  else
+    E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
+  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
+  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  E.timesThree(HCX);
+  const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
+  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.jump(kHostNE, Miss);
+  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+}
+
 bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const JitForm &F,
                             int32_t Off, int32_t Next, unsigned Miss) {
   // The interpreter's fast paths of readMem/writeMem/mapRmw (cpu/memory.h) and of the
@@ -1404,30 +1481,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   };
   // RAX: the linear address of an access of Size bytes -> its host address.
   const auto Hit = [&](unsigned Size, bool Write) {
-    if (!BE.AcClear) {
-      // RFLAGS.AC set: the interpreter runs this instruction and the rest of the block
-      // (#AC is checked on its path). Only a handler call can change AC (POPF, IRET,
-      // STAC, CLAC, a fault), so the inline accesses after this one up to the next call
-      // need no test.
-      BE.btFlags(18);
-      BE.bailBefore(kHostB, (Miss - kMiss) / 2);
-      BE.AcClear = true;
-    }
-    if (Size > 1)
-      E.leaDisp32(HDX, HAX, int32_t(Size - 1));
-    else
-      E.movRR(8, HDX, HAX);
-    E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-    E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
-    E.aluRR(Alu::Or, 8, HDX, HSI);
-    E.movRR(4, HCX, HAX);
-    E.shiftImm(Shift::Shr, 4, HCX, 12);
-    E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
-    E.timesThree(HCX);
-    const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
-    E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
-    E.jump(kHostNE, Miss);
-    E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+    emitTlbHit(&BE, Size, Write, Miss, (Miss - kMiss) / 2);
   };
   const auto Operand = [&] { // RAX = the memory operand's linear address
     BE.address(I);

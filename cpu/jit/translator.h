@@ -129,6 +129,11 @@ private:
   /// holds the RIP stored (a direct branch's exit).
   void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false,
                  bool RaxIsRip = false);
+  /// Emits the inline TLB test of an access of Size bytes at the linear address in RAX,
+  /// leaving its host address in RAX (Write: through the write TLB); jumps to label Miss
+  /// when the access is not a hit, to the bail-out before instruction K when RFLAGS.AC
+  /// is set.
+  void emitTlbHit(void *BlockEmitter, unsigned Size, bool Write, unsigned Miss, unsigned K);
   /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
   /// both relative to the entry RIP); jumps to label Miss for anything else. False for
   /// a form not taken.
