@@ -235,6 +235,7 @@ struct RunOptions {
   std::string Restore;
   std::string Exec = "interp";
   bool JitStats = false;
+  bool JitPerfMap = false;
   /// The input log (harness/input_log.h).
   std::string RecordInput, ReplayInput;
   /// --set-at-exit N:REG=VALUE (harness/exit_run.h).
@@ -393,6 +394,22 @@ int runCommand(const RunOptions &O) {
   }
   if (!M)
     fail(Err.str());
+  // Names of the translations for Linux perf (docs/TRANSLATOR.md, "Profiling translated
+  // code"); closed when the command ends.
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> PerfMap(nullptr, &std::fclose);
+  if (O.JitPerfMap) {
+    if (Cfg.Exec == ExecMode::Interp)
+      fail("--jit-perf-map: nothing is translated with --exec interp");
+    const std::string Path = fmt::format("/tmp/perf-{}.map", getpid());
+    PerfMap.reset(std::fopen(Path.c_str(), "w"));
+    if (!PerfMap)
+      fail(fmt::format("--jit-perf-map: cannot write {}: {}", Path, std::strerror(errno)));
+    std::setvbuf(PerfMap.get(), nullptr, _IOLBF, 0);
+    std::fprintf(stderr, "vmxsim: naming the translations in %s\n", Path.c_str());
+    for (unsigned I = 0; I < M->numCpus(); ++I)
+      if (Translator *T = M->cpu(I).Jit.get())
+        T->PerfMap = PerfMap.get();
+  }
   if (!O.Restore.empty()) {
     if (Error E = M->restoreSnapshot(O.Restore))
       failSnapshot(E.str());
@@ -797,6 +814,9 @@ void addRunOptions(CLI::App *Run, RunOptions &O) {
                 "print the decoder's and the translator's counters per CPU at the end "
                 "(blocks decoded, blocks translated, instructions run translated, why "
                 "blocks were refused)");
+  Run->add_flag("--jit-perf-map", O.JitPerfMap,
+                "with --exec translate or lockstep: name every translation in "
+                "/tmp/perf-PID.map, where Linux perf finds the names of JIT code");
   Run->add_option("--gdb", O.Gdb,
                   "serve gdb's remote protocol on [HOST]:PORT (default host 127.0.0.1; "
                   "port 0: any free one, named on stderr)");

@@ -167,6 +167,14 @@ public:
       byte(0x24); // SIB: base RSP/R12, no index
     u32(uint32_t(Disp));
   }
+  /// LEA Dst, [Base + Index << ScaleLog2 + Disp32] (64-bit; Index is not RSP).
+  void leaSib(Reg Dst, Reg Base, Reg Index, uint8_t ScaleLog2, int32_t Disp) {
+    byte(uint8_t(0x48 | ((Dst >> 3) & 1) << 2 | ((Index >> 3) & 1) << 1 | ((Base >> 3) & 1)));
+    byte(0x8d);
+    byte(uint8_t(0x80 | (Dst & 7) << 3 | 4)); // mod 10: disp32 with every base
+    byte(uint8_t(ScaleLog2 << 6 | (Index & 7) << 3 | (Base & 7)));
+    u32(uint32_t(Disp));
+  }
   /// LEA R, [R12 + Disp] (R12 holds the block's entry RIP).
   void leaR12(Reg R, int32_t Disp) {
     byte(uint8_t(0x49 | (R >= 8 ? 4 : 0)));
@@ -223,6 +231,9 @@ public:
   }
   /// ADD R, qword [RBX + Disp].
   void addRegMem64(Reg R, int32_t Disp) { opMem(8, 0x02, 0x03, R, Disp); }
+  /// XOR R64, qword [RBX + Disp] and XOR qword [RBX + Disp], R64.
+  void xorRegMem64(Reg R, int32_t Disp) { opMem(8, 0x32, 0x33, R, Disp); }
+  void xorMemReg64(int32_t Disp, Reg R) { opMem(8, 0x30, 0x31, R, Disp); }
   /// MOV R, [RAX] and MOV [RAX], R of Size bytes (R < 8, not SPL..DIL: no REX needed).
   void loadAtRax(unsigned Size, Reg R) { atRax(Size, 0x8a, 0x8b, R); }
   void storeAtRax(unsigned Size, Reg R) { atRax(Size, 0x88, 0x89, R); }
@@ -302,7 +313,10 @@ public:
   void bind(unsigned Label) {
     if (Label < kMaxLabels)
       Labels[Label] = uint32_t(Len);
+    LastBind = Len;
   }
+  /// Where the last label was bound (code there may be reached by a jump).
+  size_t lastBind() const { return LastBind; }
   static constexpr unsigned kMaxLabels = 256;
   /// Patches every jump; false when one names an unbound label.
   bool resolve() {
@@ -319,6 +333,7 @@ public:
     for (uint32_t &L : Labels)
       L = kUnbound;
     NumFixups = 0;
+    LastBind = ~size_t(0);
   }
 
 private:
@@ -330,6 +345,7 @@ private:
   uint8_t *Buf;
   size_t Cap;
   size_t Len = 0;
+  size_t LastBind = ~size_t(0);
   bool Overflow = false;
   Fixup Fixups[kMaxFixups];
   unsigned NumFixups = 0;

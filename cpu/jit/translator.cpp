@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
+#include <cpuid.h>
 #include <cstring>
 #include <iterator>
 #include <new>
@@ -27,9 +28,10 @@ namespace {
 // block to the interpreter before K" (kBail + K), "K's handler returned a status"
 // (kStatus + K) and "the run loop's stop check after K" (kStop + K), then local labels.
 constexpr unsigned kEpilogue = 0, kBail = 1, kStatus = 40, kStop = 80, kLocal = 120,
-                   kMiss = kLocal + 16, kLoopExit = kMiss + 2 * kMaxBlockInsns;
+                   kMiss = kLocal + 16, kLoopExit = kMiss + 2 * kMaxBlockInsns,
+                   kStackRun = kLoopExit + 1; // two per run of PUSHes or POPs
 static_assert(kStatus - kBail > kMaxBlockInsns && kStop - kStatus > kMaxBlockInsns &&
-              kLocal - kStop > kMaxBlockInsns && kLoopExit < Emitter::kMaxLabels);
+              kLocal - kStop > kMaxBlockInsns && kStackRun + kMaxBlockInsns <= Emitter::kMaxLabels);
 
 // Host condition codes (the low nibble of Jcc).
 constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
@@ -68,6 +70,9 @@ struct BlockEmitter {
                         kInMemory, kInMemory, kInMemory, kInMemory, kInMemory, kInMemory,
                         kInMemory, kInMemory, kInMemory, kInMemory};
   uint8_t FlagsHost = kInMemory; ///< the host register of RFLAGS, or kInMemory
+  /// Bit R: inline code may write guest register R (its held copy is written back).
+  uint16_t Written = 0xffff;
+  bool Holds = false; ///< holdsAny(), as holdRegisters left it
   /// RFLAGS.AC is known clear here: an inline access since the block's start (or its
   /// loop's head) or the last handler call has tested it.
   bool AcClear = false;
@@ -84,9 +89,21 @@ struct BlockEmitter {
   void loadReg(unsigned Size, Reg X, uint8_t R) {
     if (held(R, Size))
       E.movRR(Size, X, host(R));
-    else
+    else if (!stored(Size, X, R))
       E.load(Size, X, gpr(R, Size));
   }
+  /// setReg has just stored X, whole or zero-extended from 32 bits, as guest register R
+  /// (nothing emitted or bound since): a load of R's 4 or 8 bytes into X would give X.
+  bool stored(unsigned Size, Reg X, uint8_t R) const {
+    return (Size == 8 || Size == 4) && LastStore.At == E.size() && E.lastBind() != E.size() &&
+           LastStore.R == R && LastStore.X == X;
+  }
+  struct StoreMark {
+    size_t At = ~size_t(0);
+    uint8_t R = 0;
+    Reg X = HAX;
+  };
+  StoreMark LastStore = {};
   /// X = guest register R zero-extended (MOVZX) or sign-extended to 64 bits (MOVSX).
   void loadRegZx(unsigned Size, Reg X, uint8_t R) {
     if (held(R, Size))
@@ -150,6 +167,8 @@ struct BlockEmitter {
   void spill() { transfer(true); }
   void reload() { transfer(false); }
   void transfer(bool Store) {
+    if (!Holds)
+      return;
     const auto One = [&](uint8_t H, int32_t Off) {
       if (H == kInMemory)
         return;
@@ -159,7 +178,8 @@ struct BlockEmitter {
         E.load(8, Reg(H), Off);
     };
     for (uint8_t R = 0; R < 16; ++R)
-      One(HostOf[R], gpr(R, 8));
+      if (!Store || (Written >> R & 1))
+        One(HostOf[R], gpr(R, 8));
     One(FlagsHost, OffRflags);
     One(CyclesHost, OffCycles);
     One(RetiredHost, OffRetired);
@@ -174,15 +194,21 @@ struct BlockEmitter {
   }
   /// Writes the Size-byte result in X to guest register R as setReg does (SDM Vol. 1,
   /// "General-Purpose Registers in 64-Bit Mode": 32-bit results zero-extend, 8- and
-  /// 16-bit results merge).
-  void setReg(unsigned Size, Reg X, uint8_t R) {
+  /// 16-bit results merge). Zx: a 4-byte X is already zero-extended (the host's 32-bit
+  /// operation that made it, or a 32-bit load, cleared bits 63:32); false after a
+  /// 64-bit operation (MOVSX, LEA with 64-bit addresses).
+  void setReg(unsigned Size, Reg X, uint8_t R, bool Zx = true) {
     if (held(R, Size)) {
       E.movRR(Size, host(R), X); // a 32-bit MOV zero-extends, 8 and 16 bits merge
     } else if (Size == 4) {
-      E.movRR(4, X, X);
+      if (!Zx)
+        E.movRR(4, X, X);
       E.store(8, X, gpr(R, 8));
+      LastStore = {E.size(), R, X};
     } else {
       E.store(Size, X, gpr(R, Size));
+      if (Size == 8)
+        LastStore = {E.size(), R, X};
     }
   }
   /// X = the source operand of a reg, reg or reg, imm form (register Reg[1] or Imm).
@@ -214,12 +240,29 @@ struct BlockEmitter {
         return false;
       E.leaR12(HAX, int32_t(D));
     } else if (I.Base != kRegNone) {
-      loadReg(8, HAX, I.Base);
-      if (I.Disp) {
-        if (!fitsInt32(I.Disp))
-          return false;
+      if (!fitsInt32(I.Disp))
+        return false;
+      // Base (and index) from their host registers when held, else loaded; one LEA.
+      Reg B = HAX;
+      if (held(I.Base, 8))
+        B = host(I.Base);
+      else
+        loadReg(8, HAX, I.Base);
+      if (I.Index != kRegNone) {
+        Reg X = HCX;
+        if (held(I.Index, 8))
+          X = host(I.Index);
+        else
+          loadReg(8, HCX, I.Index);
+        E.leaSib(HAX, B, X, I.ScaleLog2, int32_t(I.Disp));
+      } else if (B != HAX) {
+        E.leaDisp32(HAX, B, int32_t(I.Disp));
+      } else if (I.Disp) {
         E.aluImm(Alu::Add, 8, HAX, uint32_t(int32_t(I.Disp)));
       }
+      if (I.AddrSize == 4)
+        E.movRR(4, HAX, HAX);
+      return true;
     } else {
       E.movImm64(HAX, uint64_t(I.Disp));
     }
@@ -239,16 +282,64 @@ struct BlockEmitter {
   uint32_t Need = uint32_t(rflags::Arith);
   /// The host's flags into EDX, keeping HostBits of them that are needed; returns the
   /// mask of Mask to merge into RFLAGS (0: nothing needed, nothing emitted).
+  /// Whether the host has LAHF in 64-bit mode (CPUID.80000001H:ECX[0]; all but the
+  /// first x86-64 processors).
+  bool Lahf = true;
+  /// EDX = the host's flags, Bits of them (arithmetic flags) at their RFLAGS positions;
+  /// EDX's other bits are unspecified (bits 0-11). With LAHF (SF, ZF, AF, PF, CF in AH,
+  /// at the same bit positions) and SETO rather than PUSHF, which the host executes far
+  /// more slowly (on the AMD EPYC measured, a third of a decompression loop's time was
+  /// its PUSHFs). KeepRax: RAX is preserved (through RSI).
+  void captureFlags(uint32_t Bits, bool KeepRax) {
+    if (!Lahf) {
+      E.pushfq();
+      E.pop(HDX);
+      return;
+    }
+    const bool Of = Bits & uint32_t(rflags::OF);
+    const bool Low = Bits & kLahfBits;
+    if (Low && KeepRax)
+      E.movRR(8, HSI, HAX);
+    if (Of)
+      E.setcc(0, HDX); // SETO DL
+    if (Low)
+      E.byte(0x9f); // LAHF
+    if (Of) {
+      E.movZxRR(1, HDX, HDX);
+      E.shiftImm(Shift::Shl, 4, HDX, 11);
+      if (Low) {
+        E.byte(0x88); // MOV DL, AH
+        E.byte(0xe2);
+      }
+    } else if (Low) {
+      E.byte(0x0f); // MOVZX EDX, AH
+      E.byte(0xb6);
+      E.byte(0xd4);
+    }
+    if (Low && KeepRax)
+      E.movRR(8, HAX, HSI);
+  }
+  /// RAX holds a value needed after the flags are taken (a read-modify-write's host
+  /// address): hostFlags keeps it.
+  bool RaxLive = false;
+  /// The host's flags are the guest's for the condition of the SETcc or CMOVcc being
+  /// emitted (the instruction before it set them): its condition code is the host's.
+  bool CondOnHost = false;
+  static constexpr uint32_t kLahfBits =
+      uint32_t(rflags::SF | rflags::ZF | rflags::AF | rflags::PF | rflags::CF);
   uint32_t hostFlags(uint32_t HostBits, uint32_t Mask) {
     const uint32_t M = Mask & Need;
     if (!M)
       return 0;
-    E.pushfq();
-    E.pop(HDX);
-    E.aluImm(Alu::And, 4, HDX, HostBits & M);
+    captureFlags(HostBits & M, RaxLive);
+    // RFLAGS in memory: mergeFlags masks EDX itself, so the host's other bits may stay
+    // when all of M are the host's.
+    if (FlagsHost != kInMemory || (HostBits & M) != M)
+      E.aluImm(Alu::And, 4, HDX, HostBits & M);
     return M;
   }
-  /// RFLAGS = (RFLAGS & ~Mask) | EDX (EDX holds only bits of Mask); nothing for Mask 0.
+  /// RFLAGS = (RFLAGS & ~Mask) | (EDX & Mask) (EDX holds only bits of Mask when RFLAGS is
+  /// in a host register); nothing for Mask 0.
   void mergeFlags(uint32_t Mask) {
     if (!Mask)
       return;
@@ -257,10 +348,12 @@ struct BlockEmitter {
       E.aluRR(Alu::Or, 8, Reg(FlagsHost), HDX);
       return;
     }
-    E.load(8, HAX, OffRflags);
-    E.aluImm(Alu::And, 8, HAX, ~Mask);
-    E.aluRR(Alu::Or, 8, HAX, HDX);
-    E.store(8, HAX, OffRflags);
+    // RFLAGS ^= (RFLAGS ^ RDX) & Mask: the bits of Mask from RDX, the others kept. The
+    // whole qword, as every other access to RFLAGS: a dword store read back as a qword
+    // cannot be forwarded by the host and stalls.
+    E.xorRegMem64(HDX, OffRflags);
+    E.aluImm(Alu::And, 4, HDX, Mask); // (zero-extends: bits 63:32 are not in Mask)
+    E.xorMemReg64(OffRflags, HDX);
   }
   /// Runs instruction K (at Off) through its own handler, with RIP, Cycles and Retired
   /// as the interpreter has them (the caller has synced the counts): its status ends the
@@ -421,6 +514,23 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
   // Vol. 1, 3.4.1.1 "General-Purpose Registers in 64-Bit Mode").
   const bool InPlace = BE.held(I.Reg[0], N);
   const bool HeldSrc = F.Shape == JitShape::RegReg && BE.held(I.Reg[1], N);
+  if (isAlu(F.Op) && F.Op != JitOp::Test && F.Shape == JitShape::RegImm &&
+      (N == 4 || (N == 8 && fitsInt32(int64_t(I.Imm))))) {
+    // ALU r32/r64, imm32 (81 /digit; sign-extended for 64 bits, as the guest's was),
+    // on the held register or a copy: no register for the immediate.
+    const Reg D = InPlace ? BE.host(I.Reg[0]) : HCX;
+    if (!InPlace)
+      BE.loadReg(N, HCX, I.Reg[0]);
+    if (F.Op == JitOp::Adc || F.Op == JitOp::Sbb)
+      BE.btFlags(0); // the guest's CF is the carry/borrow in
+    E.aluImm(Alu(unsigned(F.Op) - unsigned(JitOp::Add)), N, D, uint32_t(I.Imm));
+    const HostFlags H = hostFlagsOf(F);
+    const uint32_t M = BE.hostFlags(H.Bits, H.Mask);
+    if (!InPlace && F.Op != JitOp::Cmp)
+      BE.setReg(N, HCX, I.Reg[0]);
+    BE.mergeFlags(M);
+    return true;
+  }
   if (isAlu(F.Op) && InPlace) {
     if (!HeldSrc)
       BE.source(I, F, HAX);
@@ -472,22 +582,24 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     // SF, ZF, PF of the truncated result, AF 0 (undefined in the SDM).
     const uint32_t M = kArith & BE.Need;
     if (M) {
-      E.pushfq();
-      E.pop(HDX);
+      BE.captureFlags(uint32_t(rflags::CF | rflags::OF) & M, false);
       E.aluImm(Alu::And, 4, HDX, uint32_t(rflags::CF | rflags::OF) & M);
+      E.movRR(8, HSI, HDX); // (LAHF writes AH)
       E.testRR(N, HCX, HCX);
-      E.pushfq();
-      E.pop(HAX);
-      E.aluImm(Alu::And, 4, HAX, kSzp & M);
-      E.aluRR(Alu::Or, 4, HDX, HAX);
+      BE.captureFlags(kSzp & M, false);
+      E.aluImm(Alu::And, 4, HDX, kSzp & M);
+      E.aluRR(Alu::Or, 4, HDX, HSI);
     }
     BE.setReg(N, HCX, I.Reg[0]);
     BE.mergeFlags(M);
     return true;
   }
   case JitOp::Setcc: case JitOp::Cmov: {
-    const int Host = BE.condition(I.Cond);
-    const int True = (I.Cond & 1) ? Host ^ 1 : Host;
+    int True = I.Cond & 15; // (SDM Vol. 1, Appendix B: the same condition codes)
+    if (!BE.CondOnHost) {
+      const int Host = BE.condition(I.Cond);
+      True = (I.Cond & 1) ? Host ^ 1 : Host;
+    }
     if (F.Op == JitOp::Setcc) { // SETcc r8: 1 or 0
       E.setcc(True, HCX);
       BE.setReg(1, HCX, I.Reg[0]);
@@ -505,12 +617,12 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
       BE.loadRegZx(F.SrcSize, HAX, I.Reg[1]);
     else
       BE.loadRegSx64(F.SrcSize, HAX, I.Reg[1]);
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], F.Op == JitOp::MovZx);
     return true;
   case JitOp::Lea:
     if (!BE.address(I))
       return false;
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], I.AddrSize == 4);
     return true;
   case JitOp::Rol: case JitOp::Ror: case JitOp::Shl: case JitOp::Shr: case JitOp::Sar: {
     // cpu/exec_shift.cpp defines the flags the SDM leaves undefined; they are computed
@@ -573,8 +685,7 @@ bool emitInline(BlockEmitter &BE, const DecodedInsn &I, const JitForm &F) {
     } else if (Mask) {
       // The count is below the width: the host's result, CF, SF, ZF and PF are the
       // architectural ones. OF: SHL MSB(result) XOR CF, SHR MSB(original), SAR 0; AF 0.
-      E.pushfq();
-      E.pop(HDX);
+      BE.captureFlags(kSzp | uint32_t(rflags::CF), false); // (RSI holds SHR's original)
       E.aluImm(Alu::And, 4, HDX, kSzp | uint32_t(rflags::CF));
       if (F.Op == JitOp::Shl) {
         E.movRR(8, HAX, HCX);
@@ -619,11 +730,22 @@ bool hasInlineHit(const BlockEmitter &BE, const DecodedInsn &I, const JitForm &F
 
 /// Chooses what a loop of one block keeps in host registers (BlockEmitter::HostOf):
 /// RFLAGS, and the guest registers its inline code names most often, up to the pool.
-void holdRegisters(const Block &B, BlockEmitter &BE) {
+void holdRegisters(const Block &B, const JitForm *Forms, BlockEmitter &BE, bool Loop) {
   // (RBP, which has no byte register without REX, holds a count.)
-  static constexpr Reg kPool[] = {H8, HBP, H9, H10, H11, H14, H15};
+  static constexpr Reg kLoopPool[] = {H8, HBP, H9, H10, H11, H14, H15};
+  // Outside loops: the registers no other code of a translation uses and no handler
+  // call needs kept (the held values are written back before every call).
+  static constexpr Reg kBlockPool[] = {H8, H9, H10, H11};
   unsigned Uses[16] = {};
   bool Never[16] = {};
+  // The guest registers inline code may write (a destination, either operand to be
+  // safe, RSP of the stack forms): the others need no write-back (spill), their host
+  // copy being loaded at the entry and after each handler call.
+  uint16_t Written = 0;
+  const auto Write = [&](uint8_t R) {
+    if (R < 16)
+      Written |= uint16_t(1u << R);
+  };
   const auto Count = [&](uint8_t R) {
     if (R < 16)
       ++Uses[R];
@@ -632,14 +754,16 @@ void holdRegisters(const Block &B, BlockEmitter &BE) {
   };
   for (unsigned K = 0; K < B.NumInsns; ++K) {
     const DecodedInsn &I = B.Insns[K];
-    const JitForm F = jitFormOf(I);
+    const JitForm F = Forms[K];
     if (F.Op == JitOp::None)
       continue;
     if (F.Shape == JitShape::Mem) {
       if (!hasInlineHit(BE, I, F))
         continue;
-      if (F.Stack64)
+      if (F.Stack64) {
         Count(4);
+        Write(4);
+      }
       Count(I.Base);
       Count(I.Index);
     } else if (F.Op == JitOp::Lea) {
@@ -648,20 +772,34 @@ void holdRegisters(const Block &B, BlockEmitter &BE) {
     }
     Count(I.Reg[0]);
     Count(I.Reg[1]);
+    Write(I.Reg[0]);
+    Write(I.Reg[1]);
   }
-  BE.FlagsHost = kPool[0];
-  BE.CyclesHost = kPool[1];
-  BE.RetiredHost = kPool[2];
-  for (unsigned H = 3; H < std::size(kPool); ++H) {
+  BE.Written = Written;
+  const Reg *Pool = kLoopPool;
+  size_t PoolSize = std::size(kLoopPool), First = 3;
+  unsigned MinUses = 1;
+  if (Loop) {
+    BE.FlagsHost = kLoopPool[0];
+    BE.CyclesHost = kLoopPool[1];
+    BE.RetiredHost = kLoopPool[2];
+  } else {
+    Pool = kBlockPool;
+    PoolSize = std::size(kBlockPool);
+    First = 0;
+    MinUses = 3; // fewer: the load at the entry and the store at the exit cost as much
+  }
+  for (size_t H = First; H < PoolSize; ++H) {
     unsigned Best = 16;
     for (unsigned R = 0; R < 16; ++R)
-      if (Uses[R] && !Never[R] && BE.HostOf[R] == BlockEmitter::kInMemory &&
+      if (Uses[R] >= MinUses && !Never[R] && BE.HostOf[R] == BlockEmitter::kInMemory &&
           (Best == 16 || Uses[R] > Uses[Best]))
         Best = R;
     if (Best == 16)
       break;
-    BE.HostOf[Best] = kPool[H];
+    BE.HostOf[Best] = Pool[H];
   }
+  BE.Holds = BE.holdsAny();
 }
 
 } // namespace
@@ -670,6 +808,9 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   auto Off = [&](const void *P) {
     return int32_t(reinterpret_cast<const char *>(P) - reinterpret_cast<const char *>(&C));
   };
+  // LAHF/SAHF in 64-bit mode: CPUID.80000001H:ECX[0] (SDM Vol. 2A, LAHF).
+  unsigned A = 0, Bx = 0, Cx = 0, D = 0;
+  HostLahf = __get_cpuid(0x80000001u, &A, &Bx, &Cx, &D) && (Cx & 1);
   OffGpr = Off(&C.S.Gpr[0]);
   OffRip = Off(&C.S.Rip);
   OffRflags = Off(&C.S.Rflags);
@@ -796,6 +937,7 @@ bool Translator::reattach(Block &B) {
 bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   BlockEmitter BE{E, OffGpr, OffRip, OffRflags, OffCycles, OffRetired, OffBlockStop};
+  BE.Lahf = HostLahf;
   constexpr unsigned kBody = kLocal + 2, kExitN = kLocal + 3;
   const unsigned N = B.NumInsns;
   // Prologue: RBX = the Cpu, R12 = the RIP the block was entered at (the block is keyed
@@ -809,18 +951,19 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (E.size() != kPrologueBytes)
     return false;
   E.bind(kBody);
-  // A loop of one block keeps the guest registers its inline code uses most, and RFLAGS,
-  // in host registers (BlockEmitter::HostOf; docs/TRANSLATOR.md, "Registers").
-  const JitForm EndForm = jitFormOf(B.Insns[N - 1]);
+  // A loop of one block keeps the guest registers its inline code uses most, RFLAGS and
+  // the counts in host registers; any other block the guest registers its inline code
+  // names three times or more, in the caller-saved R8-R11 (BlockEmitter::HostOf;
+  // docs/TRANSLATOR.md, "Registers").
+  const JitForm EndForm = Forms[N - 1];
   int64_t Bytes = 0;
   for (unsigned K = 0; K < N; ++K)
     Bytes += B.Insns[K].Len;
   const bool Loop = Mode == ExecMode::Translate &&
                     (EndForm.Op == JitOp::JmpRel || EndForm.Op == JitOp::JccRel) &&
                     Bytes + int64_t(B.Insns[N - 1].Imm) == 0;
-  if (Loop)
-    holdRegisters(B, BE);
-  HeldRegisters = BE.holdsAny();
+  holdRegisters(B, Forms, BE, Loop);
+  HeldRegisters = Loop && BE.holdsAny();
   // R14, R15 and RBP are saved by the block that uses them, at its entry (from the run
   // loop or chained), and restored at each of its exits: other blocks pay nothing.
   const auto SaveHeld = [&] {
@@ -838,9 +981,29 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   if (HeldRegisters)
     SaveHeld();
   BE.reload();
+  // RFLAGS.AC: tested at the first inline access after the block's start and after each
+  // handler call (emitMemHit). A loop that calls no handler cannot change AC (only
+  // POPF, IRET, STAC, CLAC and event delivery do, all through handlers or outside the
+  // block), so it is tested once, before the loop's head, when the loop has an inline
+  // access.
+  bool HoistAc = Loop;
+  bool InlineAccess = false;
+  for (unsigned K = 0, Next = 0; K < N && HoistAc; ++K) {
+    const JitForm F = Forms[K];
+    Next += B.Insns[K].Len;
+    BE.NextOff = int32_t(Next); // (addressable: a RIP-relative operand)
+    if (F.Op == JitOp::None || (F.Shape == JitShape::Mem && !hasInlineHit(BE, B.Insns[K], F)))
+      HoistAc = false;
+    InlineAccess |= F.Shape == JitShape::Mem;
+  }
+  HoistAc &= InlineAccess;
+  if (HoistAc) {
+    BE.btFlags(18);
+    BE.bailBefore(kHostB, 0);
+  }
   constexpr unsigned kLoopHead = kLocal + 8;
   E.bind(kLoopHead);
-  BE.AcClear = false;
+  BE.AcClear = HoistAc;
   // Chaining: every exit after the whole block names its cell in RSI (Cell0 for the
   // taken branch and every other block end, Cell1 for a Jcc not taken). The cells are
   // data outside the code (a store near code being run costs the host a pipeline flush).
@@ -859,7 +1022,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   {
     uint32_t Live = kArith;
     for (unsigned K = N; K-- > 0;) {
-      const JitForm F = jitFormOf(B.Insns[K]);
+      const JitForm F = Forms[K];
       const uint32_t Writes = flagWrites(B.Insns[K], F);
       Need[K] = Writes & Live;
       const bool MayLeave = F.Shape == JitShape::Mem || F.Op == JitOp::None ||
@@ -871,31 +1034,113 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   // A loop whose JCC tests the flags of the register instruction before it (DEC RCX;
   // JNZ) branches on the host's flags, and computes those flags only on the paths that
   // read them (docs/TRANSLATOR.md, "Loops").
+  // Whether instruction K, a register instruction, leaves the host's flags equal to the
+  // guest's for the condition of instruction K + 1 (ALU, NEG; INC and DEC leave CF,
+  // so the host's is not the guest's).
+  // AllowMem: also a memory form whose TLB-hit path is inline (its miss path, which
+  // runs the handler, then loads the host's flags from RFLAGS: SlowPath below).
+  int32_t Ends[kMaxBlockInsns] = {};
+  for (unsigned K = 0, End = 0; K < N; ++K)
+    Ends[K] = int32_t(End += B.Insns[K].Len);
+  const auto HostFlagsServe = [&](unsigned K, bool AllowMem) {
+    const JitForm F = Forms[K];
+    const unsigned Cond = B.Insns[K + 1].Cond >> 1;
+    const bool Alu = isAlu(F.Op);
+    const bool Unary = F.Op == JitOp::Neg ||
+                       ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3);
+    if (F.Shape == JitShape::Mem) {
+      BE.NextOff = Ends[K]; // (addressable: a RIP-relative operand)
+      return AllowMem && (Alu || Unary) && hasInlineHit(BE, B.Insns[K], F);
+    }
+    return (Alu && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm)) ||
+           (Unary && F.Shape == JitShape::Reg);
+  };
+  const bool JccOnHost = N >= 2 && EndForm.Op == JitOp::JccRel && HostFlagsServe(N - 2, !Loop);
   unsigned FusedAt = N;
-  if (Loop && N >= 2 && EndForm.Op == JitOp::JccRel) {
-    const JitForm F = jitFormOf(B.Insns[N - 2]);
-    const unsigned Cond = B.Insns[N - 1].Cond >> 1;
-    const bool RegAlu = isAlu(F.Op) && (F.Shape == JitShape::RegReg || F.Shape == JitShape::RegImm);
-    // INC and DEC leave CF: the host's is not the guest's.
-    const bool RegUnary = (F.Op == JitOp::Neg ||
-                           ((F.Op == JitOp::Inc || F.Op == JitOp::Dec) && Cond != 1 && Cond != 3)) &&
-                          F.Shape == JitShape::Reg;
-    if (RegAlu || RegUnary)
-      FusedAt = N - 2;
-  }
+  if (Loop && JccOnHost)
+    FusedAt = N - 2;
   FusedBranch = FusedAt < N;
+  // Any other block ending so (CMP; JNE) branches on the host's flags too, and computes
+  // the instruction's flags on each of the two paths (FusedJcc, at the Jcc below).
+  const unsigned FusedJccAt = !Loop && JccOnHost ? N - 2 : N;
+  HostFlags FusedFlags = {0, 0};
+  // The Jcc's test, on the host's flags of instruction K (the same RFLAGS bits: SDM
+  // Vol. 1, Appendix B), made before K's flags are computed; the not-taken path computes
+  // them at the Jcc's NotTaken label, the taken one here.
+  const auto fuseJcc = [&](unsigned K, const JitForm &F) {
+    E.jump(B.Insns[K + 1].Cond ^ 1, kLocal); // the Jcc's NotTaken
+    FusedFlags = hostFlagsOf(F);
+    BE.Need = Need[K];
+    BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
+  };
+  // A run of PUSH r64 (or POP r64) from instruction K, RSP not among them: one TLB test
+  // for the run's bytes, which lie in one page when it hits, then plain stores (loads)
+  // and one update of RSP. When the test fails (a miss, the bytes across two pages), the
+  // instructions run one by one as emitted after it, each with its own test. The
+  // interpreter's PUSHes (SDM Vol. 2B, PUSH: the value at RSP - 8 for each) leave the
+  // same memory and RSP when none faults; a run that could fault takes the slow way.
+  unsigned RunEnd = N, Runs = 0;
+  const auto emitStackRun = [&](unsigned K) {
+    const JitOp Op = Forms[K].Op;
+    if ((Op != JitOp::Push && Op != JitOp::Pop) || !Forms[K].Stack64 || Loop)
+      return;
+    constexpr uint8_t Rsp = 4;
+    unsigned M = 0;
+    while (K + M < N && M < 16 && Forms[K + M].Op == Op && Forms[K + M].Stack64 &&
+           B.Insns[K + M].Reg[0] != Rsp)
+      ++M;
+    if (M < 2)
+      return;
+    const bool Push = Op == JitOp::Push;
+    const unsigned Slow = kStackRun + 2 * Runs++;
+    BE.loadReg(8, HAX, Rsp);
+    if (Push)
+      E.aluImm(Alu::Sub, 8, HAX, 8 * M);
+    emitTlbHit(&BE, 8 * M, Push, Slow, K);
+    for (unsigned J = 0; J < M; ++J) {
+      const uint8_t R = B.Insns[K + J].Reg[0];
+      if (Push) {
+        BE.loadReg(8, HCX, R);
+        E.storeAt(HCX, HAX, int8_t(8 * (M - 1 - J)));
+      } else {
+        E.loadAt(HCX, HAX, int8_t(8 * J));
+        BE.setReg(8, HCX, R);
+      }
+    }
+    BE.addReg64(Rsp, Push ? -int32_t(8 * M) : int32_t(8 * M));
+    E.jump(-1, Slow + 1);
+    E.bind(Slow);
+    RunEnd = K + M - 1;
+  };
+  // The instruction before a SETcc or CMOVcc that tests its host flags (CondNext below).
+  HostFlags CondFlags = {0, 0};
+  uint32_t CondNeed = 0;
+  bool Flagged = false;
   bool SlowPath[kMaxBlockInsns] = {};
+  // The miss path of inline access K loads the host's flags from RFLAGS before it joins
+  // the hit path (a branch, SETcc or CMOVcc after it tests them).
+  bool FlagsAtJoin[kMaxBlockInsns] = {};
   bool RipByHandler = false;
   int32_t Off = 0;
   for (unsigned K = 0; K < N; ++K) {
     const DecodedInsn &I = B.Insns[K];
-    const JitForm F = jitFormOf(I);
+    const JitForm F = Forms[K];
     const int32_t Next = Off + I.Len;
     BE.BailCycles[K] = BE.PendCycles;
     BE.BailInsns[K] = BE.PendInsns;
     BE.Offset[K] = Off;
     RipByHandler = false;
     BE.Need = Need[K];
+    // A SETcc or CMOVcc (register forms) right after: it tests the host's flags, and
+    // this instruction's flags are computed after it (neither writes flags).
+    const bool CondNext = K + 1 < N && K != FusedAt &&
+                          (Forms[K + 1].Op == JitOp::Setcc || Forms[K + 1].Op == JitOp::Cmov) &&
+                          HostFlagsServe(K, true);
+    const bool JccNext = K == FusedJccAt;
+    if (CondNext || JccNext)
+      BE.Need = 0;
+    if (K > RunEnd || RunEnd == N)
+      emitStackRun(K);
     if (K == FusedAt) {
       // The test the loop's back edge makes (below), made here: nothing from here to the
       // end changes the counts or what they are compared with. When it fails, the
@@ -954,6 +1199,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
         return false;
       E.bind(kMiss + 2 * K + 1);
       SlowPath[K] = true;
+      FlagsAtJoin[K] = CondNext || JccNext;
+      if (JccNext)
+        fuseJcc(K, F);
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
       RipByHandler = F.Op == JitOp::CallRel || F.Op == JitOp::Ret;
@@ -976,7 +1224,8 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       ++BE.PendInsns;
       const uint32_t PendCycles = BE.PendCycles, PendInsns = BE.PendInsns;
       const bool Cond = F.Op == JitOp::JccRel;
-      if (Cond) {
+      const bool Fused = K == FusedJccAt + 1;
+      if (Cond && !Fused) {
         const int Host = BE.condition(I.Cond);
         // To NotTaken when the condition (with the opcode's negation) is false.
         E.jump((I.Cond & 1) ? Host : Host ^ 1, NotTaken);
@@ -1016,6 +1265,10 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       }
       if (Cond) {
         E.bind(NotTaken);
+        if (Fused) {
+          BE.Need = Need[K - 1];
+          BE.mergeFlags(BE.hostFlags(FusedFlags.Bits, FusedFlags.Mask));
+        }
         E.leaR12(HAX, Next);
         E.store(8, HAX, OffRip);
         if (Chains)
@@ -1032,9 +1285,23 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
       BE.NextOff = Next;
       if (!emitInline(BE, I, F))
         return false;
+      if (JccNext)
+        fuseJcc(K, F);
       BE.PendCycles += I.Cost;
       ++BE.PendInsns;
     }
+    if (Flagged) {
+      // (K is the SETcc or CMOVcc): now the previous instruction's flags.
+      BE.Need = CondNeed;
+      BE.mergeFlags(BE.hostFlags(CondFlags.Bits, CondFlags.Mask));
+    }
+    BE.CondOnHost = Flagged = CondNext;
+    if (CondNext) {
+      CondFlags = hostFlagsOf(F);
+      CondNeed = Need[K];
+    }
+    if (K == RunEnd)
+      E.bind(kStackRun + 2 * Runs - 1); // the run's fast path joins here
     Off = Next;
   }
   BE.sync();
@@ -1042,7 +1309,7 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
   }
-  const JitForm LastForm = jitFormOf(B.Insns[N - 1]);
+  const JitForm LastForm = Forms[N - 1];
   // A block that does not end with a direct branch leaves through one exit with two
   // cells (a RET returns to several callers): both are tried, and link() refills the
   // stale one, or the two in turn.
@@ -1080,7 +1347,9 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     E.bind(kTargetMiss);
     E.movImm64(HSI, Cell1); // link() refills the pair, and the table's cell
   } else if (Chains) {
-    emitChain(&E, kNoChain, kValid1);
+    // Every path to kExitN of a block ending with JMP or Jcc computed the RIP it stored
+    // in RAX (the branch's exits, the loop's), and nothing after wrote RAX.
+    emitChain(&E, kNoChain, kValid1, false, true);
   }
   E.bind(kNoChain);
   if (Chains)
@@ -1115,6 +1384,14 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
     if (!fitsInt32(Cycles))
       return false;
     BE.addCounts(int32_t(-Cycles), int32_t(-Insns));
+    if (FlagsAtJoin[K]) {
+      // The host's arithmetic flags = the guest's, as the handler left them (the others,
+      // DF, AC and TF among them, clear: nothing in translated code reads them).
+      BE.loadFlags(HAX);
+      E.aluImm(Alu::And, 4, HAX, kArith);
+      E.push(HAX);
+      E.byte(0x9d); // POPFQ
+    }
     E.jump(-1, kMiss + 2 * K + 1);
   }
   // The exits.
@@ -1149,6 +1426,39 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   return !E.overflow() && E.resolve();
 }
 
+void Translator::emitTlbHit(void *BlockEmitterPtr, unsigned Size, bool Write, unsigned Miss,
+                            unsigned K) {
+  // RAX: the linear address of an access of Size bytes -> its host address (see
+  // emitMemHit); Miss for anything else, the bail-out before instruction K when
+  // RFLAGS.AC is set.
+  BlockEmitter &BE = *static_cast<BlockEmitter *>(BlockEmitterPtr);
+  Emitter &E = BE.E;
+  if (!BE.AcClear) {
+    // RFLAGS.AC set: the interpreter runs this instruction and the rest of the block
+    // (#AC is checked on its path). Only a handler call can change AC (POPF, IRET,
+    // STAC, CLAC, a fault), so the inline accesses after this one up to the next call
+    // need no test.
+    BE.btFlags(18);
+    BE.bailBefore(kHostB, K);
+    BE.AcClear = true;
+  }
+  if (Size > 1)
+    E.leaDisp32(HDX, HAX, int32_t(Size - 1));
+  else
+    E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
+  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
+  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.movRR(4, HCX, HAX);
+  E.shiftImm(Shift::Shr, 4, HCX, 12);
+  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
+  E.timesThree(HCX);
+  const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
+  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.jump(kHostNE, Miss);
+  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+}
+
 bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const JitForm &F,
                             int32_t Off, int32_t Next, unsigned Miss) {
   // The interpreter's fast paths of readMem/writeMem/mapRmw (cpu/memory.h) and of the
@@ -1171,29 +1481,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   };
   // RAX: the linear address of an access of Size bytes -> its host address.
   const auto Hit = [&](unsigned Size, bool Write) {
-    if (!BE.AcClear) {
-      // RFLAGS.AC set: the interpreter runs this instruction and the rest of the block
-      // (#AC is checked on its path). Only a handler call can change AC (POPF, IRET,
-      // STAC, CLAC, a fault), so the inline accesses after this one up to the next call
-      // need no test.
-      BE.btFlags(18);
-      BE.bailBefore(kHostB, (Miss - kMiss) / 2);
-      BE.AcClear = true;
-    }
-    E.movRR(8, HDX, HAX);
-    if (Size > 1)
-      E.aluImm(Alu::Add, 8, HDX, Size - 1);
-    E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-    E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
-    E.aluRR(Alu::Or, 8, HDX, HSI);
-    E.movRR(4, HCX, HAX);
-    E.shiftImm(Shift::Shr, 4, HCX, 12);
-    E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
-    E.timesThree(HCX);
-    const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
-    E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
-    E.jump(kHostNE, Miss);
-    E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+    emitTlbHit(&BE, Size, Write, Miss, (Miss - kMiss) / 2);
   };
   const auto Operand = [&] { // RAX = the memory operand's linear address
     BE.address(I);
@@ -1277,7 +1565,7 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
       E.loadZxAtRax(F.SrcSize, HAX);
     else
       E.loadSxAtRax(F.SrcSize, HAX);
-    BE.setReg(N, HAX, I.Reg[0]);
+    BE.setReg(N, HAX, I.Reg[0], F.Op == JitOp::MovZx);
     return true;
   default:
     break;
@@ -1286,7 +1574,9 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   if (isUnary(F.Op)) { // read-modify-write (mapRmw)
     Hit(N, true);
     E.loadAtRax(N, HCX);
+    BE.RaxLive = true;
     const uint32_t M = unaryOp(BE, F);
+    BE.RaxLive = false;
     E.storeAtRax(N, HCX);
     BE.mergeFlags(M);
     return true;
@@ -1307,14 +1597,17 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   Hit(N, Writes);
   E.loadAtRax(N, HCX);
   Value(HDX);
+  BE.RaxLive = Writes;
   const uint32_t M = aluOp(BE, F, HDX);
+  BE.RaxLive = false;
   if (Writes)
     E.storeAtRax(N, HCX);
   BE.mergeFlags(M);
   return true;
 }
 
-void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target) {
+void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target,
+                           bool RaxIsRip) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
   // The run loop's step from one block to the next (Cpu::runBlocks), for a successor
   // known from this exit's cell: Mmu::cachedBlock's test (the RIP is the cell's La, its
@@ -1331,7 +1624,8 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   // address the lookup finds the same entry in the primary slot and returns what it
   // returned then; the translation is the same (it changes only with a decode, which
   // moves the stamp, or a flush, which drops the cell).
-  E.load(8, HAX, OffRip);
+  if (!RaxIsRip)
+    E.load(8, HAX, OffRip);
   E.cmpRegAt(HAX, HSI, 0); // La
   E.jump(kHostNE, Fail);
   E.load(8, HCX, OffChainSum); // (Mmu::chainStamp)
@@ -1475,13 +1769,29 @@ bool callsHandler(const DecodedInsn &I) {
 }
 } // namespace
 
+const JitForm &Translator::formOf(const DecodedInsn &I) {
+  const uintptr_t P = reinterpret_cast<uintptr_t>(I.Fn);
+  FormSlot &S = FormCache[((P >> 4) ^ (P >> 14)) & (kFormSlots - 1)];
+  if (S.Fn != I.Fn || !S.Fn) {
+    S.Fn = I.Fn;
+    S.F = jitFormOf(I);
+  }
+  return S.F;
+}
+
 Translator::Entry Translator::translate(Block &B) {
   // Every instruction must be in the supported set, or be a plain integer instruction
   // run by a call of its handler (callsHandler; docs/TRANSLATOR.md, "Supported set").
   bool Calls = false;
   for (unsigned K = 0; K < B.NumInsns; ++K) {
-    const JitForm F = jitFormOf(B.Insns[K]);
-    const bool ByCall = F.Op == JitOp::None && callsHandler(B.Insns[K]);
+    const JitForm F = Forms[K] = formOf(B.Insns[K]);
+    bool ByCall = false;
+    if (F.Op == JitOp::None && !(B.Insns[K].Flags & (insnflag::EndsBlock | insnflag::Lock))) {
+      uint8_t &Known = CallsByMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
+      if (!Known)
+        Known = callsHandler(B.Insns[K]) ? 2 : 1;
+      ByCall = Known == 2;
+    }
     Calls |= ByCall;
     if (F.Op == JitOp::None && !ByCall) {
       ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];
@@ -1528,6 +1838,10 @@ Translator::Entry Translator::translate(Block &B) {
     CellsUsed += 2;
   B.JitCalls = Calls;
   ++Stats.Translated;
+  if (PerfMap)
+    std::fprintf(PerfMap, "%llx %zx vmxsim_cpu%u_rip_%llx_pa_%llx_n%u\n",
+                 (unsigned long long)(uintptr_t)Start, E.size(), unsigned(C.Id),
+                 (unsigned long long)C.S.Rip, (unsigned long long)B.Pa, unsigned(B.NumInsns));
   Stats.HeldLoops += HeldRegisters;
   Stats.FusedLoops += FusedBranch;
   return reinterpret_cast<Entry>(Start);

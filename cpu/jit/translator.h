@@ -5,10 +5,12 @@
 #pragma once
 #include "cpu/cpu.h"
 #include "cpu/jit/exec_mode.h"
+#include "cpu/jit/jit_form.h"
 #include "cpu/status.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 
 namespace vmxsim {
@@ -111,6 +113,11 @@ public:
   bool dualMapped() const { return CodeRw != nullptr; }
   /// A one-line text of the counters (for `--jit-stats`).
   void describe(char *Out, size_t Size) const;
+  /// When set (`vmxsim run --jit-perf-map`), every translation is named in it as a line
+  /// `START SIZE vmxsim_cpuN_rip_RIP_pa_PA_nK` (hex), the format of Linux perf's
+  /// /tmp/perf-PID.map, so that `perf report` names the guest code the host time went to.
+  /// Nothing guest-visible depends on it.
+  std::FILE *PerfMap = nullptr;
 
 private:
   using Entry = uint64_t (*)(Cpu *, uint64_t EntryRip);
@@ -118,8 +125,15 @@ private:
   Entry translate(Block &B);
   bool emitBlock(Block &B, void *Emitter);
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
-  /// Fail, when the link does not hold (Valid: its own label).
-  void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false);
+  /// Fail, when the link does not hold (Valid: its own label). RaxIsRip: RAX already
+  /// holds the RIP stored (a direct branch's exit).
+  void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false,
+                 bool RaxIsRip = false);
+  /// Emits the inline TLB test of an access of Size bytes at the linear address in RAX,
+  /// leaving its host address in RAX (Write: through the write TLB); jumps to label Miss
+  /// when the access is not a hit, to the bail-out before instruction K when RFLAGS.AC
+  /// is set.
+  void emitTlbHit(void *BlockEmitter, unsigned Size, bool Write, unsigned Miss, unsigned K);
   /// Emits memory form F of I's TLB-hit path (the instruction at Off, the next at Next,
   /// both relative to the entry RIP); jumps to label Miss for anything else. False for
   /// a form not taken.
@@ -242,6 +256,21 @@ private:
   static constexpr size_t kScratchBytes = 16384;
   uint8_t *Scratch = nullptr;
   char Message[192] = {};
+  /// The form of each instruction of the block being translated (translate fills it
+  /// from formOf; emitBlock reads it).
+  JitForm Forms[kMaxBlockInsns] = {};
+  /// jitFormOf's answers by handler: it compares the handler with each family's
+  /// instantiations (hundreds of compares), and a form depends on the handler alone.
+  struct FormSlot {
+    Handler Fn = nullptr;
+    JitForm F;
+  };
+  static constexpr size_t kFormSlots = 1024;
+  FormSlot FormCache[kFormSlots] = {};
+  const JitForm &formOf(const DecodedInsn &I);
+  /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes).
+  uint8_t CallsByMnemonic[JitStats::kMnemonics] = {};
+  bool HostLahf = false; ///< the host executes LAHF in 64-bit mode
   bool HeldRegisters = false; ///< the block emitBlock made last holds registers
   bool FusedBranch = false;   ///< and its JCC branches on the host's flags
   // Offsets in the Cpu of what the emitted code reads and writes.

@@ -283,14 +283,17 @@ private:
         B.push_back(uint8_t(pick(40)));
       }
       break;
-    case 11: // PUSH r ... POP r
-      for (unsigned Push : {1u, 0u}) {
-        const unsigned Reg = Push ? src(8) : dst(8);
-        if (Reg >= 8)
-          B.push_back(0x41);
-        B.push_back(uint8_t((Push ? 0x50 : 0x58) + (Reg & 7)));
-      }
+    case 11: { // 1..6 PUSH r, then as many POP r (runs: one TLB test for the run)
+      const unsigned M = 1 + pick(6);
+      for (unsigned Push : {1u, 0u})
+        for (unsigned J = 0; J < M; ++J) {
+          const unsigned Reg = Push ? src(8) : dst(8);
+          if (Reg >= 8)
+            B.push_back(0x41);
+          B.push_back(uint8_t((Push ? 0x50 : 0x58) + (Reg & 7)));
+        }
       break;
+    }
     case 12: // Jcc rel8 forward over 0..3 instructions
       Branches.push_back({Insns.size(), Insns.size() + 1 + pick(4)});
       B = {uint8_t(0x70 + pick(16)), 0};

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -202,6 +203,36 @@ TEST(Reliability, JitStatsPrintTheBlocksDecodedInEveryExecutionMode) {
               std::string(Mode) == "translate")
         << R.Err;
   }
+}
+
+TEST(Reliability, JitPerfMapNamesEveryTranslation) {
+  // --jit-perf-map: one line per translation in /tmp/perf-PID.map (the path is said on
+  // stderr), as many as --jit-stats counts; refused in one line where nothing is
+  // translated.
+  Result R = run({"run", "-q", "--jit-stats", "--jit-perf-map", "--exec", "translate",
+                  kImages + "/loop.elf", "--append", "iters=1000"});
+  EXPECT_EQ(R.Status, 1); // the guest's isa-debug-exit 0
+  const std::string Said = "vmxsim: naming the translations in ";
+  const size_t At = R.Err.find(Said);
+  ASSERT_NE(At, std::string::npos) << R.Err;
+  const std::string Path = R.Err.substr(At + Said.size(), R.Err.find('\n', At) - At - Said.size());
+  ASSERT_EQ(Path.rfind("/tmp/perf-", 0), 0u) << Path;
+  const size_t T = R.Err.find(" blocks translated");
+  ASSERT_NE(T, std::string::npos) << R.Err;
+  const size_t From = R.Err.rfind(' ', T - 1) + 1;
+  const unsigned long Translated = std::stoul(R.Err.substr(From, T - From));
+  EXPECT_GT(Translated, 0u);
+  std::ifstream In(Path);
+  ASSERT_TRUE(In.good()) << Path;
+  const std::regex Line("[0-9a-f]+ [0-9a-f]+ vmxsim_cpu0_rip_[0-9a-f]+_pa_[0-9a-f]+_n[0-9]+");
+  unsigned long Lines = 0;
+  for (std::string L; std::getline(In, L); ++Lines)
+    EXPECT_TRUE(std::regex_match(L, Line)) << L;
+  EXPECT_EQ(Lines, Translated);
+  std::remove(Path.c_str());
+  R = run({"run", "-q", "--jit-perf-map", kImages + "/loop.elf"});
+  EXPECT_EQ(R.Status, 2);
+  EXPECT_EQ(R.Err, "vmxsim: error: --jit-perf-map: nothing is translated with --exec interp\n");
 }
 
 TEST(Reliability, DirectoriesAndDevicesAreNotImages) {
