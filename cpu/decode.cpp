@@ -4,7 +4,7 @@
 #include "cpu/decode.h"
 
 #include "cpu/cpuid.h"
-#include "cpu/jit/jit_form.h"
+#include "cpu/jit/translator.h"
 #include "cpu/memory.h"
 
 #include <Zydis/Zydis.h>
@@ -484,11 +484,11 @@ namespace {
 constexpr unsigned kMinSplitPrefix = 8;
 /// True when block-ending instruction I has no translated form and every instruction
 /// of B before it has one.
-bool splitsBefore(const Block &B, const DecodedInsn &I) {
-  if (jitFormOf(I).Op != JitOp::None)
+bool splitsBefore(Translator &T, const Block &B, const DecodedInsn &I) {
+  if (T.formOf(I).Op != JitOp::None)
     return false;
   for (unsigned K = 0; K < B.NumInsns; ++K)
-    if (jitFormOf(B.Insns[K]).Op == JitOp::None)
+    if (T.formOf(B.Insns[K]).Op == JitOp::None)
       return false;
   return true;
 }
@@ -580,7 +580,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
     const unsigned Shown = std::min(Avail, 15u);
     DecodeResult R = decodeBytes(Page + Off, Shown, Mode, I);
     if (Split && R == DecodeResult::Ok && (I.Flags & insnflag::EndsBlock) &&
-        B.NumInsns >= kMinSplitPrefix && splitsBefore(B, I))
+        B.NumInsns >= kMinSplitPrefix && splitsBefore(*C.Jit, B, I))
       break; // I starts the next block; its bytes are not this block's
     // The bytes the result depends on: a decoded instruction's own; for an undecodable
     // one, all the decoder was shown (a later byte could have made it valid).

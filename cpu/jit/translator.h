@@ -113,6 +113,8 @@ public:
   bool dualMapped() const { return CodeRw != nullptr; }
   /// A one-line text of the counters (for `--jit-stats`).
   void describe(char *Out, size_t Size) const;
+  /// jitFormOf(I), through the cache below.
+  const JitForm &formOf(const DecodedInsn &I);
   /// When set (`vmxsim run --jit-perf-map`), every translation is named in it as a line
   /// `START SIZE vmxsim_cpuN_rip_RIP_pa_PA_nK` (hex), the format of Linux perf's
   /// /tmp/perf-PID.map, so that `perf report` names the guest code the host time went to.
@@ -267,7 +269,6 @@ private:
   };
   static constexpr size_t kFormSlots = 1024;
   FormSlot FormCache[kFormSlots] = {};
-  const JitForm &formOf(const DecodedInsn &I);
   /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes).
   uint8_t CallsByMnemonic[JitStats::kMnemonics] = {};
   bool HostLahf = false; ///< the host executes LAHF in 64-bit mode
