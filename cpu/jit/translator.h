@@ -94,7 +94,11 @@ public:
   /// (Mmu::cachedBlock or a current link), else null; the exit of Prev's translation
   /// that led here is then linked to B's (docs/TRANSLATOR.md, "Chaining").
   JitRun run(Block &B, const Block *Prev) {
-    if (B.JitStamp == Stamp && B.JitCode && Mode == ExecMode::Translate) [[likely]] {
+    if (B.JitStamp == Stamp && Mode == ExecMode::Translate) [[likely]] {
+      if (!B.JitCode) { // refused in this generation: the interpreter runs it
+        PendingCell = nullptr;
+        return {};
+      }
       if (PendingCell)
         link(B, Prev);
       return enter(B, reinterpret_cast<Entry>(const_cast<void *>(B.JitCode)));
