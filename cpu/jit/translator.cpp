@@ -1747,7 +1747,10 @@ namespace {
 /// RFLAGS, an ordinary memory operand, a #DE): run by a handler call when they do not
 /// end their block and take no LOCK prefix. Not every instruction that does not end
 /// its block: that was exact on one CPU but diverged on a two-CPU Linux boot (an
-/// instruction with effects between processors, not found yet).
+/// instruction with effects between processors, not found yet). VMREAD and VMWRITE
+/// (register forms; VMX root: the current VMCS, this processor's own; non-root: a VM
+/// exit, after which the handler call's stop check ends the block, or the shadow VMCS)
+/// are among them.
 bool callsHandler(const DecodedInsn &I) {
   if (I.Flags & (insnflag::EndsBlock | insnflag::Lock))
     return false;
@@ -1761,7 +1764,7 @@ bool callsHandler(const DecodedInsn &I) {
       "cwd",  "cbw",  "movzx", "movsx", "movsxd", "add", "sub",  "and",  "or",
       "xor",  "cmp",  "test", "adc",  "sbb",   "inc",  "dec",  "neg",  "not",
       "lea",  "andn", "sarx", "shlx", "shrx",  "rorx", "bzhi", "blsr", "blsi",
-      "blsmsk", "movbe"};
+      "blsmsk", "movbe", "vmread", "vmwrite"};
   for (const char *P : kPlain)
     if (std::strcmp(N, P) == 0)
       return true;
