@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -78,8 +79,33 @@ struct GtRecord {
   }
 };
 
+constexpr unsigned kSlots = 5;
+using SlotArray = std::array<uint64_t, kSlots>;
+
+/// A CPU's stores into its own trace slots between two of its other ground-truth items:
+/// the last value stored into each slot (bit n of Mask: slot n was stored). The check
+/// sees the slots only at its items (an RDTSC, a transition), never between two stores,
+/// so a run of stores is kept as its result, not queued store by store.
+struct SlotDelta {
+  uint32_t Mask = 0;
+  uint64_t Value[kSlots] = {};
+  void store(uint32_t Slot, uint64_t V) {
+    Mask |= 1u << Slot;
+    Value[Slot] = V;
+  }
+  void applyTo(SlotArray &S) const {
+    for (uint32_t M = Mask; M; M &= M - 1) {
+      const unsigned I = unsigned(std::countr_zero(M));
+      S[I] = Value[I];
+    }
+  }
+};
+
 /// A ground-truth item of one CPU.
 struct GtEvent {
+  /// The CPU's stores into its own slots after its previous item and before this one
+  /// (applied and cleared when the item reaches the front: GtQueue::applyFront).
+  SlotDelta Before;
   GtRecord Rec;
   GtKind Kind = GtKind::Transition;
   bool IsExit = false;
@@ -96,7 +122,7 @@ struct GtEvent {
   uint64_t Gpr[5] = {};
   uint32_t GprMask = 0; ///< bit n: register n was recorded
   uint8_t ExtraReg = 0;
-  uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE
+  uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE into another CPU's slots
   uint64_t Value = 0;           ///< GT_SLOT_STORE, GT_ROOT_TSC
 };
 
@@ -111,7 +137,8 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
                    kXsetbvReason = 55, kExternalInterruptReason = 1,
                    kVirtualizedEoiReason = 45, kApicWriteReason = 56;
-constexpr unsigned kSlots = 5;
+/// GT_SLOT_STORE's header word: 7 payload words and a TSC (trace/events.def).
+const uint32_t kSlotStoreHeader = xt_header(XT_EV_GtSlotStore, 7, 1);
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
 /// Injection"): bit 31 valid, bit 11 deliver error code, bits 7:0 vector.
@@ -119,8 +146,6 @@ constexpr uint32_t kIntrValid = 1u << 31, kIntrErrorCode = 1u << 11;
 constexpr uint32_t kVectorGp = 13;
 /// The core's p2m type of its emulated MMIO page (hvm/vmx/README.md, exit 48).
 constexpr uint64_t kP2mMmio = 4;
-
-using SlotArray = std::array<uint64_t, kSlots>;
 
 /// The words a handler record should carry: at most XT_MAX_WORDS, held in place (the
 /// check builds one or two per exit; a vector would allocate each time).
@@ -171,33 +196,42 @@ namespace {
 /// a node per item of this size). References stay valid until the next push_back.
 /// A transition is built in place at the back while the records that belong to it are
 /// read (hold): it is not in the queue (size, front, []) until release(). The array's
-/// elements are reused once the queue has drained (Count resets, the elements stay):
-/// a slot store, most of the items, then sets only its four fields.
+/// elements are reused once the queue has drained (Count resets, the elements stay).
+/// The CPU's stores into its own slots (most of the records) are not items: each
+/// item carries those before it (GtEvent::Before), and those after the last item wait in
+/// the back delta (storeOwn, back()). A store into another CPU's slots, which the check
+/// applies to that CPU's slots when it reaches the front, is an item of its own, which
+/// sets only Kind, Owner, Slot and Value.
 class GtQueue {
 public:
   bool empty() const { return Visible == 0; }
   size_t size() const { return Visible; }
   GtEvent &front() { return Items[Head]; }
   GtEvent &operator[](size_t I) { return Items[Head + I]; }
-  /// A new item at the back, built in place (no copy of a whole GtEvent).
+  /// A new item at the back, built in place (no copy of a whole GtEvent), with the
+  /// stores before it.
   GtEvent &emplace_back() {
     ++Visible;
-    return fresh() = GtEvent{};
+    return takeBack(fresh() = GtEvent{});
   }
-  /// A new slot store at the back: only Kind, Owner, Slot and Value are set (a store's
-  /// other fields are never read).
+  /// A store into the CPU's own slots, after every item so far.
+  void storeOwn(uint32_t Slot, uint64_t Value) { Back.store(Slot, Value); }
+  /// The stores into the CPU's own slots after the last item.
+  SlotDelta &back() { return Back; }
+  /// A new store into another CPU's slots at the back.
   void pushStore(uint32_t Owner, uint32_t Slot, uint64_t Value) {
     ++Visible;
     GtEvent &E = fresh();
+    E.Before.Mask = 0;
     E.Kind = GtKind::SlotStore;
     E.Owner = Owner;
     E.Slot = Slot;
     E.Value = Value;
   }
-  /// A new held item at the back (none may be held already).
+  /// A new held item at the back (none may be held already), with the stores before it.
   GtEvent &hold() {
     HeldBack = true;
-    return fresh() = GtEvent{};
+    return takeBack(fresh() = GtEvent{});
   }
   GtEvent *held() { return HeldBack ? &Items[Count - 1] : nullptr; }
   /// Queues the held item; false when there is none.
@@ -208,7 +242,7 @@ public:
     ++Visible;
     return true;
   }
-  /// Pops the slot stores at the front, handing each to Apply.
+  /// Pops the stores into other CPUs' slots at the front, handing each to Apply.
   template <class Fn> void popStores(Fn &&Apply) {
     while (Visible && Items[Head].Kind == GtKind::SlotStore) {
       Apply(Items[Head]);
@@ -227,6 +261,13 @@ public:
   }
 
 private:
+  GtEvent &takeBack(GtEvent &E) {
+    if (Back.Mask) {
+      E.Before = Back;
+      Back.Mask = 0;
+    }
+    return E;
+  }
   /// The next element at the back (Count grows by one): a reused one, with whatever an
   /// earlier item left in it, or a new one.
   GtEvent &fresh() {
@@ -235,6 +276,7 @@ private:
     return Items[Count++];
   }
   std::vector<GtEvent> Items;
+  SlotDelta Back;
   /// The elements in use (from 0; Items.size() may be more), the first queued item, the
   /// queued items (the held one not counted).
   size_t Count = 0, Head = 0, Visible = 0;
@@ -343,14 +385,34 @@ private:
     GtQueue &Q = Pending[N];
     RawRecord R;
     bool Stores = false; // slot stores queued: read on to the next other item (one call)
-    while (Gt.nextRawOf(N, R)) {
+    for (;;) {
+      // Runs of the CPU's stores into its own slots (8.7 per exit of vmx_bench with
+      // trace=1, most of the records): taken straight from the reader's buffer, as the
+      // case below would take them one by one.
+      if (Strict && !Q.held()) [[likely]] {
+        const uint64_t Taken = Gt.takeRun(N, kSlotStoreHeader, [&](const uint8_t *W) {
+          uint32_t Owner, Slot;
+          std::memcpy(&Owner, W + 4, 4);
+          std::memcpy(&Slot, W + 8, 4);
+          if (Owner != N || Slot >= kSlots) [[unlikely]]
+            return false;
+          uint64_t Value;
+          std::memcpy(&Value, W + 12, 8);
+          Q.storeOwn(Slot, Value);
+          return true;
+        });
+        Res.GroundTruthRecords += Taken;
+        Stores |= Taken != 0;
+      }
+      if (!Gt.nextRawOf(N, R))
+        break;
       ++Res.GroundTruthRecords;
       // The common case first: a slot store (8.7 per exit of vmx_bench with trace=1) with
-      // no transition held, queued as the switch below would.
+      // no transition held, kept as the switch below would.
       if (R.Event == XT_EV_GtSlotStore && !R.Full && Strict && !Q.held() &&
           R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS && R.word(2) < kSlots)
           [[likely]] {
-        Q.pushStore(R.word(1), R.word(2), R.quad(3));
+        store(Q, N, R);
         Stores = true;
         continue;
       }
@@ -417,7 +479,7 @@ private:
       case XT_EV_GtSlotStore:
         if (Strict && R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS &&
             R.word(2) < kSlots) {
-          Q.pushStore(R.word(1), R.word(2), R.quad(3));
+          store(Q, N, R);
           if (Queued)
             return true;
           Stores = true;
@@ -496,6 +558,16 @@ private:
     return release(N) || Stores;
   }
 
+  /// A GT_SLOT_STORE of CPU N's ground truth (Strict, its owner and slot in range): into
+  /// the back delta when it stores into N's own slots, else an item of its own.
+  static void store(GtQueue &Q, uint16_t N, const RawRecord &R) {
+    const uint32_t Owner = R.word(1), Slot = R.word(2);
+    if (Owner == N) [[likely]]
+      Q.storeOwn(Slot, R.quad(3));
+    else
+      Q.pushStore(Owner, Slot, R.quad(3));
+  }
+
   /// Queues CPU N's held transition, if any (GtQueue::release). With slot watching, its
   /// registers are those of the CPU's register file after the records that followed it:
   /// the ground truth records a register only when it changed (trace/events.def, GT_GPR).
@@ -527,13 +599,28 @@ private:
     return Pending[N].release();
   }
 
-  /// Applies the slot stores at the front of CPU N's queue.
+  /// Applies the slot stores before the first item of CPU N's queue other than a store
+  /// (all of them when there is none).
   void applyStores(uint16_t N) {
     cpu(N);
     GtQueue &Q = Pending[N]; // readGt(N) does not resize Pending: N is known
-    do
+    for (;;) {
       Q.popStores([this](const GtEvent &F) { slotsOf(F.Owner)[F.Slot] = F.Value; });
-    while (Q.empty() && readGt(N));
+      if (!Q.empty()) {
+        SlotDelta &D = Q.front().Before;
+        if (D.Mask) {
+          D.applyTo(slotsOf(N));
+          D.Mask = 0;
+        }
+        return;
+      }
+      if (!readGt(N))
+        break;
+    }
+    if (Q.back().Mask) {
+      Q.back().applyTo(slotsOf(N));
+      Q.back().Mask = 0;
+    }
   }
 
   /// The next transition of CPU N (after its stores); false at the end.
@@ -660,13 +747,14 @@ private:
       }
     }
     if (SlotsAtTsc) {
+      // The stores before that RDTSC or transition, item Upto's among them; without
+      // either, all of them, those after the last item too.
       SlotArray S = slotsOf(N);
-      const size_t Upto = std::min(LastTsc != kNone ? LastTsc : I, Pending[N].size());
-      for (size_t J = 0; J < Upto; ++J) {
-        const GtEvent &F = Pending[N][J];
-        if (F.Kind == GtKind::SlotStore && F.Owner == N)
-          S[F.Slot] = F.Value;
-      }
+      const size_t Upto = LastTsc != kNone ? LastTsc : I;
+      for (size_t J = 0; J <= Upto && J < Pending[N].size(); ++J)
+        Pending[N][J].Before.applyTo(S);
+      if (Upto >= Pending[N].size())
+        Pending[N].back().applyTo(S);
       *SlotsAtTsc = S;
     }
     return Next;

@@ -22,6 +22,7 @@
 #pragma once
 #include "trace/xentrace.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,44 @@ public:
       }
     }
     return nextRawSlow(Cpu, R);
+  }
+  /// For a consumer of runs of one kind of record (trace check's slot stores): takes CPU
+  /// Cpu's next records, as nextRawOf would return them, while each has exactly the
+  /// header word Header (event id, word count and TSC flag), lies whole in the reader's
+  /// buffer inside the current window, and Take(payload words, little-endian as in the
+  /// file) returns true; the record Take refused stays next. Returns how many it took;
+  /// 0 whenever nextRawOf would take its general path (a record across a buffer
+  /// boundary, the window's end, a xen-3.0 file, a big-endian host), which the caller
+  /// then calls. Header must not be WRAP_BUFFER's or LOST_RECORDS'.
+  template <class Fn> uint64_t takeRun(uint16_t Cpu, uint32_t Header, Fn &&Take) {
+    if (std::endian::native != std::endian::little || Order != ReadOrder::Merged ||
+        Flavour != TraceFlavour::Modern || Cpu >= XT_MAX_CPUS || !Src)
+      return 0;
+    Cursor &C = Cursors[Cpu];
+    if (C.Pos >= C.End || C.Pos < C.BufOff)
+      return 0;
+    const uint32_t Bytes = xt_record_words(Header) * 4;
+    const unsigned Skip = xt_header_has_tsc(Header) ? 12 : 4; // header and TSC
+    const uint64_t Stop = std::min<uint64_t>(C.End, C.BufOff + C.BufLen);
+    const uint8_t *const Base = C.Buf.data() - C.BufOff;
+    const uint8_t *Last = nullptr;
+    uint64_t Pos = C.Pos;
+    while (Pos + Bytes <= Stop) {
+      const uint8_t *P = Base + Pos;
+      uint32_t H;
+      std::memcpy(&H, P, 4);
+      if (H != Header || !Take(P + Skip))
+        break;
+      Last = P;
+      Pos += Bytes;
+    }
+    if (!Last)
+      return 0;
+    if (Skip == 12)
+      std::memcpy(&ReadLastTsc[Cpu], Last + 4, 8);
+    const uint64_t Taken = (Pos - C.Pos) / Bytes;
+    C.Pos = Pos;
+    return Taken;
   }
   /// Merged readers: scans the rest of the file (window descriptors only) and returns the
   /// CPUs that have windows, ascending.
