@@ -52,7 +52,7 @@ struct GtRecord {
     std::memcpy(Words, R.Words, sizeof Words);
     return *this;
   }
-  /// Record R of CPU Cpu, into a fresh GtRecord (its words past NumWords are 0).
+  /// Record R of CPU Cpu (its words past NumWords become 0).
   void set(const RawRecord &R, uint16_t OfCpu) {
     Offset = R.Offset;
     Tsc = R.Tsc;
@@ -63,8 +63,8 @@ struct GtRecord {
     if (R.NumWords >= XT_MAX_WORDS) // a constant size: no call
       std::memcpy(Words, R.Words, sizeof Words);
     else
-      for (unsigned I = 0; I < R.NumWords; ++I)
-        Words[I] = R.word(I);
+      for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+        Words[I] = I < R.NumWords ? R.word(I) : 0;
   }
   TraceRecord record() const {
     TraceRecord R;
@@ -208,11 +208,14 @@ public:
   size_t size() const { return Visible; }
   GtEvent &front() { return Items[Head]; }
   GtEvent &operator[](size_t I) { return Items[Head + I]; }
-  /// A new item at the back, built in place (no copy of a whole GtEvent), with the
-  /// stores before it.
-  GtEvent &emplace_back() {
+  /// A new item at the back, with the stores before it, left as an earlier item left it
+  /// but for Before: the caller sets every field its kind has (a root RDTSC's: Kind, Rec,
+  /// Value, IsExit and IsFail).
+  GtEvent &push() {
     ++Visible;
-    return takeBack(fresh() = GtEvent{});
+    GtEvent &E = fresh();
+    E.Before.Mask = 0;
+    return takeBack(E);
   }
   /// A store into the CPU's own slots, after every item so far.
   void storeOwn(uint32_t Slot, uint64_t Value) { Back.store(Slot, Value); }
@@ -249,15 +252,11 @@ public:
       pop_front();
     }
   }
+  /// Pops the front item; it stays where it is until the next item is added.
   void pop_front() {
     --Visible;
-    if (++Head == Count) {
+    if (++Head == Count)
       Head = Count = 0; // the elements stay, to be reused
-    } else if (Head >= 4096 && Head * 2 >= Count) {
-      Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
-      Count -= Head;
-      Head = 0;
-    }
   }
 
 private:
@@ -271,6 +270,11 @@ private:
   /// The next element at the back (Count grows by one): a reused one, with whatever an
   /// earlier item left in it, or a new one.
   GtEvent &fresh() {
+    if (Head >= 4096 && Head * 2 >= Count) [[unlikely]] {
+      Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
+      Count -= Head;
+      Head = 0;
+    }
     if (Count == Items.size())
       Items.emplace_back();
     return Items[Count++];
@@ -366,7 +370,7 @@ private:
   }
 
   SlotArray &slotsOf(uint32_t Owner) {
-    if (Owner >= Slots.size())
+    if (Owner >= Slots.size()) [[unlikely]]
       Slots.resize(Owner + 1, SlotArray{});
     return Slots[Owner];
   }
@@ -390,7 +394,8 @@ private:
       // trace=1, most of the records): taken straight from the reader's buffer, as the
       // case below would take them one by one.
       if (Strict && !Q.held()) [[likely]] {
-        const uint64_t Taken = Gt.takeRun(N, kSlotStoreHeader, [&](const uint8_t *W) {
+        const uint64_t Taken = Gt.takeRun(N, kSlotStoreHeader, [&](const uint8_t *P, uint64_t) {
+          const uint8_t *W = P + 12; // the payload, after the header and the TSC
           uint32_t Owner, Slot;
           std::memcpy(&Owner, W + 4, 4);
           std::memcpy(&Slot, W + 8, 4);
@@ -488,9 +493,10 @@ private:
         break;
       case XT_EV_GtRootTsc:
         if (Strict && R.NumWords >= 3) {
-          GtEvent &E = Q.emplace_back();
+          GtEvent &E = Q.push(); // the fields a root RDTSC has, set below
           E.Rec.set(R, N);
           E.Kind = GtKind::RootTsc;
+          E.IsExit = E.IsFail = false;
           E.Value = R.quad(1);
           return true;
         }
@@ -623,23 +629,21 @@ private:
     }
   }
 
-  /// The next transition of CPU N (after its stores); false at the end.
-  bool pull(uint16_t N, GtEvent &E) {
+  /// The next transition of CPU N (after its stores), popped from its queue: valid until
+  /// the next readGt(N) or applyStores(N) (GtQueue::pop_front); null at the end.
+  const GtEvent *pull(uint16_t N) {
     cpu(N);
+    GtQueue &Q = Pending[N];
     for (;;) {
       applyStores(N);
-      if (Pending[N].empty())
-        return false;
-      GtEvent &F = Pending[N].front();
-      if (F.Kind == GtKind::RootTsc) {
-        // An RDTSC no timed record carries: the hypervisor read the TSC for itself (its
-        // timers, say).
-        Pending[N].pop_front();
-        continue;
-      }
-      E = F;
-      Pending[N].pop_front();
-      return true;
+      if (Q.empty())
+        return nullptr;
+      const GtEvent &F = Q.front();
+      Q.pop_front();
+      // An RDTSC no timed record carries: the hypervisor read the TSC for itself (its
+      // timers, say).
+      if (F.Kind != GtKind::RootTsc)
+        return &F;
     }
   }
 
@@ -677,13 +681,15 @@ private:
   /// TSC). Last: it must also be the last RDTSC before that transition (a VM entry
   /// record).
   bool takeTsc(const TraceRecord &R, const Ordinal &What, bool Last) {
-    std::optional<GtEvent> First;
+    // The first RDTSC skipped, for the message: its value, RIP and record offset.
+    struct Skipped {
+      uint64_t Value, Rip, Offset;
+    };
+    std::optional<Skipped> First;
+    GtQueue &Q = Pending[R.Cpu]; // R.Cpu is known: readGt does not resize Pending
     for (;;) {
-      applyStores(R.Cpu);
-      while (Pending[R.Cpu].empty())
-        if (!readGt(R.Cpu))
-          break;
-      if (Pending[R.Cpu].empty() || Pending[R.Cpu].front().Kind != GtKind::RootTsc) {
+      applyStores(R.Cpu); // reads on until the queue holds an item, or to the end
+      if (Q.empty() || Q.front().Kind != GtKind::RootTsc) {
         if (!First)
           fail(fmt::format("cpu{}: {}: {} at offset {:#x} has no RDTSC of root operation in "
                            "the ground truth for its TSC",
@@ -693,24 +699,24 @@ private:
                            "RDTSC of root operation before the next transition (the first "
                            "returned {:#x} at rip {:#x}, GT_ROOT_TSC at offset {:#x})",
                            R.Cpu, What, formatRecord(R, 0), R.Offset, First->Value,
-                           word64(First->Rec, 3), First->Rec.Offset));
+                           First->Rip, First->Offset));
         return false;
       }
-      const GtEvent &T = Pending[R.Cpu].front();
+      const GtEvent &T = Q.front();
       const bool Stamped = T.Value == R.Tsc;
       if (!Stamped && !First)
-        First = T;
-      Pending[R.Cpu].pop_front(); // T is gone
+        First = Skipped{T.Value, word64(T.Rec, 3), T.Rec.Offset};
+      Q.pop_front(); // T is gone
       if (Stamped)
         break;
     }
     // Last: no RDTSC between it and the transition. Looked up without applying the
     // stores: the caller still needs the slots as this RDTSC saw them.
     for (size_t I = 0; Last; ++I) {
-      while (I >= Pending[R.Cpu].size())
+      while (I >= Q.size())
         if (!readGt(R.Cpu))
           return true;
-      const GtEvent &F = Pending[R.Cpu][I];
+      const GtEvent &F = Q[I];
       if (F.Kind == GtKind::RootTsc) {
         unstamped(F);
         return false;
@@ -724,14 +730,14 @@ private:
   /// Looks ahead in CPU N's queue without consuming: the slots as the stores before the
   /// next RDTSC or transition leave them (into *SlotsAtTsc, unless null), and the next
   /// transition when it is a VM entry (the guest registers a handler record may come
-  /// from; none when the guest was not entered again). A copy: the queue may grow while
-  /// the caller uses it.
-  std::optional<GtEvent> lookAhead(uint16_t N, SlotArray *SlotsAtTsc) {
+  /// from; null when the guest was not entered again), in the queue: valid until the
+  /// next readGt(N) or applyStores(N).
+  const GtEvent *lookAhead(uint16_t N, SlotArray *SlotsAtTsc) {
     // The slots as the last RDTSC before the transition saw them (the closing record's;
     // earlier ones are the hypervisor's own reads), or all the stores without one.
     constexpr size_t kNone = ~size_t(0);
     size_t I = 0, LastTsc = kNone;
-    std::optional<GtEvent> Next;
+    const GtEvent *Next = nullptr;
     for (bool More = true; More; ++I) {
       while (More && I >= Pending[N].size())
         More = readGt(N);
@@ -742,7 +748,7 @@ private:
         LastTsc = I;
       } else if (F.Kind == GtKind::Transition) {
         if (!F.IsExit && !F.IsFail)
-          Next = F;
+          Next = &F;
         break;
       }
     }
@@ -1113,9 +1119,11 @@ private:
 
   void exitRecord(const TraceRecord &R, bool Wide) {
     CpuCheck &C = cpu(R.Cpu);
-    GtEvent E;
-    if (!pull(R.Cpu, E))
+    const GtEvent *P = pull(R.Cpu);
+    if (!P)
       return fail(missing(R, "VM exit"));
+    // Kept (takeTsc reads on): once the check fails, nothing reads it again.
+    const GtEvent &E = LastExit[R.Cpu] = *P;
     const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
@@ -1132,30 +1140,30 @@ private:
       return;
     C.ExitLag.add(R.Tsc - E.Rec.Tsc);
     ++C.Exits;
-    LastExit[R.Cpu] = E;
     Window[R.Cpu] = {};
   }
 
   /// Pairs an entry record (either flavour) with the ground truth's next event on its
   /// CPU, which must be a VM entry at or after the record's TSC; false (the check failed)
-  /// otherwise.
-  bool pairEntry(const TraceRecord &R, GtEvent &E) {
+  /// otherwise. The entry as pull() returns it.
+  const GtEvent *pairEntry(const TraceRecord &R) {
     CpuCheck &C = cpu(R.Cpu);
-    if (!pull(R.Cpu, E)) {
+    const GtEvent *E = pull(R.Cpu);
+    if (!E) {
       if (Res.Ok)
         fail(missing(R, "VM entry"));
-      return false;
+      return nullptr;
     }
     const Ordinal Nth{"entry", C.Entries + 1};
-    if (E.IsExit) {
-      fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
-      return false;
+    if (E->IsExit) {
+      fail(versus(R, *E, Nth + " is a VM exit in the ground truth"));
+      return nullptr;
     }
-    if (R.Tsc > E.Rec.Tsc) {
-      fail(versus(R, E, Nth + ": the hypervisor's TSC is after the VM entry"));
-      return false;
+    if (R.Tsc > E->Rec.Tsc) {
+      fail(versus(R, *E, Nth + ": the hypervisor's TSC is after the VM entry"));
+      return nullptr;
     }
-    return true;
+    return E;
   }
 
   /// The entry is paired: its lead, and the exit it closes is over.
@@ -1163,12 +1171,11 @@ private:
     CpuCheck &C = cpu(R.Cpu);
     C.EntryLead.add(E.Rec.Tsc - R.Tsc);
     ++C.Entries;
-    LastExit[R.Cpu] = GtEvent{};
+    LastExit[R.Cpu].IsExit = false; // no exit open: nothing else of it is read
     LastEntryFailed[R.Cpu] = E.IsFail;
   }
 
   void entryRecord(const TraceRecord &R) {
-    GtEvent E;
     if (Strict) {
       const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (R.NumWords != 0)
@@ -1176,9 +1183,9 @@ private:
                                 formatRecord(R, 0), R.Offset));
       if (!takeTsc(R, Nth, true))
         return;
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
+      const GtEvent *Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit)
-        closeWindow(R, Next ? &*Next : nullptr);
+        closeWindow(R, Next);
       else if (Window[R.Cpu].Handler || Window[R.Cpu].Inj)
         fail(fmt::format("cpu{}: {}: a handler record before it belongs to no exit", R.Cpu,
                          Nth));
@@ -1188,8 +1195,8 @@ private:
       if (!Res.Ok)
         return;
     }
-    if (pairEntry(R, E))
-      entryPaired(R, E);
+    if (const GtEvent *E = pairEntry(R))
+      entryPaired(R, *E);
   }
 
   /// RUNSTATE_* with slot watching: d1v<cpu> (this core's guest is domain 1, one vCPU
@@ -1407,8 +1414,7 @@ private:
     if (R.HasTsc)
       return fail(versus(R, X, Nth + ": a handler record carries a TSC"));
     SlotArray S;
-    const std::optional<GtEvent> Next = lookAhead(R.Cpu, &S);
-    const GtEvent *Entry = Next ? &*Next : nullptr;
+    const GtEvent *Entry = lookAhead(R.Cpu, &S);
     uint32_t Event = 0;
     WordList W;
     std::string Why;
@@ -1478,9 +1484,11 @@ private:
       if (R.Items[I])
         return fail(fmt::format("cpu{}: malformed {} at offset {:#x}: its items must be 0",
                                 R.Cpu, formatRecord(R, 0), R.Offset));
-    GtEvent E;
-    if (!pull(R.Cpu, E))
+    const GtEvent *P = pull(R.Cpu);
+    if (!P)
       return fail(missing(R, "VM exit"));
+    // Kept (takeTsc reads on): once the check fails, nothing reads it again.
+    const GtEvent &E = LastExit[R.Cpu] = *P;
     const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
@@ -1490,7 +1498,6 @@ private:
       return;
     C.ExitLag.add(R.Tsc - E.Rec.Tsc);
     ++C.Exits;
-    LastExit[R.Cpu] = E;
   }
 
   /// The slots of the exit before a xen-3.0 entry record against its ground truth.
@@ -1524,7 +1531,6 @@ private:
   }
 
   void xen30Entry(const TraceRecord &R) {
-    GtEvent E;
     if (Strict) {
       const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (!takeTsc(R, Nth, true))
@@ -1537,9 +1543,9 @@ private:
                                   "trace slots held {}",
                                   R.Cpu, Nth, formatRecord(R, 0), R.Offset, I, R.Items[I],
                                   slotsText(Have)));
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
+      const GtEvent *Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit) {
-        closeWindow(R, Next ? &*Next : nullptr);
+        closeWindow(R, Next);
       } else if (Have != SlotArray{}) {
         return fail(fmt::format("cpu{}: {}: the launch's slots {} are not the boot value 0",
                                 R.Cpu, Nth, slotsText(Have)));
@@ -1550,14 +1556,15 @@ private:
       if (!Res.Ok)
         return;
     }
-    if (!pairEntry(R, E))
+    const GtEvent *E = pairEntry(R);
+    if (!E)
       return;
     if (LastExit[R.Cpu].IsExit) {
       xen30Slots(R, LastExit[R.Cpu], cpu(R.Cpu));
       if (!Res.Ok)
         return;
     }
-    entryPaired(R, E);
+    entryPaired(R, *E);
   }
 
   void xen30Record(const TraceRecord &R) {

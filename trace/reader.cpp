@@ -598,6 +598,17 @@ const TraceRecord *TraceReader::nextMerged() {
     LastCpu = C.Head.Cpu;
     return &C.Head;
   };
+  // A trace of one CPU so far (a hypervisor's trace of one CPU, all of it): the loop
+  // below returns the CPU's next record when it is untimed, or when no window left to
+  // scan can start before it. Decided here without the loop's bookkeeping, once the
+  // record is fetched (and the fetch has found no window of another CPU).
+  if (LastCpu >= 0 && KnownCpus.size() == 1) {
+    Cursor &C = Cursors[unsigned(LastCpu)];
+    EnsureHead(C);
+    if (C.HaveHead && KnownCpus.size() == 1 &&
+        (!C.Head.HasTsc || ScanDone || FrontierTsc > C.Head.Tsc)) [[likely]]
+      return Take(C);
+  }
   for (;;) {
     // An untimed record belongs with the timed record before it (e.g. a handler record
     // after its VMX_EXIT): it follows it directly.

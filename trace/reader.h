@@ -167,8 +167,9 @@ public:
   /// For a consumer of runs of one kind of record (trace check's slot stores): takes CPU
   /// Cpu's next records, as nextRawOf would return them, while each has exactly the
   /// header word Header (event id, word count and TSC flag), lies whole in the reader's
-  /// buffer inside the current window, and Take(payload words, little-endian as in the
-  /// file) returns true; the record Take refused stays next. Returns how many it took;
+  /// buffer inside the current window, and Take(the record's bytes from its header word
+  /// on, little-endian as in the file; its file offset) returns true; the record Take
+  /// refused stays next. Returns how many it took;
   /// 0 whenever nextRawOf would take its general path (a record across a buffer
   /// boundary, the window's end, a xen-3.0 file, a big-endian host), which the caller
   /// then calls. Header must not be WRAP_BUFFER's or LOST_RECORDS'.
@@ -180,7 +181,6 @@ public:
     if (C.Pos >= C.End || C.Pos < C.BufOff)
       return 0;
     const uint32_t Bytes = xt_record_words(Header) * 4;
-    const unsigned Skip = xt_header_has_tsc(Header) ? 12 : 4; // header and TSC
     const uint64_t Stop = std::min<uint64_t>(C.End, C.BufOff + C.BufLen);
     const uint8_t *const Base = C.Buf.data() - C.BufOff;
     const uint8_t *Last = nullptr;
@@ -189,14 +189,14 @@ public:
       const uint8_t *P = Base + Pos;
       uint32_t H;
       std::memcpy(&H, P, 4);
-      if (H != Header || !Take(P + Skip))
+      if (H != Header || !Take(P, Pos))
         break;
       Last = P;
       Pos += Bytes;
     }
     if (!Last)
       return 0;
-    if (Skip == 12)
+    if (xt_header_has_tsc(Header))
       std::memcpy(&ReadLastTsc[Cpu], Last + 4, 8);
     const uint64_t Taken = (Pos - C.Pos) / Bytes;
     C.Pos = Pos;
