@@ -8,10 +8,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace vmxsim::trace {
@@ -125,6 +128,9 @@ struct GtEvent {
   uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE into another CPU's slots
   uint64_t Value = 0;           ///< GT_SLOT_STORE, GT_ROOT_TSC
 };
+// GtQueue::hold starts the fields from Kind on with zero bytes: their initial values.
+static_assert(std::is_standard_layout_v<GtEvent> && std::is_trivially_copyable_v<GtEvent> &&
+              GtKind::Transition == GtKind{});
 
 template <class Record> uint64_t word64(const Record &R, unsigned I) {
   return uint64_t(R.Words[I]) | uint64_t(R.Words[I + 1]) << 32;
@@ -232,9 +238,13 @@ public:
     E.Value = Value;
   }
   /// A new held item at the back (none may be held already), with the stores before it.
+  /// Its record (Rec) is the caller's to set; every field after it starts at 0.
   GtEvent &hold() {
     HeldBack = true;
-    return takeBack(fresh() = GtEvent{});
+    GtEvent &E = fresh();
+    E.Before.Mask = 0;
+    std::memset(&E.Kind, 0, sizeof(GtEvent) - offsetof(GtEvent, Kind));
+    return takeBack(E);
   }
   GtEvent *held() { return HeldBack ? &Items[Count - 1] : nullptr; }
   /// Queues the held item; false when there is none.
@@ -269,13 +279,17 @@ private:
   }
   /// The next element at the back (Count grows by one): a reused one, with whatever an
   /// earlier item left in it, or a new one.
-  GtEvent &fresh() {
-    if (Head >= 4096 && Head * 2 >= Count) [[unlikely]] {
-      Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
+  [[gnu::always_inline]] GtEvent &fresh() {
+    // The items still queued move to the front once they are at most half of those in
+    // use (the look-ahead keeps a few queued, so the queue seldom drains); the array
+    // keeps its size, its elements to be reused.
+    if (Head >= 64 && Head * 2 >= Count) [[unlikely]] {
+      std::copy(Items.begin() + std::ptrdiff_t(Head), Items.begin() + std::ptrdiff_t(Count),
+                Items.begin());
       Count -= Head;
       Head = 0;
     }
-    if (Count == Items.size())
+    if (Count == Items.size()) [[unlikely]]
       Items.emplace_back();
     return Items[Count++];
   }
@@ -610,16 +624,24 @@ private:
   void applyStores(uint16_t N) {
     cpu(N);
     GtQueue &Q = Pending[N]; // readGt(N) does not resize Pending: N is known
+    // Most calls: an item other than a store at the front (inline).
+    if (!Q.empty() && Q.front().Kind != GtKind::SlotStore) [[likely]]
+      return applyFront(Q, N);
+    applyStoresSlow(Q, N);
+  }
+  /// The stores kept with the item at the front of CPU N's queue Q.
+  void applyFront(GtQueue &Q, uint16_t N) {
+    SlotDelta &D = Q.front().Before;
+    if (D.Mask) {
+      D.applyTo(slotsOf(N));
+      D.Mask = 0;
+    }
+  }
+  [[gnu::noinline]] void applyStoresSlow(GtQueue &Q, uint16_t N) {
     for (;;) {
       Q.popStores([this](const GtEvent &F) { slotsOf(F.Owner)[F.Slot] = F.Value; });
-      if (!Q.empty()) {
-        SlotDelta &D = Q.front().Before;
-        if (D.Mask) {
-          D.applyTo(slotsOf(N));
-          D.Mask = 0;
-        }
-        return;
-      }
+      if (!Q.empty())
+        return applyFront(Q, N);
       if (!readGt(N))
         break;
     }
