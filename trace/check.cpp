@@ -143,8 +143,9 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
                    kXsetbvReason = 55, kExternalInterruptReason = 1,
                    kVirtualizedEoiReason = 45, kApicWriteReason = 56;
-/// GT_SLOT_STORE's header word: 7 payload words and a TSC (trace/events.def).
-const uint32_t kSlotStoreHeader = xt_header(XT_EV_GtSlotStore, 7, 1);
+/// GT_SLOT_STORE's header word: 7 payload words and a TSC (trace/events.def; as
+/// xt_header(XT_EV_GtSlotStore, 7, 1)).
+constexpr uint32_t kSlotStoreHeader = XT_EV_GtSlotStore | 7u << XT_WORDS_SHIFT | XT_TSC_FLAG;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
 /// Injection"): bit 31 valid, bit 11 deliver error code, bits 7:0 vector.
@@ -408,7 +409,7 @@ private:
       // trace=1, most of the records): taken straight from the reader's buffer, as the
       // case below would take them one by one.
       if (Strict && !Q.held()) [[likely]] {
-        const uint64_t Taken = Gt.takeRun(N, kSlotStoreHeader, [&](const uint8_t *P, uint64_t) {
+        const uint64_t Taken = Gt.takeRun<kSlotStoreHeader>(N, [&](const uint8_t *P, uint64_t) {
           const uint8_t *W = P + 12; // the payload, after the header and the TSC
           uint32_t Owner, Slot;
           std::memcpy(&Owner, W + 4, 4);

@@ -242,21 +242,25 @@ public:
   /// refused stays next. Returns how many it took;
   /// 0 whenever nextRawOf would take its general path (a record across a buffer
   /// boundary, the window's end, a xen-3.0 file, a big-endian host), which the caller
-  /// then calls. Header must not be WRAP_BUFFER's or LOST_RECORDS'.
-  template <class Fn> uint64_t takeRun(uint16_t Cpu, uint32_t Header, Fn &&Take) {
+  /// then calls. Header must not be WRAP_BUFFER's or LOST_RECORDS' (a constant: the
+  /// records' size is one).
+  template <uint32_t Header, class Fn> uint64_t takeRun(uint16_t Cpu, Fn &&Take) {
+    static_assert((Header & XT_EVENT_MASK) != XT_EV_WrapBuffer &&
+                  (Header & XT_EVENT_MASK) != XT_EV_LostRecords);
+    constexpr bool Timed = (Header & XT_TSC_FLAG) != 0;
+    constexpr uint32_t Bytes = (1u + (Timed ? 2u : 0u) + (Header >> XT_WORDS_SHIFT & 7u)) * 4;
     if (std::endian::native != std::endian::little || Order != ReadOrder::Merged ||
         Flavour != TraceFlavour::Modern || Cpu >= XT_MAX_CPUS || !Src)
       return 0;
     Cursor &C = Cursors[Cpu];
     if (C.Pos >= C.End || C.Pos < C.BufOff)
       return 0;
-    const uint32_t Bytes = xt_record_words(Header) * 4;
     const uint64_t Stop = std::min<uint64_t>(C.End, C.BufOff + C.BufLen);
-    const uint8_t *const Base = C.Buf.data() - C.BufOff;
+    const uint8_t *const Buf = C.Buf.data();
     const uint8_t *Last = nullptr;
     uint64_t Pos = C.Pos;
     while (Pos + Bytes <= Stop) {
-      const uint8_t *P = Base + Pos;
+      const uint8_t *P = Buf + (Pos - C.BufOff);
       uint32_t H;
       std::memcpy(&H, P, 4);
       if (H != Header || !Take(P, Pos))
@@ -266,7 +270,7 @@ public:
     }
     if (!Last)
       return 0;
-    if (xt_header_has_tsc(Header))
+    if constexpr (Timed)
       std::memcpy(&ReadLastTsc[Cpu], Last + 4, 8);
     const uint64_t Taken = (Pos - C.Pos) / Bytes;
     C.Pos = Pos;
