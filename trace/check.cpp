@@ -8,9 +8,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace vmxsim::trace {
@@ -51,7 +55,7 @@ struct GtRecord {
     std::memcpy(Words, R.Words, sizeof Words);
     return *this;
   }
-  /// Record R of CPU Cpu, into a fresh GtRecord (its words past NumWords are 0).
+  /// Record R of CPU Cpu (its words past NumWords become 0).
   void set(const RawRecord &R, uint16_t OfCpu) {
     Offset = R.Offset;
     Tsc = R.Tsc;
@@ -62,8 +66,8 @@ struct GtRecord {
     if (R.NumWords >= XT_MAX_WORDS) // a constant size: no call
       std::memcpy(Words, R.Words, sizeof Words);
     else
-      for (unsigned I = 0; I < R.NumWords; ++I)
-        Words[I] = R.word(I);
+      for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+        Words[I] = I < R.NumWords ? R.word(I) : 0;
   }
   TraceRecord record() const {
     TraceRecord R;
@@ -78,8 +82,33 @@ struct GtRecord {
   }
 };
 
+constexpr unsigned kSlots = 5;
+using SlotArray = std::array<uint64_t, kSlots>;
+
+/// A CPU's stores into its own trace slots between two of its other ground-truth items:
+/// the last value stored into each slot (bit n of Mask: slot n was stored). The check
+/// sees the slots only at its items (an RDTSC, a transition), never between two stores,
+/// so a run of stores is kept as its result, not queued store by store.
+struct SlotDelta {
+  uint32_t Mask = 0;
+  uint64_t Value[kSlots] = {};
+  void store(uint32_t Slot, uint64_t V) {
+    Mask |= 1u << Slot;
+    Value[Slot] = V;
+  }
+  void applyTo(SlotArray &S) const {
+    for (uint32_t M = Mask; M; M &= M - 1) {
+      const unsigned I = unsigned(std::countr_zero(M));
+      S[I] = Value[I];
+    }
+  }
+};
+
 /// A ground-truth item of one CPU.
 struct GtEvent {
+  /// The CPU's stores into its own slots after its previous item and before this one
+  /// (applied and cleared when the item reaches the front: GtQueue::applyFront).
+  SlotDelta Before;
   GtRecord Rec;
   GtKind Kind = GtKind::Transition;
   bool IsExit = false;
@@ -96,9 +125,12 @@ struct GtEvent {
   uint64_t Gpr[5] = {};
   uint32_t GprMask = 0; ///< bit n: register n was recorded
   uint8_t ExtraReg = 0;
-  uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE
+  uint32_t Owner = 0, Slot = 0; ///< GT_SLOT_STORE into another CPU's slots
   uint64_t Value = 0;           ///< GT_SLOT_STORE, GT_ROOT_TSC
 };
+// GtQueue::hold starts the fields from Kind on with zero bytes: their initial values.
+static_assert(std::is_standard_layout_v<GtEvent> && std::is_trivially_copyable_v<GtEvent> &&
+              GtKind::Transition == GtKind{});
 
 template <class Record> uint64_t word64(const Record &R, unsigned I) {
   return uint64_t(R.Words[I]) | uint64_t(R.Words[I + 1]) << 32;
@@ -111,7 +143,9 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
                    kXsetbvReason = 55, kExternalInterruptReason = 1,
                    kVirtualizedEoiReason = 45, kApicWriteReason = 56;
-constexpr unsigned kSlots = 5;
+/// GT_SLOT_STORE's header word: 7 payload words and a TSC (trace/events.def; as
+/// xt_header(XT_EV_GtSlotStore, 7, 1)).
+constexpr uint32_t kSlotStoreHeader = XT_EV_GtSlotStore | 7u << XT_WORDS_SHIFT | XT_TSC_FLAG;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
 /// Injection"): bit 31 valid, bit 11 deliver error code, bits 7:0 vector.
@@ -119,8 +153,6 @@ constexpr uint32_t kIntrValid = 1u << 31, kIntrErrorCode = 1u << 11;
 constexpr uint32_t kVectorGp = 13;
 /// The core's p2m type of its emulated MMIO page (hvm/vmx/README.md, exit 48).
 constexpr uint64_t kP2mMmio = 4;
-
-using SlotArray = std::array<uint64_t, kSlots>;
 
 /// The words a handler record should carry: at most XT_MAX_WORDS, held in place (the
 /// check builds one or two per exit; a vector would allocate each time).
@@ -171,33 +203,49 @@ namespace {
 /// a node per item of this size). References stay valid until the next push_back.
 /// A transition is built in place at the back while the records that belong to it are
 /// read (hold): it is not in the queue (size, front, []) until release(). The array's
-/// elements are reused once the queue has drained (Count resets, the elements stay):
-/// a slot store, most of the items, then sets only its four fields.
+/// elements are reused once the queue has drained (Count resets, the elements stay).
+/// The CPU's stores into its own slots (most of the records) are not items: each
+/// item carries those before it (GtEvent::Before), and those after the last item wait in
+/// the back delta (storeOwn, back()). A store into another CPU's slots, which the check
+/// applies to that CPU's slots when it reaches the front, is an item of its own, which
+/// sets only Kind, Owner, Slot and Value.
 class GtQueue {
 public:
   bool empty() const { return Visible == 0; }
   size_t size() const { return Visible; }
   GtEvent &front() { return Items[Head]; }
   GtEvent &operator[](size_t I) { return Items[Head + I]; }
-  /// A new item at the back, built in place (no copy of a whole GtEvent).
-  GtEvent &emplace_back() {
+  /// A new item at the back, with the stores before it, left as an earlier item left it
+  /// but for Before: the caller sets every field its kind has (a root RDTSC's: Kind, Rec,
+  /// Value, IsExit and IsFail).
+  GtEvent &push() {
     ++Visible;
-    return fresh() = GtEvent{};
+    GtEvent &E = fresh();
+    E.Before.Mask = 0;
+    return takeBack(E);
   }
-  /// A new slot store at the back: only Kind, Owner, Slot and Value are set (a store's
-  /// other fields are never read).
+  /// A store into the CPU's own slots, after every item so far.
+  void storeOwn(uint32_t Slot, uint64_t Value) { Back.store(Slot, Value); }
+  /// The stores into the CPU's own slots after the last item.
+  SlotDelta &back() { return Back; }
+  /// A new store into another CPU's slots at the back.
   void pushStore(uint32_t Owner, uint32_t Slot, uint64_t Value) {
     ++Visible;
     GtEvent &E = fresh();
+    E.Before.Mask = 0;
     E.Kind = GtKind::SlotStore;
     E.Owner = Owner;
     E.Slot = Slot;
     E.Value = Value;
   }
-  /// A new held item at the back (none may be held already).
+  /// A new held item at the back (none may be held already), with the stores before it.
+  /// Its record (Rec) is the caller's to set; every field after it starts at 0.
   GtEvent &hold() {
     HeldBack = true;
-    return fresh() = GtEvent{};
+    GtEvent &E = fresh();
+    E.Before.Mask = 0;
+    std::memset(&E.Kind, 0, sizeof(GtEvent) - offsetof(GtEvent, Kind));
+    return takeBack(E);
   }
   GtEvent *held() { return HeldBack ? &Items[Count - 1] : nullptr; }
   /// Queues the held item; false when there is none.
@@ -208,33 +256,46 @@ public:
     ++Visible;
     return true;
   }
-  /// Pops the slot stores at the front, handing each to Apply.
+  /// Pops the stores into other CPUs' slots at the front, handing each to Apply.
   template <class Fn> void popStores(Fn &&Apply) {
     while (Visible && Items[Head].Kind == GtKind::SlotStore) {
       Apply(Items[Head]);
       pop_front();
     }
   }
+  /// Pops the front item; it stays where it is until the next item is added.
   void pop_front() {
     --Visible;
-    if (++Head == Count) {
+    if (++Head == Count)
       Head = Count = 0; // the elements stay, to be reused
-    } else if (Head >= 4096 && Head * 2 >= Count) {
-      Items.erase(Items.begin(), Items.begin() + std::ptrdiff_t(Head));
-      Count -= Head;
-      Head = 0;
-    }
   }
 
 private:
+  GtEvent &takeBack(GtEvent &E) {
+    if (Back.Mask) {
+      E.Before = Back;
+      Back.Mask = 0;
+    }
+    return E;
+  }
   /// The next element at the back (Count grows by one): a reused one, with whatever an
   /// earlier item left in it, or a new one.
-  GtEvent &fresh() {
-    if (Count == Items.size())
+  [[gnu::always_inline]] GtEvent &fresh() {
+    // The items still queued move to the front once they are at most half of those in
+    // use (the look-ahead keeps a few queued, so the queue seldom drains); the array
+    // keeps its size, its elements to be reused.
+    if (Head >= 64 && Head * 2 >= Count) [[unlikely]] {
+      std::copy(Items.begin() + std::ptrdiff_t(Head), Items.begin() + std::ptrdiff_t(Count),
+                Items.begin());
+      Count -= Head;
+      Head = 0;
+    }
+    if (Count == Items.size()) [[unlikely]]
       Items.emplace_back();
     return Items[Count++];
   }
   std::vector<GtEvent> Items;
+  SlotDelta Back;
   /// The elements in use (from 0; Items.size() may be more), the first queued item, the
   /// queued items (the held one not counted).
   size_t Count = 0, Head = 0, Visible = 0;
@@ -324,7 +385,7 @@ private:
   }
 
   SlotArray &slotsOf(uint32_t Owner) {
-    if (Owner >= Slots.size())
+    if (Owner >= Slots.size()) [[unlikely]]
       Slots.resize(Owner + 1, SlotArray{});
     return Slots[Owner];
   }
@@ -343,14 +404,35 @@ private:
     GtQueue &Q = Pending[N];
     RawRecord R;
     bool Stores = false; // slot stores queued: read on to the next other item (one call)
-    while (Gt.nextRawOf(N, R)) {
+    for (;;) {
+      // Runs of the CPU's stores into its own slots (8.7 per exit of vmx_bench with
+      // trace=1, most of the records): taken straight from the reader's buffer, as the
+      // case below would take them one by one.
+      if (Strict && !Q.held()) [[likely]] {
+        const uint64_t Taken = Gt.takeRun<kSlotStoreHeader>(N, [&](const uint8_t *P, uint64_t) {
+          const uint8_t *W = P + 12; // the payload, after the header and the TSC
+          uint32_t Owner, Slot;
+          std::memcpy(&Owner, W + 4, 4);
+          std::memcpy(&Slot, W + 8, 4);
+          if (Owner != N || Slot >= kSlots) [[unlikely]]
+            return false;
+          uint64_t Value;
+          std::memcpy(&Value, W + 12, 8);
+          Q.storeOwn(Slot, Value);
+          return true;
+        });
+        Res.GroundTruthRecords += Taken;
+        Stores |= Taken != 0;
+      }
+      if (!Gt.nextRawOf(N, R))
+        break;
       ++Res.GroundTruthRecords;
       // The common case first: a slot store (8.7 per exit of vmx_bench with trace=1) with
-      // no transition held, queued as the switch below would.
+      // no transition held, kept as the switch below would.
       if (R.Event == XT_EV_GtSlotStore && !R.Full && Strict && !Q.held() &&
           R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS && R.word(2) < kSlots)
           [[likely]] {
-        Q.pushStore(R.word(1), R.word(2), R.quad(3));
+        store(Q, N, R);
         Stores = true;
         continue;
       }
@@ -417,7 +499,7 @@ private:
       case XT_EV_GtSlotStore:
         if (Strict && R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS &&
             R.word(2) < kSlots) {
-          Q.pushStore(R.word(1), R.word(2), R.quad(3));
+          store(Q, N, R);
           if (Queued)
             return true;
           Stores = true;
@@ -426,9 +508,10 @@ private:
         break;
       case XT_EV_GtRootTsc:
         if (Strict && R.NumWords >= 3) {
-          GtEvent &E = Q.emplace_back();
+          GtEvent &E = Q.push(); // the fields a root RDTSC has, set below
           E.Rec.set(R, N);
           E.Kind = GtKind::RootTsc;
+          E.IsExit = E.IsFail = false;
           E.Value = R.quad(1);
           return true;
         }
@@ -496,6 +579,16 @@ private:
     return release(N) || Stores;
   }
 
+  /// A GT_SLOT_STORE of CPU N's ground truth (Strict, its owner and slot in range): into
+  /// the back delta when it stores into N's own slots, else an item of its own.
+  static void store(GtQueue &Q, uint16_t N, const RawRecord &R) {
+    const uint32_t Owner = R.word(1), Slot = R.word(2);
+    if (Owner == N) [[likely]]
+      Q.storeOwn(Slot, R.quad(3));
+    else
+      Q.pushStore(Owner, Slot, R.quad(3));
+  }
+
   /// Queues CPU N's held transition, if any (GtQueue::release). With slot watching, its
   /// registers are those of the CPU's register file after the records that followed it:
   /// the ground truth records a register only when it changed (trace/events.def, GT_GPR).
@@ -527,32 +620,53 @@ private:
     return Pending[N].release();
   }
 
-  /// Applies the slot stores at the front of CPU N's queue.
+  /// Applies the slot stores before the first item of CPU N's queue other than a store
+  /// (all of them when there is none).
   void applyStores(uint16_t N) {
     cpu(N);
     GtQueue &Q = Pending[N]; // readGt(N) does not resize Pending: N is known
-    do
+    // Most calls: an item other than a store at the front (inline).
+    if (!Q.empty() && Q.front().Kind != GtKind::SlotStore) [[likely]]
+      return applyFront(Q, N);
+    applyStoresSlow(Q, N);
+  }
+  /// The stores kept with the item at the front of CPU N's queue Q.
+  void applyFront(GtQueue &Q, uint16_t N) {
+    SlotDelta &D = Q.front().Before;
+    if (D.Mask) {
+      D.applyTo(slotsOf(N));
+      D.Mask = 0;
+    }
+  }
+  [[gnu::noinline]] void applyStoresSlow(GtQueue &Q, uint16_t N) {
+    for (;;) {
       Q.popStores([this](const GtEvent &F) { slotsOf(F.Owner)[F.Slot] = F.Value; });
-    while (Q.empty() && readGt(N));
+      if (!Q.empty())
+        return applyFront(Q, N);
+      if (!readGt(N))
+        break;
+    }
+    if (Q.back().Mask) {
+      Q.back().applyTo(slotsOf(N));
+      Q.back().Mask = 0;
+    }
   }
 
-  /// The next transition of CPU N (after its stores); false at the end.
-  bool pull(uint16_t N, GtEvent &E) {
+  /// The next transition of CPU N (after its stores), popped from its queue: valid until
+  /// the next readGt(N) or applyStores(N) (GtQueue::pop_front); null at the end.
+  const GtEvent *pull(uint16_t N) {
     cpu(N);
+    GtQueue &Q = Pending[N];
     for (;;) {
       applyStores(N);
-      if (Pending[N].empty())
-        return false;
-      GtEvent &F = Pending[N].front();
-      if (F.Kind == GtKind::RootTsc) {
-        // An RDTSC no timed record carries: the hypervisor read the TSC for itself (its
-        // timers, say).
-        Pending[N].pop_front();
-        continue;
-      }
-      E = F;
-      Pending[N].pop_front();
-      return true;
+      if (Q.empty())
+        return nullptr;
+      const GtEvent &F = Q.front();
+      Q.pop_front();
+      // An RDTSC no timed record carries: the hypervisor read the TSC for itself (its
+      // timers, say).
+      if (F.Kind != GtKind::RootTsc)
+        return &F;
     }
   }
 
@@ -590,13 +704,15 @@ private:
   /// TSC). Last: it must also be the last RDTSC before that transition (a VM entry
   /// record).
   bool takeTsc(const TraceRecord &R, const Ordinal &What, bool Last) {
-    std::optional<GtEvent> First;
+    // The first RDTSC skipped, for the message: its value, RIP and record offset.
+    struct Skipped {
+      uint64_t Value, Rip, Offset;
+    };
+    std::optional<Skipped> First;
+    GtQueue &Q = Pending[R.Cpu]; // R.Cpu is known: readGt does not resize Pending
     for (;;) {
-      applyStores(R.Cpu);
-      while (Pending[R.Cpu].empty())
-        if (!readGt(R.Cpu))
-          break;
-      if (Pending[R.Cpu].empty() || Pending[R.Cpu].front().Kind != GtKind::RootTsc) {
+      applyStores(R.Cpu); // reads on until the queue holds an item, or to the end
+      if (Q.empty() || Q.front().Kind != GtKind::RootTsc) {
         if (!First)
           fail(fmt::format("cpu{}: {}: {} at offset {:#x} has no RDTSC of root operation in "
                            "the ground truth for its TSC",
@@ -606,24 +722,24 @@ private:
                            "RDTSC of root operation before the next transition (the first "
                            "returned {:#x} at rip {:#x}, GT_ROOT_TSC at offset {:#x})",
                            R.Cpu, What, formatRecord(R, 0), R.Offset, First->Value,
-                           word64(First->Rec, 3), First->Rec.Offset));
+                           First->Rip, First->Offset));
         return false;
       }
-      const GtEvent &T = Pending[R.Cpu].front();
+      const GtEvent &T = Q.front();
       const bool Stamped = T.Value == R.Tsc;
       if (!Stamped && !First)
-        First = T;
-      Pending[R.Cpu].pop_front(); // T is gone
+        First = Skipped{T.Value, word64(T.Rec, 3), T.Rec.Offset};
+      Q.pop_front(); // T is gone
       if (Stamped)
         break;
     }
     // Last: no RDTSC between it and the transition. Looked up without applying the
     // stores: the caller still needs the slots as this RDTSC saw them.
     for (size_t I = 0; Last; ++I) {
-      while (I >= Pending[R.Cpu].size())
+      while (I >= Q.size())
         if (!readGt(R.Cpu))
           return true;
-      const GtEvent &F = Pending[R.Cpu][I];
+      const GtEvent &F = Q[I];
       if (F.Kind == GtKind::RootTsc) {
         unstamped(F);
         return false;
@@ -637,14 +753,14 @@ private:
   /// Looks ahead in CPU N's queue without consuming: the slots as the stores before the
   /// next RDTSC or transition leave them (into *SlotsAtTsc, unless null), and the next
   /// transition when it is a VM entry (the guest registers a handler record may come
-  /// from; none when the guest was not entered again). A copy: the queue may grow while
-  /// the caller uses it.
-  std::optional<GtEvent> lookAhead(uint16_t N, SlotArray *SlotsAtTsc) {
+  /// from; null when the guest was not entered again), in the queue: valid until the
+  /// next readGt(N) or applyStores(N).
+  const GtEvent *lookAhead(uint16_t N, SlotArray *SlotsAtTsc) {
     // The slots as the last RDTSC before the transition saw them (the closing record's;
     // earlier ones are the hypervisor's own reads), or all the stores without one.
     constexpr size_t kNone = ~size_t(0);
     size_t I = 0, LastTsc = kNone;
-    std::optional<GtEvent> Next;
+    const GtEvent *Next = nullptr;
     for (bool More = true; More; ++I) {
       while (More && I >= Pending[N].size())
         More = readGt(N);
@@ -655,18 +771,19 @@ private:
         LastTsc = I;
       } else if (F.Kind == GtKind::Transition) {
         if (!F.IsExit && !F.IsFail)
-          Next = F;
+          Next = &F;
         break;
       }
     }
     if (SlotsAtTsc) {
+      // The stores before that RDTSC or transition, item Upto's among them; without
+      // either, all of them, those after the last item too.
       SlotArray S = slotsOf(N);
-      const size_t Upto = std::min(LastTsc != kNone ? LastTsc : I, Pending[N].size());
-      for (size_t J = 0; J < Upto; ++J) {
-        const GtEvent &F = Pending[N][J];
-        if (F.Kind == GtKind::SlotStore && F.Owner == N)
-          S[F.Slot] = F.Value;
-      }
+      const size_t Upto = LastTsc != kNone ? LastTsc : I;
+      for (size_t J = 0; J <= Upto && J < Pending[N].size(); ++J)
+        Pending[N][J].Before.applyTo(S);
+      if (Upto >= Pending[N].size())
+        Pending[N].back().applyTo(S);
       *SlotsAtTsc = S;
     }
     return Next;
@@ -1025,9 +1142,11 @@ private:
 
   void exitRecord(const TraceRecord &R, bool Wide) {
     CpuCheck &C = cpu(R.Cpu);
-    GtEvent E;
-    if (!pull(R.Cpu, E))
+    const GtEvent *P = pull(R.Cpu);
+    if (!P)
       return fail(missing(R, "VM exit"));
+    // Kept (takeTsc reads on): once the check fails, nothing reads it again.
+    const GtEvent &E = LastExit[R.Cpu] = *P;
     const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
@@ -1044,30 +1163,30 @@ private:
       return;
     C.ExitLag.add(R.Tsc - E.Rec.Tsc);
     ++C.Exits;
-    LastExit[R.Cpu] = E;
     Window[R.Cpu] = {};
   }
 
   /// Pairs an entry record (either flavour) with the ground truth's next event on its
   /// CPU, which must be a VM entry at or after the record's TSC; false (the check failed)
-  /// otherwise.
-  bool pairEntry(const TraceRecord &R, GtEvent &E) {
+  /// otherwise. The entry as pull() returns it.
+  const GtEvent *pairEntry(const TraceRecord &R) {
     CpuCheck &C = cpu(R.Cpu);
-    if (!pull(R.Cpu, E)) {
+    const GtEvent *E = pull(R.Cpu);
+    if (!E) {
       if (Res.Ok)
         fail(missing(R, "VM entry"));
-      return false;
+      return nullptr;
     }
     const Ordinal Nth{"entry", C.Entries + 1};
-    if (E.IsExit) {
-      fail(versus(R, E, Nth + " is a VM exit in the ground truth"));
-      return false;
+    if (E->IsExit) {
+      fail(versus(R, *E, Nth + " is a VM exit in the ground truth"));
+      return nullptr;
     }
-    if (R.Tsc > E.Rec.Tsc) {
-      fail(versus(R, E, Nth + ": the hypervisor's TSC is after the VM entry"));
-      return false;
+    if (R.Tsc > E->Rec.Tsc) {
+      fail(versus(R, *E, Nth + ": the hypervisor's TSC is after the VM entry"));
+      return nullptr;
     }
-    return true;
+    return E;
   }
 
   /// The entry is paired: its lead, and the exit it closes is over.
@@ -1075,12 +1194,11 @@ private:
     CpuCheck &C = cpu(R.Cpu);
     C.EntryLead.add(E.Rec.Tsc - R.Tsc);
     ++C.Entries;
-    LastExit[R.Cpu] = GtEvent{};
+    LastExit[R.Cpu].IsExit = false; // no exit open: nothing else of it is read
     LastEntryFailed[R.Cpu] = E.IsFail;
   }
 
   void entryRecord(const TraceRecord &R) {
-    GtEvent E;
     if (Strict) {
       const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (R.NumWords != 0)
@@ -1088,9 +1206,9 @@ private:
                                 formatRecord(R, 0), R.Offset));
       if (!takeTsc(R, Nth, true))
         return;
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
+      const GtEvent *Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit)
-        closeWindow(R, Next ? &*Next : nullptr);
+        closeWindow(R, Next);
       else if (Window[R.Cpu].Handler || Window[R.Cpu].Inj)
         fail(fmt::format("cpu{}: {}: a handler record before it belongs to no exit", R.Cpu,
                          Nth));
@@ -1100,8 +1218,8 @@ private:
       if (!Res.Ok)
         return;
     }
-    if (pairEntry(R, E))
-      entryPaired(R, E);
+    if (const GtEvent *E = pairEntry(R))
+      entryPaired(R, *E);
   }
 
   /// RUNSTATE_* with slot watching: d1v<cpu> (this core's guest is domain 1, one vCPU
@@ -1319,8 +1437,7 @@ private:
     if (R.HasTsc)
       return fail(versus(R, X, Nth + ": a handler record carries a TSC"));
     SlotArray S;
-    const std::optional<GtEvent> Next = lookAhead(R.Cpu, &S);
-    const GtEvent *Entry = Next ? &*Next : nullptr;
+    const GtEvent *Entry = lookAhead(R.Cpu, &S);
     uint32_t Event = 0;
     WordList W;
     std::string Why;
@@ -1390,9 +1507,11 @@ private:
       if (R.Items[I])
         return fail(fmt::format("cpu{}: malformed {} at offset {:#x}: its items must be 0",
                                 R.Cpu, formatRecord(R, 0), R.Offset));
-    GtEvent E;
-    if (!pull(R.Cpu, E))
+    const GtEvent *P = pull(R.Cpu);
+    if (!P)
       return fail(missing(R, "VM exit"));
+    // Kept (takeTsc reads on): once the check fails, nothing reads it again.
+    const GtEvent &E = LastExit[R.Cpu] = *P;
     const Ordinal Nth{"exit", C.Exits + 1};
     if (!E.IsExit)
       return fail(versus(R, E, Nth + " is a VM entry in the ground truth"));
@@ -1402,7 +1521,6 @@ private:
       return;
     C.ExitLag.add(R.Tsc - E.Rec.Tsc);
     ++C.Exits;
-    LastExit[R.Cpu] = E;
   }
 
   /// The slots of the exit before a xen-3.0 entry record against its ground truth.
@@ -1436,7 +1554,6 @@ private:
   }
 
   void xen30Entry(const TraceRecord &R) {
-    GtEvent E;
     if (Strict) {
       const Ordinal Nth{"entry", cpu(R.Cpu).Entries + 1};
       if (!takeTsc(R, Nth, true))
@@ -1449,9 +1566,9 @@ private:
                                   "trace slots held {}",
                                   R.Cpu, Nth, formatRecord(R, 0), R.Offset, I, R.Items[I],
                                   slotsText(Have)));
-      const std::optional<GtEvent> Next = lookAhead(R.Cpu, nullptr);
+      const GtEvent *Next = lookAhead(R.Cpu, nullptr);
       if (LastExit[R.Cpu].IsExit) {
-        closeWindow(R, Next ? &*Next : nullptr);
+        closeWindow(R, Next);
       } else if (Have != SlotArray{}) {
         return fail(fmt::format("cpu{}: {}: the launch's slots {} are not the boot value 0",
                                 R.Cpu, Nth, slotsText(Have)));
@@ -1462,14 +1579,15 @@ private:
       if (!Res.Ok)
         return;
     }
-    if (!pairEntry(R, E))
+    const GtEvent *E = pairEntry(R);
+    if (!E)
       return;
     if (LastExit[R.Cpu].IsExit) {
       xen30Slots(R, LastExit[R.Cpu], cpu(R.Cpu));
       if (!Res.Ok)
         return;
     }
-    entryPaired(R, E);
+    entryPaired(R, *E);
   }
 
   void xen30Record(const TraceRecord &R) {

@@ -183,23 +183,33 @@ bool TraceReader::scanRecords(Window &W, uint64_t &LastTsc, uint64_t &FirstTsc) 
     // Fast: the records that lie whole in the buffer with room for the largest one after
     // them (the buffer never runs past End, so each lies inside the window and the
     // file). Anything else, and any record that fails a check, takes the path below.
-    for (const uint64_t Limit = BufOff + BufLen; Off >= BufOff &&
-                                                 Off + XT_MAX_RECORD_WORDS * 4 <= Limit;) {
-      const uint8_t *P = &ScanBuf[Off - BufOff];
-      const uint32_t Header = loadWord(P);
-      if (xt_header_event(Header) == XT_EV_TraceCpuChange)
-        break;
-      if (xt_header_has_tsc(Header)) {
-        const uint64_t Tsc = loadQuad(P + 4);
-        if (Tsc < LastTsc)
+    // In locals: the buffer's bytes may alias anything, so members and references would
+    // be reloaded and stored at every record.
+    if (Off >= BufOff && BufLen >= XT_MAX_RECORD_WORDS * 4) {
+      const uint8_t *const Buf = ScanBuf.data();
+      const uint64_t Stop = BufLen - XT_MAX_RECORD_WORDS * 4;
+      uint64_t Rel = Off - BufOff, Last = LastTsc, First = FirstTsc;
+      bool Have = HaveFirst;
+      while (Rel <= Stop) {
+        const uint32_t Header = loadWord(Buf + Rel);
+        if (xt_header_event(Header) == XT_EV_TraceCpuChange)
           break;
-        LastTsc = Tsc;
-        if (!HaveFirst) {
-          FirstTsc = Tsc;
-          HaveFirst = true;
+        if (xt_header_has_tsc(Header)) {
+          const uint64_t Tsc = loadQuad(Buf + Rel + 4);
+          if (Tsc < Last)
+            break;
+          Last = Tsc;
+          if (!Have) [[unlikely]] {
+            First = Tsc;
+            Have = true;
+          }
         }
+        Rel += uint64_t(xt_record_words(Header)) * 4;
       }
-      Off += uint64_t(xt_record_words(Header)) * 4;
+      Off = BufOff + Rel;
+      LastTsc = Last;
+      FirstTsc = First;
+      HaveFirst = Have;
     }
     if (Off >= End)
       break;
@@ -491,20 +501,6 @@ void TraceReader::decodeXen30(Cursor &C, TraceRecord &R) {
     Lost += R.Items[0];
 }
 
-namespace {
-/// kKeepPairs[n][j]: the mask of words 2j and 2j+1 (a little-endian 64-bit load of them)
-/// that keeps the words a record of n words has and clears the others: a record's words
-/// are copied whole and the tail masked, in four operations.
-constexpr auto kKeepPairs = [] {
-  std::array<std::array<uint64_t, 4>, XT_MAX_WORDS + 1> M{};
-  for (unsigned N = 0; N <= XT_MAX_WORDS; ++N)
-    for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
-      if (I < N)
-        M[N][I / 2] |= uint64_t(0xffffffff) << (32 * (I % 2));
-  return M;
-}();
-static_assert(XT_MAX_WORDS == 7, "the masked copy below moves 3 pairs and a word");
-} // namespace
 
 bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
   for (;;) {
@@ -547,21 +543,7 @@ bool TraceReader::fetch(Cursor &C, TraceRecord &R) {
         P += 8;
       }
       R.Tsc = Last;
-      const auto &Keep = kKeepPairs[NumWords];
-      uint64_t W01, W23, W45;
-      uint32_t W6;
-      std::memcpy(&W01, P, 8);
-      std::memcpy(&W23, P + 8, 8);
-      std::memcpy(&W45, P + 16, 8);
-      std::memcpy(&W6, P + 24, 4);
-      W01 &= Keep[0];
-      W23 &= Keep[1];
-      W45 &= Keep[2];
-      W6 &= uint32_t(Keep[3]);
-      std::memcpy(&R.Words[0], &W01, 8);
-      std::memcpy(&R.Words[2], &W23, 8);
-      std::memcpy(&R.Words[4], &W45, 8);
-      R.Words[6] = W6;
+      reader_detail::copyWordsMasked(P, NumWords, R.Words);
     } else {
       if (R.HasTsc) {
         Last = loadQuad(P);
@@ -598,6 +580,17 @@ const TraceRecord *TraceReader::nextMerged() {
     LastCpu = C.Head.Cpu;
     return &C.Head;
   };
+  // A trace of one CPU so far (a hypervisor's trace of one CPU, all of it): the loop
+  // below returns the CPU's next record when it is untimed, or when no window left to
+  // scan can start before it. Decided here without the loop's bookkeeping, once the
+  // record is fetched (and the fetch has found no window of another CPU).
+  if (LastCpu >= 0 && KnownCpus.size() == 1) {
+    Cursor &C = Cursors[unsigned(LastCpu)];
+    EnsureHead(C);
+    if (C.HaveHead && KnownCpus.size() == 1 &&
+        (!C.Head.HasTsc || ScanDone || FrontierTsc > C.Head.Tsc)) [[likely]]
+      return Take(C);
+  }
   for (;;) {
     // An untimed record belongs with the timed record before it (e.g. a handler record
     // after its VMX_EXIT): it follows it directly.
@@ -666,7 +659,7 @@ const std::vector<uint16_t> &TraceReader::allCpus() {
   return KnownCpus;
 }
 
-const TraceRecord *TraceReader::nextRecord() {
+const TraceRecord *TraceReader::nextRecordSlow() {
   if (Order == ReadOrder::Merged)
     return nextMerged();
   return Src && fetch(Cursors[0], FileRecord) ? &FileRecord : nullptr;

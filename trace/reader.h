@@ -22,6 +22,8 @@
 #pragma once
 #include "trace/xentrace.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +34,40 @@
 #include <vector>
 
 namespace vmxsim::trace {
+
+namespace reader_detail {
+/// kKeepPairs[n][j]: the mask of words 2j and 2j+1 (a little-endian 64-bit load of them)
+/// that keeps the words a record of n words has and clears the others: a record's words
+/// are copied whole and the tail masked, in four operations.
+inline constexpr auto kKeepPairs = [] {
+  std::array<std::array<uint64_t, 4>, XT_MAX_WORDS + 1> M{};
+  for (unsigned N = 0; N <= XT_MAX_WORDS; ++N)
+    for (unsigned I = 0; I < XT_MAX_WORDS; ++I)
+      if (I < N)
+        M[N][I / 2] |= uint64_t(0xffffffff) << (32 * (I % 2));
+  return M;
+}();
+static_assert(XT_MAX_WORDS == 7, "the masked copy below moves 3 pairs and a word");
+/// The NumWords payload words at P into Words, the others 0; P must have room for the
+/// largest payload (XT_MAX_WORDS words). Little-endian hosts.
+inline void copyWordsMasked(const uint8_t *P, unsigned NumWords, uint32_t *Words) {
+  const auto &Keep = kKeepPairs[NumWords];
+  uint64_t W01, W23, W45;
+  uint32_t W6;
+  std::memcpy(&W01, P, 8);
+  std::memcpy(&W23, P + 8, 8);
+  std::memcpy(&W45, P + 16, 8);
+  std::memcpy(&W6, P + 24, 4);
+  W01 &= Keep[0];
+  W23 &= Keep[1];
+  W45 &= Keep[2];
+  W6 &= uint32_t(Keep[3]);
+  std::memcpy(&Words[0], &W01, 8);
+  std::memcpy(&Words[2], &W23, 8);
+  std::memcpy(&Words[4], &W45, 8);
+  Words[6] = W6;
+}
+} // namespace reader_detail
 
 enum class TraceFlavour : uint8_t {
   Modern, ///< Xen 3.2+ variable-size records in TRACE_CPU_CHANGE windows
@@ -119,7 +155,42 @@ public:
   bool next(TraceRecord &R);
   /// The same without a copy: the next record, valid until the next call of next() or
   /// nextRecord(); null at the end of the trace or at the first error.
-  const TraceRecord *nextRecord();
+  const TraceRecord *nextRecord() {
+    // Fast path, inline: a merged trace of one CPU so far whose next record lies whole
+    // in the cursor's buffer inside the current window, needs no bookkeeping (not
+    // WRAP_BUFFER nor LOST_RECORDS), and is what the merge returns (untimed, or no
+    // window left to scan can start before it): decoded as fetch() does.
+    if (std::endian::native == std::endian::little && Order == ReadOrder::Merged &&
+        LastCpu >= 0 && Flavour == TraceFlavour::Modern && KnownCpus.size() == 1)
+        [[likely]] {
+      Cursor &C = Cursors[unsigned(LastCpu)];
+      if (!C.HaveHead && !C.Exhausted && C.Pos < C.End && C.Pos >= C.BufOff &&
+          C.Pos + XT_MAX_RECORD_WORDS * 4 <= C.BufOff + C.BufLen) [[likely]] {
+        const uint8_t *P = C.Buf.data() + (C.Pos - C.BufOff);
+        uint32_t Header;
+        std::memcpy(&Header, P, 4);
+        const uint32_t Event = xt_header_event(Header);
+        const bool HasTsc = xt_header_has_tsc(Header);
+        uint64_t Tsc = ReadLastTsc[unsigned(LastCpu)];
+        if (HasTsc)
+          std::memcpy(&Tsc, P + 4, 8);
+        if (Event != XT_EV_WrapBuffer && Event != XT_EV_LostRecords &&
+            (!HasTsc || ScanDone || FrontierTsc > Tsc)) [[likely]] {
+          TraceRecord &R = C.Head;
+          R.Offset = C.Pos;
+          R.Tsc = ReadLastTsc[unsigned(LastCpu)] = Tsc;
+          R.Event = Event;
+          R.Cpu = uint16_t(LastCpu);
+          R.NumWords = uint8_t(xt_header_words(Header));
+          R.HasTsc = HasTsc;
+          reader_detail::copyWordsMasked(P + (HasTsc ? 12 : 4), R.NumWords, R.Words);
+          C.Pos += uint64_t(xt_record_words(Header)) * 4;
+          return &R;
+        }
+      }
+    }
+    return nextRecordSlow();
+  }
   /// Merged readers only, instead of nextRecord(): CPU Cpu's next record (its records in
   /// TSC order; no merge across CPUs), valid until the next call for the same CPU; null
   /// at that CPU's end or at the first error. Windows of other CPUs met on the way are
@@ -163,6 +234,48 @@ public:
     }
     return nextRawSlow(Cpu, R);
   }
+  /// For a consumer of runs of one kind of record (trace check's slot stores): takes CPU
+  /// Cpu's next records, as nextRawOf would return them, while each has exactly the
+  /// header word Header (event id, word count and TSC flag), lies whole in the reader's
+  /// buffer inside the current window, and Take(the record's bytes from its header word
+  /// on, little-endian as in the file; its file offset) returns true; the record Take
+  /// refused stays next. Returns how many it took;
+  /// 0 whenever nextRawOf would take its general path (a record across a buffer
+  /// boundary, the window's end, a xen-3.0 file, a big-endian host), which the caller
+  /// then calls. Header must not be WRAP_BUFFER's or LOST_RECORDS' (a constant: the
+  /// records' size is one).
+  template <uint32_t Header, class Fn> uint64_t takeRun(uint16_t Cpu, Fn &&Take) {
+    static_assert((Header & XT_EVENT_MASK) != XT_EV_WrapBuffer &&
+                  (Header & XT_EVENT_MASK) != XT_EV_LostRecords);
+    constexpr bool Timed = (Header & XT_TSC_FLAG) != 0;
+    constexpr uint32_t Bytes = (1u + (Timed ? 2u : 0u) + (Header >> XT_WORDS_SHIFT & 7u)) * 4;
+    if (std::endian::native != std::endian::little || Order != ReadOrder::Merged ||
+        Flavour != TraceFlavour::Modern || Cpu >= XT_MAX_CPUS || !Src)
+      return 0;
+    Cursor &C = Cursors[Cpu];
+    if (C.Pos >= C.End || C.Pos < C.BufOff)
+      return 0;
+    const uint64_t Stop = std::min<uint64_t>(C.End, C.BufOff + C.BufLen);
+    const uint8_t *const Buf = C.Buf.data();
+    const uint8_t *Last = nullptr;
+    uint64_t Pos = C.Pos;
+    while (Pos + Bytes <= Stop) {
+      const uint8_t *P = Buf + (Pos - C.BufOff);
+      uint32_t H;
+      std::memcpy(&H, P, 4);
+      if (H != Header || !Take(P, Pos))
+        break;
+      Last = P;
+      Pos += Bytes;
+    }
+    if (!Last)
+      return 0;
+    if constexpr (Timed)
+      std::memcpy(&ReadLastTsc[Cpu], Last + 4, 8);
+    const uint64_t Taken = (Pos - C.Pos) / Bytes;
+    C.Pos = Pos;
+    return Taken;
+  }
   /// Merged readers: scans the rest of the file (window descriptors only) and returns the
   /// CPUs that have windows, ascending.
   const std::vector<uint16_t> &allCpus();
@@ -201,6 +314,8 @@ private:
   };
 
   void start(std::unique_ptr<ByteSource> Src);
+  /// nextRecord's general path.
+  const TraceRecord *nextRecordSlow();
   /// nextRawOf's general path: through nextRecordOf.
   bool nextRawSlow(uint16_t Cpu, RawRecord &R);
   /// Checks and queues the next window; false when the scan has ended (EOF or error).
