@@ -523,6 +523,27 @@ TEST(Translator, RewrittenTranslatedBlockRunsTheNewCode) {
   }
 }
 
+namespace {
+/// One run's end state in one execution mode (interpreted, translated, lockstep).
+struct ModeRun {
+  CpuState S;
+  uint64_t Cycles = 0, Retired = 0;
+  std::vector<uint8_t> Data; ///< guest memory the test compares, if any
+};
+/// The translated and the lockstep run (1, 2) end as the interpreted one (0) did.
+void expectModesAgree(const ModeRun (&R)[3]) {
+  for (int K = 1; K < 3; ++K) {
+    for (unsigned G = 0; G < 16; ++G)
+      EXPECT_EQ(R[0].S.Gpr[G], R[K].S.Gpr[G]) << K << " " << G;
+    EXPECT_EQ(R[0].S.Rip, R[K].S.Rip) << K;
+    EXPECT_EQ(R[0].S.Rflags, R[K].S.Rflags) << K;
+    EXPECT_EQ(R[0].Cycles, R[K].Cycles) << K;
+    EXPECT_EQ(R[0].Retired, R[K].Retired) << K;
+    EXPECT_EQ(R[0].Data, R[K].Data) << K;
+  }
+}
+} // namespace
+
 TEST(Translator, FaultInsideATranslatedBlockLeavesTheInterpretersState) {
   // add rax, rcx; mov rdx, [rbx]; inc rax; jmp back: the load from RBX faults (#PF, an
   // unmapped address above the identity map) on the 40th run; there is no IDT, so the
@@ -713,11 +734,7 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
   std::memcpy(&Code[37], &D, 4);
   for (const bool Ac : {false, true}) {
     SCOPED_TRACE(Ac);
-    struct Result {
-      CpuState S;
-      uint64_t Cycles, Retired;
-      std::vector<uint8_t> Data;
-    } Results[3];
+    ModeRun Results[3];
     int Slot = 0;
     for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
       TestMachine M;
@@ -736,7 +753,7 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
       if (Ac)
         M.S.Rflags |= rflags::AC;
       ASSERT_EQ(M.run(100000), StopReason::Halted);
-      Result &R = Results[Slot++];
+      ModeRun &R = Results[Slot++];
       R.S = M.S;
       R.Cycles = M.Cpu_.Cycles;
       R.Retired = M.Cpu_.Retired;
@@ -753,15 +770,7 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
       }
     }
     EXPECT_EQ(Results[0].S.Gpr[RDX], 40u);
-    for (int K = 1; K < 3; ++K) {
-      for (unsigned G = 0; G < 16; ++G)
-        EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
-      EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
-      EXPECT_EQ(Results[0].S.Rflags, Results[K].S.Rflags);
-      EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
-      EXPECT_EQ(Results[0].Retired, Results[K].Retired);
-      EXPECT_EQ(Results[0].Data, Results[K].Data);
-    }
+    expectModesAgree(Results);
   }
 }
 
@@ -779,11 +788,7 @@ TEST(Translator, MovntiStoresRunInlineAsMovAndWriteWhatTheInterpreterWrites) {
       0xff, 0xc9,                   // 17
       0x75, 0xeb,                   // 19: jnz 0
       0xf4};                        // 21
-  struct Result {
-    CpuState S;
-    uint64_t Cycles, Retired;
-    std::vector<uint8_t> Data;
-  } Results[3];
+  ModeRun Results[3];
   int Slot = 0;
   for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
     TestMachine M;
@@ -797,7 +802,7 @@ TEST(Translator, MovntiStoresRunInlineAsMovAndWriteWhatTheInterpreterWrites) {
     M.S.Gpr[RCX] = 16;
     M.S.Gpr[RDI] = kDataBase;
     ASSERT_EQ(M.run(100000), StopReason::Halted);
-    Result &R = Results[Slot++];
+    ModeRun &R = Results[Slot++];
     R.S = M.S;
     R.Cycles = M.Cpu_.Cycles;
     R.Retired = M.Cpu_.Retired;
@@ -824,14 +829,7 @@ TEST(Translator, MovntiStoresRunInlineAsMovAndWriteWhatTheInterpreterWrites) {
     EXPECT_EQ(D0, 0x55667788u) << K;
     EXPECT_EQ(D1, 0xa5a5a5a5u) << K;
   }
-  for (int K = 1; K < 3; ++K) {
-    for (unsigned G = 0; G < 16; ++G)
-      EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
-    EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
-    EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
-    EXPECT_EQ(Results[0].Retired, Results[K].Retired);
-    EXPECT_EQ(Results[0].Data, Results[K].Data);
-  }
+  expectModesAgree(Results);
 }
 
 TEST(Translator, InlineMovLoadsOfAReadWatchedPageReportEveryReadAsInterpreted) {
@@ -911,10 +909,7 @@ TEST(Translator, ABlockEndingInAnUntranslatableInstructionIsTranslatedUpToIt) {
       0xff, 0xcf,             // 28
       0x75, 0xe0,             // 30: jnz 0 (32 - 32)
       0xf4};                  // 32
-  struct Result {
-    CpuState S;
-    uint64_t Cycles, Retired;
-  } Results[3];
+  ModeRun Results[3];
   int Slot = 0;
   for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
     TestMachine M;
@@ -924,7 +919,7 @@ TEST(Translator, ABlockEndingInAnUntranslatableInstructionIsTranslatedUpToIt) {
     M.loadCode(Code);
     M.S.Gpr[RDI] = 40;
     ASSERT_EQ(M.run(100000), StopReason::Halted);
-    Results[Slot++] = Result{M.S, M.Cpu_.Cycles, M.Cpu_.Retired};
+    Results[Slot++] = ModeRun{M.S, M.Cpu_.Cycles, M.Cpu_.Retired, {}};
     if (Mode == ExecMode::Translate) {
       // The 8 instructions before OUT at each of the 40 runs, and DEC, JNZ at each.
       EXPECT_EQ(M.Cpu_.Jit->stats().InsnsTranslated, 40u * (8 + 2));
@@ -934,12 +929,5 @@ TEST(Translator, ABlockEndingInAnUntranslatableInstructionIsTranslatedUpToIt) {
   EXPECT_EQ(Results[0].Retired, 40u * 11 + 1);
   EXPECT_EQ(Results[0].S.Gpr[RSI], 40u * 3);
   EXPECT_EQ(Results[0].S.Gpr[R9], 40u * 3);
-  for (int K = 1; K < 3; ++K) {
-    for (unsigned G = 0; G < 16; ++G)
-      EXPECT_EQ(Results[0].S.Gpr[G], Results[K].S.Gpr[G]) << K << " " << G;
-    EXPECT_EQ(Results[0].S.Rip, Results[K].S.Rip);
-    EXPECT_EQ(Results[0].S.Rflags, Results[K].S.Rflags);
-    EXPECT_EQ(Results[0].Cycles, Results[K].Cycles);
-    EXPECT_EQ(Results[0].Retired, Results[K].Retired);
-  }
+  expectModesAgree(Results);
 }
