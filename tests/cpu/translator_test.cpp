@@ -530,6 +530,14 @@ struct ModeRun {
   uint64_t Cycles = 0, Retired = 0;
   std::vector<uint8_t> Data; ///< guest memory the test compares, if any
 };
+/// M in 64-bit mode with Code loaded, run in Mode (translating every block at its first
+/// entry when Mode translates).
+void startIn(TestMachine &M, ExecMode Mode, const std::vector<uint8_t> &Code) {
+  M.setupLongMode();
+  if (Mode != ExecMode::Interp)
+    translateAtOnce(M, Mode);
+  M.loadCode(Code);
+}
 /// The translated and the lockstep run (1, 2) end as the interpreted one (0) did.
 void expectModesAgree(const ModeRun (&R)[3]) {
   for (int K = 1; K < 3; ++K) {
@@ -738,10 +746,7 @@ TEST(Translator, InlineMovAccessesTakeTheInterpretersPathWhenTheTlbDoesNot) {
     int Slot = 0;
     for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
       TestMachine M;
-      M.setupLongMode();
-      if (Mode != ExecMode::Interp)
-        translateAtOnce(M, Mode);
-      M.loadCode(Code);
+      startIn(M, Mode, Code);
       std::vector<uint8_t> Data(0x1100);
       for (size_t K = 0; K < Data.size(); ++K)
         Data[K] = uint8_t(K * 7 + 3);
@@ -792,10 +797,7 @@ TEST(Translator, MovntiStoresRunInlineAsMovAndWriteWhatTheInterpreterWrites) {
   int Slot = 0;
   for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
     TestMachine M;
-    M.setupLongMode();
-    if (Mode != ExecMode::Interp)
-      translateAtOnce(M, Mode);
-    M.loadCode(Code);
+    startIn(M, Mode, Code);
     std::vector<uint8_t> Data(16 * 24, 0xa5);
     M.write(kDataBase, Data.data(), Data.size());
     M.S.Gpr[RAX] = 0x1122334455667788ull;
@@ -913,10 +915,7 @@ TEST(Translator, ABlockEndingInAnUntranslatableInstructionIsTranslatedUpToIt) {
   int Slot = 0;
   for (ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
     TestMachine M;
-    M.setupLongMode();
-    if (Mode != ExecMode::Interp)
-      translateAtOnce(M, Mode);
-    M.loadCode(Code);
+    startIn(M, Mode, Code);
     M.S.Gpr[RDI] = 40;
     ASSERT_EQ(M.run(100000), StopReason::Halted);
     Results[Slot++] = ModeRun{M.S, M.Cpu_.Cycles, M.Cpu_.Retired, {}};
