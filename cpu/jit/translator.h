@@ -109,6 +109,9 @@ public:
   ExecMode mode() const { return Mode; }
   const JitStats &stats() const { return Stats; }
   uint16_t Threshold = kDefaultThreshold;
+  /// The host executes LAHF in 64-bit mode (set from CPUID.80000001H:ECX[0]); false: the
+  /// host's flags are taken with PUSHF (a test sets it to run that way on any host).
+  bool HostLahf = false;
   /// False when the host refused the code cache (mmap/mprotect failed): nothing is
   /// translated and everything is interpreted.
   bool usable() const { return Code != nullptr; }
@@ -275,7 +278,6 @@ private:
   FormSlot FormCache[kFormSlots] = {};
   /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes).
   uint8_t CallsByMnemonic[JitStats::kMnemonics] = {};
-  bool HostLahf = false; ///< the host executes LAHF in 64-bit mode
   bool HeldRegisters = false; ///< the block emitBlock made last holds registers
   bool FusedBranch = false;   ///< and its JCC branches on the host's flags
   // Offsets in the Cpu of what the emitted code reads and writes.
