@@ -20,11 +20,17 @@ class PhysMem;
 /// published trace_values slots (trace/slot_layout.h), every RDTSC/RDTSCP in VMX root
 /// operation, and the guest registers at each exit and entry (GT_SLOT_*, GT_ROOT_TSC,
 /// GT_GPR in trace/events.def): what `trace check` proves a hypervisor's records with.
-class GroundTruthLink : public VmxTransitionObserver {
+class GroundTruthLink final : public VmxTransitionObserver {
 public:
   explicit GroundTruthLink(trace::GroundTruthRecorder &R) : R(R) {}
+  /// The full paths: every exit and entry, from their events.
   void vmExit(const VmExitEvent &E) override;
   void vmEntry(const VmEntryEvent &E) override;
+  /// The fast paths, from the processor: the common exit (GT_EXIT alone) and the entry
+  /// that resumes after it (GT_RESUME), when the records fit in place; every other case
+  /// goes to vmExit or vmEntry with the processor's event. Both write the same records.
+  void vmExitBegins(const Cpu &P, const VmExitInfo &Info) override;
+  void vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t EntryInterruptionInfo) override;
   void vmEntryFailure(const VmEntryFailureEvent &E) override;
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override;
   void watchedStore(const WatchedStoreEvent &E) override;
@@ -75,10 +81,10 @@ private:
     }
     return Regs[Cpu];
   }
-  /// Everything vmExit and vmEntry do, for the transitions their fast paths leave (the
-  /// first of a CPU, a record that says more than GT_EXIT or GT_RESUME, a full buffer).
-  void vmExitSlow(const VmExitEvent &E);
-  void vmEntrySlow(const VmEntryEvent &E);
+  /// The full paths from the fast paths: the processor's event built (out of line, so
+  /// that the fast paths keep no stack frame) and given to vmExit or vmEntry.
+  [[gnu::noinline]] void exitFromEvent(const Cpu &P, const VmExitInfo &Info);
+  [[gnu::noinline]] void entryFromEvent(const Cpu &P, bool IsLaunch, uint32_t Info);
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
   /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
   /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
