@@ -5,6 +5,8 @@
 #include "cpu/vmx/vm_exit.h"
 #include "trace/slot_layout.h"
 
+#include <algorithm>
+
 namespace vmxsim {
 
 namespace {
@@ -56,7 +58,7 @@ void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
   // 31 of the reason) and a processor that is not active (GT_ACTIVITY; savedActivity)
   // take the full path.
   const unsigned Id = P.Id;
-  if (Id >= NumRegs ||
+  if (Id >= NumFast ||
       (I.InterruptionInfo | I.InterruptionErrorCode | I.IdtVectoringInfo |
        I.IdtVectoringErrorCode | I.InstructionInfo) ||
       (I.GuestLinearValid | I.GuestPhysicalValid | I.EntryFailure) ||
@@ -65,9 +67,10 @@ void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
            : trace::exitHasRegs(uint32_t(I.Reason)))) [[unlikely]]
     return exitFromEvent(P, I);
   CpuRegs &C = Regs[Id];
-  if ((Mem && !C.unchanged(P.S.Gpr)) ||
-      !R.exitInPlace(Id, P.Cycles, uint32_t(I.Reason), P.S.Rip, I.Qualification,
-                     I.InstructionLength)) [[unlikely]]
+  if (!C.fastRegs(P.S.Gpr) ||
+      !trace::GroundTruthRecorder::exitInPlace(*C.Lane, P.Cycles, uint32_t(I.Reason), P.S.Rip,
+                                               I.Qualification, I.InstructionLength))
+      [[unlikely]]
     return exitFromEvent(P, I);
   C.ResumeRip = P.S.Rip + I.InstructionLength; // trace/events.def, GT_RESUME
   C.ResumeOpen = true;
@@ -77,11 +80,12 @@ void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
 void GroundTruthLink::vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t Info) {
   // An injecting entry's error code is not 0 only when Info is not.
   const unsigned Id = P.Id;
-  if (Id >= NumRegs) [[unlikely]]
+  if (Id >= NumFast) [[unlikely]]
     return entryFromEvent(P, IsLaunch, Info);
   CpuRegs &C = Regs[Id];
   if (!C.ResumeOpen || IsLaunch || Info || P.S.Rip != C.ResumeRip ||
-      (Mem && !C.unchanged(P.S.Gpr)) || !R.resumeInPlace(Id, P.Cycles)) [[unlikely]]
+      !C.fastRegs(P.S.Gpr) || !trace::GroundTruthRecorder::resumeInPlace(*C.Lane, P.Cycles))
+      [[unlikely]]
     return entryFromEvent(P, IsLaunch, Info);
   C.ResumeOpen = false;
   C.CrGpr = -1;
@@ -105,6 +109,7 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
   C.ResumeOpen = true;
   if (!Mem) [[unlikely]] {
     exitDetails(E, C);
+    refresh(C);
     return;
   }
   C.CrGpr = isCrAccess(E.Reason) ? int((E.Qualification >> 8) & 15) : -1;
@@ -112,6 +117,7 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
        E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
       E.GuestLinearValid || E.GuestPhysicalValid || !C.unchanged(E.Gpr)) [[unlikely]]
     exitDetails(E, C);
+  refresh(C);
 }
 
 void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
@@ -152,6 +158,14 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
     recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
   }
   C.CrGpr = -1;
+  refresh(C);
+}
+
+void GroundTruthLink::regsResized() {
+  trace::TraceWriter &W = R.writer();
+  for (unsigned N = 0; N < Regs.size(); ++N)
+    Regs[N].Lane = W.lane(N);
+  NumFast = unsigned(std::min<size_t>(Regs.size(), W.numCpus()));
 }
 
 void GroundTruthLink::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
@@ -274,7 +288,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
     return;
   }
   Regs.assign(M, CpuRegs{});
-  NumRegs = unsigned(Regs.size());
+  regsResized();
   for (CpuRegs &C : Regs) {
     for (uint64_t &V : C.Value)
       V = R.u64();
@@ -285,6 +299,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
       R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
       C.CrGpr = -1;
     }
+    refresh(C);
   }
 }
 

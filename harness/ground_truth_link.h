@@ -60,6 +60,12 @@ private:
     /// len), while its next entry attempt is the first after that exit (ResumeOpen).
     uint64_t ResumeRip = 0;
     bool ResumeOpen = false;
+    /// What the fast paths must test of the registers, kept by refresh: 0 nothing (no
+    /// slot watching), 1 that RAX..RBX are as last recorded (unchanged), 2 take the
+    /// full path (a register of RAX..RBX never recorded, a CR access's open).
+    uint8_t Check = 2;
+    /// This CPU's buffer in the writer (TraceWriter::lane); null past the writer's CPUs.
+    trace::TraceWriter::Lane *Lane = nullptr;
     bool differs(unsigned Reg, uint64_t V) const {
       return !(Known >> Reg & 1) || Value[Reg] != V;
     }
@@ -70,17 +76,30 @@ private:
     /// Nothing to record at a transition: RAX, RCX, RDX and RBX are as last recorded and
     /// no CR access's register (4-15) is open.
     bool unchanged(const uint64_t *Gpr) const {
-      return (Known & 15) == 15 && Value[0] == Gpr[0] && Value[1] == Gpr[1] &&
-             Value[2] == Gpr[2] && Value[3] == Gpr[3] && CrGpr < 4;
+      return (Known & 15) == 15 && CrGpr < 4 && same(Gpr);
     }
+    /// RAX, RCX, RDX and RBX are the values last recorded (or never recorded, as 0).
+    bool same(const uint64_t *Gpr) const {
+      return !((Value[0] ^ Gpr[0]) | (Value[1] ^ Gpr[1]) | (Value[2] ^ Gpr[2]) |
+               (Value[3] ^ Gpr[3]));
+    }
+    /// Whether a fast path may write this transition (Check) with the registers Gpr.
+    bool fastRegs(const uint64_t *Gpr) const { return !Check || (Check == 1 && same(Gpr)); }
   };
+  /// C.Check from the registers recorded, the open CR access and slot watching: after
+  /// every full path, which alone changes them.
+  void refresh(CpuRegs &C) const {
+    C.Check = !Mem ? 0 : (C.Known & 15) == 15 && C.CrGpr < 4 ? 1 : 2;
+  }
   CpuRegs &regsOf(unsigned Cpu) {
-    if (Cpu >= NumRegs) [[unlikely]] {
+    if (Cpu >= Regs.size()) [[unlikely]] {
       Regs.resize(Cpu + 1);
-      NumRegs = unsigned(Regs.size());
+      regsResized();
     }
     return Regs[Cpu];
   }
+  /// Each CPU's lane, and NumFast, after Regs grew or was loaded.
+  void regsResized();
   /// The full paths from the fast paths: the processor's event built (out of line, so
   /// that the fast paths keep no stack frame) and given to vmExit or vmEntry.
   [[gnu::noinline]] void exitFromEvent(const Cpu &P, const VmExitInfo &Info);
@@ -100,7 +119,9 @@ private:
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
   std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
-  unsigned NumRegs = 0;          ///< Regs.size(), without its division on the fast paths
+  /// The CPUs the fast paths serve: those of Regs that have a lane (without the
+  /// division of Regs.size() on the fast paths).
+  unsigned NumFast = 0;
 };
 
 /// A CpuObserver that records every instruction into the ground truth and forwards to
