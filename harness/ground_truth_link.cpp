@@ -48,10 +48,11 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
 
 // The fast paths: the common transition (an exit that says nothing but GT_EXIT, the
 // entry that resumes after it: GT_RESUME) with the registers as last recorded, read from
-// the processor and written in place. Every condition is tested before anything is
-// written, and every other case is a tail call of the full path (the processor's event,
-// built only then, to vmExit or vmEntry), so that these stay leaf code: they run at every
-// exit and entry of a traced run.
+// the processor and written in place. Every condition is tested before a record is
+// written (and of C only what the full path sets the same), and every other case is a
+// tail call of the full path (the processor's event, built only then, to vmExit or
+// vmEntry), so that these stay leaf code: they run at every exit and entry of a traced
+// run.
 void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
   // With slot watching a CR access opens its register; without, the exits that take
   // operands in RAX, RCX, RDX have GT_VMEXIT_REGS (exitDetails). An entry failure (bit
@@ -67,14 +68,18 @@ void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
            : trace::exitHasRegs(uint32_t(I.Reason)))) [[unlikely]]
     return exitFromEvent(P, I);
   CpuRegs &C = Regs[Id];
-  if (!C.fastRegs(P.S.Gpr) ||
-      !trace::GroundTruthRecorder::exitInPlace(*C.Lane, P.Cycles, uint32_t(I.Reason), P.S.Rip,
-                                               I.Qualification, I.InstructionLength))
-      [[unlikely]]
+  if (!C.fastRegs(P.S.Gpr)) [[unlikely]]
     return exitFromEvent(P, I);
-  C.ResumeRip = P.S.Rip + I.InstructionLength; // trace/events.def, GT_RESUME
+  // What the full path would set of C as well (so these may go first, while their
+  // values are at hand): GT_RESUME's RIP (trace/events.def), no CR access open.
+  const uint64_t Rip = P.S.Rip;
+  const uint32_t Len = I.InstructionLength;
+  C.ResumeRip = Rip + Len;
   C.ResumeOpen = true;
   C.CrGpr = -1;
+  if (!trace::GroundTruthRecorder::exitInPlace(*C.Lane, P.Cycles, uint32_t(I.Reason), Rip,
+                                               I.Qualification, Len)) [[unlikely]]
+    return exitFromEvent(P, I);
 }
 
 void GroundTruthLink::vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t Info) {
