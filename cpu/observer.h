@@ -16,6 +16,7 @@ namespace vmxsim {
 class Cpu;
 struct DecodedInsn;
 struct PendingEvent;
+struct VmExitInfo;
 
 /// Hooks for tooling (instruction traces); null when unused so they cost one branch.
 class CpuObserver {
@@ -123,6 +124,14 @@ struct WatchedLoadEvent {
   unsigned SizeBytes = 0;
 };
 
+/// What the processor publishes of a VM exit that begins, from itself and the exit's
+/// information before it saves guest state (cpu/vmx/vm_exit.cpp).
+VmExitEvent exitEventOf(const Cpu &C, const VmExitInfo &Info);
+/// What it publishes of a VM entry that has loaded the guest (cpu/vmx/vm_entry.cpp):
+/// EntryInterruptionInfo is the VM-entry interruption-information field when its valid
+/// bit is set, else 0; the error code is the VMCS's when that field delivers one.
+VmEntryEvent entryEventOf(const Cpu &C, bool IsLaunch, uint32_t EntryInterruptionInfo);
+
 /// VMX transitions, as they happen; the ground truth listens here. It is also told of
 /// the two events a hypervisor's trace is proven with (trace/slot_layout.h): stores into
 /// watched memory, and the TSC values RDTSC/RDTSCP return in VMX root operation.
@@ -131,6 +140,19 @@ public:
   virtual ~VmxTransitionObserver() = default;
   virtual void vmExit(const VmExitEvent &E) = 0;
   virtual void vmEntry(const VmEntryEvent &E) = 0;
+  /// The processor's own calls at the same two moments. By default they build the
+  /// VmExitEvent or VmEntryEvent above (cpu/vmx: exitEventOf, entryEventOf) and call
+  /// vmExit or vmEntry. An observer on the exit loop's hot path (the ground truth) may
+  /// override them to read the few values its common case needs from the processor
+  /// itself (C and Info are valid during the call only) rather than have every exit
+  /// copy the whole event. EntryInterruptionInfo is the VM-entry interruption-information
+  /// field when its valid bit is set, else 0 (VmEntryEvent::InjectedInfo).
+  virtual void vmExitBegins(const Cpu &C, const VmExitInfo &Info) {
+    vmExit(exitEventOf(C, Info));
+  }
+  virtual void vmEntryDone(const Cpu &C, bool IsLaunch, uint32_t EntryInterruptionInfo) {
+    vmEntry(entryEventOf(C, IsLaunch, EntryInterruptionInfo));
+  }
   virtual void vmEntryFailure(const VmEntryFailureEvent &E) = 0;
   /// RDTSC or RDTSCP in VMX root operation returns Value (the TSC: no offset or scaling
   /// applies there; SDM Vol. 2B, RDTSC). Rip is the instruction's.

@@ -1,8 +1,11 @@
 #include "harness/ground_truth_link.h"
 
 #include "cpu/cpu.h"
+#include "cpu/vmx/vm_entry.h"
 #include "cpu/vmx/vm_exit.h"
 #include "trace/slot_layout.h"
+
+#include <algorithm>
 
 namespace vmxsim {
 
@@ -43,43 +46,65 @@ void GroundTruthLink::recordRegs(unsigned Cpu, CpuRegs &C, const uint64_t *Gpr, 
     R.entryRegs(Cpu, {Gpr[0], Gpr[1], Gpr[2]});
 }
 
-// The fast paths of vmExit and vmEntry: the common transition (an exit that says nothing
-// but GT_EXIT, the entry that resumes after it: GT_RESUME) with the registers as last
-// recorded, written in place. Every condition is tested before anything is written, and
-// every other case is a tail call of the full path, so that these stay leaf code (no
-// registers saved, no stack frame): they run at every exit and entry of a traced run.
-void GroundTruthLink::vmExit(const VmExitEvent &E) {
+// The fast paths: the common transition (an exit that says nothing but GT_EXIT, the
+// entry that resumes after it: GT_RESUME) with the registers as last recorded, read from
+// the processor and written in place. Every condition is tested before a record is
+// written (and of C only what the full path sets the same), and every other case is a
+// tail call of the full path (the processor's event, built only then, to vmExit or
+// vmEntry), so that these stay leaf code: they run at every exit and entry of a traced
+// run.
+void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
   // With slot watching a CR access opens its register; without, the exits that take
-  // operands in RAX, RCX, RDX have GT_VMEXIT_REGS (exitDetails).
-  if (E.Cpu >= NumRegs ||
-      (E.InterruptionInfo | E.InterruptionErrorCode | E.IdtVectoringInfo |
-       E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
-      E.GuestLinearValid || E.GuestPhysicalValid ||
-      (Mem ? isCrAccess(E.Reason) : trace::exitHasRegs(E.Reason))) [[unlikely]]
-    return vmExitSlow(E);
-  CpuRegs &C = Regs[E.Cpu];
-  if ((Mem && !C.unchanged(E.Gpr)) ||
-      !R.exitInPlace(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength))
-      [[unlikely]]
-    return vmExitSlow(E);
-  C.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
+  // operands in RAX, RCX, RDX have GT_VMEXIT_REGS (exitDetails). An entry failure (bit
+  // 31 of the reason) and a processor that is not active (GT_ACTIVITY; savedActivity)
+  // take the full path.
+  const unsigned Id = P.Id;
+  if (Id >= NumFast ||
+      (I.InterruptionInfo | I.InterruptionErrorCode | I.IdtVectoringInfo |
+       I.IdtVectoringErrorCode | I.InstructionInfo) ||
+      (I.GuestLinearValid | I.GuestPhysicalValid | I.EntryFailure) ||
+      P.Activity != ActivityState::Active ||
+      (Mem ? I.Reason == ExitReason::ControlRegisterAccesses
+           : trace::exitHasRegs(uint32_t(I.Reason)))) [[unlikely]]
+    return exitFromEvent(P, I);
+  CpuRegs &C = Regs[Id];
+  if (!C.fastRegs(P.S.Gpr)) [[unlikely]]
+    return exitFromEvent(P, I);
+  // What the full path would set of C as well (so these may go first, while their
+  // values are at hand): GT_RESUME's RIP (trace/events.def), no CR access open.
+  const uint64_t Rip = P.S.Rip;
+  const uint32_t Len = I.InstructionLength;
+  C.ResumeRip = Rip + Len;
   C.ResumeOpen = true;
   C.CrGpr = -1;
+  if (!trace::GroundTruthRecorder::exitInPlace(*C.Lane, P.Cycles, uint32_t(I.Reason), Rip,
+                                               I.Qualification, Len)) [[unlikely]]
+    return exitFromEvent(P, I);
 }
 
-void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
-  if (E.Cpu >= NumRegs) [[unlikely]]
-    return vmEntrySlow(E);
-  CpuRegs &C = Regs[E.Cpu];
-  if (!C.ResumeOpen || E.IsLaunch || (E.InjectedInfo | E.InjectedErrorCode) ||
-      E.Rip != C.ResumeRip || (Mem && !C.unchanged(E.Gpr)) || !R.resumeInPlace(E.Cpu, E.Tsc))
+void GroundTruthLink::vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t Info) {
+  // An injecting entry's error code is not 0 only when Info is not.
+  const unsigned Id = P.Id;
+  if (Id >= NumFast) [[unlikely]]
+    return entryFromEvent(P, IsLaunch, Info);
+  CpuRegs &C = Regs[Id];
+  if (!C.ResumeOpen || IsLaunch || Info || P.S.Rip != C.ResumeRip ||
+      !C.fastRegs(P.S.Gpr) || !trace::GroundTruthRecorder::resumeInPlace(*C.Lane, P.Cycles))
       [[unlikely]]
-    return vmEntrySlow(E);
+    return entryFromEvent(P, IsLaunch, Info);
   C.ResumeOpen = false;
   C.CrGpr = -1;
 }
 
-void GroundTruthLink::vmExitSlow(const VmExitEvent &E) {
+void GroundTruthLink::exitFromEvent(const Cpu &P, const VmExitInfo &I) {
+  vmExit(exitEventOf(P, I));
+}
+
+void GroundTruthLink::entryFromEvent(const Cpu &P, bool IsLaunch, uint32_t Info) {
+  vmEntry(entryEventOf(P, IsLaunch, Info));
+}
+
+void GroundTruthLink::vmExit(const VmExitEvent &E) {
   // GT_EXIT; the records that say more follow it only when they say something
   // (trace/events.def, exitDetails), which the common exit (CPUID, I/O, VMCALL, MSR with
   // RAX..RBX as last recorded) does not: then nothing else is called.
@@ -89,6 +114,7 @@ void GroundTruthLink::vmExitSlow(const VmExitEvent &E) {
   C.ResumeOpen = true;
   if (!Mem) [[unlikely]] {
     exitDetails(E, C);
+    refresh(C);
     return;
   }
   C.CrGpr = isCrAccess(E.Reason) ? int((E.Qualification >> 8) & 15) : -1;
@@ -96,6 +122,7 @@ void GroundTruthLink::vmExitSlow(const VmExitEvent &E) {
        E.IdtVectoringErrorCode | E.InstructionInfo | E.ActivityState) ||
       E.GuestLinearValid || E.GuestPhysicalValid || !C.unchanged(E.Gpr)) [[unlikely]]
     exitDetails(E, C);
+  refresh(C);
 }
 
 void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
@@ -121,7 +148,7 @@ void GroundTruthLink::exitDetails(const VmExitEvent &E, CpuRegs &C) {
     R.activity(E.Cpu, E.ActivityState);
 }
 
-void GroundTruthLink::vmEntrySlow(const VmEntryEvent &E) {
+void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
   CpuRegs &C = regsOf(E.Cpu);
   // GT_RESUME for the entry its CPU's last GT_EXIT implies (trace/events.def), else
   // GT_VMENTRY with every field.
@@ -136,6 +163,14 @@ void GroundTruthLink::vmEntrySlow(const VmEntryEvent &E) {
     recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
   }
   C.CrGpr = -1;
+  refresh(C);
+}
+
+void GroundTruthLink::regsResized() {
+  trace::TraceWriter &W = R.writer();
+  for (unsigned N = 0; N < Regs.size(); ++N)
+    Regs[N].Lane = W.lane(N);
+  NumFast = unsigned(std::min<size_t>(Regs.size(), W.numCpus()));
 }
 
 void GroundTruthLink::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
@@ -258,7 +293,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
     return;
   }
   Regs.assign(M, CpuRegs{});
-  NumRegs = unsigned(Regs.size());
+  regsResized();
   for (CpuRegs &C : Regs) {
     for (uint64_t &V : C.Value)
       V = R.u64();
@@ -269,6 +304,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
       R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
       C.CrGpr = -1;
     }
+    refresh(C);
   }
 }
 

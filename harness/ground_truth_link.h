@@ -20,11 +20,17 @@ class PhysMem;
 /// published trace_values slots (trace/slot_layout.h), every RDTSC/RDTSCP in VMX root
 /// operation, and the guest registers at each exit and entry (GT_SLOT_*, GT_ROOT_TSC,
 /// GT_GPR in trace/events.def): what `trace check` proves a hypervisor's records with.
-class GroundTruthLink : public VmxTransitionObserver {
+class GroundTruthLink final : public VmxTransitionObserver {
 public:
   explicit GroundTruthLink(trace::GroundTruthRecorder &R) : R(R) {}
+  /// The full paths: every exit and entry, from their events.
   void vmExit(const VmExitEvent &E) override;
   void vmEntry(const VmEntryEvent &E) override;
+  /// The fast paths, from the processor: the common exit (GT_EXIT alone) and the entry
+  /// that resumes after it (GT_RESUME), when the records fit in place; every other case
+  /// goes to vmExit or vmEntry with the processor's event. Both write the same records.
+  void vmExitBegins(const Cpu &P, const VmExitInfo &Info) override;
+  void vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t EntryInterruptionInfo) override;
   void vmEntryFailure(const VmEntryFailureEvent &E) override;
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override;
   void watchedStore(const WatchedStoreEvent &E) override;
@@ -54,6 +60,12 @@ private:
     /// len), while its next entry attempt is the first after that exit (ResumeOpen).
     uint64_t ResumeRip = 0;
     bool ResumeOpen = false;
+    /// What the fast paths must test of the registers, kept by refresh: 0 nothing (no
+    /// slot watching), 1 that RAX..RBX are as last recorded (unchanged), 2 take the
+    /// full path (a register of RAX..RBX never recorded, a CR access's open).
+    uint8_t Check = 2;
+    /// This CPU's buffer in the writer (TraceWriter::lane); null past the writer's CPUs.
+    trace::TraceWriter::Lane *Lane = nullptr;
     bool differs(unsigned Reg, uint64_t V) const {
       return !(Known >> Reg & 1) || Value[Reg] != V;
     }
@@ -64,21 +76,34 @@ private:
     /// Nothing to record at a transition: RAX, RCX, RDX and RBX are as last recorded and
     /// no CR access's register (4-15) is open.
     bool unchanged(const uint64_t *Gpr) const {
-      return (Known & 15) == 15 && Value[0] == Gpr[0] && Value[1] == Gpr[1] &&
-             Value[2] == Gpr[2] && Value[3] == Gpr[3] && CrGpr < 4;
+      return (Known & 15) == 15 && CrGpr < 4 && same(Gpr);
     }
+    /// RAX, RCX, RDX and RBX are the values last recorded (or never recorded, as 0).
+    bool same(const uint64_t *Gpr) const {
+      return !((Value[0] ^ Gpr[0]) | (Value[1] ^ Gpr[1]) | (Value[2] ^ Gpr[2]) |
+               (Value[3] ^ Gpr[3]));
+    }
+    /// Whether a fast path may write this transition (Check) with the registers Gpr.
+    bool fastRegs(const uint64_t *Gpr) const { return !Check || (Check == 1 && same(Gpr)); }
   };
+  /// C.Check from the registers recorded, the open CR access and slot watching: after
+  /// every full path, which alone changes them.
+  void refresh(CpuRegs &C) const {
+    C.Check = !Mem ? 0 : (C.Known & 15) == 15 && C.CrGpr < 4 ? 1 : 2;
+  }
   CpuRegs &regsOf(unsigned Cpu) {
-    if (Cpu >= NumRegs) [[unlikely]] {
+    if (Cpu >= Regs.size()) [[unlikely]] {
       Regs.resize(Cpu + 1);
-      NumRegs = unsigned(Regs.size());
+      regsResized();
     }
     return Regs[Cpu];
   }
-  /// Everything vmExit and vmEntry do, for the transitions their fast paths leave (the
-  /// first of a CPU, a record that says more than GT_EXIT or GT_RESUME, a full buffer).
-  void vmExitSlow(const VmExitEvent &E);
-  void vmEntrySlow(const VmEntryEvent &E);
+  /// Each CPU's lane, and NumFast, after Regs grew or was loaded.
+  void regsResized();
+  /// The full paths from the fast paths: the processor's event built (out of line, so
+  /// that the fast paths keep no stack frame) and given to vmExit or vmEntry.
+  [[gnu::noinline]] void exitFromEvent(const Cpu &P, const VmExitInfo &Info);
+  [[gnu::noinline]] void entryFromEvent(const Cpu &P, bool IsLaunch, uint32_t Info);
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
   /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
   /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
@@ -94,7 +119,9 @@ private:
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
   std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
-  unsigned NumRegs = 0;          ///< Regs.size(), without its division on the fast paths
+  /// The CPUs the fast paths serve: those of Regs that have a lane (without the
+  /// division of Regs.size() on the fast paths).
+  unsigned NumFast = 0;
 };
 
 /// A CpuObserver that records every instruction into the ground truth and forwards to

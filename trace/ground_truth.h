@@ -27,7 +27,7 @@ constexpr bool exitHasRegs(uint32_t Reason) {
 /// Payload words of a GT_EXIT with this qualification (trace/events.def: its high half is
 /// left off when 0, the whole of it when 0).
 constexpr unsigned gtExitWords(uint64_t Qualification) {
-  return Qualification >> 32 ? 6u : uint32_t(Qualification) ? 5u : 4u;
+  return 4u + unsigned(Qualification != 0) + unsigned(Qualification >> 32 != 0);
 }
 
 class GroundTruthRecorder {
@@ -38,19 +38,23 @@ public:
   /// exitRegs follow it when they are due; vmExit below decides that itself).
   void exit(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip, uint64_t Qualification,
             uint32_t InstructionLength) {
-    if (!exitInPlace(Cpu, Tsc, Reason, Rip, Qualification, InstructionLength)) [[unlikely]] {
+    TraceWriter::Lane *L = W.lane(Cpu);
+    if (!L || !exitInPlace(*L, Tsc, Reason, Rip, Qualification, InstructionLength))
+        [[unlikely]] {
       const uint32_t Words[6] = {Reason, uint32_t(Rip), uint32_t(Rip >> 32),
                                  InstructionLength, uint32_t(Qualification),
                                  uint32_t(Qualification >> 32)};
       W.recordTsc(Cpu, XT_EV_GtExit, Tsc, Words, gtExitWords(Qualification));
     }
   }
-  /// exit when it can be stored in place (TraceWriter::placeTsc: no call, nothing
-  /// drained); false with nothing written otherwise. The VM exit's fast path.
-  bool exitInPlace(unsigned Cpu, uint64_t Tsc, uint32_t Reason, uint64_t Rip,
-                   uint64_t Qualification, uint32_t InstructionLength) {
+  /// exit on the CPU of lane L (TraceWriter::lane) when it can be stored in place
+  /// (TraceWriter::placeTsc: no call, nothing drained); false with nothing written
+  /// otherwise. The VM exit's fast path.
+  static bool exitInPlace(TraceWriter::Lane &L, uint64_t Tsc, uint32_t Reason, uint64_t Rip,
+                          uint64_t Qualification, uint32_t InstructionLength) {
     // All six words are stored: those past the record's are room (placeTsc).
-    uint32_t *P = W.placeTsc<6>(Cpu, XT_EV_GtExit, Tsc, gtExitWords(Qualification));
+    uint32_t *P =
+        TraceWriter::placeTsc<6>(L, XT_EV_GtExit, Tsc, gtExitWords(Qualification));
     if (!P) [[unlikely]]
       return false;
     P[0] = Reason;
@@ -85,12 +89,14 @@ public:
   /// GT_RESUME: the VM entry that GT_VMENTRY {cpu, rip + len of this CPU's last GT_EXIT,
   /// 0, 0, 0} would say, written by the caller only as the first entry attempt after it.
   void resume(unsigned Cpu, uint64_t Tsc) {
-    if (!resumeInPlace(Cpu, Tsc)) [[unlikely]]
+    TraceWriter::Lane *L = W.lane(Cpu);
+    if (!L || !resumeInPlace(*L, Tsc)) [[unlikely]]
       W.recordTsc(Cpu, XT_EV_GtResume, Tsc, nullptr, 0);
   }
-  /// resume when it can be stored in place (as exitInPlace); false with nothing written.
-  bool resumeInPlace(unsigned Cpu, uint64_t Tsc) {
-    return W.placeTsc<0>(Cpu, XT_EV_GtResume, Tsc, 0) != nullptr;
+  /// resume on lane L when it can be stored in place (as exitInPlace); false with
+  /// nothing written.
+  static bool resumeInPlace(TraceWriter::Lane &L, uint64_t Tsc) {
+    return TraceWriter::placeTsc<0>(L, XT_EV_GtResume, Tsc, 0) != nullptr;
   }
   /// GT_VMENTRY_FAIL {cpu, outcome, number, check, qual}.
   void vmEntryFailure(unsigned Cpu, uint64_t Tsc, uint32_t Outcome, uint32_t Number,

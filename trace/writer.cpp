@@ -63,8 +63,10 @@ TraceWriter::TraceWriter(TraceOutput &Out, unsigned NumCpus, size_t BufferBytes,
     : Out(Out), NumCpus(std::clamp(NumCpus, 1u, XT_MAX_CPUS)),
       CapWords(uint32_t(std::clamp<size_t>(BufferBytes / 4, kMinCapWords, 1u << 28))),
       Policy(Policy), Cpus(new CpuBuffer[this->NumCpus]) {
-  for (unsigned I = 0; I < this->NumCpus; ++I)
+  for (unsigned I = 0; I < this->NumCpus; ++I) {
     Cpus[I].Words.reset(new uint32_t[CapWords]);
+    Cpus[I].Limit = CapWords;
+  }
 }
 
 TraceWriter::~TraceWriter() {
@@ -152,6 +154,7 @@ bool TraceWriter::makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc) {
   if (B.Used + (B.LostPending ? LostWords : 0) + Need > CapWords) {
     if (B.LostPending++ == 0)
       B.FirstLostTsc = Tsc;
+    B.Limit = 0;
     ++B.Lost;
     return false;
   }
@@ -161,6 +164,7 @@ bool TraceWriter::makeRoom(unsigned Cpu, unsigned Need, uint64_t Tsc) {
     B.Used = uint32_t(xt_put(&B.Words[B.Used], XT_EV_LostRecords, 1, Tsc, W, 4) - B.Words.get());
     B.LastTsc = Tsc;
     B.LostPending = 0;
+    B.Limit = CapWords;
   }
   return true;
 }
@@ -188,6 +192,7 @@ void TraceWriter::load(SnapshotReader &R) {
   for (unsigned I = 0; I < NumCpus && R.ok(); ++I) {
     CpuBuffer &B = Cpus[I];
     R.all(B.Used, B.LastTsc, B.Lost, B.LostPending, B.FirstLostTsc, B.Who);
+    B.Limit = B.LostPending ? 0 : CapWords;
     if (B.Used > CapWords) {
       R.fail("a trace buffer holds more than it can");
       B.Used = 0;

@@ -87,21 +87,33 @@ public:
     put(Cpu, Event, false, 0, Words, N);
   }
 
+  /// One CPU's buffer. The fast path below reaches it through a pointer its caller
+  /// keeps (lane), stable for the writer's life; its members are the writer's alone.
+  struct Lane {
+    std::unique_ptr<uint32_t[]> Words;
+    uint32_t Used = 0;
+    /// The words the fast paths may fill: the capacity, or 0 while a LOST_RECORDS is
+    /// pending (one test for both; makeRoom and load keep it).
+    uint32_t Limit = 0;
+    uint64_t LastTsc = 0;
+    uint64_t Lost = 0, LostPending = 0, FirstLostTsc = 0;
+    uint32_t Who = 0; ///< domain in bits 0-15, vcpu in bits 16-31 (LOST_RECORDS order)
+  };
+  /// Cpu's lane; null for a CPU out of range.
+  Lane *lane(unsigned Cpu) { return Cpu < NumCpus ? &Cpus[Cpu] : nullptr; }
+
   /// The fast path of a timed record whose payload its caller stores in place (the
-  /// ground truth's records of every VM exit and entry): when Cpu's buffer has room for
-  /// MaxWords payload words and no LOST_RECORDS is pending, writes the header (of
+  /// ground truth's records of every VM exit and entry): when the lane's buffer has room
+  /// for MaxWords payload words and no LOST_RECORDS is pending, writes the header (of
   /// NumWords <= MaxWords payload words) and Tsc, counts the record's 3 + NumWords words
   /// and returns where its payload goes. The caller then stores its NumWords words there
   /// and may store up to MaxWords: words past NumWords are room, not records. Null
-  /// otherwise (a CPU out of range, a full buffer, a pending LOST_RECORDS): the caller
-  /// writes the record with recordTsc, whose slow path handles those.
+  /// otherwise (a full buffer, a pending LOST_RECORDS): the caller writes the record
+  /// with recordTsc, whose slow path handles those.
   template <unsigned MaxWords>
-  uint32_t *placeTsc(unsigned Cpu, uint32_t Event, uint64_t Tsc, unsigned NumWords) {
+  static uint32_t *placeTsc(Lane &B, uint32_t Event, uint64_t Tsc, unsigned NumWords) {
     static_assert(MaxWords <= XT_MAX_WORDS, "at most 7 payload words");
-    if (Cpu >= NumCpus) [[unlikely]]
-      return nullptr;
-    CpuBuffer &B = Cpus[Cpu];
-    if (B.LostPending || B.Used + 3 + MaxWords > CapWords) [[unlikely]]
+    if (B.Used + 3 + MaxWords > B.Limit) [[unlikely]]
       return nullptr;
     uint32_t *P = B.Words.get() + B.Used;
     B.Used += 3 + NumWords;
@@ -147,13 +159,7 @@ public:
   void load(SnapshotReader &R);
 
 private:
-  struct CpuBuffer {
-    std::unique_ptr<uint32_t[]> Words;
-    uint32_t Used = 0;
-    uint64_t LastTsc = 0;
-    uint64_t Lost = 0, LostPending = 0, FirstLostTsc = 0;
-    uint32_t Who = 0; ///< domain in bits 0-15, vcpu in bits 16-31 (LOST_RECORDS order)
-  };
+  using CpuBuffer = Lane;
 
   void put(unsigned Cpu, uint32_t Event, bool HasTsc, uint64_t Tsc, const uint32_t *Words,
            unsigned NumWords) {
@@ -161,7 +167,7 @@ private:
       return;
     CpuBuffer &B = Cpus[Cpu];
     unsigned Need = 1 + (HasTsc ? 2 : 0) + (NumWords > XT_MAX_WORDS ? XT_MAX_WORDS : NumWords);
-    if (B.LostPending || B.Used + Need > CapWords) [[unlikely]] {
+    if (B.Used + Need > B.Limit) [[unlikely]] { // full, or a LOST_RECORDS pending
       if (!makeRoom(Cpu, Need, HasTsc ? Tsc : B.LastTsc))
         return;
     }

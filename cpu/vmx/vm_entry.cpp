@@ -199,6 +199,22 @@ static void reportEntryFailure(const Cpu &C, VmEntryFailOutcome Outcome, uint32_
     O->vmEntryFailure({C.Id, C.Cycles, Outcome, Number, CheckId, Qualification});
 }
 
+VmEntryEvent entryEventOf(const Cpu &C, bool IsLaunch, uint32_t Info) {
+  // The error code only with "deliver error code" (SDM Vol. 3C, "Format of the VM-Entry
+  // Interruption-Information Field").
+  return VmEntryEvent{
+      .Cpu = C.Id,
+      .Tsc = C.Cycles,
+      .Rip = C.S.Rip,
+      .IsLaunch = IsLaunch,
+      .InjectedInfo = Info,
+      .InjectedErrorCode = Info & intinfo::DeliverErrorCode
+                               ? uint32_t(C.Vmx->Vmcs.get(F::VmEntryExceptionErrorCode))
+                               : 0,
+      .Gpr = C.S.Gpr,
+  };
+}
+
 Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
@@ -275,21 +291,10 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
   // Ground truth: the processor now runs the guest (the injected event, if any, is
   // delivered next).
   if (VmxTransitionObserver *O = C.Transitions) [[unlikely]] {
-    // Only a valid field injects; the error code only with "deliver error code" (SDM
-    // Vol. 3C, "Format of the VM-Entry Interruption-Information Field").
-    uint32_t Info = uint32_t(V.get(F::VmEntryInterruptionInformation));
-    if (!(Info & intinfo::Valid))
-      Info = 0;
-    VmEntryEvent E;
-    E.Cpu = C.Id;
-    E.Tsc = C.Cycles;
-    E.Rip = C.S.Rip;
-    E.IsLaunch = IsLaunch;
-    E.InjectedInfo = Info;
-    E.InjectedErrorCode =
-        Info & intinfo::DeliverErrorCode ? uint32_t(V.get(F::VmEntryExceptionErrorCode)) : 0;
-    E.Gpr = C.S.Gpr;
-    O->vmEntry(E);
+    // Only a valid field injects (SDM Vol. 3C, "Format of the VM-Entry
+    // Interruption-Information Field").
+    const uint32_t Info = uint32_t(V.get(F::VmEntryInterruptionInformation));
+    O->vmEntryDone(C, IsLaunch, Info & intinfo::Valid ? Info : 0);
   }
   return injectEvent(C, V);
 }

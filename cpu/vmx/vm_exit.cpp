@@ -332,8 +332,7 @@ void loadHostState(Cpu &C, const VmcsData &V) {
 
 } // namespace
 
-/// What cpu/observer.h publishes of a VM exit that begins.
-static VmExitEvent transitionEvent(const Cpu &C, const VmExitInfo &Info) {
+VmExitEvent exitEventOf(const Cpu &C, const VmExitInfo &Info) {
   // Every member named, in order: nothing is zeroed first (a default-initialized event
   // cleared its whole 112 bytes before these stores, on every exit).
   return VmExitEvent{
@@ -362,7 +361,7 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   VmcsData &V = X.Vmcs;
   // The transition observer (the ground truth): guest state is still in C here.
   if (VmxTransitionObserver *O = C.Transitions) [[unlikely]]
-    O->vmExit(transitionEvent(C, Info));
+    O->vmExitBegins(C, Info);
   recordExitInformation(C, V, Info);
   // VM exits clear the valid bit of the VM-entry interruption-information field (SDM
   // Vol. 3C, "Updating VM-Entry Control Fields").

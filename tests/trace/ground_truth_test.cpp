@@ -409,3 +409,141 @@ TEST(GroundTruth, ExitRecordsOfBothLayoutsReadTheSame) {
     }
   }
 }
+
+namespace {
+
+// The processor's transitions with only the event-based calls forwarded: vmExitBegins
+// and vmEntryDone take VmxTransitionObserver's defaults (the events built, then vmExit
+// and vmEntry), so the link behind it writes everything through its full paths.
+class EventsOnly final : public VmxTransitionObserver {
+public:
+  explicit EventsOnly(VmxTransitionObserver &Next) : Next(Next) {}
+  void vmExit(const VmExitEvent &E) override {
+    ++Exits;
+    Next.vmExit(E);
+  }
+  void vmEntry(const VmEntryEvent &E) override { Next.vmEntry(E); }
+  void vmEntryFailure(const VmEntryFailureEvent &E) override { Next.vmEntryFailure(E); }
+  void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override {
+    Next.rootTsc(Cpu, Tsc, Rip, Value);
+  }
+  void watchedStore(const WatchedStoreEvent &E) override { Next.watchedStore(E); }
+  void watchedLoad(const WatchedLoadEvent &E) override { Next.watchedLoad(E); }
+  uint64_t Exits = 0;
+
+private:
+  VmxTransitionObserver &Next;
+};
+
+struct PathCase {
+  const char *Image;
+  const char *Append;
+  unsigned Cpus;
+};
+
+MachineConfig pathCaseConfig(const PathCase &Case, ExecMode Exec) {
+  MachineConfig Cfg;
+  Cfg.Kernel = std::string(VMXSIM_IMAGE_DIR) + "/" + Case.Image;
+  Cfg.Append = Case.Append;
+  Cfg.NumCpus = Case.Cpus;
+  Cfg.Exec = Exec;
+  Cfg.Serial = OutputSpec::discard();
+  Cfg.Debugcon = OutputSpec::discard();
+  Cfg.MaxInsns = 200'000'000;
+  return Cfg;
+}
+
+// The machine's own ground truth (slot watching on: every image publishes its slots),
+// through the fast paths or, with Full, through the full paths only. Exits counts the
+// VM exits that reached a full path by their event.
+std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
+                               uint64_t &Exits) {
+  MachineConfig Cfg = pathCaseConfig(Case, Exec);
+  Cfg.GroundTruthFile = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_paths.xt";
+  std::vector<std::unique_ptr<EventsOnly>> Wrappers; // outlive the machine
+  {
+    Error Err;
+    auto M = Machine::create(Cfg, Err);
+    EXPECT_TRUE(M) << Err.str();
+    if (!M)
+      return {};
+    for (unsigned I = 0; Full && I < M->numCpus(); ++I) {
+      Wrappers.push_back(std::make_unique<EventsOnly>(*M->cpu(I).Transitions));
+      M->cpu(I).Transitions = Wrappers.back().get();
+    }
+    const RunResult R = M->run();
+    EXPECT_EQ(R.Reason, RunReason::GuestExit) << Case.Image << " " << R.describe();
+  }
+  Exits = 0;
+  for (const auto &W : Wrappers)
+    Exits += W->Exits;
+  return readFile(Cfg.GroundTruthFile);
+}
+
+// A link of the test's own, without slot watching, on a writer of BufferBytes per CPU.
+std::vector<uint8_t> ownGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
+                                    size_t BufferBytes, FullPolicy Policy) {
+  MemoryOutput Out;
+  std::vector<std::unique_ptr<EventsOnly>> Wrappers;
+  {
+    TraceWriter W(Out, Case.Cpus, BufferBytes, Policy);
+    GroundTruthRecorder G(W);
+    GroundTruthLink Link(G);
+    Error Err;
+    auto M = Machine::create(pathCaseConfig(Case, Exec), Err);
+    EXPECT_TRUE(M) << Err.str();
+    if (!M)
+      return {};
+    for (unsigned I = 0; I < M->numCpus(); ++I) {
+      VmxTransitionObserver *O = &Link;
+      if (Full) {
+        Wrappers.push_back(std::make_unique<EventsOnly>(Link));
+        O = Wrappers.back().get();
+      }
+      M->cpu(I).Transitions = O;
+    }
+    const RunResult R = M->run();
+    EXPECT_EQ(R.Reason, RunReason::GuestExit) << Case.Image << " " << R.describe();
+  }
+  return Out.Bytes;
+}
+
+const PathCase kPathCases[] = {
+    {"vmx_e2e.elf", "", 1},                // 40 exits of many reasons, CR accesses
+    {"vmx_bench.elf", "iters=300 trace=0", 1}, // the common exit, 901 times
+    {"hv.elf", "scenario=mixed", 2},       // two CPUs, events, injections, slot stores
+};
+
+} // namespace
+
+// The fast paths (GroundTruthLink::vmExitBegins and vmEntryDone, from the processor)
+// write exactly what the full paths (vmExit and vmEntry, from the events) write: the same
+// runs with the processor's calls forced through the events give the same bytes, with
+// slot watching (the machine's ground truth) and without (a link of the test's own), in
+// both execution modes, and on buffers that flush every few records or drop them.
+TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
+  for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
+    for (const PathCase &Case : kPathCases) {
+      SCOPED_TRACE(std::string(Case.Image) + " exec " + std::to_string(int(Exec)));
+      uint64_t FastExits = 0, FullExits = 0;
+      const std::string Fast = machineGroundTruth(Case, Exec, false, FastExits);
+      const std::string Full = machineGroundTruth(Case, Exec, true, FullExits);
+      EXPECT_EQ(FastExits, 0u);
+      EXPECT_GE(FullExits, 40u); // every exit went through its event
+      EXPECT_GT(Fast.size(), 40u * 16);
+      EXPECT_TRUE(Fast == Full);
+      struct Buffer {
+        size_t Bytes;
+        FullPolicy Policy;
+      };
+      for (Buffer B : {Buffer{256 << 10, FullPolicy::Flush}, Buffer{80, FullPolicy::Flush},
+                       Buffer{160, FullPolicy::Drop}}) {
+        const std::vector<uint8_t> OwnFast = ownGroundTruth(Case, Exec, false, B.Bytes, B.Policy);
+        const std::vector<uint8_t> OwnFull = ownGroundTruth(Case, Exec, true, B.Bytes, B.Policy);
+        // Dropping keeps only the records of the last buffer (and LOST_RECORDS).
+        EXPECT_GT(OwnFast.size(), B.Policy == FullPolicy::Drop ? 40u : 40u * 16) << B.Bytes;
+        EXPECT_TRUE(OwnFast == OwnFull) << B.Bytes << " " << int(B.Policy);
+      }
+    }
+  }
+}
