@@ -250,15 +250,15 @@ public:
     byte(uint8_t(0x04 | (R & 7) << 3));
     byte(uint8_t(0x40 | (R & 7) << 3 | (R & 7)));
   }
-  /// Op R, qword [RBX + Index*8 + Disp32] with a 64-bit operand (R, Index < 8): CMP
-  /// (3B), ADD (03), MOV (8B).
-  void opBaseIndex8(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
+  /// Op R, qword [RBX + Index + Disp] (the Cpu's Disp, biased) with a 64-bit operand
+  /// (R, Index < 8): CMP (3B), ADD (03), MOV (8B).
+  void opBaseIndex(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
     byte(0x48);
     byte(Op);
     const int32_t D = Disp - kCpuBias;
     const uint8_t Mod = fitsInt8(D) ? 0x40 : 0x80;
     byte(uint8_t(Mod | 0x04 | (R & 7) << 3));
-    byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
+    byte(uint8_t((Index & 7) << 3 | HBX)); // scale 1
     dispOf(Mod, D);
   }
   /// MOV R, qword [Base + Index*8] (R, Base, Index < 8; Base not RSP/RBP).

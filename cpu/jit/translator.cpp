@@ -38,6 +38,14 @@ constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
 
 bool fitsInt32(int64_t V) { return V >= INT32_MIN && V <= INT32_MAX; }
 
+/// R (holding a linear address's low 32 bits) = the byte offset of its TLB slot's entry
+/// in a TLB array (Mmu::readSlot: slot = bits 19:12): (R >> 7) & 0x1fe0.
+void slotOffset(Emitter &E, Reg R) {
+  static_assert(kTlbEntries == 256 && sizeof(TlbEntry) == 32);
+  E.shiftImm(Shift::Shr, 4, R, 12 - 5);
+  E.aluImm(Alu::And, 4, R, (kTlbEntries - 1) << 5);
+}
+
 /// What one translation knows while it emits: the offsets into the Cpu, and the cycles
 /// and instructions completed since the emitted code last added them to Cpu::Cycles and
 /// Cpu::Retired.
@@ -1448,17 +1456,13 @@ void Translator::emitTlbHit(void *BlockEmitterPtr, unsigned Size, bool Write, un
   else
     E.movRR(8, HDX, HAX);
   E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
-  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.opMem(8, 0x0a, 0x0b, HDX, OffFetchTagLow); // OR: tag(La + Size - 1, false)
   E.movRR(4, HCX, HAX);
-  E.shiftImm(Shift::Shr, 4, HCX, 12);
-  static_assert(kTlbEntries == 256);
-  E.movZxRR(1, HCX, HCX); // the slot: the address's bits 19:12
-  E.timesThree(HCX);
+  slotOffset(E, HCX);
   const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
-  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.opBaseIndex(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
   E.jump(kHostNE, Miss);
-  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+  E.opBaseIndex(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
 }
 
 bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const JitForm &F,
@@ -1622,18 +1626,15 @@ bool Translator::emitChainTest() {
   // cell names.
   E.movRR(8, HDX, HAX);
   E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
-  E.loadZx(2, HDI, OffFetchTagLow);
-  E.aluRR(Alu::Or, 8, HDX, HDI);
+  E.opMem(8, 0x0a, 0x0b, HDX, OffFetchTagLow); // OR
   E.cmpRegAt(HDX, HSI, 8); // Tag
   E.jump(kHostNE, kFail);
   E.movRR(4, HDI, HAX);
-  E.shiftImm(Shift::Shr, 4, HDI, 12);
-  E.aluImm(Alu::And, 4, HDI, kTlbEntries - 1);
-  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
-  E.timesThree(HDI);
-  E.opBaseIndex8(0x3b, HDX, HDI, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
+  slotOffset(E, HDI);
+  static_assert(offsetof(TlbEntry, Tag) == 0);
+  E.opBaseIndex(0x3b, HDX, HDI, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
   E.jump(kHostNE, kFail);
-  E.opBaseIndex8(0x8b, HDX, HDI, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
+  E.opBaseIndex(0x8b, HDX, HDI, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
   E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
   E.jump(kHostNE, kFail);
   E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));

@@ -241,7 +241,7 @@ TEST(Emitter, BaseRelativeFormsEncodeEveryBase) {
 }
 
 TEST(Emitter, TableLookupsIndexTheBiasedCpu) {
-  // CMP/ADD/MOV R, [RBX + Index*8 + Off - kCpuBias] (the TLB's slots).
+  // CMP/ADD/MOV R, [RBX + Index + Off - kCpuBias] (the TLB's slots).
   Capstone Cs;
   const x86_insn Ids[3] = {X86_INS_CMP, X86_INS_ADD, X86_INS_MOV};
   const uint8_t Ops[3] = {0x3b, 0x03, 0x8b};
@@ -251,12 +251,12 @@ TEST(Emitter, TableLookupsIndexTheBiasedCpu) {
         continue;
       for (const int32_t Off : {0, 0x80, 0xff, 0x100, 0x430, 0x3440}) {
         Buf B;
-        B.E.opBaseIndex8(Ops[K], HDX, Reg(Index), Off);
+        B.E.opBaseIndex(Ops[K], HDX, Reg(Index), Off);
         const Decoded D = Cs.one(B.E);
         ASSERT_EQ(D.Id, unsigned(Ids[K]));
         EXPECT_EQ(D.Size, 4u + (fitsInt8(Off - kCpuBias) ? 1 : 4));
         expectReg(D.X.operands[0], X86_REG_RDX);
-        expectMem(D.X.operands[1], HBX, kReg64[Index], 8, Off - kCpuBias);
+        expectMem(D.X.operands[1], HBX, kReg64[Index], 1, Off - kCpuBias);
       }
     }
 }
