@@ -311,7 +311,8 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
         B = Mmu.chainedBlock(*Prev, Gla(S.Rip)); // 64-bit: CS base 0
       if (!B) {
         B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode);
-        if (B && Prev)
+        // (Nothing links to a page-crossing block: a link does not see its second page.)
+        if (B && Prev && !B->Crosses)
           Mmu.linkBlocks(*Prev, Gla(S.Rip), *B);
       }
     }
@@ -347,7 +348,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     // the block to the loop below when it stops early (Done < NumInsns).
     // (A block just decoded into its cache slot counts as cached: Key is 0 only for the
     // uncached scratch block and a slot left unfilled.)
-    if (Jit && B->Key && DecodeMode == uint8_t(CodeMode::Long64) &&
+    if (Jit && B->Key && !B->Crosses && DecodeMode == uint8_t(CodeMode::Long64) &&
         Cycles + I->CostToEnd < WindowDue) {
       BlockStop = Cycles + I->CostToEnd;
       const JitRun R = Jit->run(*B, Cached ? Prev : nullptr);

@@ -480,6 +480,63 @@ Status decodeCrossing(Cpu &C, uint64_t La, bool Is64, uint64_t LimitLeft, uint8_
 } // namespace
 
 namespace {
+/// Page-crossing block B (Block::Crosses) at La, found in its slot: its second page
+/// still maps to its frame with the bytes unchanged (revalidated as decodeBlock does the
+/// first page's: a write to none of its lines keeps it). False: decode it again.
+bool crossingCurrent(Cpu &C, Block &B, uint64_t La) {
+  Hpa Pa2;
+  if (!C.Mmu.fetchHost(Gla((La | 0xfff) + 1), Pa2) || Pa2.value() >> 12 != B.CrossPfn)
+    return false;
+  const uint64_t Gen2 = C.Mem.codeGeneration(B.CrossPfn);
+  if (B.CrossGen != Gen2 && !C.Mem.linesUnwrittenSince(B.CrossPfn, B.CrossLines, B.CrossGen))
+    return false;
+  B.CrossGen = Gen2;
+  return true;
+}
+
+/// The 64-bit instruction at La (B's slot, machine-physical B.Pa) crosses its page's end
+/// after its Avail bytes in Buf: fetch the rest from the next page (which may fault) and
+/// make it block B of one instruction, kept in the cache like any other (SDM Vol. 3A,
+/// "Self-Modifying Code" applies to both pages: the lines of each are marked as code).
+/// Decoding it again at every execution (a hot loop of the Linux kit's decompressor has
+/// one) cost some 700 host instructions each time.
+Status decodeCrossingBlock(Cpu &C, Block &B, uint64_t La, uint8_t *Buf, unsigned Avail,
+                           Block *&Out) {
+  unsigned Got2;
+  Hpa Pa2;
+  VMX_TRY(fetchCode(C, La + Avail, Buf + Avail, 15 - Avail, Got2, Pa2));
+  const unsigned Total = Avail + Got2;
+  DecodedInsn I;
+  if (decodeBytes(Buf, Total, CodeMode::Long64, I) == DecodeResult::NeedMore)
+    return C.raiseGp(0);
+  if (!C.Mem.ramPointer(Hpa(Pa2.value() & kPageMask))) {
+    // Its tail in MMIO or unassigned space: never cached (as a first byte there).
+    Block &Scratch = C.Mmu.scratchBlock();
+    Scratch.Key = 0;
+    Scratch.NumInsns = 1;
+    Scratch.Insns[0] = I;
+    sumBlockCosts(Scratch);
+    Out = &Scratch;
+    return Status::Ok;
+  }
+  // (B.Key is 0 until it is filled, as decodeBlock left it.)
+  B.Insns[0] = I;
+  const uint64_t Pfn = B.Pa >> 12, Pfn2 = Pa2.value() >> 12;
+  const unsigned Off = unsigned(B.Pa & 0xfff);
+  B.Lines = PhysMem::lineMask(Off, Avail);
+  B.Crosses = 1;
+  B.CrossPfn = Pfn2;
+  B.CrossGen = C.Mem.codeGeneration(Pfn2);
+  B.CrossLines = PhysMem::lineMask(0, I.Len > Avail ? I.Len - Avail : 1);
+  B.NumInsns = 1;
+  B.Key = C.Mmu.blockKey(C.DecodeMode);
+  C.Mmu.blockDecoded(Pfn, B.Lines);
+  C.Mmu.crossingDecoded(Pfn2, B.CrossLines);
+  sumBlockCosts(B);
+  Out = &B;
+  return Status::Ok;
+}
+
 /// The shortest prefix worth a block of its own (each split adds one block transition).
 constexpr unsigned kMinSplitPrefix = 8;
 /// True when block-ending instruction I has no translated form and every instruction
@@ -515,20 +572,9 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   const uint64_t Pa = Fetched.value();
   const uint64_t Pfn = Pa >> 12;
 
-  // The first instruction crosses the page end with these bytes before it (above): the
-  // main loop below would find NeedMore at once, so go straight to the crossing path.
-  // 64-bit code only: there the slot at Pa cannot hold a current block (it would have
-  // been decoded from the same bytes up to the page end, which its last line covers, and
-  // decodeBytes would have said NeedMore), so skipping blockAt's lookup changes nothing;
-  // with a CS limit, a block decoded under another limit could.
-  const unsigned ToPageEnd = unsigned(kPageSize - (Pa & 0xfff));
-  if (Is64 && ToPageEnd < 15 && Got == ToPageEnd &&
-      crossingHeadMatches(crossingMemo(Pa), Mode, Buf, ToPageEnd) &&
-      C.Mem.ramPointer(Hpa(Pa & kPageMask))) [[unlikely]]
-    return decodeCrossing(C, La, Is64, LimitLeft, Buf, ToPageEnd, Pa, Out);
-
   Block &B = C.Mmu.blockAt(Pa);
-  if (B.Pa == Pa && B.Key == C.Mmu.blockKey(C.DecodeMode)) {
+  if (B.Pa == Pa && B.Key == C.Mmu.blockKey(C.DecodeMode) &&
+      (!B.Crosses || crossingCurrent(C, B, La))) {
     const uint64_t Gen = C.Mem.codeGeneration(Pfn);
     if (B.Gen == Gen) [[likely]] {
       Out = &B;
@@ -566,6 +612,7 @@ Status decodeBlock(Cpu &C, Block *&Out) {
   B.JitStamp = 0;
   B.JitRuns = 0;
   B.JitCalls = 0;
+  B.Crosses = 0;
 
   unsigned Off = unsigned(Pa & 0xfff);
   // With a translator, a block whose instructions all have translated forms but whose
@@ -592,9 +639,11 @@ Status decodeBlock(Cpu &C, Block *&Out) {
       B.Key = 0; // the block was not filled
       if (LimitLeft <= Avail)
         return C.raiseGp(0); // runs past the CS limit
-      // Page-crossing instruction: fetch the rest from the next page (which may fault)
-      // and run it from the uncached scratch block.
+      // Page-crossing instruction: fetch the rest from the next page (which may fault);
+      // in 64-bit mode it becomes a block of its own, else it runs from an uncached one.
       std::memcpy(Buf, Page + Off, Avail);
+      if (Is64)
+        return decodeCrossingBlock(C, B, La, Buf, Avail, Out);
       return decodeCrossing(C, La, Is64, LimitLeft, Buf, Avail, Pa, Out);
     }
     ++B.NumInsns;

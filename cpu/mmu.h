@@ -125,7 +125,11 @@ struct TlbEntry {
   uint64_t Tag;
   uintptr_t Addend; ///< host pointer = linear address + Addend
   uint64_t Pfn;     ///< physical page frame number (host-physical under EPT)
+  /// Pads the entry to 32 bytes: translated code finds a slot's entry with one shift and
+  /// one mask of the address (cpu/jit/translator.cpp, emitTlbHit).
+  uint64_t Unused;
 };
+static_assert(sizeof(TlbEntry) == 32);
 inline constexpr unsigned kTlbEntries = 256;
 inline constexpr uint64_t kTlbEmpty = ~uint64_t(0);
 
@@ -182,8 +186,15 @@ struct Block {
   uint8_t JitCalls;
   uint16_t JitRuns;
   uint32_t JitStamp;
+  /// 1: the block is one 64-bit instruction that crosses the end of its page (decodeBlock),
+  /// current while its second page is still mapped by the fetch TLB to CrossPfn and
+  /// holds the same bytes (CrossGen, CrossLines: as Gen and Lines for the first page).
+  /// Nothing links to it and it is never translated (docs/TRANSLATOR.md, "Page-crossing
+  /// instructions").
+  uint8_t Crosses;
   const void *JitCode;
   BlockLink Links[2]; ///< the last two successors (a branch's taken and fall-through)
+  uint64_t CrossPfn, CrossGen, CrossLines;
   DecodedInsn Insns[kMaxBlockInsns];
 };
 static_assert(std::is_trivially_copyable_v<Block>, "blocks live in calloc'd memory");
@@ -270,8 +281,23 @@ public:
     const uint64_t Pa = (E.Pfn << 12) | (La & 0xfff);
     Block &Cand = Blocks.get()[blockSlot(Pa)];
     if (Cand.Pa == Pa && Cand.Key == blockKey(Mode) && Cand.Gen == Mem.codeGeneration(E.Pfn))
-      return &Cand;
+      return !Cand.Crosses || crossingMapped(Cand, La) ? &Cand : nullptr;
     return nullptr;
+  }
+  /// Page-crossing block B at La (Block::Crosses): its second page is mapped by the fetch
+  /// TLB's slot to the frame it was decoded from, with those bytes unchanged. A miss in
+  /// the TLB says no: the decoder then fetches the page again, with its faults.
+  bool crossingMapped(const Block &B, uint64_t La) const {
+    const uint64_t La2 = (La | 0xfff) + 1;
+    const TlbEntry &E = TlbFetch[(La2 >> 12) & (kTlbEntries - 1)];
+    return E.Tag == tag(La2, false) && E.Pfn == B.CrossPfn &&
+           B.CrossGen == Mem.codeGeneration(B.CrossPfn);
+  }
+  /// Marks the lines of frame Pfn that hold the tail of a page-crossing instruction as
+  /// code (blockDecoded does it for a block's own page).
+  void crossingDecoded(uint64_t Pfn, uint64_t Lines) {
+    if (Mem.markCodeLines(Pfn, Lines))
+      dropWriteMappingsEverywhere(Pfn);
   }
 
   // --- misses ---
@@ -331,7 +357,7 @@ public:
   /// TLB, the block key's epoch, PhysMem's code generations, ChainEpoch and PhysMem's
   /// code write count.
   struct LinkInputs {
-    const uint16_t *FetchTagLow;
+    const uint64_t *FetchTagLow; ///< zero-extended: translated code ORs it in whole
     const TlbEntry *FetchTlb;
     const uint32_t *BlockKeyBase;
     uint64_t *const *CodeGenerations;
@@ -339,7 +365,7 @@ public:
     const uint64_t *ChainSum; ///< ChainEpoch + FetchChanges (chainStamp less CodeWrites)
   };
   LinkInputs linkInputs() const {
-    return {&TagLowUser, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress(),
+    return {&TagLowUserWide, TlbFetch, &BlockKeyBase, Mem.codeGenerationsAddress(),
             Mem.codeWriteCountAddress(), &ChainSum};
   }
   /// The stamp linkBlocks records now.
@@ -383,6 +409,7 @@ public:
   void setUserMode(bool Cpl3) {
     UserTagBit = Cpl3;
     TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
+    TagLowUserWide = TagLowUser;
     bumpFetchChanges();
   }
   bool userMode() const { return UserTagBit; }
@@ -459,6 +486,7 @@ private:
   /// and an implicit supervisor access in the current context.
   uint16_t TlbGeneration = 1;
   uint16_t TagLowUser = 1u << 1, TagLowSupervisor = 1u << 1;
+  uint64_t TagLowUserWide = 1u << 1; ///< TagLowUser, for translated code (linkInputs)
   uint8_t UserTagBit = 0;
   uint16_t CurrentVpid = 0;
   bool TlbEptContext = false;

@@ -1,8 +1,12 @@
 // A minimal x86-64 machine-code writer for the translator (cpu/jit/translator.cpp): the
 // handful of instruction forms it emits, each encoded as the SDM Vol. 2 instruction pages
-// define it (REX, ModR/M with a [base + disp32] or register operand, immediates). Memory
-// operands are always [RBX + disp32] (RBX holds the Cpu). Writes into a caller's buffer;
-// running out of room sets Overflow and writes nothing more.
+// define it (REX, ModR/M with a [base + disp] or register operand, immediates). Memory
+// operands are [RBX + disp]: RBX holds the Cpu's address plus kCpuBias, so that the
+// Cpu's first 256 bytes (the guest's registers, RIP, RFLAGS) are reached with a disp8.
+// Every displacement and immediate takes its shortest encoding (SDM Vol. 2, 2.1.5
+// "Addressing-Mode Encoding of ModR/M and SIB Bytes": mod 01 is disp8, sign-extended).
+// Writes into a caller's buffer; running out of room sets Overflow and writes nothing
+// more.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +21,12 @@ enum Reg : uint8_t { HAX, HCX, HDX, HBX, HSP, HBP, HSI, HDI, H8, H9, H10, H11, H
 enum class Alu : uint8_t { Add = 0, Or = 1, Adc = 2, Sbb = 3, And = 4, Sub = 5, Xor = 6, Cmp = 7 };
 /// /digit of the group-2 shift and rotate forms.
 enum class Shift : uint8_t { Rol = 0, Ror = 1, Shl = 4, Shr = 5, Sar = 7 };
+
+/// RBX = the Cpu's address + kCpuBias in translated code (offsets given to the emitter are
+/// from the Cpu's address; it subtracts the bias).
+inline constexpr int32_t kCpuBias = 128;
+
+inline constexpr bool fitsInt8(int64_t V) { return V >= -128 && V <= 127; }
 
 class Emitter {
 public:
@@ -50,9 +60,22 @@ public:
     if (Rex != 0x40)
       byte(Rex);
   }
-  void modrmMem(unsigned Reg, int32_t Disp) { // [RBX + disp32]
-    byte(uint8_t(0x80 | (Reg & 7) << 3 | HBX));
-    u32(uint32_t(Disp));
+  /// [RBX + Disp - kCpuBias]: Disp is an offset in the Cpu.
+  void modrmMem(unsigned Reg, int32_t Disp) { modrmDisp(Reg, HBX, Disp - kCpuBias); }
+  /// ModR/M (and SIB for RSP/R12) of [Base + Disp], the shortest form: no displacement
+  /// (not with RBP/R13, whose mod 00 means RIP-relative / disp32), disp8, disp32.
+  void modrmDisp(unsigned Reg, unsigned Base, int32_t Disp) {
+    const uint8_t Mod = Disp == 0 && (Base & 7) != HBP ? 0x00 : fitsInt8(Disp) ? 0x40 : 0x80;
+    byte(uint8_t(Mod | (Reg & 7) << 3 | (Base & 7)));
+    if ((Base & 7) == HSP)
+      byte(0x24); // SIB: base RSP/R12, no index
+    dispOf(Mod, Disp);
+  }
+  void dispOf(uint8_t Mod, int32_t Disp) {
+    if (Mod == 0x40)
+      byte(uint8_t(Disp));
+    else if (Mod == 0x80)
+      u32(uint32_t(Disp));
   }
   void modrmReg(unsigned Reg, unsigned Rm) { byte(uint8_t(0xc0 | (Reg & 7) << 3 | (Rm & 7))); }
 
@@ -111,7 +134,21 @@ public:
     byte(uint8_t(0xb8 + (R & 7)));
     u32(V);
   }
+  /// R = V: MOV r32, imm32 (zero-extends) or MOV r/m64, imm32 (C7 /0, sign-extends)
+  /// when either gives V, else MOV r64, imm64.
   void movImm64(Reg R, uint64_t V) {
+    if (V <= 0xffffffffu)
+      return movImm32(R, uint32_t(V));
+    if (int64_t(V) >= INT32_MIN && int64_t(V) < 0) {
+      byte(uint8_t(0x48 | (R >= 8 ? 1 : 0)));
+      byte(0xc7);
+      modrmReg(0, R);
+      return u32(uint32_t(V));
+    }
+    movAbs(R, V);
+  }
+  /// MOV r64, imm64 (REX.W B8+r), always 10 bytes.
+  void movAbs(Reg R, uint64_t V) {
     byte(uint8_t(0x48 | (R >= 8 ? 1 : 0)));
     byte(uint8_t(0xb8 + (R & 7)));
     u64(V);
@@ -122,19 +159,28 @@ public:
     opReg(Size, Base, uint8_t(Base + 1), Src, Dst);
   }
   void testRR(unsigned Size, Reg A, Reg B) { opReg(Size, 0x84, 0x85, B, A); }
-  /// ALU r64/r32, imm32 (group 1, 81 /digit; sign-extended for 64-bit).
+  /// ALU r64/r32, imm32 (group 1, 81 /digit; sign-extended for 64-bit), or imm8 (83
+  /// /digit, sign-extended to the operand size) when that is the same value.
   void aluImm(Alu Op, unsigned Size, Reg R, uint32_t Imm) {
     prefix(Size, 0, R);
-    byte(0x81);
+    const bool Short = fitsInt8(int32_t(Imm));
+    byte(Short ? 0x83 : 0x81);
     modrmReg(unsigned(Op), R);
-    u32(Imm);
+    immOf(Short, Imm);
   }
-  /// ADD qword [RBX + Disp], imm32.
+  void immOf(bool Short, uint32_t Imm) {
+    if (Short)
+      byte(uint8_t(Imm));
+    else
+      u32(Imm);
+  }
+  /// ADD qword [RBX + Disp], imm32 (or imm8).
   void addMem64Imm(int32_t Disp, int32_t Imm) {
     prefix(8, 0, HBX);
-    byte(0x81);
+    const bool Short = fitsInt8(Imm);
+    byte(Short ? 0x83 : 0x81);
     modrmMem(0, Disp);
-    u32(uint32_t(Imm));
+    immOf(Short, uint32_t(Imm));
   }
   void cmpRegMem64(Reg R, int32_t Disp) { opMem(8, 0x3a, 0x3b, R, Disp); }
   /// Group 3 (F6/F7): NOT /2, NEG /3; group 4/5 (FE/FF): INC /0, DEC /1.
@@ -158,38 +204,30 @@ public:
       modrmReg(4, Rm);
     byte(Bit);
   }
-  /// LEA Dst, [Base + Disp32] (64-bit).
+  /// LEA Dst, [Base + Disp] (64-bit); a MOV when Disp is 0.
   void leaDisp32(Reg Dst, Reg Base, int32_t Disp) {
+    if (Disp == 0)
+      return movRR(8, Dst, Base);
     prefix(8, Dst, Base);
     byte(0x8d);
-    byte(uint8_t(0x80 | (Dst & 7) << 3 | (Base & 7)));
-    if ((Base & 7) == HSP)
-      byte(0x24); // SIB: base RSP/R12, no index
-    u32(uint32_t(Disp));
+    modrmDisp(Dst, Base, Disp);
   }
-  /// LEA Dst, [Base + Index << ScaleLog2 + Disp32] (64-bit; Index is not RSP).
+  /// LEA Dst, [Base + Index << ScaleLog2 + Disp] (64-bit; Index is not RSP).
   void leaSib(Reg Dst, Reg Base, Reg Index, uint8_t ScaleLog2, int32_t Disp) {
     byte(uint8_t(0x48 | ((Dst >> 3) & 1) << 2 | ((Index >> 3) & 1) << 1 | ((Base >> 3) & 1)));
     byte(0x8d);
-    byte(uint8_t(0x80 | (Dst & 7) << 3 | 4)); // mod 10: disp32 with every base
+    const uint8_t Mod = Disp == 0 && (Base & 7) != HBP ? 0x00 : fitsInt8(Disp) ? 0x40 : 0x80;
+    byte(uint8_t(Mod | (Dst & 7) << 3 | 4));
     byte(uint8_t(ScaleLog2 << 6 | (Index & 7) << 3 | (Base & 7)));
-    u32(uint32_t(Disp));
+    dispOf(Mod, Disp);
   }
   /// LEA R, [R12 + Disp] (R12 holds the block's entry RIP).
-  void leaR12(Reg R, int32_t Disp) {
-    byte(uint8_t(0x49 | (R >= 8 ? 4 : 0)));
-    byte(0x8d);
-    byte(uint8_t(0x84 | (R & 7) << 3));
-    byte(0x24); // SIB: base R12, no index
-    u32(uint32_t(Disp));
-  }
-  /// Op R, [Base + Disp8] with a Size-byte operand, 64 by default (Base not RSP/R12: no
-  /// SIB; RBP/R13 are fine: Disp8 is always encoded).
+  void leaR12(Reg R, int32_t Disp) { leaDisp32(R, H12, Disp); }
+  /// Op R, [Base + Disp8] with a Size-byte operand, 64 by default.
   void opAt(uint8_t Op, unsigned R, Reg Base, int8_t Disp, unsigned Size = 8) {
     prefix(Size, R, Base);
     byte(Op);
-    byte(uint8_t(0x40 | (R & 7) << 3 | (Base & 7)));
-    byte(uint8_t(Disp));
+    modrmDisp(R, Base, Disp);
   }
   void loadAt(Reg R, Reg Base, int8_t Disp) { opAt(0x8b, R, Base, Disp); }
   void storeAt(Reg R, Reg Base, int8_t Disp) { opAt(0x89, R, Base, Disp); }
@@ -204,8 +242,7 @@ public:
     if (Base >= 8)
       byte(0x41);
     byte(0xff);
-    byte(uint8_t(0x60 | (Base & 7)));
-    byte(uint8_t(Disp));
+    modrmDisp(4, Base, Disp);
   }
   /// LEA R32, [R + R*2] (R < 8).
   void timesThree(Reg R) {
@@ -213,14 +250,16 @@ public:
     byte(uint8_t(0x04 | (R & 7) << 3));
     byte(uint8_t(0x40 | (R & 7) << 3 | (R & 7)));
   }
-  /// Op R, qword [RBX + Index*8 + Disp32] with a 64-bit operand (R, Index < 8): CMP
-  /// (3B), ADD (03), MOV (8B).
-  void opBaseIndex8(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
+  /// Op R, qword [RBX + Index + Disp] (the Cpu's Disp, biased) with a 64-bit operand
+  /// (R, Index < 8): CMP (3B), ADD (03), MOV (8B).
+  void opBaseIndex(uint8_t Op, Reg R, Reg Index, int32_t Disp) {
     byte(0x48);
     byte(Op);
-    byte(uint8_t(0x84 | (R & 7) << 3));
-    byte(uint8_t(0xc0 | (Index & 7) << 3 | HBX));
-    u32(uint32_t(Disp));
+    const int32_t D = Disp - kCpuBias;
+    const uint8_t Mod = fitsInt8(D) ? 0x40 : 0x80;
+    byte(uint8_t(Mod | 0x04 | (R & 7) << 3));
+    byte(uint8_t((Index & 7) << 3 | HBX)); // scale 1
+    dispOf(Mod, D);
   }
   /// MOV R, qword [Base + Index*8] (R, Base, Index < 8; Base not RSP/RBP).
   void loadIndexed8(Reg R, Reg Base, Reg Index) {
@@ -293,6 +332,13 @@ public:
     byte(0xd0);
   }
   void ret() { byte(0xc3); }
+  /// Where Buf[0] will run (the code is copied there as it is): the origin of CALL rel32.
+  void setOrigin(uint64_t At) { Origin = At; }
+  /// CALL rel32 to Target (within 2 GiB of the origin).
+  void callAbs(uint64_t Target) {
+    byte(0xe8);
+    u32(uint32_t(Target - (Origin + Len + 4)));
+  }
 
   // --- branches to labels (forward or backward, rel32) ---
   static constexpr unsigned kMaxFixups = 512;
@@ -346,6 +392,7 @@ private:
   size_t Cap;
   size_t Len = 0;
   size_t LastBind = ~size_t(0);
+  uint64_t Origin = 0;
   bool Overflow = false;
   Fixup Fixups[kMaxFixups];
   unsigned NumFixups = 0;

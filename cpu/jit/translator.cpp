@@ -38,6 +38,14 @@ constexpr int kHostB = 2, kHostAE = 3, kHostE = 4, kHostNE = 5;
 
 bool fitsInt32(int64_t V) { return V >= INT32_MIN && V <= INT32_MAX; }
 
+/// R (holding a linear address's low 32 bits) = the byte offset of its TLB slot's entry
+/// in a TLB array (Mmu::readSlot: slot = bits 19:12): (R >> 7) & 0x1fe0.
+void slotOffset(Emitter &E, Reg R) {
+  static_assert(kTlbEntries == 256 && sizeof(TlbEntry) == 32);
+  E.shiftImm(Shift::Shr, 4, R, 12 - 5);
+  E.aluImm(Alu::And, 4, R, (kTlbEntries - 1) << 5);
+}
+
 /// What one translation knows while it emits: the offsets into the Cpu, and the cycles
 /// and instructions completed since the emitted code last added them to Cpu::Cycles and
 /// Cpu::Retired.
@@ -364,7 +372,7 @@ struct BlockEmitter {
     spill();
     E.leaR12(HAX, Off);
     E.store(8, HAX, OffRip);
-    E.movRR(8, HDI, HBX);
+    E.leaDisp32(HDI, HBX, -kCpuBias); // the Cpu
     E.movImm64(HSI, reinterpret_cast<uint64_t>(&I));
     E.movImm64(HAX, reinterpret_cast<uint64_t>(I.Fn));
     E.callRax();
@@ -940,14 +948,15 @@ bool Translator::emitBlock(Block &B, void *EmitterPtr) {
   BE.Lahf = HostLahf;
   constexpr unsigned kBody = kLocal + 2, kExitN = kLocal + 3;
   const unsigned N = B.NumInsns;
-  // Prologue: RBX = the Cpu, R12 = the RIP the block was entered at (the block is keyed
-  // by physical address; the same code may run at several linear addresses).
+  // Prologue: RBX = the Cpu + kCpuBias (emitter.h), R12 = the RIP the block was entered
+  // at (the block is keyed by physical address; the same code may run at several linear
+  // addresses).
   E.push(HBX);
   E.push(H12);
   E.push(H13); // keeps RSP 16-byte aligned for the handler calls
-  E.movRR(8, HBX, HDI);
+  E.leaDisp32(HBX, HDI, kCpuBias);
   E.movRR(8, H12, HSI);
-  E.movImm64(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state
+  E.movAbs(H13, reinterpret_cast<uint64_t>(&Chain)); // R13 = the chain state (10 bytes)
   if (E.size() != kPrologueBytes)
     return false;
   E.bind(kBody);
@@ -1447,16 +1456,13 @@ void Translator::emitTlbHit(void *BlockEmitterPtr, unsigned Size, bool Write, un
   else
     E.movRR(8, HDX, HAX);
   E.aluImm(Alu::And, 8, HDX, 0xfffff000u);
-  E.loadZx(2, HSI, OffFetchTagLow); // tag(La + Size - 1, false)
-  E.aluRR(Alu::Or, 8, HDX, HSI);
+  E.opMem(8, 0x0a, 0x0b, HDX, OffFetchTagLow); // OR: tag(La + Size - 1, false)
   E.movRR(4, HCX, HAX);
-  E.shiftImm(Shift::Shr, 4, HCX, 12);
-  E.aluImm(Alu::And, 4, HCX, kTlbEntries - 1);
-  E.timesThree(HCX);
+  slotOffset(E, HCX);
   const int32_t Tlb = Write ? OffTlbWrite : OffTlbRead;
-  E.opBaseIndex8(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
+  E.opBaseIndex(0x3b, HDX, HCX, Tlb + int32_t(offsetof(TlbEntry, Tag))); // CMP
   E.jump(kHostNE, Miss);
-  E.opBaseIndex8(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
+  E.opBaseIndex(0x03, HAX, HCX, Tlb + int32_t(offsetof(TlbEntry, Addend))); // ADD
 }
 
 bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const JitForm &F,
@@ -1606,6 +1612,63 @@ bool Translator::emitMemHit(void *BlockEmitterPtr, const DecodedInsn &I, const J
   return true;
 }
 
+bool Translator::emitChainTest() {
+  Emitter E(Scratch, kScratchBytes);
+  E.resetLabels();
+  constexpr unsigned kFail = 0;
+  // RAX = the RIP, RCX = the current chain stamp, RSI = the cell (emitChain); called,
+  // so it returns to its exit with ZF set when the cell is valid (RAX reloaded with the
+  // RIP, the stamp recorded), clear when not. Clobbers RDX, RDI.
+  // The full test, which then records the stamp: the fetch tag is the cell's and in the
+  // primary fetch TLB slot with the cell's frame, and the block cache's slot of that
+  // address still holds Next, current (Mmu::cachedBlock's test: address, key of this
+  // cache epoch in 64-bit mode, the page's code generation), with the translation the
+  // cell names.
+  E.movRR(8, HDX, HAX);
+  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
+  E.opMem(8, 0x0a, 0x0b, HDX, OffFetchTagLow); // OR
+  E.cmpRegAt(HDX, HSI, 8); // Tag
+  E.jump(kHostNE, kFail);
+  E.movRR(4, HDI, HAX);
+  slotOffset(E, HDI);
+  static_assert(offsetof(TlbEntry, Tag) == 0);
+  E.opBaseIndex(0x3b, HDX, HDI, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
+  E.jump(kHostNE, kFail);
+  E.opBaseIndex(0x8b, HDX, HDI, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
+  E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
+  E.jump(kHostNE, kFail);
+  E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
+  E.loadAt(HAX, HSI, int8_t(offsetof(ChainCell, Pa)));
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Pa)));
+  E.jump(kHostNE, kFail);
+  E.load(4, HAX, OffBlockKeyBase);
+  E.aluImm(Alu::Or, 4, HAX, uint32_t(CodeMode::Long64));
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, Key)), 4);
+  E.jump(kHostNE, kFail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(CodeGens));
+  E.loadAt(HAX, HAX, 0);        // PhysMem's code generations
+  E.loadIndexed8(HAX, HAX, HDX); // of the frame
+  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Gen)));
+  E.jump(kHostNE, kFail);
+  E.movImm64(HAX, reinterpret_cast<uint64_t>(&Stamp));
+  E.opAt(0x8b, HAX, HAX, 0, 4);
+  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, JitStamp)), 4);
+  E.jump(kHostNE, kFail);
+  E.loadAt(HAX, HDI, int8_t(offsetof(Block, JitCode)));
+  E.aluImm(Alu::Add, 8, HAX, kPrologueBytes);
+  E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
+  E.jump(kHostNE, kFail);
+  E.storeAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
+  E.load(8, HAX, OffRip);
+  E.bind(kFail); // (ZF: clear on a failed test, set by the last compare on success)
+  E.ret();
+  if (!E.resolve() || E.overflow() || !install(Used, Scratch, E.size()))
+    return false;
+  ChainTestAt = Used;
+  Used += (E.size() + 15) & ~size_t(15);
+  return true;
+}
+
 void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool Target,
                            bool RaxIsRip) {
   Emitter &E = *static_cast<Emitter *>(EmitterPtr);
@@ -1633,50 +1696,10 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   E.addRegAt(HCX, HDI, 0);
   E.cmpRegAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
   E.jump(kHostE, Valid);
-  // The full test, which then records the stamp: the fetch tag is the cell's and in the
-  // primary fetch TLB slot with the cell's frame, and the block cache's slot of that
-  // address still holds Next, current (Mmu::cachedBlock's test: address, key of this
-  // cache epoch in 64-bit mode, the page's code generation), with the translation the
-  // cell names.
-  E.movRR(8, HDX, HAX);
-  E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
-  E.loadZx(2, HDI, OffFetchTagLow);
-  E.aluRR(Alu::Or, 8, HDX, HDI);
-  E.cmpRegAt(HDX, HSI, 8); // Tag
+  // The full test (emitChainTest), shared by every exit of the generation: ZF set when
+  // it passed, RAX = RIP again.
+  E.callAbs(reinterpret_cast<uint64_t>(Code + ChainTestAt));
   E.jump(kHostNE, Fail);
-  E.movRR(4, HDI, HAX);
-  E.shiftImm(Shift::Shr, 4, HDI, 12);
-  E.aluImm(Alu::And, 4, HDI, kTlbEntries - 1);
-  static_assert(sizeof(TlbEntry) == 24 && offsetof(TlbEntry, Tag) == 0);
-  E.timesThree(HDI);
-  E.opBaseIndex8(0x3b, HDX, HDI, OffFetchTlb); // CMP RDX, TlbFetch[slot].Tag
-  E.jump(kHostNE, Fail);
-  E.opBaseIndex8(0x8b, HDX, HDI, OffFetchTlb + int32_t(offsetof(TlbEntry, Pfn)));
-  E.cmpRegAt(HDX, HSI, int8_t(offsetof(ChainCell, Pfn)));
-  E.jump(kHostNE, Fail);
-  E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
-  E.loadAt(HAX, HSI, int8_t(offsetof(ChainCell, Pa)));
-  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Pa)));
-  E.jump(kHostNE, Fail);
-  E.load(4, HAX, OffBlockKeyBase);
-  E.aluImm(Alu::Or, 4, HAX, uint32_t(CodeMode::Long64));
-  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, Key)), 4);
-  E.jump(kHostNE, Fail);
-  E.movImm64(HAX, reinterpret_cast<uint64_t>(CodeGens));
-  E.loadAt(HAX, HAX, 0);        // PhysMem's code generations
-  E.loadIndexed8(HAX, HAX, HDX); // of the frame
-  E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Gen)));
-  E.jump(kHostNE, Fail);
-  E.movImm64(HAX, reinterpret_cast<uint64_t>(&Stamp));
-  E.opAt(0x8b, HAX, HAX, 0, 4);
-  E.opAt(0x3b, HAX, HDI, int8_t(offsetof(Block, JitStamp)), 4);
-  E.jump(kHostNE, Fail);
-  E.loadAt(HAX, HDI, int8_t(offsetof(Block, JitCode)));
-  E.aluImm(Alu::Add, 8, HAX, kPrologueBytes);
-  E.cmpRegAt(HAX, HSI, int8_t(offsetof(ChainCell, Body)));
-  E.jump(kHostNE, Fail);
-  E.storeAt(HCX, HSI, int8_t(offsetof(ChainCell, Stamp)));
-  E.load(8, HAX, OffRip);
   E.bind(Valid); // RAX = RIP
   E.load(8, HDX, OffCycles);
   E.addRegAt(HDX, HSI, 40); // NextCost
@@ -1812,13 +1835,20 @@ Translator::Entry Translator::translate(Block &B) {
       Stamp = 1;
     Used = 0;
     CellsUsed = 0;
+    ChainTestReady = false;
     // The table's cells name translations just dropped: all empty (Stamp 0 never holds).
     std::memset(static_cast<void *>(Targets), 0, kTargets * sizeof(ChainCell));
+  }
+  if (!ChainTestReady) { // the generation's shared code first
+    if (!emitChainTest())
+      return nullptr;
+    ChainTestReady = true;
   }
   Cells[CellsUsed] = ChainCell{};
   Cells[CellsUsed + 1] = ChainCell{}; // La 0 with Pfn 0: no link yet (see link())
   Emitter E(Scratch, kScratchBytes);
   E.resetLabels();
+  E.setOrigin(reinterpret_cast<uint64_t>(Code + Used));
   if (!emitBlock(B, &E)) {
     ++Stats.Refused[size_t(E.overflow() ? JitRefusal::CodeTooLarge
                                         : JitRefusal::UnsupportedForm)];

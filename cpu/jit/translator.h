@@ -136,6 +136,11 @@ private:
   /// Emits an exit's chained jump (RSI = its cell); falls through, or jumps to label
   /// Fail, when the link does not hold (Valid: its own label). RaxIsRip: RAX already
   /// holds the RIP stored (a direct branch's exit).
+  /// Installs the full test of a chain cell (emitChain's slow half), shared by every
+  /// exit of the cache's generation, at the start of the generation.
+  bool emitChainTest();
+  size_t ChainTestAt = 0;    ///< its offset in the cache
+  bool ChainTestReady = false; ///< installed in this generation
   void emitChain(void *Emitter, unsigned Fail, unsigned Valid, bool Target = false,
                  bool RaxIsRip = false);
   /// Emits the inline TLB test of an access of Size bytes at the linear address in RAX,
@@ -236,7 +241,7 @@ private:
   const Block *PendingFrom = nullptr;
   uint32_t PendingStamp = 0;
   /// Bytes of the prologue: a chained jump enters a block's code this far in.
-  static constexpr size_t kPrologueBytes = 21;
+  static constexpr size_t kPrologueBytes = 25;
 
   /// A translation, found again by the physical address of its block: where its code and
   /// a copy of the guest bytes it was made from are in the cache.

@@ -4,6 +4,8 @@
 // SDM Vol. 3A, Self-Modifying Code: "a write to a memory location in a code segment that
 // is currently cached in the processor causes the associated cache line to be
 // invalidated"; the instruction after the store sees the new bytes.
+#include "cpu/decode_info.h"
+#include "tests/cpu/insn_fault_helpers.h"
 #include "tests/support/test_machine.h"
 
 #include <gtest/gtest.h>
@@ -403,4 +405,106 @@ TEST(CrossModifyingCode, StoreByAnotherCpuIsSeenByTheCpuThatDecodedTheCode) {
   EXPECT_EQ(runR(), 9u);
   EXPECT_EQ(M.Cpu_.Mmu.blocksDecoded(), Decoded);
   EXPECT_EQ(M.read64(kDataBase + 0x800) & 0xff, 2u);
+}
+
+namespace {
+// A page-crossing instruction kept as a block of its own (cpu/decode.cpp,
+// decodeCrossingBlock): "mov eax, imm32; ret" at linear 16 MiB + 0xffd, whose imm32
+// crosses into the next page. The two pages are mapped by a page table of their own, so
+// that the guest can remap or unmap the second one (SDM Vol. 3A, 4.10.4.1: INVLPG then
+// makes the new mapping, or its absence, take effect).
+constexpr uint64_t kCrossLinear = 0x1000000, kCrossPt = 0x40000;
+constexpr uint64_t kPage1 = kDataBase, kPage2 = kDataBase + 0x1000, kPage3 = kDataBase + 0x2000;
+
+void mapCrossingPages(TestMachine &M) {
+  const uint8_t Head[] = {0xb8, 0x05, 0x00};       // mov eax, imm32 (bytes 0, 1 of imm32)
+  const uint8_t Tail2[] = {0x00, 0x00, 0xc3};      // imm32 = 5; ret
+  const uint8_t Tail3[] = {0x01, 0x00, 0xc3};      // imm32 = 0x10005; ret
+  M.write(kPage1 + 0xffd, Head, sizeof(Head));
+  M.write(kPage2, Tail2, sizeof(Tail2));
+  M.write(kPage3, Tail3, sizeof(Tail3));
+  const uint64_t Pte[2] = {kPage1 | 7, kPage2 | 7};
+  M.write(kCrossPt, Pte, sizeof(Pte));
+  const uint64_t Pde = kCrossPt | 7;
+  M.write(kPml4Base + 0x2000 + 8 * (kCrossLinear >> 21), &Pde, 8);
+}
+
+// The code: CALL the crossing instruction Iterations times (ESI = the last EAX), remap
+// its second page to kPage3 and call it again (EAX += ESI), then unmap that page and call
+// it a third time (#PF); HLT.
+std::vector<uint8_t> crossingCode(uint32_t Iterations) {
+  const uint32_t T = uint32_t(kCrossLinear + 0xffd), Pte3 = uint32_t(kPage3 | 7);
+  auto Le = [](uint32_t V) {
+    return std::vector<uint8_t>{uint8_t(V), uint8_t(V >> 8), uint8_t(V >> 16), uint8_t(V >> 24)};
+  };
+  std::vector<uint8_t> C = {0x48, 0xc7, 0xc3}; // mov rbx, T
+  for (uint8_t B : Le(T))
+    C.push_back(B);
+  C.push_back(0xb9); // mov ecx, Iterations
+  for (uint8_t B : Le(Iterations))
+    C.push_back(B);
+  const std::vector<uint8_t> Rest = {
+      0xff, 0xd3,                                // loop: call rbx
+      0xff, 0xc9,                                // dec ecx
+      0x75, 0xfa,                                // jnz loop
+      0x89, 0xc6,                                // mov esi, eax
+      0x48, 0xc7, 0xc7, 0x08, 0x00, 0x04, 0x00,  // mov rdi, kCrossPt + 8
+      0x48, 0xc7, 0x07};                         // mov qword [rdi], Pte3 (imm32 below)
+  C.insert(C.end(), Rest.begin(), Rest.end());
+  for (uint8_t B : Le(Pte3))
+    C.push_back(B);
+  const std::vector<uint8_t> End = {
+      0x0f, 0x01, 0x7b, 0x03,                    // invlpg [rbx+3]: the second page
+      0xff, 0xd3,                                // call rbx
+      0x01, 0xf0,                                // add eax, esi
+      0x89, 0xc6,                                // mov esi, eax
+      0x48, 0xc7, 0x07, 0x00, 0x00, 0x00, 0x00,  // mov qword [rdi], 0
+      0x0f, 0x01, 0x7b, 0x03,                    // invlpg [rbx+3]
+      0xff, 0xd3,                                // call rbx: #PF
+      0xf4};                                     // hlt
+  C.insert(C.end(), End.begin(), End.end());
+  return C;
+}
+
+struct CrossingRun {
+  FaultInfo F;
+  uint64_t Esi = 0, Decoded = 0;
+  bool Cached = false; ///< after the loop: a current block of its own in the cache
+};
+
+CrossingRun runCrossing(uint32_t Iterations, ExecMode Mode) {
+  TestMachine M;
+  M.setupLongMode();
+  M.Cpu_.setExecMode(Mode);
+  mapCrossingPages(M);
+  M.loadCode(crossingCode(Iterations));
+  CrossingRun R;
+  // MOV, MOV, then per iteration CALL, the crossing MOV, RET, DEC, JNZ.
+  EXPECT_EQ(M.run(2 + 5 * uint64_t(Iterations)), StopReason::InsnLimit);
+  const Block *B = M.Cpu_.Mmu.cachedBlock(Gla(kCrossLinear + 0xffd), uint8_t(CodeMode::Long64));
+  R.Cached = B && B->Crosses && B->NumInsns == 1 && B->Insns[0].Len == 5;
+  R.F = runToFault(M, 100000);
+  R.Esi = M.S.Gpr[RSI];
+  R.Decoded = M.Cpu_.Mmu.blocksDecoded();
+  return R;
+}
+} // namespace
+
+TEST(PageCrossingInstructions, AreDecodedOnceFollowARemapOfTheSecondPageAndFaultWhenItGoes) {
+  for (const ExecMode Mode : {ExecMode::Interp, ExecMode::Translate}) {
+    SCOPED_TRACE(Mode == ExecMode::Interp ? "interp" : "translate");
+    const CrossingRun Few = runCrossing(20, Mode), Many = runCrossing(2000, Mode);
+    for (const CrossingRun *R : {&Few, &Many}) {
+      // 5 from the first mapping, 0x10005 after the remap: the new bytes run.
+      EXPECT_TRUE(R->Cached);
+      EXPECT_EQ(R->Esi, 0x1000au);
+      ASSERT_TRUE(R->F.Faulted);
+      EXPECT_EQ(R->F.Vector, vec::PF);
+      EXPECT_EQ(R->F.Rip, kCrossLinear + 0xffd); // the crossing instruction
+      EXPECT_EQ(R->F.Cr2, kCrossLinear + 0x1000); // its second page
+      EXPECT_EQ(R->F.ErrorCode & 7u, 0u);          // not present, read, supervisor
+    }
+    // 1,980 more executions of the crossing instruction decoded nothing more.
+    EXPECT_EQ(Few.Decoded, Many.Decoded);
+  }
 }
