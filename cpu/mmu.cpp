@@ -8,34 +8,15 @@
 #include "cpu/vmx/apic_virtualization.h"
 
 #include <cstring>
-#include <sys/mman.h>
 #include <string>
 #include <utility>
 
 namespace vmxsim {
 
-namespace {
-/// Zeroed memory for the decoded-block cache, in 2 MiB pages where the host gives them
-/// (transparent huge pages on request): the cache's slots are spread over all of it by
-/// the hash, so in 4 KiB pages nearly every lookup of a block not looked up lately
-/// misses the host's TLB, and the first touch of each page costs a page fault. Freed
-/// with std::free.
-void *blockCacheMemory() {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t Bytes = ((kBlockCacheEntries + 1) * sizeof(Block) + kHuge - 1) & ~(kHuge - 1);
-  void *P = nullptr;
-  if (posix_memalign(&P, kHuge, Bytes) != 0)
-    return nullptr;
-  ::madvise(P, Bytes, MADV_HUGEPAGE); // a hint: without it, 4 KiB pages
-  std::memset(P, 0, Bytes);
-  return P;
-}
-} // namespace
-
 Mmu::Mmu(Cpu &Owner, PhysMem &Mem)
     : Owner(Owner), Mem(Mem),
       VpidGeneration(static_cast<uint64_t *>(std::calloc(65536, sizeof(uint64_t)))),
-      Blocks(static_cast<Block *>(blockCacheMemory())),
+      Blocks(static_cast<Block *>(std::calloc(kBlockCacheEntries + 1, sizeof(Block)))),
       Peers(&Self), Self(&Owner) {
   if (!Blocks || !VpidGeneration) {
     // Host out of memory at construction: nothing sensible can run. This is a host
