@@ -93,7 +93,7 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
   if (uint64_t(int64_t(La << (64 - VaBits)) >> (64 - VaBits)) != La) [[unlikely]]
     return Status::Ok;
   const TlbEntry E{tag(La, Supervisor), reinterpret_cast<uintptr_t>(Host) - (La & kPageMask),
-                   Pfn};
+                   Pfn, 0};
   // A page holding a read-watched range gets no read entry (nor a write entry: RMW
   // operands are read through it), so that every read of it reaches readLinearSlow,
   // which reports it (PhysMem::watchReads).
@@ -404,7 +404,7 @@ void Mmu::load(SnapshotReader &R) {
       E.Pfn = R.u64();
       uint8_t *Host = E.Tag == kTlbEmpty ? nullptr : Mem.ramPointer(Hpa(E.Pfn << 12));
       if (!Host) { // empty, or a frame that is not RAM here: no entry
-        E = TlbEntry{kTlbEmpty, 0, 0};
+        E = TlbEntry{kTlbEmpty, 0, 0, 0};
         continue;
       }
       E.Addend = uintptr_t(Host) - uintptr_t(E.Tag & ~uint64_t(0xfff));
