@@ -506,7 +506,7 @@ Status decodeCrossingBlock(Cpu &C, Block &B, uint64_t La, uint8_t *Buf, unsigned
   Hpa Pa2;
   VMX_TRY(fetchCode(C, La + Avail, Buf + Avail, 15 - Avail, Got2, Pa2));
   const unsigned Total = Avail + Got2;
-  DecodedInsn I;
+  DecodedInsn I{};
   if (decodeBytes(Buf, Total, CodeMode::Long64, I) == DecodeResult::NeedMore)
     return C.raiseGp(0);
   if (!C.Mem.ramPointer(Hpa(Pa2.value() & kPageMask))) {
