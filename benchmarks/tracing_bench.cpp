@@ -13,6 +13,8 @@
 //                     a handler record and VMENTRY per exit into its ring (guest
 //                     instructions) and the machine drains it (copies, no file)
 //   Everything        trace=1, --xentrace FILE and --trace-ground-truth FILE
+//   GroundTruthOneThread, EverythingOneThread: the same with the files written on the
+//                     emulation thread (MachineConfig::TraceFileThreads false)
 // The emulator's trace writing is GroundTruth vs Untraced and Everything vs
 // HypervisorRings; HypervisorRings vs Untraced is what the traced hypervisor itself
 // costs (instructions it executes, as Xen's tracing costs Xen).
@@ -30,6 +32,7 @@ namespace {
 
 struct Variant {
   bool HypervisorTrace, Drain, DrainToFile, GroundTruth;
+  bool Threads = true;
 };
 
 std::string tempFile(const char *What) {
@@ -42,6 +45,7 @@ bench::TimedRun runOnce(uint64_t Iters, const Variant &V, bool &Ok) {
     Cfg.XentraceFile = V.DrainToFile ? tempFile("hv") : "/dev/null";
   if (V.GroundTruth)
     Cfg.GroundTruthFile = tempFile("gt");
+  Cfg.TraceFileThreads = V.Threads;
   // The trace files are complete when run() returns (it flushes and drains them).
   const bench::TimedRun T = bench::timeImage(
       "vmx_bench", "iters=" + std::to_string(Iters) + (V.HypervisorTrace ? " trace=1" : ""), Cfg);
@@ -74,11 +78,19 @@ void BM_ExitsHypervisorRings(benchmark::State &St) {
   exitsPerSecond(St, {true, true, false, false});
 }
 void BM_ExitsEverything(benchmark::State &St) { exitsPerSecond(St, {true, true, true, true}); }
+void BM_ExitsGroundTruthOneThread(benchmark::State &St) {
+  exitsPerSecond(St, {false, false, false, true, false});
+}
+void BM_ExitsEverythingOneThread(benchmark::State &St) {
+  exitsPerSecond(St, {true, true, true, true, false});
+}
 
 BENCHMARK(BM_ExitsUntraced)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ExitsGroundTruth)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ExitsHypervisorRings)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ExitsEverything)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ExitsGroundTruthOneThread)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ExitsEverythingOneThread)->Arg(50'000)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 } // namespace
 
