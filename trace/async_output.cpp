@@ -17,6 +17,7 @@ ThreadedOutput::ThreadedOutput(TraceOutput &Inner, size_t BlockWords, unsigned N
   // One item per block in flight: a block is free, being filled, in a CPU buffer's
   // place, queued or being written, and only the last two hold items.
   Queue.resize(NumBlocks);
+  WakeAt = std::max(NumBlocks / 2, 1u);
   // The thread blocks every signal (it inherits the mask it starts with): the program's
   // signal handlers (harness/main.cpp: SIGINT stops the run) run on its own threads, as
   // before the thread existed.
@@ -60,6 +61,8 @@ void ThreadedOutput::run() {
 std::unique_ptr<uint32_t[]> ThreadedOutput::takeFree() {
   std::unique_lock<std::mutex> L(M);
   // Back-pressure: every block is queued or being written; the thread frees one.
+  if (Free.empty())
+    ToThread.notify_one();
   ToProducer.wait(L, [this] { return !Free.empty(); });
   std::unique_ptr<uint32_t[]> B = std::move(Free.back());
   Free.pop_back();
@@ -67,13 +70,18 @@ std::unique_ptr<uint32_t[]> ThreadedOutput::takeFree() {
 }
 
 void ThreadedOutput::submit(Item &&It) {
+  bool Wake;
   {
     std::lock_guard<std::mutex> L(M);
     Queue[(QueueHead + QueueCount) % Queue.size()] = std::move(It);
-    ++QueueCount;
+    Wake = ++QueueCount >= WakeAt;
   }
   ++Handed;
-  ToThread.notify_one();
+  // Waking a waiting thread costs the kernel a few microseconds (an IPI on a virtual
+  // machine): the thread is woken for half the blocks at once, or by takeFree and flush
+  // when they wait for it. A thread that is not waiting picks the block up anyway.
+  if (Wake)
+    ToThread.notify_one();
 }
 
 void ThreadedOutput::submitFill() {
@@ -129,6 +137,7 @@ bool ThreadedOutput::flush() {
     return !Failed.load(std::memory_order_relaxed);
   submitFill();
   std::unique_lock<std::mutex> L(M);
+  ToThread.notify_one();
   ToProducer.wait(L, [this] { return QueueCount == 0 && !Writing; });
   if (Failed.load(std::memory_order_relaxed))
     return false;

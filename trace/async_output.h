@@ -90,6 +90,7 @@ private:
   std::vector<std::unique_ptr<uint32_t[]>> Free; ///< capacity NumBlocks, never grows
   std::vector<Item> Queue;                       ///< a ring of NumBlocks items
   size_t QueueHead = 0, QueueCount = 0;
+  size_t WakeAt = 1; ///< blocks queued that wake the thread (submit)
   bool Writing = false; ///< the thread holds an item
   bool Stop = false;
   std::string Failure;
