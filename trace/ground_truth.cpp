@@ -83,16 +83,8 @@ void GroundTruthRecorder::slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner
   W.recordTsc(Cpu, XT_EV_GtSlotPublish, Tsc, Words);
 }
 
-void GroundTruthRecorder::slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot,
-                                    uint64_t Value, uint64_t Rip) {
-  // In place when it fits (TraceWriter::placeTsc), as GT_EXIT: a traced hypervisor stores
-  // its slots several times per exit. The same record either way.
-  if (TraceWriter::Lane *L = W.lane(Cpu)) [[likely]]
-    if (uint32_t *P = TraceWriter::placeTsc<7>(*L, XT_EV_GtSlotStore, Tsc, 7)) [[likely]] {
-      P[0] = Cpu, P[1] = Owner, P[2] = Slot, P[3] = lo(Value), P[4] = hi(Value);
-      P[5] = lo(Rip), P[6] = hi(Rip);
-      return;
-    }
+void GroundTruthRecorder::slotStoreSlow(unsigned Cpu, uint64_t Tsc, uint32_t Owner,
+                                        uint32_t Slot, uint64_t Value, uint64_t Rip) {
   const uint32_t Words[7] = {Cpu, Owner, Slot, lo(Value), hi(Value), lo(Rip), hi(Rip)};
   W.recordTsc(Cpu, XT_EV_GtSlotStore, Tsc, Words);
 }
