@@ -6,6 +6,7 @@
 #include "trace/slot_layout.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace vmxsim {
 
@@ -188,6 +189,7 @@ bool GroundTruthLink::watchSlotTable(PhysMem &M, std::span<Cpu *const> All, uint
   Cpus.assign(All.begin(), All.end());
   Table = TablePa;
   SlotsPa.assign(XT_SLOT_LAYOUT_MAX_CPUS, 0);
+  Published.clear();
   R.slotLayout(TablePa, XT_SLOT_LAYOUT_SLOTS, XT_SLOT_LAYOUT_MAX_CPUS);
   M.watchWrites(Hpa(TablePa), sizeof(T));
   for (Cpu *C : Cpus)
@@ -205,6 +207,8 @@ void GroundTruthLink::publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner,
   const uint64_t Bytes = 8ull * XT_SLOT_LAYOUT_SLOTS;
   if (Pa == SlotsPa[Owner] || (Pa & 7) || !Mem->isRam(Hpa(Pa), Bytes))
     return;
+  if (!SlotsPa[Owner])
+    Published.insert(std::lower_bound(Published.begin(), Published.end(), Owner), Owner);
   SlotsPa[Owner] = Pa;
   R.slotPublish(StoringCpu, Tsc, Owner, Pa);
   Mem->watchWrites(Hpa(Pa), Bytes);
@@ -216,31 +220,43 @@ void GroundTruthLink::publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner,
 void GroundTruthLink::watchedStore(const WatchedStoreEvent &E) {
   if (!Mem)
     return;
+  // Every store into a watched page comes here (a traced hypervisor's slot stores,
+  // several per exit, and its other stores to those pages): the ranges are compared
+  // once each, and only the published arrays (Published) are looked at, not all
+  // XT_SLOT_LAYOUT_MAX_CPUS owners.
   const uint64_t Begin = E.Addr, End = E.Addr + E.SizeBytes;
   // A store into the table's slots_pa entries publishes CPUs' slots.
   const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
-  for (uint32_t N = 0; N < XT_SLOT_LAYOUT_MAX_CPUS; ++N) {
-    const uint64_t A = Entries + 8ull * N;
-    if (Begin < A + 8 && A < End) {
-      uint64_t V = 0;
-      Mem->copyOut(Hpa(A), &V, 8);
-      if (V)
-        publish(E.Cpu, E.Tsc, N, V);
-    }
+  if (Begin < Entries + 8ull * XT_SLOT_LAYOUT_MAX_CPUS && Entries < End) [[unlikely]] {
+    const uint64_t First = Begin > Entries ? (Begin - Entries) / 8 : 0;
+    const uint64_t Last = std::min<uint64_t>((End - 1 - Entries) / 8, XT_SLOT_LAYOUT_MAX_CPUS - 1);
+    for (uint64_t N = First; N <= Last; ++N)
+      if (const uint64_t V = read64(Entries + 8 * N))
+        publish(E.Cpu, E.Tsc, uint32_t(N), V);
   }
-  for (uint32_t N = 0; N < SlotsPa.size(); ++N) {
+  // Ascending owners (Published is sorted), ascending slots: one GT_SLOT_STORE per slot
+  // the store touched, holding the slot's whole value after it.
+  for (const uint32_t N : Published) {
     const uint64_t Base = SlotsPa[N];
-    if (!Base || End <= Base || Begin >= Base + 8ull * XT_SLOT_LAYOUT_SLOTS)
+    if (End <= Base || Begin >= Base + 8ull * XT_SLOT_LAYOUT_SLOTS)
       continue;
-    for (uint32_t S = 0; S < XT_SLOT_LAYOUT_SLOTS; ++S) {
-      const uint64_t A = Base + 8ull * S;
-      if (Begin < A + 8 && A < End) {
-        uint64_t V = 0;
-        Mem->copyOut(Hpa(A), &V, 8);
-        R.slotStore(E.Cpu, E.Tsc, N, S, V, E.Rip);
-      }
-    }
+    const uint64_t First = Begin > Base ? (Begin - Base) / 8 : 0;
+    const uint64_t Last = std::min<uint64_t>((End - 1 - Base) / 8, XT_SLOT_LAYOUT_SLOTS - 1);
+    for (uint64_t S = First; S <= Last; ++S)
+      R.slotStore(E.Cpu, E.Tsc, N, uint32_t(S), read64(Base + 8 * S), E.Rip);
   }
+}
+
+uint64_t GroundTruthLink::read64(uint64_t Pa) const {
+  // Within a page (a slot is 8-byte aligned: publish), its RAM's host pointer when it
+  // has one; else what copyOut reads (0 if a byte is not RAM).
+  uint64_t V = 0;
+  const uint8_t *H = (Pa & 0xfff) <= 0xff8 ? Mem->ramPointer(Hpa(Pa)) : nullptr;
+  if (H) [[likely]]
+    std::memcpy(&V, H, 8);
+  else
+    Mem->copyOut(Hpa(Pa), &V, 8);
+  return V;
 }
 
 void GroundTruthLink::vmEntryFailure(const VmEntryFailureEvent &E) {
@@ -285,8 +301,10 @@ void GroundTruthLink::load(SnapshotReader &R) {
            " slot arrays, this image's " + std::to_string(SlotsPa.size()));
     return;
   }
-  for (uint64_t &Pa : SlotsPa)
-    Pa = R.u64();
+  Published.clear();
+  for (uint32_t Owner = 0; Owner < SlotsPa.size(); ++Owner)
+    if ((SlotsPa[Owner] = R.u64()))
+      Published.push_back(Owner);
   const uint64_t M = R.u64(); // grows with the CPUs that exited so far
   if (R.ok() && M > 4096) {
     R.fail("the snapshot's ground truth lists " + std::to_string(M) + " CPUs");

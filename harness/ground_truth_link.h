@@ -104,6 +104,8 @@ private:
   /// that the fast paths keep no stack frame) and given to vmExit or vmEntry.
   [[gnu::noinline]] void exitFromEvent(const Cpu &P, const VmExitInfo &Info);
   [[gnu::noinline]] void entryFromEvent(const Cpu &P, bool IsLaunch, uint32_t Info);
+  /// The 8 bytes at machine-physical Pa (8-byte aligned) as the store left them.
+  uint64_t read64(uint64_t Pa) const;
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
   /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
   /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
@@ -118,6 +120,7 @@ private:
   std::vector<Cpu *> Cpus;
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
+  std::vector<uint32_t> Published; ///< the owners whose SlotsPa is not 0, ascending
   std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
   /// The CPUs the fast paths serve: those of Regs that have a lane (without the
   /// division of Regs.size() on the fast paths).

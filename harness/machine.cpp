@@ -6,6 +6,7 @@
 #include "harness/ground_truth_link.h"
 #include "harness/insn_trace.h"
 #include "harness/xen_trace_drain.h"
+#include "trace/async_output.h"
 #include "trace/ground_truth.h"
 #include "trace/slot_layout.h"
 #include "trace/writer.h"
@@ -192,9 +193,9 @@ Error Machine::init() {
     bsp().Observer = Tracer.get();
   }
   if (!Cfg.GroundTruthFile.empty()) {
-    GroundTruthOut = std::make_unique<trace::FileOutput>();
+    GroundTruthOut = std::make_unique<trace::AsyncFileOutput>();
     std::string Why;
-    if (!GroundTruthOut->open(Cfg.GroundTruthFile, Why))
+    if (!GroundTruthOut->open(Cfg.GroundTruthFile, Why, Cfg.TraceFileThreads))
       return Error(ErrorCode::HostFailure, Why, Cfg.GroundTruthFile);
     GroundTruthWriter = std::make_unique<trace::TraceWriter>(*GroundTruthOut, Cfg.NumCpus);
     GroundTruth = std::make_unique<trace::GroundTruthRecorder>(*GroundTruthWriter);
@@ -213,9 +214,9 @@ Error Machine::init() {
     }
   }
   if (!Cfg.XentraceFile.empty()) {
-    XentraceOut = std::make_unique<trace::FileOutput>();
+    XentraceOut = std::make_unique<trace::AsyncFileOutput>();
     std::string Why;
-    if (!XentraceOut->open(Cfg.XentraceFile, Why))
+    if (!XentraceOut->open(Cfg.XentraceFile, Why, Cfg.TraceFileThreads))
       return Error(ErrorCode::HostFailure, Why, Cfg.XentraceFile);
     XentraceWriter = std::make_unique<trace::TraceWriter>(*XentraceOut, Cfg.NumCpus);
     TraceDrain = std::make_unique<TraceBufferDrain>(Mem, *XentraceWriter);
@@ -225,9 +226,9 @@ Error Machine::init() {
     ErrorOr<XenTraceSymbols> Syms = readXenTraceSymbols(Cfg.XenSymsFile);
     if (!Syms)
       return Syms.error();
-    XenTraceOut = std::make_unique<trace::FileOutput>();
+    XenTraceOut = std::make_unique<trace::AsyncFileOutput>();
     std::string Why;
-    if (!XenTraceOut->open(Cfg.XenTraceFile, Why))
+    if (!XenTraceOut->open(Cfg.XenTraceFile, Why, Cfg.TraceFileThreads))
       return Error(ErrorCode::HostFailure, Why, Cfg.XenTraceFile);
     XenTraceWriter = std::make_unique<trace::TraceWriter>(*XenTraceOut, Cfg.NumCpus);
     XenDrain = std::make_unique<XenTraceDrain>(*this, std::move(*Syms), Cfg.XenSymsFile,

@@ -85,7 +85,7 @@ namespace vmxsim {
 
 class InsnTracer;
 namespace trace {
-class FileOutput;
+class AsyncFileOutput;
 class TraceWriter;
 class GroundTruthRecorder;
 } // namespace trace
@@ -155,6 +155,10 @@ struct MachineConfig {
   /// needs XenSymsFile.
   std::string XenTraceFile, XenSymsFile;
   uint64_t XenTraceEvery = 1'000'000;
+  /// The three trace files above are written by a thread each (trace/async_output.h),
+  /// so that the kernel's copying them costs the emulation no time; false writes them
+  /// on the emulation thread. Their bytes are the same either way.
+  bool TraceFileThreads = true;
   /// Retired-instruction budget for run() (total of all CPUs since load); ~0 = unlimited.
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
@@ -488,18 +492,20 @@ private:
   std::vector<Cpu *> CpuPtrs;
   std::unique_ptr<InsnTracer> Tracer;
   /// Ground truth (Cfg.GroundTruthFile): the file, its writer, the recorder the CPUs
-  /// point to, and one instruction observer per CPU (Cfg.GroundTruthInsns).
-  std::unique_ptr<trace::FileOutput> GroundTruthOut;
+  /// point to, and one instruction observer per CPU (Cfg.GroundTruthInsns). Each trace
+  /// file is written by a thread of its own (trace/async_output.h); its writer is
+  /// declared after it, so the writer's last windows reach it before it closes.
+  std::unique_ptr<trace::AsyncFileOutput> GroundTruthOut;
   std::unique_ptr<trace::TraceWriter> GroundTruthWriter;
   std::unique_ptr<trace::GroundTruthRecorder> GroundTruth;
   std::unique_ptr<GroundTruthLink> GroundTruthTransitions;
   std::vector<std::unique_ptr<GroundTruthInsnObserver>> GroundTruthInsnObservers;
   /// The hypervisor's trace (Cfg.XentraceFile): the file, its writer, the drain device.
-  std::unique_ptr<trace::FileOutput> XentraceOut;
+  std::unique_ptr<trace::AsyncFileOutput> XentraceOut;
   std::unique_ptr<trace::TraceWriter> XentraceWriter;
   std::unique_ptr<TraceBufferDrain> TraceDrain;
   /// Xen's own trace (Cfg.XenTraceFile): the file, its writer, the drain.
-  std::unique_ptr<trace::FileOutput> XenTraceOut;
+  std::unique_ptr<trace::AsyncFileOutput> XenTraceOut;
   std::unique_ptr<trace::TraceWriter> XenTraceWriter;
   std::unique_ptr<XenTraceDrain> XenDrain;
   CpuModel Model; ///< the model the CPUs run (Cfg.Model with Cfg.Vmx applied)

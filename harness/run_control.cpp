@@ -33,6 +33,7 @@
 #include "cpu/vmx/vmx_state.h"
 #include "mmu/ept.h"
 #include "mmu/paging.h"
+#include "trace/async_output.h"
 #include "trace/vmx_names.h"
 #include "trace/writer.h"
 
@@ -1039,7 +1040,7 @@ ErrorOr<std::vector<trace::TraceRecord>> Machine::groundTruthRecords() {
   if (!GroundTruthWriter)
     return Error(ErrorCode::NoTrace, "the machine records no ground truth "
                                      "(MachineConfig::GroundTruthFile is empty)");
-  GroundTruthOut->flush(); // the host's buffer only: the file's bytes are the same
+  GroundTruthOut->flush(); // what was handed to its thread: the file's bytes are the same
   std::vector<uint8_t> Pending;
   GroundTruthWriter->peekPending(Pending);
   return readRecords(Cfg.GroundTruthFile, Pending);

@@ -83,13 +83,18 @@ void GroundTruthRecorder::slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner
   W.recordTsc(Cpu, XT_EV_GtSlotPublish, Tsc, Words);
 }
 
-void GroundTruthRecorder::slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot,
-                                    uint64_t Value, uint64_t Rip) {
+void GroundTruthRecorder::slotStoreSlow(unsigned Cpu, uint64_t Tsc, uint32_t Owner,
+                                        uint32_t Slot, uint64_t Value, uint64_t Rip) {
   const uint32_t Words[7] = {Cpu, Owner, Slot, lo(Value), hi(Value), lo(Rip), hi(Rip)};
   W.recordTsc(Cpu, XT_EV_GtSlotStore, Tsc, Words);
 }
 
 void GroundTruthRecorder::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip) {
+  if (TraceWriter::Lane *L = W.lane(Cpu)) [[likely]]
+    if (uint32_t *P = TraceWriter::placeTsc<5>(*L, XT_EV_GtRootTsc, Tsc, 5)) [[likely]] {
+      P[0] = Cpu, P[1] = lo(Value), P[2] = hi(Value), P[3] = lo(Rip), P[4] = hi(Rip);
+      return;
+    }
   const uint32_t Words[5] = {Cpu, lo(Value), hi(Value), lo(Rip), hi(Rip)};
   W.recordTsc(Cpu, XT_EV_GtRootTsc, Tsc, Words);
 }

@@ -112,9 +112,19 @@ public:
   void slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus);
   /// GT_SLOT_PUBLISH {owner, slots_pa}, on the publishing CPU's record stream.
   void slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
-  /// GT_SLOT_STORE {cpu, owner, slot, value, rip}.
+  /// GT_SLOT_STORE {cpu, owner, slot, value, rip}. In place when it fits
+  /// (TraceWriter::placeTsc), as GT_EXIT: a traced hypervisor stores its slots several
+  /// times per exit. The same record either way.
   void slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot, uint64_t Value,
-                 uint64_t Rip);
+                 uint64_t Rip) {
+    if (TraceWriter::Lane *L = W.lane(Cpu)) [[likely]]
+      if (uint32_t *P = TraceWriter::placeTsc<7>(*L, XT_EV_GtSlotStore, Tsc, 7)) [[likely]] {
+        P[0] = Cpu, P[1] = Owner, P[2] = Slot, P[3] = uint32_t(Value);
+        P[4] = uint32_t(Value >> 32), P[5] = uint32_t(Rip), P[6] = uint32_t(Rip >> 32);
+        return;
+      }
+    slotStoreSlow(Cpu, Tsc, Owner, Slot, Value, Rip);
+  }
   /// GT_ROOT_TSC {cpu, value, rip}.
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip);
   /// GT_INSN {cpu, rip, flags = length | non-root << 8}, before the instruction executes.
@@ -123,6 +133,8 @@ public:
   TraceWriter &writer() { return W; }
 
 private:
+  void slotStoreSlow(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot, uint64_t Value,
+                     uint64_t Rip);
   TraceWriter &W;
 };
 

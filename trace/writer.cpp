@@ -95,8 +95,11 @@ void TraceWriter::flushCpu(unsigned Cpu) {
   CpuBuffer &B = Cpus[Cpu];
   // The window header: TRACE_CPU_CHANGE {cpu, byte count}, never stamped (section 4).
   const uint32_t Head[3] = {xt_header(XT_EV_TraceCpuChange, 2, 0), Cpu, B.Used * 4};
-  emit(Head, sizeof(Head));
-  emit(B.Words.get(), size_t(B.Used) * 4);
+  // As emit, for the two pieces at once: the output may take the buffer (and leave
+  // another of the same size in its place) instead of copying it.
+  Written += sizeof(Head) + size_t(B.Used) * 4;
+  if (Ok && !Out.writeBuffer(Head, sizeof(Head), B.Words, CapWords, size_t(B.Used) * 4))
+    Ok = false;
   B.Used = 0;
 }
 

@@ -20,6 +20,16 @@ public:
   virtual ~TraceOutput() = default;
   /// Appends Bytes bytes; false on a host I/O error.
   virtual bool write(const void *Data, size_t Bytes) = 0;
+  /// A drained CPU buffer: HeadBytes bytes of Head (its window header), then Bytes bytes
+  /// of Words, a buffer of CapWords words. An output may keep Words and leave in its
+  /// place another buffer of CapWords words (trace/async_output.h: no copy); this one
+  /// writes both and leaves it.
+  virtual bool writeBuffer(const void *Head, size_t HeadBytes,
+                           std::unique_ptr<uint32_t[]> &Words, size_t CapWords, size_t Bytes) {
+    (void)CapWords;
+    return write(Head, HeadBytes) && write(Words.get(), Bytes);
+  }
+  /// Every byte written so far is in the output's file (or wherever it goes).
   virtual bool flush() { return true; }
   /// After a failed write or flush: one line saying what failed ("<path>: cannot
   /// write: <errno text>"); empty before.
@@ -60,9 +70,11 @@ enum class FullPolicy : uint8_t {
 
 class TraceWriter {
 public:
+  /// Each CPU's buffer unless the constructor is told otherwise.
+  static constexpr size_t kDefaultBufferBytes = 256 << 10;
   /// NumCpus buffers (1..XT_MAX_CPUS) of BufferBytes each (rounded down to words; at
   /// least room for the largest record and a LOST_RECORDS record).
-  TraceWriter(TraceOutput &Out, unsigned NumCpus, size_t BufferBytes = 256 << 10,
+  TraceWriter(TraceOutput &Out, unsigned NumCpus, size_t BufferBytes = kDefaultBufferBytes,
               FullPolicy Policy = FullPolicy::Flush);
   ~TraceWriter();
   TraceWriter(const TraceWriter &) = delete;
@@ -89,6 +101,7 @@ public:
 
   /// One CPU's buffer. The fast path below reaches it through a pointer its caller
   /// keeps (lane), stable for the writer's life; its members are the writer's alone.
+  /// Words may be another buffer after each drain (TraceOutput::writeBuffer).
   struct Lane {
     std::unique_ptr<uint32_t[]> Words;
     uint32_t Used = 0;

@@ -547,3 +547,42 @@ TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
     }
   }
 }
+
+// The trace files are written by a thread each (MachineConfig::TraceFileThreads,
+// trace/async_output.h): the ground truth and the hypervisor's drained trace are the
+// bytes the emulation thread writes itself, run after run. vmx_bench traced (slot
+// stores, root-mode RDTSCs: about 16 windows of 256 KiB, most handed to the thread
+// without a copy) and hv.elf on two CPUs.
+TEST(GroundTruth, ThreadedTraceFilesAreTheEmulationThreadsBytes) {
+  const PathCase Cases[] = {{"vmx_bench.elf", "iters=3000 trace=1", 1},
+                            {"hv.elf", "scenario=mixed", 2}};
+  for (const PathCase &Case : Cases) {
+    SCOPED_TRACE(Case.Image);
+    std::string Gt[3], Hv[3];
+    for (unsigned Run = 0; Run < 3; ++Run) {
+      const bool Threaded = Run < 2;
+      MachineConfig Cfg = pathCaseConfig(Case, ExecMode::Interp);
+      const std::string Base = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_threads_" +
+                               std::to_string(Run);
+      Cfg.GroundTruthFile = Base + "_gt.xt";
+      Cfg.XentraceFile = Base + "_hv.xt";
+      Cfg.TraceFileThreads = Threaded;
+      {
+        Error Err;
+        auto M = Machine::create(Cfg, Err);
+        ASSERT_TRUE(M) << Err.str();
+        const RunResult R = M->run();
+        EXPECT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+        EXPECT_TRUE(M->outputProblems().empty());
+      }
+      Gt[Run] = readFile(Cfg.GroundTruthFile);
+      Hv[Run] = readFile(Cfg.XentraceFile);
+    }
+    EXPECT_GT(Gt[2].size(), Case.Cpus == 1 ? 1'000'000u : 1000u);
+    EXPECT_GT(Hv[2].size(), 1000u);
+    for (unsigned Run = 0; Run < 2; ++Run) {
+      EXPECT_TRUE(Gt[Run] == Gt[2]) << Run << ": " << Gt[Run].size() << " " << Gt[2].size();
+      EXPECT_TRUE(Hv[Run] == Hv[2]) << Run << ": " << Hv[Run].size() << " " << Hv[2].size();
+    }
+  }
+}
