@@ -307,12 +307,16 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
       return handleStatus(Status::Fault, Why);
     Block *B = nullptr;
     if (DecodeMode == uint8_t(CodeMode::Long64)) [[likely]] {
-      if (Prev)
+      if (Prev) {
         B = Mmu.chainedBlock(*Prev, Gla(S.Rip)); // 64-bit: CS base 0
+        // A link does not see a page-crossing block's second page: its fetch TLB slot
+        // is tested as cachedBlock tests it (a victim swap there moves no link stamp).
+        if (B && B->Crosses && !Mmu.crossingMapped(*B, S.Rip)) [[unlikely]]
+          B = nullptr;
+      }
       if (!B) {
         B = Mmu.cachedBlock(Gla(S.Rip), DecodeMode);
-        // (Nothing links to a page-crossing block: a link does not see its second page.)
-        if (B && Prev && !B->Crosses)
+        if (B && Prev)
           Mmu.linkBlocks(*Prev, Gla(S.Rip), *B);
       }
     }
@@ -348,7 +352,7 @@ bool Cpu::runBlocks(uint64_t InsnEnd, StopReason &Why) {
     // the block to the loop below when it stops early (Done < NumInsns).
     // (A block just decoded into its cache slot counts as cached: Key is 0 only for the
     // uncached scratch block and a slot left unfilled.)
-    if (Jit && B->Key && !B->Crosses && DecodeMode == uint8_t(CodeMode::Long64) &&
+    if (Jit && B->Key && DecodeMode == uint8_t(CodeMode::Long64) &&
         Cycles + I->CostToEnd < WindowDue) {
       BlockStop = Cycles + I->CostToEnd;
       const JitRun R = Jit->run(*B, Cached ? Prev : nullptr);

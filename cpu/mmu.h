@@ -189,8 +189,9 @@ struct Block {
   /// 1: the block is one 64-bit instruction that crosses the end of its page (decodeBlock),
   /// current while its second page is still mapped by the fetch TLB to CrossPfn and
   /// holds the same bytes (CrossGen, CrossLines: as Gen and Lines for the first page).
-  /// Nothing links to it and it is never translated (docs/TRANSLATOR.md, "Page-crossing
-  /// instructions").
+  /// A link to it is followed only while that still holds (Cpu::runBlocks tests it; a
+  /// translator's chain cell, only while its stamp is unchanged: docs/TRANSLATOR.md,
+  /// "Page-crossing instructions").
   uint8_t Crosses;
   const void *JitCode;
   BlockLink Links[2]; ///< the last two successors (a branch's taken and fall-through)

@@ -229,6 +229,11 @@ public:
     byte(Op);
     modrmDisp(R, Base, Disp);
   }
+  /// CMP byte [Base + Disp8], Imm8 (80 /7 ib).
+  void cmpByteAt(Reg Base, int8_t Disp, uint8_t Imm) {
+    opAt(0x80, 7, Base, Disp, 1);
+    byte(Imm);
+  }
   void loadAt(Reg R, Reg Base, int8_t Disp) { opAt(0x8b, R, Base, Disp); }
   void storeAt(Reg R, Reg Base, int8_t Disp) { opAt(0x89, R, Base, Disp); }
   void cmpRegAt(Reg R, Reg Base, int8_t Disp) { opAt(0x3b, R, Base, Disp); }

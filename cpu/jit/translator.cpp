@@ -910,12 +910,25 @@ bool Translator::install(size_t Off, const uint8_t *Src, size_t Len) {
   return mprotect(First, Span, PROT_READ | PROT_EXEC) == 0;
 }
 
-const uint8_t *Translator::guestBytes(const Block &B, size_t &Len) const {
+const uint8_t *Translator::guestBytes(const Block &B, size_t &Len) {
   Len = 0;
   for (unsigned K = 0; K < B.NumInsns; ++K)
     Len += B.Insns[K].Len;
-  const uint8_t *Page = C.Mem.ramPointer(Hpa(B.Pa & ~uint64_t(kHostPage - 1)));
-  return Page ? Page + (B.Pa & (kHostPage - 1)) : nullptr;
+  const uint8_t *Page = C.Mem.ramPointer(Hpa(B.Pa & kPageMask));
+  if (!Page)
+    return nullptr;
+  const size_t Off = B.Pa & (kPageSize - 1);
+  if (!B.Crosses)
+    return Page + Off;
+  // A page-crossing instruction (Block::Crosses): its head ends the block's frame, its
+  // tail begins frame CrossPfn, which need not be the next one.
+  const size_t Head = kPageSize - Off;
+  const uint8_t *Tail = C.Mem.ramPointer(Hpa(B.CrossPfn << 12));
+  if (!Tail || Head >= Len || Len > sizeof CrossBytes)
+    return nullptr;
+  std::memcpy(CrossBytes, Page + Off, Head);
+  std::memcpy(CrossBytes + Head, Tail, Len - Head);
+  return CrossBytes;
 }
 
 namespace {
@@ -1623,7 +1636,9 @@ bool Translator::emitChainTest() {
   // primary fetch TLB slot with the cell's frame, and the block cache's slot of that
   // address still holds Next, current (Mmu::cachedBlock's test: address, key of this
   // cache epoch in 64-bit mode, the page's code generation), with the translation the
-  // cell names.
+  // cell names. A page-crossing Next fails it: this test does not see its second page
+  // (Mmu::crossingMapped), so a cell reaches such a block only while its stamp says
+  // that nothing the run loop's lookup tested has changed since.
   E.movRR(8, HDX, HAX);
   E.aluImm(Alu::And, 8, HDX, 0xfffff000u); // the page (sign-extended mask)
   E.opMem(8, 0x0a, 0x0b, HDX, OffFetchTagLow); // OR
@@ -1640,6 +1655,8 @@ bool Translator::emitChainTest() {
   E.loadAt(HDI, HSI, int8_t(offsetof(ChainCell, Next)));
   E.loadAt(HAX, HSI, int8_t(offsetof(ChainCell, Pa)));
   E.cmpRegAt(HAX, HDI, int8_t(offsetof(Block, Pa)));
+  E.jump(kHostNE, kFail);
+  E.cmpByteAt(HDI, int8_t(offsetof(Block, Crosses)), 0);
   E.jump(kHostNE, kFail);
   E.load(4, HAX, OffBlockKeyBase);
   E.aluImm(Alu::Or, 4, HAX, uint32_t(CodeMode::Long64));
@@ -1719,7 +1736,8 @@ void Translator::emitChain(void *EmitterPtr, unsigned Fail, unsigned Valid, bool
   static_assert(offsetof(ChainCell, La) == 0 && offsetof(ChainCell, Tag) == 8 &&
                 offsetof(ChainCell, Body) == 24 && offsetof(ChainCell, Next) == 32 &&
                 offsetof(ChainCell, NextCost) == 40 && offsetof(ChainCell, NextInsns) == 48);
-  static_assert(offsetof(Block, JitCode) < 128 && offsetof(Block, Key) < 128);
+  static_assert(offsetof(Block, JitCode) < 128 && offsetof(Block, Key) < 128 &&
+                offsetof(Block, Crosses) < 128);
   static_assert(offsetof(ChainState, LastCell) == 0 && offsetof(ChainState, Current) == 8 &&
                 offsetof(ChainState, Chained) == 16 && offsetof(ChainState, TargetChained) == 24);
 }

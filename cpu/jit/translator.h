@@ -189,7 +189,8 @@ private:
   /// address (and so in the same cache slot) if the code cache still holds it.
   bool reattach(Block &B);
   /// The block's instruction bytes in guest memory (null outside RAM) and their count.
-  const uint8_t *guestBytes(const Block &B, size_t &Len) const;
+  const uint8_t *guestBytes(const Block &B, size_t &Len);
+  uint8_t CrossBytes[16] = {}; ///< guestBytes' copy of a page-crossing instruction
   /// Copies Len bytes to the code cache at Off (the writable view, or the mprotect path).
   bool install(size_t Off, const uint8_t *Src, size_t Len);
 

@@ -5,6 +5,7 @@
 // is currently cached in the processor causes the associated cache line to be
 // invalidated"; the instruction after the store sees the new bytes.
 #include "cpu/decode_info.h"
+#include "cpu/jit/translator.h"
 #include "tests/cpu/insn_fault_helpers.h"
 #include "tests/support/test_machine.h"
 
@@ -506,5 +507,73 @@ TEST(PageCrossingInstructions, AreDecodedOnceFollowARemapOfTheSecondPageAndFault
     }
     // 1,980 more executions of the crossing instruction decoded nothing more.
     EXPECT_EQ(Few.Decoded, Many.Decoded);
+  }
+}
+
+namespace {
+// The crossing instruction of mapCrossingPages called N times, its imm32's byte 2 (in
+// the second page) then set to 1 by a store, then called N times again; ESI sums EAX.
+// Direct CALLs: a block ending with an indirect one is not translated. The two pages are
+// mapped again 64 KiB higher too, where their fetch TLB slots (0x10, 0x11) are not the
+// code's (0, for page 0x100): a victim swap at every call would move the chain cells'
+// stamp (cpu/mmu.h, "Block links") and keep them from chaining.
+constexpr uint64_t kCrossLinearHigh = kCrossLinear + 0x10000;
+void mapCrossingPagesHigh(TestMachine &M) {
+  mapCrossingPages(M);
+  const uint64_t Pte[2] = {kPage1 | 7, kPage2 | 7};
+  M.write(kCrossPt + 8 * 0x10, Pte, sizeof(Pte));
+}
+std::vector<uint8_t> crossingStoreCode(uint32_t N) {
+  const uint32_t T = uint32_t(kCrossLinearHigh + 0xffd);
+  std::vector<uint8_t> C = {0x48, 0xc7, 0xc3, uint8_t(T), uint8_t(T >> 8), uint8_t(T >> 16),
+                            uint8_t(T >> 24), // mov rbx, T
+                            0x31, 0xf6};      // xor esi, esi
+  auto loop = [&] {
+    C.insert(C.end(), {0xb9, uint8_t(N), uint8_t(N >> 8), uint8_t(N >> 16), uint8_t(N >> 24)});
+    const uint32_t Rel = T - uint32_t(kCodeBase + C.size() + 5); // mov ecx, N above
+    C.insert(C.end(), {0xe8, uint8_t(Rel), uint8_t(Rel >> 8), uint8_t(Rel >> 16),
+                       uint8_t(Rel >> 24), // l: call T
+                       0x01, 0xc6,         // add esi, eax
+                       0xff, 0xc9,         // dec ecx
+                       0x75, 0xf5});       // jnz l
+  };
+  loop();
+  C.insert(C.end(), {0xc6, 0x43, 0x03, 0x01}); // mov byte [rbx+3], 1: imm32 = 0x10005
+  loop();
+  C.push_back(0xf4); // hlt
+  return C;
+}
+} // namespace
+
+// Translated, the crossing instruction's block is entered through the chain cells of the
+// block that calls it and of RET (docs/TRANSLATOR.md, "Page-crossing instructions"): a
+// store into its second page moves the cells' stamp, and the next call runs the new
+// bytes, as interpreted.
+TEST(PageCrossingInstructions, RunTranslatedAndChainedAndSeeAStoreIntoTheirSecondPage) {
+  constexpr uint32_t N = 1000;
+  for (const ExecMode Mode : {ExecMode::Interp, ExecMode::Translate, ExecMode::Lockstep}) {
+    SCOPED_TRACE(int(Mode));
+    TestMachine M;
+    M.setupLongMode();
+    M.Cpu_.setExecMode(Mode);
+    mapCrossingPagesHigh(M);
+    M.loadCode(crossingStoreCode(N));
+    // MOV RBX, XOR, MOV ECX; per iteration CALL, MOV, RET, ADD, DEC, JNZ; the store,
+    // MOV ECX, again the iterations; HLT.
+    EXPECT_EQ(M.run(1000000), StopReason::Halted);
+    EXPECT_EQ(M.S.Gpr[RSI], uint64_t(N * 5u + N * 0x10005u));
+    EXPECT_EQ(M.Cpu_.Retired, 3 + 6 * uint64_t(N) + 2 + 6 * uint64_t(N) + 1);
+    const Block *B =
+        M.Cpu_.Mmu.cachedBlock(Gla(kCrossLinearHigh + 0xffd), uint8_t(CodeMode::Long64));
+    ASSERT_TRUE(B && B->Crosses);
+    EXPECT_EQ(B->Insns[0].Imm, 0x10005);
+    if (Mode == ExecMode::Translate) {
+      // Translated after 16 entries, twice (the store made a new block of it); after
+      // that, all four blocks of the loop chained: the run loop entered translated code
+      // a few dozen times, not 2,000.
+      EXPECT_TRUE(B->JitCode);
+      EXPECT_LT(M.Cpu_.Jit->stats().Runs, 100u);
+      EXPECT_GT(M.Cpu_.Jit->stats().Chained, 7000u);
+    }
   }
 }
