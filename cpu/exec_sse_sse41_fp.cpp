@@ -18,8 +18,8 @@ using XmmFn = uint32_t (*)(Xmm &, const Xmm &, uint32_t);
 
 VMX_FP_XX(hostMulps, "mulps")
 VMX_FP_XX(hostMulpd, "mulpd")
-VMX_FP_XX(hostHaddps, "haddps")
-VMX_FP_XX(hostHaddpd, "haddpd")
+VMX_FP_XX(hostAddps, "addps")
+VMX_FP_XX(hostAddpd, "addpd")
 // ROUNDxx take their rounding control as imm8[3:0]; one primitive per value.
 VMX_FP_CMP(hostRoundps, "roundps")
 VMX_FP_CMP(hostRoundpd, "roundpd")
@@ -30,13 +30,13 @@ VMX_FP_CMP(hostRoundsd, "roundsd")
 
 // --- DPPS / DPPD ------------------------------------------------------------------------
 
-/// The flags of one step of a dot product (Res = Op applied lane-wise to X and Y, or, when
-/// Horizontal, to adjacent lanes of X), as the instruction reports them: an exactly tiny
+/// The flags of one step of a dot product (Res = Op applied lane-wise to X and Y), as the
+/// instruction reports them: an exactly tiny
 /// result signals underflow when it is unmasked (SDM Vol. 1, Numeric Underflow Exception
 /// (#U)), and an unmasked overflow or underflow gets the precision flag of the
 /// unbounded-exponent result, lane by lane (scalarLaneFlags).
 uint32_t stepFlags(uint32_t F, const Xmm &Res, WideOp Op, const Xmm &X, const Xmm &Y,
-                   bool Horizontal, unsigned Bytes, uint32_t Guest) {
+                   unsigned Bytes, uint32_t Guest) {
   F &= mxcsr::Flags;
   if (!(Guest & mxcsr::UM) && anyDenormalLane(Res, Bytes))
     F |= mxcsr::UE;
@@ -45,10 +45,8 @@ uint32_t stepFlags(uint32_t F, const Xmm &Res, WideOp Op, const Xmm &X, const Xm
     return F;
   F = 0;
   const unsigned N = 16 / Bytes;
-  for (unsigned K = 0; K < (Horizontal ? N / 2 : N); ++K)
-    F |= Horizontal ? scalarLaneFlags(Op, fpLane(X, Bytes, 2 * K), fpLane(X, Bytes, 2 * K + 1),
-                                      Bytes, Guest)
-                    : scalarLaneFlags(Op, fpLane(X, Bytes, K), fpLane(Y, Bytes, K), Bytes, Guest);
+  for (unsigned K = 0; K < N; ++K)
+    F |= scalarLaneFlags(Op, fpLane(X, Bytes, K), fpLane(Y, Bytes, K), Bytes, Guest);
   return F;
 }
 
@@ -58,6 +56,16 @@ uint32_t stepFlags(uint32_t F, const Xmm &Res, WideOp Op, const Xmm &X, const Xm
 /// by imm8[3:0] (the others +0.0). Each step is one host operation whose exceptions are
 /// reported before the next runs, so an unmasked exception stops the instruction at the
 /// step that raised it, with the flags of the steps before it already set.
+///
+/// Which NaN a sum of two NaNs returns (its first operand's: SDM Vol. 1, "Operating on
+/// SNaNs and QNaNs") is not said by the pseudocode, which sums once for every lane. Intel
+/// processors sum for each destination lane K in an order of its own, measured on one
+/// (an Intel Xeon host, the oracle tests of tests/cpu/simd_ext_oracle_test.cpp): DPPD
+/// returns T0 + T1 in lane 0 and T1 + T0 in lane 1; DPPS pairs T1 + T0 and T3 + T2 for an
+/// even K, T0 + T1 and T2 + T3 for an odd one, then adds the pair of T0 first for K < 2
+/// and that of T2 first for K >= 2. (AMD processors return one sum in every lane.) Every
+/// other result and every flag is the same in either order: the two orders of one sum
+/// round alike and raise the same exceptions.
 template <bool Single, Src S> Status execDp(Cpu &C, const DecodedInsn &I) {
   VMX_TRY(checkAvailable(C));
   if constexpr (!kHostFp)
@@ -76,18 +84,23 @@ template <bool Single, Src S> Status execDp(Cpu &C, const DecodedInsn &I) {
   const Xmm X{A.Lo & Sel.Lo, A.Hi & Sel.Hi}, Y{B.Lo & Sel.Lo, B.Hi & Sel.Hi};
   Xmm T = X;
   uint32_t F = Single ? hostMulps(T, Y, Csr) : hostMulpd(T, Y, Csr);
-  VMX_TRY(reportFp(C, stepFlags(F, T, WideOp::Mul, X, Y, false, Bytes, Guest)));
-  // Single: Temp2 and Temp3 in lanes 0 and 1, then Temp4 in lane 0; double: one sum.
+  VMX_TRY(reportFp(C, stepFlags(F, T, WideOp::Mul, X, Y, Bytes, Guest)));
+  auto rot32 = [](uint64_t V) { return V >> 32 | V << 32; };
+  // Single: V = {T1 + T0, T0 + T1, T3 + T2, T2 + T3}, then V + {V2, V3, V0, V1}; double:
+  // {T0 + T1, T1 + T0}. Each lane K of the last sum is lane K's result.
   for (unsigned Step = 0; Step < (Single ? 2 : 1); ++Step) {
-    const Xmm In = T;
-    F = Single ? hostHaddps(T, In, Csr) : hostHaddpd(T, In, Csr);
-    VMX_TRY(reportFp(C, stepFlags(F, T, WideOp::Add, In, In, true, Bytes, Guest)));
+    Xmm First = Single && Step == 0 ? Xmm{rot32(T.Lo), rot32(T.Hi)} : T;
+    const Xmm Second = Single && Step == 0 ? T : Xmm{T.Hi, T.Lo};
+    const Xmm In = First;
+    F = Single ? hostAddps(First, Second, Csr) : hostAddpd(First, Second, Csr);
+    T = First;
+    VMX_TRY(reportFp(C, stepFlags(F, T, WideOp::Add, In, Second, Bytes, Guest)));
   }
-  const uint64_t Sum = fpLane(T, Bytes, 0);
   Xmm R{0, 0};
   for (unsigned K = 0; K < N; ++K)
     if (Imm & (1u << K))
-      ((Bytes * K >= 8) ? R.Hi : R.Lo) |= Sum << (Single ? 32 * (K & 1) : 0);
+      ((Bytes * K >= 8) ? R.Hi : R.Lo) |=
+          (fpLane(T, Bytes, K) & LaneMask) << (Single ? 32 * (K & 1) : 0);
   C.S.XmmReg[I.Reg[0]] = R;
   return next(C, I);
 }

@@ -141,6 +141,13 @@ Status execString(Cpu &C, const DecodedInsn &I) {
   } else {
     constexpr uint8_t Cost = costOf(CostClass::String);
     uint64_t Count = getReg<A>(C, RCX);
+    // A count of 0 in ECX (address size 32) still writes ECX on Intel processors, which
+    // zeroes RCX[63:32] in 64-bit mode (measured on an Intel Xeon host by the oracle test
+    // of tests/cpu/insn_oracle_test.cpp; the SDM's REP pseudocode does not say; AMD
+    // processors leave RCX as it was). With a count above 0 the last iteration writes 0.
+    if constexpr (sizeof(A) == 4)
+      if (Count == 0)
+        setReg<A>(C, RCX, 0);
     while (Count != 0) {
       if constexpr (Op == StrOp::Movs || Op == StrOp::Stos) {
         if (Delta > 0 && Count > 1) {

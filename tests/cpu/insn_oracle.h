@@ -50,6 +50,10 @@ struct Row;
 using FixFn = void (*)(const Row &, RegState &, uint8_t *Mem, SplitMix64 &);
 /// Defined flags for one input (e.g. OF only for shift count 1).
 using MaskFn = uint64_t (*)(const Row &, const RegState &In);
+/// On a host that is not an Intel processor: gives the host's result (Host, from In) the
+/// value an Intel processor gives where the two are known to differ (vmxsim models
+/// Intel's).
+using IntelFn = void (*)(const Row &, const RegState &In, RegState &Host);
 
 namespace need {
 inline constexpr uint32_t Bmi1 = 1, Bmi2 = 2, Adx = 4, Lzcnt = 8, Popcnt = 16, Movbe = 32,
@@ -68,6 +72,7 @@ struct Row {
   uint32_t Needs = 0, Opts = 0;
   FixFn Fix = nullptr;
   MaskFn Mask = nullptr;
+  IntelFn Intel = nullptr;
   unsigned Size = 0; ///< operand size, for Fix/Mask
   int Imm = -1;      ///< count immediate of shift rows, -1 for CL
   int Kind = 0;      ///< row-family specific (which shift, divisor location...)
@@ -318,6 +323,8 @@ inline unsigned runRows(const std::vector<Row> &Rows, unsigned Trials, bool Mode
       std::memcpy(HMem, Mem, kWindow);
       std::memcpy(EMem, Mem, kWindow);
       Host.run(H, Ptrs, HMem);
+      if (R.Intel && !__builtin_cpu_is("intel"))
+        R.Intel(R, In, H);
       std::string Err = Emu->run(E, Ptrs, EMem);
       const uint64_t FlagMask = R.Mask ? R.Mask(R, In) : R.Flags;
       std::string Diff = Err;

@@ -674,6 +674,13 @@ Table stringTable() {
                          (A32 || S == 8) ? opt::RandDf : (opt::RandDf | opt::X32), SiDi);
           R.Kind = (O.Compare ? 1 : 0) | (A32 ? 2 : 0);
           R.Fix = stringFix;
+          // A REP with a count of 0 in ECX zeroes RCX[63:32] on Intel processors, not on
+          // AMD's (cpu/exec_string.cpp).
+          if (A32 && Rep)
+            R.Intel = [](const Row &, const RegState &In, RegState &H) {
+              if (uint32_t(In.Gpr[RCX]) == 0)
+                H.Gpr[RCX] = 0;
+            };
         }
       }
     }
