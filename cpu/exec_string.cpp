@@ -142,12 +142,20 @@ Status execString(Cpu &C, const DecodedInsn &I) {
     constexpr uint8_t Cost = costOf(CostClass::String);
     uint64_t Count = getReg<A>(C, RCX);
     // A count of 0 in ECX (address size 32) still writes ECX on Intel processors, which
-    // zeroes RCX[63:32] in 64-bit mode (measured on an Intel Xeon host by the oracle test
-    // of tests/cpu/insn_oracle_test.cpp; the SDM's REP pseudocode does not say; AMD
-    // processors leave RCX as it was). With a count above 0 the last iteration writes 0.
+    // zeroes RCX[63:32] in 64-bit mode, and MOVS writes ESI and EDI, STOS EDI, as they are
+    // (zeroing bits 63:32); LODS, CMPS and SCAS leave RSI and RDI. Measured on an Intel
+    // Xeon host (the oracle test of tests/cpu/insn_oracle_test.cpp, and
+    // RepWithZeroEcxWritesWhatIntelsWrite); the SDM's REP pseudocode does not say, and AMD
+    // processors leave all three as they were. With a count above 0 the iterations write
+    // them anyway.
     if constexpr (sizeof(A) == 4)
-      if (Count == 0)
+      if (Count == 0) {
         setReg<A>(C, RCX, 0);
+        if constexpr (Op == StrOp::Movs)
+          setReg<A>(C, RSI, getReg<A>(C, RSI));
+        if constexpr (Op == StrOp::Movs || Op == StrOp::Stos)
+          setReg<A>(C, RDI, getReg<A>(C, RDI));
+      }
     while (Count != 0) {
       if constexpr (Op == StrOp::Movs || Op == StrOp::Stos) {
         if (Delta > 0 && Count > 1) {
