@@ -215,7 +215,7 @@ template <typename T> inline Status pop(Cpu &C, T &V) {
 inline bool stackWriteHit64(Cpu &C, uint64_t La, uint8_t *&Host) {
   const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
   Host = reinterpret_cast<uint8_t *>(La + E.Addend);
-  return tlbMaps<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
+  return tlbMapsWrite<8>(C, E, La, false) && !(C.S.Rflags & rflags::AC);
 }
 /// The same for a read (readMem's fast path in 64-bit mode).
 inline bool stackReadHit64(const Cpu &C, uint64_t La, const uint8_t *&Host) {

@@ -53,7 +53,57 @@ Status alignmentCheckSlow(Cpu &C, uint64_t La, unsigned SizeBytes) {
   return Status::Ok;
 }
 
+namespace {
+// Lockstep's interpreter pass (StoreLog, cpu/mmu.h): the accesses of plain RAM only, with
+// the same translations in the same order (so the same faults) as the paths below; an
+// access the pass could not undo stops it first.
+Status loggedRam(Cpu &C, Hpa Pa, unsigned N, bool Write, uint8_t *&Host) {
+  Host = C.Mem.ramPointer(Pa);
+  if (!Host || Pa.pageOffset() + N > kPageSize || (C.NonRoot && apicv::onApicAccessPage(C, Pa)))
+    return C.Mmu.refuseLogged(StoreLogRefusal::Device);
+  const uint64_t A = Pa.value();
+  if (C.Mem.rangeReadWatched(A, N) ||
+      (Write && (C.Mem.rangeWatched(A, N) ||
+                 (C.Mem.codeLines(Pa.pageNumber()) &
+                  PhysMem::lineMask(unsigned(Pa.pageOffset()), N)))))
+    return C.Mmu.refuseLogged(StoreLogRefusal::CodeOrWatched);
+  return Status::Ok;
+}
+
+// In: the bytes of a store; else Out receives those of a read.
+Status accessLinearLogged(Cpu &C, uint64_t La, unsigned SizeBytes, bool Supervisor,
+                          uint8_t *Out, const uint8_t *In) {
+  const bool Write = In != nullptr;
+  const Access Kind = Write ? Access::Write : Access::Read;
+  Hpa Pa0, Pa1;
+  unsigned First = unsigned(std::min<uint64_t>(SizeBytes, kPageSize - (La & 0xfff)));
+  VMX_TRY(C.Mmu.translate(Gla(La), Kind, Supervisor, Pa0));
+  if (First < SizeBytes)
+    VMX_TRY(C.Mmu.translate(Gla(La + First), Kind, Supervisor, Pa1));
+  uint8_t *H0 = nullptr, *H1 = nullptr;
+  VMX_TRY(loggedRam(C, Pa0, First, Write, H0));
+  if (First < SizeBytes)
+    VMX_TRY(loggedRam(C, Pa1, SizeBytes - First, Write, H1));
+  if (Write) {
+    VMX_TRY(C.Mmu.logStore(Pa0, H0, First));
+    if (First < SizeBytes)
+      VMX_TRY(C.Mmu.logStore(Pa1, H1, SizeBytes - First));
+    std::memcpy(H0, In, First);
+    if (First < SizeBytes)
+      std::memcpy(H1, In + First, SizeBytes - First);
+  } else {
+    std::memcpy(Out, H0, First);
+    if (First < SizeBytes)
+      std::memcpy(Out + First, H1, SizeBytes - First);
+  }
+  return Status::Ok;
+}
+} // namespace
+
 Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool Supervisor) {
+  if (C.Mmu.storeLogging()) [[unlikely]]
+    return accessLinearLogged(C, La, SizeBytes, Supervisor, static_cast<uint8_t *>(Out),
+                              nullptr);
   uint8_t *Dst = static_cast<uint8_t *>(Out);
   // Translate every page the access touches before reading any of it.
   Hpa Pa0, Pa1;
@@ -103,6 +153,9 @@ Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool S
 
 Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                        bool Supervisor) {
+  if (C.Mmu.storeLogging()) [[unlikely]]
+    return accessLinearLogged(C, La, SizeBytes, Supervisor, nullptr,
+                              static_cast<const uint8_t *>(In));
   // A store that TlbWrite cannot take because its page holds decoded code goes through
   // the page's TlbWriteCode entry when there is one and the store stays in the page.
   if (C.Mmu.writeCodePage(Gla(La), SizeBytes, In, Supervisor)) {

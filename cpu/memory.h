@@ -76,6 +76,13 @@ inline bool tlbMaps(const Cpu &C, const TlbEntry &E, uint64_t La, bool Superviso
   static_assert(Size >= 1 && Size <= kPageSize);
   return E.Tag == C.Mmu.tag(La + (Size - 1), Supervisor);
 }
+/// tlbMaps for a store through TlbWrite entry E: the same compare with Mmu::writeTag,
+/// which no entry matches while lockstep logs the interpreter's stores (StoreLog).
+template <unsigned Size>
+inline bool tlbMapsWrite(const Cpu &C, const TlbEntry &E, uint64_t La, bool Supervisor) {
+  static_assert(Size >= 1 && Size <= kPageSize);
+  return E.Tag == C.Mmu.writeTag(La + (Size - 1), Supervisor);
+}
 
 template <typename T>
 inline Status readLinear(Cpu &C, uint64_t La, T &Out, bool Supervisor = false) {
@@ -93,7 +100,7 @@ template <typename T>
 inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
   static_assert(std::is_trivially_copyable_v<T>);
   const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-  if (tlbMaps<sizeof(T)>(C, E, La, Supervisor))
+  if (tlbMapsWrite<sizeof(T)>(C, E, La, Supervisor))
       [[likely]] {
     std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
     return Status::Ok;
@@ -165,7 +172,7 @@ template <typename T> inline Status writeMem(Cpu &C, SegReg Seg, uint64_t Off, T
   if (fastAccessMode(C)) [[likely]] {
     const uint64_t La = fastLinear(C, Seg, Off);
     const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-    if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
+    if (tlbMapsWrite<sizeof(T)>(C, E, La, false)) [[likely]] {
       std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
       return Status::Ok;
     }
@@ -214,7 +221,7 @@ template <bool Flat, typename T> inline Status writeMemOp(Cpu &C, const DecodedI
     const uint64_t La = flat64Address(C, I);
     if (!(C.S.Rflags & rflags::AC)) [[likely]] {
       const TlbEntry &E = C.Mmu.writeSlot(Gla(La));
-      if (tlbMaps<sizeof(T)>(C, E, La, false)) [[likely]] {
+      if (tlbMapsWrite<sizeof(T)>(C, E, La, false)) [[likely]] {
         std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
         return Status::Ok;
       }
@@ -241,7 +248,7 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
   if (fastAccessMode(C)) [[likely]] { // the fast path of readMem and writeMem
     R.La = fastLinear(C, Seg, Off);
     const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
-    if (tlbMaps<sizeof(T)>(C, E, R.La, false))
+    if (tlbMapsWrite<sizeof(T)>(C, E, R.La, false))
         [[likely]] {
       R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
       return Status::Ok;
@@ -250,7 +257,7 @@ template <typename T> inline Status mapRmw(Cpu &C, SegReg Seg, uint64_t Off, Rmw
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, R.La));
   VMX_TRY(alignmentCheck<T>(C, R.La));
   const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
-  if (tlbMaps<sizeof(T)>(C, E, R.La, false))
+  if (tlbMapsWrite<sizeof(T)>(C, E, R.La, false))
       [[likely]] {
     R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
     return Status::Ok;
@@ -264,7 +271,7 @@ inline Status mapRmwOp(Cpu &C, const DecodedInsn &I, RmwRef &R) {
     R.La = flat64Address(C, I);
     if (!(C.S.Rflags & rflags::AC)) [[likely]] {
       const TlbEntry &E = C.Mmu.writeSlot(Gla(R.La));
-      if (tlbMaps<sizeof(T)>(C, E, R.La, false)) [[likely]] {
+      if (tlbMapsWrite<sizeof(T)>(C, E, R.La, false)) [[likely]] {
         R.Host = reinterpret_cast<uint8_t *>(R.La + E.Addend);
         return Status::Ok;
       }

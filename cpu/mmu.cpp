@@ -65,6 +65,14 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
     Out = Hpa((Array[Slot].Pfn << 12) | (La & 0xfff));
     return Status::Ok;
   }
+  if (Log && Kind == Access::Write) [[unlikely]] {
+    // Lockstep's interpreter pass (StoreLog): its TlbWrite hits miss on purpose; the
+    // entry serves the store as a hit would have, without a walk.
+    if (const TlbEntry &E = TlbWrite[Slot]; E.Tag == tag(La, Supervisor)) {
+      Out = Hpa((E.Pfn << 12) | (La & 0xfff));
+      return Status::Ok;
+    }
+  }
   const bool User = !Supervisor && UserTagBit;
   Translation T;
   VMX_TRY(translateLinear(Owner, Linear, Kind, User, T));
@@ -121,6 +129,10 @@ Status Mmu::translate(Gla Linear, Access Kind, bool Supervisor, Hpa &Out) {
 uint8_t *Mmu::writeHostBesideCode(Gla Linear, unsigned Size, bool Supervisor) const {
   if (uint8_t *H = writeHost(Linear, Size, Supervisor))
     return H;
+  // Lockstep's pass: a page holding code never gets a direct pointer (its frame may not
+  // be in the log); the store takes writeLinearSlow, which refuses code lines.
+  if (Log) [[unlikely]]
+    return nullptr;
   const uint64_t La = Linear.value();
   const TlbEntry &K = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (K.Tag == tag(La, Supervisor) && (La & 0xfff) + Size <= kPageSize &&
@@ -242,6 +254,7 @@ void Mmu::useGeneration(uint16_t Gen) {
   TagLowSupervisor = uint16_t(Gen << 1);
   TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
   TagLowUserWide = TagLowUser;
+  syncWriteTags();
   bumpFetchChanges();
   Owner.breakBlock();
 }
@@ -395,6 +408,7 @@ void Mmu::load(SnapshotReader &R) {
   R.all(CurrentVpid, TlbEptContext, CurrentEp4ta, TlbGeneration, TagLowUser,
         TagLowSupervisor, UserTagBit, TlbEpoch, NextTlbGeneration);
   TagLowUserWide = TagLowUser;
+  syncWriteTags();
   bumpChainEpoch();
   bumpFetchChanges();
   for (TlbEntry *Array : {TlbRead, TlbWrite, TlbFetch, TlbWriteCode})

@@ -20,6 +20,10 @@
 //   not filled (RFLAGS.AC changes without a flush).
 // - Victim slots: slot ^ kTlbEntries/2 of the same array holds the entry a fill
 //   displaced; only miss paths look there. They are ordinary entries for every rule below.
+// - The interpreter's store fast paths test TlbWrite entries against writeTag, which is
+//   the tag except while lockstep logs the interpreter's stores (StoreLog): then no entry
+//   matches, and every store reaches translate, which serves it from the entry without
+//   a walk, and writeLinearSlow, which logs it.
 // - TlbWriteCode: write entries of pages holding decoded code, which TlbWrite never holds;
 //   only store slow paths use them, and they tell PhysMem which bytes were written.
 // - The guest-physical mapping cache (EPT): a guest-physical page to a machine page with
@@ -111,6 +115,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -210,6 +215,59 @@ inline unsigned blockSlot(uint64_t Pa) {
   return unsigned((Pa * 0x9E3779B97F4A7C15ull) >> (64 - kBlockCacheBits));
 }
 
+/// Why lockstep's interpreter pass stopped without a result to compare (StoreLog).
+enum class StoreLogRefusal : uint8_t {
+  None,
+  Device,        ///< an access outside plain RAM: MMIO, unassigned, the APIC-access page
+  CodeOrWatched, ///< a store into lines holding decoded code or a watched range, or a
+                 ///< read of a read-watched range: their bookkeeping is not undone
+  VmExit,        ///< the access would cause a VM exit (an EPT violation, ...)
+  Full,          ///< more stores than the log holds, or a store too large for it
+  Count
+};
+
+/// The interpreter's stores while lockstep runs a block both ways (ExecMode::Lockstep,
+/// Translator::lockstep in cpu/jit/translator.cpp): each store of the interpreter's pass,
+/// with the bytes it replaced, so that the stores can be undone before the translated
+/// pass and their bytes compared after it. While a log is open (Mmu::beginStoreLog), the
+/// interpreter's TlbWrite hits all miss (Mmu::writeTag), so every store takes
+/// writeLinearSlow, which logs it (Mmu::logStore) before it writes. Mmu::translate still
+/// serves a write from the entry TlbWrite holds, without a walk, as a hit would have (a
+/// mapping cached but not yet invalidated is used as the processor would use it). What
+/// cannot be undone stops the pass before it happens (Status::Frozen with Refused set):
+/// a device access, a store into code or a watched range, a VM exit. What the page walks
+/// write (accessed and dirty flags, a PML entry) is left: the translated pass then finds
+/// it done, as a single run would have done it once.
+struct StoreLog {
+  static constexpr unsigned kStores = 64;
+  static constexpr unsigned kMaxStoreBytes = 16;
+  struct Store {
+    uint8_t *Host;
+    uint64_t Pa;
+    uint8_t Size;
+    uint8_t Insn; ///< the block's instruction that made it
+    uint8_t Old[kMaxStoreBytes];
+    uint8_t New[kMaxStoreBytes]; ///< the bytes when the pass ended (Translator::lockstep)
+  };
+  /// Copies N <= kMaxStoreBytes bytes: the usual sizes as single moves (a memcpy of a
+  /// variable size is a loop).
+  static void copy(uint8_t *To, const uint8_t *From, unsigned N) {
+    switch (N) {
+    case 8: std::memcpy(To, From, 8); return;
+    case 4: std::memcpy(To, From, 4); return;
+    case 2: std::memcpy(To, From, 2); return;
+    case 1: *To = *From; return;
+    default:
+      for (unsigned K = 0; K < N; ++K)
+        To[K] = From[K];
+    }
+  }
+  unsigned NumStores = 0;
+  uint8_t Insn = 0; ///< the instruction the pass runs (set by its loop)
+  StoreLogRefusal Refused = StoreLogRefusal::None;
+  Store Stores[kStores] = {};
+};
+
 class Mmu final : public WriteWatcher {
 public:
   Mmu(Cpu &Owner, PhysMem &Mem);
@@ -241,6 +299,11 @@ public:
   uint64_t tag(uint64_t La, bool Supervisor) const {
     return (La & kPageMask) | (Supervisor ? TagLowSupervisor : TagLowUser);
   }
+  /// The tag the interpreter's store fast paths compare with a TlbWrite entry: tag(),
+  /// except while a store log is open (StoreLog), when no entry has it.
+  uint64_t writeTag(uint64_t La, bool Supervisor) const {
+    return (La & kPageMask) | (Supervisor ? WriteTagLowSupervisor : WriteTagLowUser);
+  }
   /// The read and write TLB slots of La, for the instruction-level fast paths of
   /// cpu/memory.h: a hit is `slot.Tag == tag(La, Supervisor)` with the access inside the
   /// page, and the host address is La + slot.Addend. (They test the tag in their own
@@ -255,9 +318,12 @@ public:
     return hostIn(readSlot(La), La.value(), Size, Supervisor);
   }
   /// Host pointer of [La, La+Size) for a write when one TlbWrite entry maps it, else null
-  /// (never for a page holding decoded code).
+  /// (never for a page holding decoded code; never while a store log is open).
   uint8_t *writeHost(Gla La, unsigned Size, bool Supervisor) const {
-    return hostIn(writeSlot(La), La.value(), Size, Supervisor);
+    const TlbEntry &E = writeSlot(La);
+    if (E.Tag == writeTag(La.value(), Supervisor) && La.pageOffset() <= kPageSize - Size)
+      return reinterpret_cast<uint8_t *>(La.value() + E.Addend);
+    return nullptr;
   }
   /// writeHost, or else a pointer into a page holding decoded code when its TlbWriteCode
   /// entry maps La and the 64-byte lines of [La, La+Size) hold none: a store there needs
@@ -411,6 +477,7 @@ public:
     UserTagBit = Cpl3;
     TagLowUser = uint16_t(TagLowSupervisor | UserTagBit);
     TagLowUserWide = TagLowUser;
+    syncWriteTags();
     bumpFetchChanges();
   }
   bool userMode() const { return UserTagBit; }
@@ -450,6 +517,42 @@ public:
     NumPeers = N;
   }
 
+  // --- lockstep's store log (StoreLog) ---
+
+  /// Opens L for the interpreter's pass of one block: its TlbWrite hits miss from now on.
+  void beginStoreLog(StoreLog &L) {
+    L.NumStores = 0;
+    L.Refused = StoreLogRefusal::None;
+    Log = &L;
+    syncWriteTags();
+  }
+  /// Closes the log.
+  void endStoreLog() {
+    Log = nullptr;
+    syncWriteTags();
+  }
+  /// Logs a store of Size bytes at Pa (host address Host), which the caller makes next.
+  Status logStore(Hpa Pa, uint8_t *Host, unsigned Size) {
+    StoreLog &L = *Log;
+    if (L.NumStores == StoreLog::kStores || Size > StoreLog::kMaxStoreBytes)
+      return refuseLogged(StoreLogRefusal::Full);
+    StoreLog::Store &S = L.Stores[L.NumStores++];
+    S.Host = Host;
+    S.Pa = Pa.value();
+    S.Size = uint8_t(Size);
+    S.Insn = L.Insn;
+    StoreLog::copy(S.Old, Host, Size);
+    return Status::Ok;
+  }
+  bool storeLogging() const { return Log != nullptr; }
+  /// Stops the pass before an access it cannot undo: records why, returns Status::Frozen
+  /// (the instruction unwinds without touching more state; the pass is discarded).
+  Status refuseLogged(StoreLogRefusal Why) {
+    if (Log->Refused == StoreLogRefusal::None)
+      Log->Refused = Why;
+    return Status::Frozen;
+  }
+
   /// The machine frame a TlbWrite entry maps La's page to for an explicit access in the
   /// current context, or kTlbEmpty when there is none (tests).
   uint64_t writeMappedFrame(Gla La) const {
@@ -487,6 +590,17 @@ private:
   /// and an implicit supervisor access in the current context.
   uint16_t TlbGeneration = 1;
   uint16_t TagLowUser = 1u << 1, TagLowSupervisor = 1u << 1;
+  /// writeTag's low bits: TagLowUser and TagLowSupervisor, or while a store log is open
+  /// generation 0x7ff's, which no entry has (allocTlbGeneration never hands it out) and
+  /// which differ from kTlbEmpty's.
+  uint16_t WriteTagLowUser = 1u << 1, WriteTagLowSupervisor = 1u << 1;
+  static constexpr uint16_t kNoWriteTagLow = 0x7ff << 1;
+  /// Lockstep's open store log, else null (one untaken branch on translate's miss path).
+  StoreLog *Log = nullptr;
+  void syncWriteTags() {
+    WriteTagLowUser = Log ? kNoWriteTagLow : TagLowUser;
+    WriteTagLowSupervisor = Log ? kNoWriteTagLow : TagLowSupervisor;
+  }
   uint64_t TagLowUserWide = 1u << 1; ///< TagLowUser, for translated code (linkInputs)
   uint8_t UserTagBit = 0;
   uint16_t CurrentVpid = 0;

@@ -838,6 +838,11 @@ Translator::Translator(Cpu &Owner, ExecMode M) : C(Owner), Mode(M) {
   OffTlbWrite = Off(&C.Mmu.writeSlot(Gla(0)));
   if (sysconf(_SC_PAGESIZE) != long(kHostPage))
     return; // no code cache: every block is interpreted
+  if (Mode == ExecMode::Lockstep) {
+    Log.reset(new (std::nothrow) StoreLog());
+    if (!Log)
+      return; // no code cache, as above
+  }
   Kept.reset(new (std::nothrow) KeptEntry[kKeptEntries]());
   void *CellMem = mmap(nullptr, (kCells + kTargets) * sizeof(ChainCell), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -1826,23 +1831,29 @@ const JitForm &Translator::formOf(const DecodedInsn &I) {
 Translator::Entry Translator::translate(Block &B) {
   // Every instruction must be in the supported set, or be a plain integer instruction
   // run by a call of its handler (callsHandler; docs/TRANSLATOR.md, "Supported set").
-  bool Calls = false;
+  uint8_t Calls = 0; // jitcalls::
   for (unsigned K = 0; K < B.NumInsns; ++K) {
     const JitForm F = Forms[K] = formOf(B.Insns[K]);
     bool ByCall = false;
     if (F.Op == JitOp::None && !(B.Insns[K].Flags & (insnflag::EndsBlock | insnflag::Lock))) {
       uint8_t &Known = CallsByMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
-      if (!Known)
-        Known = callsHandler(B.Insns[K]) ? 2 : 1;
-      ByCall = Known == 2;
+      if (!Known) {
+        const char *N = mnemonicName(B.Insns[K].Mnemonic);
+        Known = !callsHandler(B.Insns[K])                                 ? 1
+                : std::strcmp(N, "vmread") && std::strcmp(N, "vmwrite") ? 2
+                                                                        : 3;
+      }
+      ByCall = Known >= 2;
+      if (Known == 3)
+        Calls |= jitcalls::Vmx;
     }
-    Calls |= ByCall;
+    if (ByCall || F.Shape == JitShape::Mem)
+      Calls |= jitcalls::Handlers;
     if (F.Op == JitOp::None && !ByCall) {
       ++Stats.Refused[size_t(JitRefusal::UnsupportedInsn)];
       ++Stats.UnsupportedMnemonic[B.Insns[K].Mnemonic % JitStats::kMnemonics];
       return nullptr;
     }
-    Calls |= F.Shape == JitShape::Mem;
   }
   if (Used + kScratchBytes + kMaxBlockInsns * 15 + 16 > kCodeBytes ||
       CellsUsed + 2 > kCells) {
@@ -1882,7 +1893,7 @@ Translator::Entry Translator::translate(Block &B) {
     return nullptr;
   KeptEntry &K = Kept[keptSlot(B.Pa)];
   K = KeptEntry{B.Pa, Stamp, uint32_t(Used), uint32_t(Used + E.size()), uint16_t(GuestLen),
-                B.NumInsns, uint8_t(Calls)};
+                B.NumInsns, Calls};
   uint8_t *Start = Code + Used;
   Used += Bytes;
   if (Mode == ExecMode::Translate)
@@ -1927,39 +1938,116 @@ JitRun Translator::runSlow(Block &B, const Block *Prev) {
   return enter(B, Fn);
 }
 
+// Lockstep (docs/TRANSLATOR.md, "Lockstep"): the interpreter runs the block first, as the
+// run loop's fast loop would, with its stores logged (StoreLog, cpu/mmu.h); then the
+// state and the stored frames are put back, the translation runs, and both results are
+// compared: the registers, RIP, RFLAGS, CR2, the clock and the count, where the block
+// stopped and with what status (a fault's exception too), and the bytes of every frame
+// the interpreter stored into. A pass that reached something it could not undo stopped
+// before it (StoreLogRefusal); the block then runs translated only, counted by reason.
 JitRun Translator::lockstep(Block &B, Entry Fn) {
-  if (B.JitCalls) {
-    // The memory forms run their own handlers in the translation: running the block
-    // twice would repeat its stores and device accesses. Run it once, translated.
-    ++Stats.LockstepUncompared;
+  auto alone = [&](LockstepSkip Why) {
+    ++Stats.LockstepUncompared[size_t(Why)];
     return enter(B, Fn);
-  }
-  const CpuState Before = C.S;
-  const uint64_t Cycles0 = C.Cycles, Retired0 = C.Retired, Stop0 = C.BlockStop;
-  // The interpreter first: the register-only forms complete or fault (a branch to a
-  // non-canonical address), never end the block early.
-  for (unsigned K = 0; K < B.NumInsns; ++K) {
-    const DecodedInsn &I = B.Insns[K];
-    if (I.Fn(C, I) != Status::Ok) {
-      // Faulting: the translation hands the instruction to the interpreter anyway.
-      C.S = Before;
-      C.Cycles = Cycles0;
-      C.Retired = Retired0;
-      C.BlockStop = Stop0;
-      return enter(B, Fn);
+  };
+  if (B.JitCalls & jitcalls::Vmx)
+    return alone(LockstepSkip::VmxInsn);
+  if (C.Debug.DataArmed)
+    return alone(LockstepSkip::DataBreakpoint);
+  // The state the supported set can change (docs/TRANSLATOR.md, "Supported set": the
+  // handlers run by calls only compute registers and RFLAGS, store, or raise an
+  // exception, which is recorded in Pending; CR2 is compared as a guard).
+  struct Regs {
+    uint64_t Gpr[16], Rip, Rflags, Cr2;
+    void take(const CpuState &S) {
+      std::memcpy(Gpr, S.Gpr, sizeof Gpr);
+      Rip = S.Rip, Rflags = S.Rflags, Cr2 = S.Cr2;
     }
+    void give(CpuState &S) const {
+      std::memcpy(S.Gpr, Gpr, sizeof Gpr);
+      S.Rip = Rip, S.Rflags = Rflags, S.Cr2 = Cr2;
+    }
+  };
+  Regs Before, Interp;
+  Before.take(C.S);
+  const PendingEvent Pending0 = C.Pending;
+  const uint64_t Cycles0 = C.Cycles, Retired0 = C.Retired, Stop0 = C.BlockStop,
+                 Window0 = C.WindowDue;
+  // A block whose translation calls no handler has register operands only: no store.
+  const bool Logged = B.JitCalls & jitcalls::Handlers;
+  if (Logged)
+    C.Mmu.beginStoreLog(*Log);
+  // The interpreter, as Cpu::runBlocks' fast loop runs a whole block.
+  unsigned DoneI = 0;
+  Status StI = Status::Ok;
+  while (DoneI < B.NumInsns) {
+    const DecodedInsn &I = B.Insns[DoneI];
+    Log->Insn = uint8_t(DoneI); // names the instruction of each store
+    StI = I.Fn(C, I);
+    if (StI != Status::Ok)
+      break;
     C.Cycles += I.Cost;
     ++C.Retired;
+    ++DoneI;
+    if (C.Cycles >= C.BlockStop)
+      break;
   }
-  const CpuState Interp = C.S;
+  Interp.take(C.S);
+  const PendingEvent PendingI = C.Pending;
   const uint64_t CyclesI = C.Cycles, RetiredI = C.Retired;
-  C.S = Before;
+  LockstepSkip Skip = LockstepSkip::Count; // none
+  if (StI != Status::Ok && StI != Status::Fault)
+    Skip = LockstepSkip::Other;
+  unsigned Stores = 0;
+  if (Logged) {
+    switch (Log->Refused) {
+    case StoreLogRefusal::None: break;
+    case StoreLogRefusal::Device: Skip = LockstepSkip::Device; break;
+    case StoreLogRefusal::CodeOrWatched: Skip = LockstepSkip::CodeOrWatched; break;
+    case StoreLogRefusal::VmExit: Skip = LockstepSkip::VmExit; break;
+    case StoreLogRefusal::Full:
+    case StoreLogRefusal::Count: Skip = LockstepSkip::Full; break;
+    }
+    // The interpreter's bytes kept for the comparison, then its stores undone, the last
+    // first (stores may overlap).
+    Stores = Log->NumStores;
+    for (unsigned K = 0; K < Stores; ++K)
+      StoreLog::copy(Log->Stores[K].New, Log->Stores[K].Host, Log->Stores[K].Size);
+    for (unsigned K = Stores; K-- > 0;)
+      StoreLog::copy(Log->Stores[K].Host, Log->Stores[K].Old, Log->Stores[K].Size);
+    C.Mmu.endStoreLog();
+  }
+  Before.give(C.S);
+  C.Pending = Pending0;
   C.Cycles = Cycles0;
   C.Retired = Retired0;
   C.BlockStop = Stop0;
+  C.WindowDue = Window0;
   JitRun R = enter(B, Fn);
+  if (Skip != LockstepSkip::Count) {
+    ++Stats.LockstepUncompared[size_t(Skip)];
+    return R;
+  }
+  // A translation that hands the rest of its block to the interpreter (a bail-out: an
+  // inline form's condition failed, RFLAGS.AC set, ...) is continued here as the run
+  // loop would continue it, so that the whole block is compared.
+  if (R.St == Status::Ok && R.Done < B.NumInsns && C.Cycles < C.WindowDue) {
+    unsigned K = R.Done;
+    C.BlockStop = std::min<uint64_t>(C.WindowDue, C.Cycles + B.Insns[K].CostToEnd);
+    do {
+      const DecodedInsn &I = B.Insns[K];
+      if ((R.St = I.Fn(C, I)) != Status::Ok)
+        break;
+      C.Cycles += I.Cost;
+      ++C.Retired;
+      ++K;
+    } while (K < B.NumInsns && C.Cycles < C.BlockStop);
+    R.Done = uint8_t(K);
+    ++Stats.LockstepContinued;
+  }
   ++Stats.LockstepCompared;
-  // The first difference: a register, RIP, RFLAGS, the clock or the count.
+  // The first difference: a register, RIP, RFLAGS, CR2, the clock, the count, where and
+  // how the block stopped, the exception, memory.
   static const char *const Names[16] = {"RAX", "RCX", "RDX", "RBX", "RSP", "RBP",
                                         "RSI", "RDI", "R8",  "R9",  "R10", "R11",
                                         "R12", "R13", "R14", "R15"};
@@ -1974,18 +2062,55 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
     What = "RFLAGS", A = Interp.Rflags, T = C.S.Rflags;
   if (!What && Interp.Rip != C.S.Rip)
     What = "RIP", A = Interp.Rip, T = C.S.Rip;
+  if (!What && Interp.Cr2 != C.S.Cr2)
+    What = "CR2", A = Interp.Cr2, T = C.S.Cr2;
   if (!What && CyclesI != C.Cycles)
     What = "cycles", A = CyclesI, T = C.Cycles;
   if (!What && RetiredI != C.Retired)
     What = "retired", A = RetiredI, T = C.Retired;
-  if (!What && (R.St != Status::Ok || R.Done != B.NumInsns))
-    What = "instructions completed", A = B.NumInsns, T = R.Done;
+  if (!What && R.Done != DoneI)
+    What = "instructions completed", A = DoneI, T = R.Done;
+  if (!What && R.St != StI)
+    What = "status", A = uint64_t(StI), T = uint64_t(R.St);
+  if (!What && StI == Status::Fault) {
+    ++Stats.LockstepComparedFaults;
+    const PendingEvent &P = C.Pending;
+    if (PendingI.Vector != P.Vector)
+      What = "exception vector", A = PendingI.Vector, T = P.Vector;
+    else if (PendingI.HasErrorCode != P.HasErrorCode || PendingI.ErrorCode != P.ErrorCode)
+      What = "error code", A = PendingI.HasErrorCode ? PendingI.ErrorCode : ~uint64_t(0),
+      T = P.HasErrorCode ? P.ErrorCode : ~uint64_t(0);
+    else if (PendingI.FaultAddr != P.FaultAddr)
+      What = "faulting address", A = PendingI.FaultAddr, T = P.FaultAddr;
+  }
+  // Memory: the bytes of each store of the interpreter, as its pass left them.
+  uint64_t Addr = 0;
+  unsigned MemInsn = 0;
+  if (Stores)
+    ++Stats.LockstepComparedStores;
+  for (unsigned K = 0; K < Stores && !What; ++K) {
+    const StoreLog::Store &St = Log->Stores[K];
+    uint8_t Now[StoreLog::kMaxStoreBytes];
+    StoreLog::copy(Now, St.Host, St.Size);
+    if (std::memcmp(St.New, Now, St.Size) == 0)
+      continue;
+    unsigned Off = 0; // the first differing 8 bytes (or fewer) of the store
+    while (Off + 8 < St.Size && std::memcmp(St.New + Off, St.Host + Off, 8) == 0)
+      Off += 8;
+    const unsigned N = std::min(8u, St.Size - Off);
+    What = "memory";
+    Addr = St.Pa + Off;
+    std::memcpy(&A, St.New + Off, N);
+    std::memcpy(&T, St.Host + Off, N);
+    MemInsn = St.Insn;
+  }
   if (!What)
     return R;
   // The instruction named is the last of the block that writes what differs (for the
-  // clock, the count and RIP: the last instruction).
-  unsigned At = B.NumInsns - 1;
-  for (unsigned K = B.NumInsns; K-- > 0;) {
+  // clock, the count and RIP: the last instruction; for memory, the one that stored).
+  const bool Memory = std::strcmp(What, "memory") == 0;
+  unsigned At = Memory ? MemInsn : B.NumInsns - 1;
+  for (unsigned K = B.NumInsns; !Memory && K-- > 0;) {
     const DecodedInsn &I = B.Insns[K];
     const JitForm F = jitFormOf(I);
     const bool WritesFlags = F.Op != JitOp::Mov && F.Op != JitOp::Lea &&
@@ -2004,11 +2129,14 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
   uint64_t InsnRip = Before.Rip;
   for (unsigned K = 0; K < At; ++K)
     InsnRip += B.Insns[K].Len;
+  char Where[48] = "";
+  if (Memory)
+    std::snprintf(Where, sizeof Where, " at physical %#" PRIx64, Addr);
   std::snprintf(Message, sizeof Message,
                 "lockstep mismatch in the block at RIP=%#" PRIx64 ": %s at %#" PRIx64
-                " (instruction %u of %u): %s interpreter=%#" PRIx64 " translated=%#" PRIx64,
+                " (instruction %u of %u): %s%s interpreter=%#" PRIx64 " translated=%#" PRIx64,
                 Before.Rip, mnemonicName(B.Insns[At].Mnemonic), InsnRip, At + 1,
-                unsigned(B.NumInsns), What, A, T);
+                unsigned(B.NumInsns), What, Where, A, T);
   C.StopWhat = Message;
   C.StopRip = Before.Rip;
   R.Mismatch = true;
@@ -2027,10 +2155,6 @@ void Translator::describe(char *Out, size_t Size) const {
       Stats.Translated, Stats.Runs, Stats.InsnsTranslated, Stats.Bailouts, Stats.Flushes,
       Stats.Kept, Stats.Links, Stats.Chained, Stats.TargetChained, Stats.HeldLoops, Stats.FusedLoops,
       Stats.Refused[0], Stats.Refused[1], Stats.Refused[2]);
-  if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size)
-    Len += std::snprintf(Out + Len, Size - size_t(Len),
-                         "; lockstep: %" PRIu64 " compared, %" PRIu64 " uncompared (memory)",
-                         Stats.LockstepCompared, Stats.LockstepUncompared);
   // The most frequent unsupported instructions.
   uint32_t Shown[5] = {};
   unsigned Which[5] = {};
@@ -2047,7 +2171,30 @@ void Translator::describe(char *Out, size_t Size) const {
     Len += std::snprintf(Out + Len, Size - size_t(Len), "%s%s %u", K ? ", " : " (by: ",
                          mnemonicName(uint16_t(Which[K])), Shown[K]);
   if (Shown[0] && Len > 0 && size_t(Len) < Size)
-    std::snprintf(Out + Len, Size - size_t(Len), ")");
+    Len += std::snprintf(Out + Len, Size - size_t(Len), ")");
+  if (Mode == ExecMode::Lockstep && Len > 0 && size_t(Len) < Size) {
+    static const char *const Why[size_t(LockstepSkip::Count)] = {
+        "VMREAD/VMWRITE", "data breakpoint", "device memory", "code or watched memory",
+        "VM exit", "log full", "other stop"};
+    uint64_t Alone = 0;
+    for (uint64_t N : Stats.LockstepUncompared)
+      Alone += N;
+    Len += std::snprintf(Out + Len, Size - size_t(Len),
+                         "; lockstep: %" PRIu64 " compared (%" PRIu64 " with stores, %" PRIu64
+                         " faulting, %" PRIu64 " finished by the interpreter), %" PRIu64
+                         " uncompared",
+                         Stats.LockstepCompared, Stats.LockstepComparedStores,
+                         Stats.LockstepComparedFaults, Stats.LockstepContinued, Alone);
+    const char *Sep = " (";
+    for (size_t K = 0; K < size_t(LockstepSkip::Count); ++K)
+      if (Stats.LockstepUncompared[K] && Len > 0 && size_t(Len) < Size) {
+        Len += std::snprintf(Out + Len, Size - size_t(Len), "%s%s: %" PRIu64, Sep, Why[K],
+                             Stats.LockstepUncompared[K]);
+        Sep = ", ";
+      }
+    if (Alone && Len > 0 && size_t(Len) < Size)
+      Len += std::snprintf(Out + Len, Size - size_t(Len), ")");
+  }
 }
 
 } // namespace vmxsim

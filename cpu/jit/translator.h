@@ -28,6 +28,25 @@ enum class JitRefusal : uint8_t {
   Count
 };
 
+/// Why lockstep ran a block translated only, without the interpreter's pass to compare
+/// with (JitStats::LockstepUncompared; docs/TRANSLATOR.md, "Lockstep").
+enum class LockstepSkip : uint8_t {
+  VmxInsn,        ///< VMREAD or VMWRITE: their effects on a VMCS are not undone
+  DataBreakpoint, ///< a data breakpoint is armed (the accesses report to DR6)
+  Device,         ///< the pass reached memory outside plain RAM (StoreLogRefusal)
+  CodeOrWatched,  ///< a store into code or a watched range, a read of a read-watched one
+  VmExit,         ///< an access would have caused a VM exit
+  Full,           ///< more frames stored than the log holds
+  Other,          ///< the pass ended in another status (shutdown, an emulator gap)
+  Count
+};
+
+/// Block::JitCalls: the translation calls handlers (memory forms, handler-run
+/// instructions); it runs VMREAD or VMWRITE (LockstepSkip::VmxInsn).
+namespace jitcalls {
+inline constexpr uint8_t Handlers = 1, Vmx = 2;
+}
+
 struct JitStats {
   uint64_t Translated = 0;   ///< blocks translated
   uint64_t Refused[size_t(JitRefusal::Count)] = {};
@@ -36,7 +55,16 @@ struct JitStats {
   uint64_t InsnsTranslated = 0; ///< instructions retired while translated code ran
   uint64_t Bailouts = 0;     ///< entries that handed the rest of the block to the interpreter
   uint64_t LockstepCompared = 0; ///< blocks run both ways and compared (Lockstep)
-  uint64_t LockstepUncompared = 0; ///< blocks with memory forms, run translated only
+  /// Of those, blocks whose interpreter pass stored into memory: the bytes it stored
+  /// were compared too.
+  uint64_t LockstepComparedStores = 0;
+  /// Of those, blocks that faulted, compared up to the fault (the exception too).
+  uint64_t LockstepComparedFaults = 0;
+  /// Of those, blocks whose translation handed the rest to the interpreter (bail-outs),
+  /// continued by the interpreter before the comparison, as the run loop continues them.
+  uint64_t LockstepContinued = 0;
+  /// Blocks run translated only, by reason.
+  uint64_t LockstepUncompared[size_t(LockstepSkip::Count)] = {};
   /// Blocks re-decoded (after their cache slot was reused, or a write elsewhere in their
   /// page) whose bytes had not changed: their translation was kept, not made again.
   uint64_t Kept = 0;
@@ -270,7 +298,9 @@ private:
   /// Scratch for one block's code, copied into the cache when complete.
   static constexpr size_t kScratchBytes = 16384;
   uint8_t *Scratch = nullptr;
-  char Message[192] = {};
+  char Message[256] = {};
+  /// Lockstep's log of the interpreter's stores; allocated only in ExecMode::Lockstep.
+  std::unique_ptr<StoreLog> Log;
   /// The form of each instruction of the block being translated (translate fills it
   /// from formOf; emitBlock reads it).
   JitForm Forms[kMaxBlockInsns] = {};
@@ -282,7 +312,8 @@ private:
   };
   static constexpr size_t kFormSlots = 1024;
   FormSlot FormCache[kFormSlots] = {};
-  /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes).
+  /// callsHandler's answers by mnemonic (0: not asked yet, 1: no, 2: yes, 3: yes, and it
+  /// is VMREAD or VMWRITE).
   uint8_t CallsByMnemonic[JitStats::kMnemonics] = {};
   bool HeldRegisters = false; ///< the block emitBlock made last holds registers
   bool FusedBranch = false;   ///< and its JCC branches on the host's flags

@@ -357,6 +357,10 @@ VmExitEvent exitEventOf(const Cpu &C, const VmExitInfo &Info) {
 }
 
 Status vmExit(Cpu &C, const VmExitInfo &Info) {
+  // Lockstep's interpreter pass of a block (StoreLog, cpu/mmu.h) is discarded: it stops
+  // here, before anything of the exit happens, and the block runs translated alone.
+  if (C.Mmu.storeLogging()) [[unlikely]]
+    return C.Mmu.refuseLogged(StoreLogRefusal::VmExit);
   VmxState &X = *C.Vmx;
   VmcsData &V = X.Vmcs;
   // The transition observer (the ground truth): guest state is still in C here.

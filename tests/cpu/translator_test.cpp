@@ -5,6 +5,7 @@
 // every register, RFLAGS, RIP, the clock, the count and the data they stored compared;
 // self-modifying code rewriting a translated block; a fault inside a translated block.
 #include "cpu/jit/translator.h"
+#include "cpu/memory.h"
 #include "tests/cpu/system_test_support.h"
 #include "tests/support/test_machine.h"
 #include "tests/support/watch_log.h"
@@ -470,7 +471,14 @@ TEST(Translator, FuzzedStreamsAgreeWithTheInterpreterInLockstepAndTranslated) {
   char Line[1024];
   Trans.Cpu_.Jit->describe(Line, sizeof Line);
   std::printf("%s\n", Line);
-  EXPECT_GT(L.LockstepCompared, kStreams / 2);
+  Lock.Cpu_.Jit->describe(Line, sizeof Line);
+  std::printf("%s\n", Line);
+  // Every block was compared (none reached a device, code or a VM exit), and half of
+  // them stored into memory: their frames were compared too.
+  EXPECT_GT(L.LockstepCompared, 20 * uint64_t(kStreams));
+  EXPECT_GT(L.LockstepComparedStores, 10 * uint64_t(kStreams));
+  for (uint64_t N : L.LockstepUncompared)
+    EXPECT_EQ(N, 0u);
   EXPECT_GT(T.InsnsTranslated, 20 * uint64_t(kStreams));
   EXPECT_GT(T.Chained, uint64_t(kStreams)); // translations jumped into the next ones
   EXPECT_GT(T.TargetChained, kStreams / 10); // RETs chained through the table of targets
@@ -507,6 +515,133 @@ TEST(Translator, LockstepReportsADifferenceNamingBlockInstructionAndRegister) {
   EXPECT_STREQ(M.Cpu_.StopWhat,
                "lockstep mismatch in the block at RIP=0x100000: add at 0x100000 "
                "(instruction 1 of 3): RAX interpreter=0x14 translated=0x13");
+}
+
+TEST(Translator, LockstepComparesTheFramesTheInterpreterStoredInto) {
+  // A block that stores into a data frame and the stack: compared, stores included. Then
+  // the interpreter's copy of the store is made to store 1 more: the run stops naming
+  // the store, the physical address and both values, and memory holds the translated
+  // run's bytes (the interpreter's were undone).
+  TestMachine M;
+  M.setupLongMode();
+  translateAtOnce(M, ExecMode::Lockstep);
+  // mov [rbx], rax; push rcx; pop rdx; jmp +0; hlt
+  M.loadCode({0x48, 0x89, 0x03, 0x51, 0x5a, 0xeb, 0x00, 0xf4});
+  M.S.Gpr[RAX] = 0x1122334455667788;
+  M.S.Gpr[RBX] = kDataBase + 0x18;
+  M.S.Gpr[RCX] = 7;
+  ASSERT_EQ(M.run(100), StopReason::Halted);
+  EXPECT_EQ(M.read64(kDataBase + 0x18), 0x1122334455667788u);
+  EXPECT_EQ(M.S.Gpr[RDX], 7u);
+  const JitStats &L = M.Cpu_.Jit->stats();
+  EXPECT_EQ(L.LockstepCompared, 1u);
+  EXPECT_EQ(L.LockstepComparedStores, 1u);
+  M.Cpu_.Activity = ActivityState::Active;
+  Block *B = M.Cpu_.Mmu.cachedBlock(Gla(kCodeBase), M.Cpu_.DecodeMode);
+  ASSERT_TRUE(B && B->JitCode);
+  B->Insns[0].Fn = [](Cpu &C, const DecodedInsn &I) {
+    VMX_TRY(writeMem<uint64_t>(C, SegReg::DS, C.S.Gpr[RBX], C.S.Gpr[RAX] + 1));
+    return next(C, I);
+  };
+  M.write(kDataBase + 0x18, "\0\0\0\0\0\0\0\0", 8);
+  M.S.Rip = kCodeBase;
+  EXPECT_EQ(M.run(100), StopReason::LockstepMismatch);
+  EXPECT_STREQ(M.Cpu_.StopWhat,
+               "lockstep mismatch in the block at RIP=0x100000: mov at 0x100000 "
+               "(instruction 1 of 4): memory at physical 0x200018 "
+               "interpreter=0x1122334455667789 translated=0x1122334455667788");
+  EXPECT_EQ(M.read64(kDataBase + 0x18), 0x1122334455667788u);
+}
+
+TEST(Translator, LockstepComparesABlockThatFaultsUpToItsException) {
+  // A store, then a load that faults: the two runs are compared up to the fault, the
+  // exception included (#GP(0) for a non-canonical address, #PF with its address above
+  // the 4 GiB the tables map). With the interpreter's copy of the load made to raise
+  // #GP(8), the error code differs.
+  for (const uint64_t Bad : {0x8000000000000000ull, 0x140000000ull}) {
+    SCOPED_TRACE(Bad);
+    TestMachine Interp, M;
+    translateAtOnce(M, ExecMode::Lockstep);
+    for (TestMachine *T : {&Interp, &M}) {
+      T->setupLongMode();
+      // mov [rbx], rax; mov rdx, [rcx]; jmp +0
+      T->loadCode({0x48, 0x89, 0x03, 0x48, 0x8b, 0x11, 0xeb, 0x00});
+      T->S.Gpr[RAX] = 5;
+      T->S.Gpr[RBX] = kDataBase;
+      T->S.Gpr[RCX] = Bad;
+    }
+    const StopReason Why = Interp.run(100);
+    EXPECT_EQ(M.run(100), Why);
+    EXPECT_EQ(M.S.Cr2, Interp.S.Cr2);
+    EXPECT_EQ(M.S.Rip, Interp.S.Rip);
+    EXPECT_EQ(M.read64(kDataBase), 5u);
+    EXPECT_EQ(M.Cpu_.Jit->stats().LockstepComparedFaults, 1u);
+    EXPECT_EQ(M.Cpu_.Jit->stats().LockstepComparedStores, 1u);
+    Block *B = M.Cpu_.Mmu.cachedBlock(Gla(kCodeBase), uint8_t(CodeMode::Long64));
+    ASSERT_TRUE(B && B->JitCode);
+    B->Insns[1].Fn = [](Cpu &C, const DecodedInsn &) { return C.raiseGp(8); };
+    M.setupLongMode();
+    M.S.Rip = kCodeBase;
+    M.S.Gpr[RCX] = Bad;
+    M.Cpu_.Activity = ActivityState::Active;
+    EXPECT_EQ(M.run(100), StopReason::LockstepMismatch);
+    EXPECT_STREQ(M.Cpu_.StopWhat,
+                 Bad >> 63 ? "lockstep mismatch in the block at RIP=0x100000: jmp at 0x100006 "
+                             "(instruction 3 of 3): error code interpreter=0x8 translated=0"
+                           : "lockstep mismatch in the block at RIP=0x100000: jmp at 0x100006 "
+                             "(instruction 3 of 3): exception vector interpreter=0xd "
+                             "translated=0xe");
+  }
+}
+
+TEST(Translator, LockstepFinishesABlockItsTranslationHandsToTheInterpreter) {
+  // With RFLAGS.AC set the inline memory forms hand the rest of the block to the
+  // interpreter (Linux's user copies run under STAC): lockstep finishes the block as the
+  // run loop would, then compares the whole of it. A byte copy loop of Linux's (copy to
+  // and from user space): mov al, [rsi]; mov [rdi], al; inc rsi; inc rdi; dec ecx; jnz;
+  // then hlt.
+  const std::vector<uint8_t> Code = {0x8a, 0x06, 0x88, 0x07, 0x48, 0xff, 0xc6, 0x48,
+                                     0xff, 0xc7, 0xff, 0xc9, 0x75, 0xf2, 0xf4};
+  TestMachine Interp, M;
+  translateAtOnce(M, ExecMode::Lockstep);
+  for (TestMachine *T : {&Interp, &M}) {
+    T->setupLongMode();
+    T->loadCode(Code);
+    T->write(kDataBase, "lockstep", 8);
+    T->S.Gpr[RSI] = kDataBase;
+    T->S.Gpr[RDI] = kDataBase + 0x100;
+    T->S.Gpr[RCX] = 8;
+    T->S.Rflags |= rflags::AC;
+  }
+  ASSERT_EQ(Interp.run(1000), StopReason::Halted);
+  ASSERT_EQ(M.run(1000), StopReason::Halted) << M.Cpu_.StopWhat;
+  EXPECT_EQ(M.read64(kDataBase + 0x100), Interp.read64(kDataBase + 0x100));
+  EXPECT_EQ(M.read64(kDataBase + 0x100), 0x706574736b636f6cu); // "lockstep"
+  EXPECT_EQ(M.Cpu_.Retired, Interp.Cpu_.Retired);
+  EXPECT_EQ(M.Cpu_.Cycles, Interp.Cpu_.Cycles);
+  const JitStats &L = M.Cpu_.Jit->stats();
+  EXPECT_EQ(L.LockstepCompared, 8u);
+  EXPECT_EQ(L.LockstepContinued, 8u);
+  EXPECT_EQ(L.LockstepComparedStores, 8u);
+}
+
+TEST(Translator, LockstepRunsABlockThatStoresIntoCodeTranslatedAlone) {
+  // A store into the block's own code lines (the same byte again): its bookkeeping is not
+  // undone, so the interpreter's pass stops before it and the block runs translated
+  // alone, counted as such; the run is the interpreter's.
+  TestMachine M;
+  M.setupLongMode();
+  translateAtOnce(M, ExecMode::Lockstep);
+  // mov byte [rip + 1], 0 (the JMP's displacement); jmp +0; hlt
+  M.loadCode({0xc6, 0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0xeb, 0x00, 0xf4});
+  ASSERT_EQ(M.run(100), StopReason::Halted);
+  EXPECT_EQ(M.Cpu_.Retired, 3u);
+  const JitStats &L = M.Cpu_.Jit->stats();
+  EXPECT_EQ(L.LockstepUncompared[size_t(LockstepSkip::CodeOrWatched)], 1u);
+  // The store ended the block (self-modifying code): the JMP's block, decoded anew after
+  // it, is compared.
+  EXPECT_EQ(L.LockstepCompared, 1u);
+  EXPECT_EQ(L.LockstepComparedStores, 0u);
 }
 
 TEST(Translator, RewrittenTranslatedBlockRunsTheNewCode) {
