@@ -109,6 +109,9 @@ struct TracedMachine {
     std::string Serial, GtBytes, HvBytes;
     std::vector<uint64_t> Cycles, Retired;
     uint64_t InsnsTranslated = 0; ///< by all CPUs' translators (ExecMode other than Interp)
+    /// ExecMode::Lockstep, all CPUs: blocks compared, of those with stores compared, and
+    /// blocks run translated alone (JitStats).
+    uint64_t LockstepCompared = 0, LockstepComparedStores = 0, LockstepUncompared = 0;
   };
   /// Runs to the end; the outputs once the machine is gone (the files are complete).
   Outcome finish() {
@@ -118,8 +121,14 @@ struct TracedMachine {
     for (unsigned I = 0; I < M->numCpus(); ++I) {
       O.Cycles.push_back(M->cpu(I).Cycles);
       O.Retired.push_back(M->cpu(I).Retired);
-      if (const Translator *T = M->cpu(I).Jit.get())
-        O.InsnsTranslated += T->stats().InsnsTranslated;
+      if (const Translator *T = M->cpu(I).Jit.get()) {
+        const JitStats &J = T->stats();
+        O.InsnsTranslated += J.InsnsTranslated;
+        O.LockstepCompared += J.LockstepCompared;
+        O.LockstepComparedStores += J.LockstepComparedStores;
+        for (uint64_t N : J.LockstepUncompared)
+          O.LockstepUncompared += N;
+      }
     }
     M.reset();
     O.GtBytes = readFile(Gt);
