@@ -1973,10 +1973,8 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
   const PendingEvent Pending0 = C.Pending;
   const uint64_t Cycles0 = C.Cycles, Retired0 = C.Retired, Stop0 = C.BlockStop,
                  Window0 = C.WindowDue;
-  // A block whose translation calls no handler has register operands only: no store.
-  const bool Logged = B.JitCalls & jitcalls::Handlers;
-  if (Logged)
-    C.Mmu.beginStoreLog(*Log);
+  // Every block, so that no store escapes the log (opening and closing it set two tags).
+  C.Mmu.beginStoreLog(*Log);
   // The interpreter, as Cpu::runBlocks' fast loop runs a whole block.
   unsigned DoneI = 0;
   Status StI = Status::Ok;
@@ -1999,7 +1997,7 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
   if (StI != Status::Ok && StI != Status::Fault)
     Skip = LockstepSkip::Other;
   unsigned Stores = 0;
-  if (Logged) {
+  {
     switch (Log->Refused) {
     case StoreLogRefusal::None: break;
     case StoreLogRefusal::Device: Skip = LockstepSkip::Device; break;
