@@ -4,6 +4,7 @@
 #include "cpu/cpu.h"
 #include "cpu/decode_info.h"
 #include "cpu/decoded_insn.h"
+#include "cpu/watched_store.h"
 
 #include <cstring>
 #include <type_traits>
@@ -53,6 +54,10 @@ inline Status segmentToLinear(Cpu &C, SegReg Seg, uint64_t Offset, unsigned Size
 /// Supervisor is true for implicit supervisor accesses (descriptor tables, TSS, IDT).
 Status readLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, void *Out, bool Supervisor);
 Status writeLinearSlow(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
+                       bool Supervisor);
+/// writeLinear's miss: Mmu::writeWatchedPage for a store into a watched page without
+/// decoded code (cpu/watched_store.cpp), else writeLinearSlow. The same result either way.
+Status writeLinearMiss(Cpu &C, uint64_t La, unsigned SizeBytes, const void *In,
                        bool Supervisor);
 /// Checks that [La, La+SizeBytes) is writable (translating and setting A/D bits) without
 /// writing: used to make multi-part stores all-or-nothing.
@@ -105,7 +110,7 @@ inline Status writeLinear(Cpu &C, uint64_t La, T V, bool Supervisor = false) {
     std::memcpy(reinterpret_cast<void *>(La + E.Addend), &V, sizeof(T));
     return Status::Ok;
   }
-  return writeLinearSlow(C, La, sizeof(T), &V, Supervisor);
+  return writeLinearMiss(C, La, sizeof(T), &V, Supervisor);
 }
 
 /// Alignment checking (SDM Vol. 3A, "Interrupt 17—Alignment Check Exception (#AC)" and
@@ -148,6 +153,13 @@ template <typename T>
 }
 template <typename T>
 [[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+  // A store into a watched page (the ground truth's trace slots) first, as writeLinear's
+  // miss would take it (writeLinearMiss): in the fast access mode segmentation is the
+  // offset plus the FS/GS base with only the canonical check, which a TLB entry's
+  // match implies (above), and the alignment check is off.
+  if (fastAccessMode(C) &&
+      C.Mmu.writeWatchedPage(Gla(fastLinear(C, Seg, Off)), sizeof(T), &V, false))
+    return Status::Ok;
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, La));
   VMX_TRY(alignmentCheck<T>(C, La));

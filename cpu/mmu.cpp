@@ -6,6 +6,7 @@
 #include "cpu/monitor.h"
 #include "cpu/translation.h"
 #include "cpu/vmx/apic_virtualization.h"
+#include "cpu/watched_store.h"
 
 #include <cstring>
 #include <string>
@@ -163,23 +164,9 @@ bool Mmu::writeCodePage(Gla Linear, unsigned Size, const void *In, bool Supervis
 }
 
 // A store touched a watched range while this processor runs (it installed itself as the
-// machine's write watcher, Cpu::run): its instruction made the store, directly, through
-// the processor's own bookkeeping (A/D flags, ...) or through a device it programmed.
+// machine's write watcher, Cpu::run): cpu/watched_store.h, storeSeen.
 void Mmu::watchedWrite(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent) {
-  // MONITOR (cpu/monitor.h): a store by any agent triggers every armed monitor whose
-  // line it touches, at the storing processor's time.
-  for (unsigned K = 0; K < NumPeers; ++K)
-    monitorSawStore(*Peers[K], Pa, SizeBytes, Owner.Cycles);
-  if (VmxTransitionObserver *O = Owner.Transitions) {
-    WatchedStoreEvent E;
-    E.Cpu = Owner.Id;
-    E.Tsc = Owner.Cycles;
-    E.Rip = Owner.S.Rip;
-    E.Addr = Pa.value();
-    E.SizeBytes = unsigned(SizeBytes);
-    E.Agent = Agent;
-    O->watchedStore(E);
-  }
+  storeSeen(Pa, SizeBytes, Agent);
 }
 
 // A read of data touched a read-watched range (PhysMem::watchReads): the instruction

@@ -100,7 +100,14 @@
 //   TlbWriteCode, whose users check the ranges), and one holding a read-watched range no
 //   TlbRead entry either, so its stores and reads take the slow paths that report them;
 //   whoever adds a range drops the entries filled before (dropWriteMappings,
-//   dropDataMappings).
+//   dropDataMappings). One slow path is short (writeWatchedPage, cpu/watched_store.h: the
+//   explicit stores' miss path tries it first): a store through a TlbWriteCode entry into
+//   a page that holds no decoded code (CodeLines 0, tested at each store) and no armed
+//   data breakpoint (DataArmed clear), where the page's write-watched ranges are those
+//   PhysMem listed at the watches' current epoch (PhysMem::watchEpoch, which moves at
+//   every change of the ranges), so that its report is the one noteWrite would make.
+//   It adds no TLB rule: it stores only where writeCodePage would, and leaves every
+//   entry as writeCodePage leaves it.
 // Why it is enough: a TLB entry is used only when its tag matches the current context
 // and privilege, every architectural event that may change a translation of that
 // context gives it a fresh generation, and code changes are seen through PhysMem's
@@ -387,6 +394,21 @@ public:
   /// when they were code). False when there is no such entry, the store leaves the page,
   /// or the page holds no code any more (the caller then translates and fills).
   bool writeCodePage(Gla La, unsigned Size, const void *In, bool Supervisor);
+  /// A store that missed TlbWrite, into a page that holds no decoded code but watched
+  /// ranges (a traced hypervisor's trace slots, several stores per VM exit), through the
+  /// page's TlbWriteCode entry: copies [In, In+Size) to La and reports the store when it
+  /// touches a write-watched range, exactly as writeCodePage and PhysMem::noteWrite do,
+  /// with the page's ranges looked up once per change of the watches (PhysMem::
+  /// watchEpoch) instead of at every store, and the watcher called directly when it is
+  /// this MMU. False, with nothing done, for anything else (no such entry, a store
+  /// leaving the page, code in the page, an armed data breakpoint, more ranges than it
+  /// keeps, the path turned off): the caller takes writeLinearSlow. cpu/watched_store.cpp.
+  bool writeWatchedPage(Gla La, unsigned Size, const void *In, bool Supervisor);
+  /// Off: writeWatchedPage always declines, so every such store takes writeCodePage
+  /// (tests compare the two paths' results).
+  void setWatchedPageStores(bool On) { WatchedPageOn = On; }
+  /// Stores writeWatchedPage made (tests, statistics).
+  uint64_t watchedPageStores() const { return WatchedPageStores; }
 
   // --- the decoded-block cache ---
 
@@ -653,6 +675,24 @@ private:
   Cpu *const *Peers;
   unsigned NumPeers = 1;
   Cpu *Self;
+
+  /// What writeWatchedPage knows of frame Pfn, valid while PhysMem::watchEpoch() is
+  /// Epoch (0: never): its write-watched ranges clipped to it (PhysMem::
+  /// watchedRangesInPage), and whether a store into it may take the path at all (it
+  /// holds a watched range, so writeCodePage keeps its entry; the ranges fit in Ranges).
+  struct WatchedPage {
+    uint64_t Pfn = 0;
+    uint64_t Epoch = 0;
+    bool Usable = false;
+    uint8_t NumRanges = 0;
+    PhysMem::PageRange Ranges[4] = {};
+  };
+  WatchedPage Watched;
+  bool WatchedPageOn = true;
+  uint64_t WatchedPageStores = 0;
+  void lookUpWatchedPage(uint64_t Pfn);
+  /// What watchedWrite does (cpu/watched_store.h).
+  void storeSeen(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent);
 };
 
 } // namespace vmxsim

@@ -131,6 +131,10 @@ VmExitEvent exitEventOf(const Cpu &C, const VmExitInfo &Info);
 /// EntryInterruptionInfo is the VM-entry interruption-information field when its valid
 /// bit is set, else 0; the error code is the VMCS's when that field delivers one.
 VmEntryEvent entryEventOf(const Cpu &C, bool IsLaunch, uint32_t EntryInterruptionInfo);
+/// What it publishes of a store into watched memory that completed while C ran (Mmu::
+/// watchedWrite): C's number, TSC and RIP, the bytes, who made the store
+/// (cpu/watched_store.cpp).
+WatchedStoreEvent watchedStoreEventOf(const Cpu &C, Hpa Pa, uint64_t SizeBytes, StoreAgent Agent);
 
 /// VMX transitions, as they happen; the ground truth listens here. It is also told of
 /// the two events a hypervisor's trace is proven with (trace/slot_layout.h): stores into
@@ -161,6 +165,13 @@ public:
   }
   /// A store touched watched memory (only while PhysMem watches something).
   virtual void watchedStore(const WatchedStoreEvent &E) { (void)E; }
+  /// The processor's own call for a store that C's instruction made itself
+  /// (StoreAgent::Instruction) of [Pa, Pa + SizeBytes), as vmExitBegins is for vmExit: by
+  /// default the event (watchedStoreEventOf) to watchedStore. The ground truth overrides
+  /// it for a traced hypervisor's slot stores, several per exit.
+  virtual void instructionStored(const Cpu &C, Hpa Pa, unsigned SizeBytes) {
+    watchedStore(watchedStoreEventOf(C, Pa, SizeBytes, StoreAgent::Instruction));
+  }
   /// A read touched read-watched memory (only while PhysMem watches reads).
   virtual void watchedLoad(const WatchedLoadEvent &E) { (void)E; }
 };

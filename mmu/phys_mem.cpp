@@ -184,13 +184,36 @@ bool PhysMem::removeRange(std::vector<WatchRange> &Ranges, Hpa Base, uint64_t Si
   return false;
 }
 
-void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) { addRange(Watches, Base, SizeBytes); }
+void PhysMem::watchWrites(Hpa Base, uint64_t SizeBytes) {
+  ++WatchEpoch;
+  addRange(Watches, Base, SizeBytes);
+}
 bool PhysMem::unwatchWrites(Hpa Base, uint64_t SizeBytes) {
+  ++WatchEpoch;
   return removeRange(Watches, Base, SizeBytes);
 }
-void PhysMem::watchReads(Hpa Base, uint64_t SizeBytes) { addRange(ReadWatches, Base, SizeBytes); }
+void PhysMem::watchReads(Hpa Base, uint64_t SizeBytes) {
+  ++WatchEpoch;
+  addRange(ReadWatches, Base, SizeBytes);
+}
 bool PhysMem::unwatchReads(Hpa Base, uint64_t SizeBytes) {
+  ++WatchEpoch;
   return removeRange(ReadWatches, Base, SizeBytes);
+}
+
+unsigned PhysMem::watchedRangesInPage(uint64_t Pfn, PageRange *Out, unsigned Max) const {
+  const uint64_t Page = Pfn << 12;
+  unsigned N = 0;
+  for (const WatchRange &W : Watches) {
+    // Overlap of [W.Base, W.Base + W.Size) with the page, as rangeIn compares.
+    if (!(Page < W.Base + W.Size && W.Base < Page + kPageSize))
+      continue;
+    if (N < Max)
+      Out[N] = {uint16_t(W.Base > Page ? W.Base - Page : 0),
+                uint16_t(std::min<uint64_t>(W.Base + W.Size - Page, kPageSize))};
+    ++N;
+  }
+  return N;
 }
 
 bool PhysMem::isRam(Hpa Addr, uint64_t SizeBytes) const {
@@ -402,6 +425,7 @@ void PhysMem::load(SnapshotReader &R) {
     return;
   A20Mask = Mask;
   Watches = std::move(NewWatches);
+  ++WatchEpoch;
   for (uint64_t Pfn = 0; CodePages && Pfn < NumPfns; ++Pfn)
     if (CodeLines[Pfn]) {
       CodeLines[Pfn] = 0;

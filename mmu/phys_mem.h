@@ -88,6 +88,9 @@ public:
   /// RAM outside every MMIO region; at most one range per PhysMem.
   bool setReadOnly(Hpa Base, uint64_t SizeBytes);
   MmioDevice *mmioAt(uint64_t A, uint64_t *OffsetOut = nullptr) const;
+  /// MMIO regions registered so far (addMmio, setReadOnly): regions are only ever added,
+  /// so ramPointer answers as it did while this is unchanged.
+  size_t mmioRegionCount() const { return Mmio.size(); }
 
   /// Slow-path accessors used for MMIO, page-crossing and loader access. Unassigned
   /// addresses read all-ones and ignore writes, as on a PC.
@@ -150,7 +153,9 @@ public:
   // never maps a page with code or a watch (markCodeLines reports the first line of a
   // page, and the decoder then drops every CPU's TlbWrite entries for it), and through
   // a Cpu::TlbWriteCode pointer checked against CodeLines just before (REP string chunks,
-  // read-modify-write operands). The storing CPU leaves its block after a
+  // read-modify-write operands), and through Mmu::writeWatchedPage (cpu/watched_store.h),
+  // which stores only into a page without code lines and reports a watched store itself,
+  // from the page's ranges as of watchEpoch. The storing CPU leaves its block after a
   // store that invalidated code, so its next instruction is fetched anew; every CPU
   // compares generations at each block lookup, and a CPU's run slice always ends at a
   // block boundary, so another CPU sees the store at its next block.
@@ -228,6 +233,21 @@ public:
   bool unwatchWrites(Hpa Base, uint64_t SizeBytes);
   bool watching() const { return !Watches.empty(); }
   void setWriteWatcher(WriteWatcher *W) { Watcher = W; }
+  /// Who noteWrite reports a watched store to (null: nobody).
+  WriteWatcher *writeWatcher() const { return Watcher; }
+  /// Moves at every change of the watched ranges, of writes or of reads (watchWrites,
+  /// unwatchWrites, watchReads, unwatchReads, load): what a processor learned of a page's
+  /// ranges (watchedRangesInPage, pageWatched) stays true while it is unchanged. Never 0.
+  uint64_t watchEpoch() const { return WatchEpoch; }
+  /// A write-watched range clipped to one page: page offsets [Begin, End).
+  struct PageRange {
+    uint16_t Begin, End;
+  };
+  /// The write-watched ranges that touch page Pfn, clipped to it: the first Max are
+  /// stored in Out; returns how many there are (more than Max: some were left out). A
+  /// store inside the page touches a watched range (rangeWatched) exactly when it
+  /// touches one of them.
+  unsigned watchedRangesInPage(uint64_t Pfn, PageRange *Out, unsigned Max) const;
   /// True if page Pfn holds a byte of a watched range, of writes or of reads (a page
   /// holding a read watch has no fast write mapping either: a read-modify-write operand
   /// is read through it).
@@ -330,6 +350,7 @@ private:
   uint64_t *LineGen = nullptr; ///< 64 per page
   uint64_t GlobalCodeWrites = 0;
   uint64_t A20Mask = ~uint64_t(0); ///< enabled at start-up, as SeaBIOS leaves it
+  uint64_t WatchEpoch = 1;         ///< watchEpoch()
   uint64_t CodePages = 0; ///< pages whose CodeLines are not 0 (zeroRam's scan skips at 0)
   struct WatchRange {
     uint64_t Base, Size;

@@ -1,0 +1,72 @@
+// Mmu::writeWatchedPage (cpu/mmu.h), inline: the explicit stores' miss path
+// (cpu/memory.h, writeMemFull) tries it before segmentation and writeLinearSlow, so that
+// a traced hypervisor's slot stores, several per VM exit, cost one call into the
+// observer each. cpu/watched_store.cpp has the rest.
+#pragma once
+#include "cpu/cpu.h"
+#include "cpu/mmu.h"
+
+#include <cstring>
+
+namespace vmxsim {
+
+// A store touched a watched range while this processor runs: its instruction made the
+// store, directly, through the processor's own bookkeeping (A/D flags, ...) or through a
+// device it programmed (Mmu::watchedWrite, and writeWatchedPage below).
+[[gnu::always_inline]] inline void Mmu::storeSeen(Hpa Pa, uint64_t SizeBytes,
+                                                  StoreAgent Agent) {
+  // MONITOR (cpu/monitor.h): a store by any agent triggers every armed monitor whose
+  // line it touches, at the storing processor's time (monitorSawStore does nothing to
+  // one that is not armed).
+  for (unsigned K = 0; K < NumPeers; ++K)
+    if (Peers[K]->Monitor.State == MonitorState::Phase::Armed)
+      monitorSawStore(*Peers[K], Pa, SizeBytes, Owner.Cycles);
+  if (VmxTransitionObserver *O = Owner.Transitions) {
+    if (Agent == StoreAgent::Instruction) // an instruction's store is at most a page
+      O->instructionStored(Owner, Pa, unsigned(SizeBytes));
+    else
+      O->watchedStore(watchedStoreEventOf(Owner, Pa, SizeBytes, Agent));
+  }
+}
+
+// What writeLinearSlow does for a store that its first step, writeCodePage, takes, in a
+// page without code: writeCodePage's tests (the entry's tag, the store inside the page,
+// the page holding a watched range), the copy, and PhysMem::noteWrite (the report to the
+// write watcher when the store touches a write-watched range; no code to invalidate, so
+// no block to end); then writeLinearSlow's data breakpoint check, which is why an armed
+// one sends the store there. The same store, the same report, the same TLB and watch
+// state after it; only the lookups are cached.
+[[gnu::always_inline]] inline bool Mmu::writeWatchedPage(Gla Linear, unsigned Size, const void *In, bool Supervisor) {
+  const uint64_t La = Linear.value();
+  const TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
+  // The tag of the store's last byte: slot K holds only entries of pages whose slot is
+  // K, so a store that leaves the page misses (cpu/memory.h, tlbMaps).
+  if (E.Tag != tag(La + (Size - 1), Supervisor) || !WatchedPageOn) [[unlikely]]
+    return false;
+  if (Watched.Pfn != E.Pfn || Watched.Epoch != Mem.watchEpoch()) [[unlikely]]
+    lookUpWatchedPage(E.Pfn);
+  if (!Watched.Usable || Mem.codeLines(E.Pfn) || Owner.Debug.DataArmed) [[unlikely]]
+    return false;
+  void *Host = reinterpret_cast<void *>(La + E.Addend);
+  if (Size == 8) [[likely]] // a slot store: no call
+    std::memcpy(Host, In, 8);
+  else
+    std::memcpy(Host, In, Size);
+  ++WatchedPageStores;
+  const unsigned Off = unsigned(La & 0xfff);
+  for (unsigned K = 0; K < Watched.NumRanges; ++K) {
+    const PhysMem::PageRange &R = Watched.Ranges[K];
+    if (Off < R.End && R.Begin < Off + Size) {
+      const Hpa Pa((E.Pfn << 12) | Off);
+      // The processor that runs installs its own MMU as the watcher (Cpu::run).
+      if (WriteWatcher *W = Mem.writeWatcher(); W == this) [[likely]]
+        storeSeen(Pa, Size, StoreAgent::Instruction); // watchedWrite, inline
+      else if (W)
+        W->watchedWrite(Pa, Size, StoreAgent::Instruction);
+      break;
+    }
+  }
+  return true;
+}
+
+} // namespace vmxsim
