@@ -190,6 +190,7 @@ bool GroundTruthLink::watchSlotTable(PhysMem &M, std::span<Cpu *const> All, uint
   Table = TablePa;
   SlotsPa.assign(XT_SLOT_LAYOUT_MAX_CPUS, 0);
   Published.clear();
+  noteArrays();
   R.slotLayout(TablePa, XT_SLOT_LAYOUT_SLOTS, XT_SLOT_LAYOUT_MAX_CPUS);
   M.watchWrites(Hpa(TablePa), sizeof(T));
   for (Cpu *C : Cpus)
@@ -210,6 +211,7 @@ void GroundTruthLink::publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner,
   if (!SlotsPa[Owner])
     Published.insert(std::lower_bound(Published.begin(), Published.end(), Owner), Owner);
   SlotsPa[Owner] = Pa;
+  noteArrays();
   R.slotPublish(StoringCpu, Tsc, Owner, Pa);
   Mem->watchWrites(Hpa(Pa), Bytes);
   for (Cpu *C : Cpus)
@@ -243,7 +245,70 @@ void GroundTruthLink::watchedStore(const WatchedStoreEvent &E) {
     const uint64_t First = Begin > Base ? (Begin - Base) / 8 : 0;
     const uint64_t Last = std::min<uint64_t>((End - 1 - Base) / 8, XT_SLOT_LAYOUT_SLOTS - 1);
     for (uint64_t S = First; S <= Last; ++S)
-      R.slotStore(E.Cpu, E.Tsc, N, uint32_t(S), read64(Base + 8 * S), E.Rip);
+      R.slotStore(E.Cpu, E.Tsc, N, uint32_t(S), slotValue(N, S), E.Rip);
+  }
+}
+
+void GroundTruthLink::instructionStored(const Cpu &P, Hpa Pa, unsigned SizeBytes) {
+  const uint64_t A = Pa.value();
+  const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
+  // What watchedStore does with such a store: no table entry touched, so nothing
+  // published; the one array holding the 8 bytes (disjoint arrays, 8-aligned bases:
+  // publish) gets one GT_SLOT_STORE of that slot, and no other array anything.
+  const uint32_t N = LastOwner;
+  if (!Mem || SizeBytes != 8 || (A & 7) || !ArraysDisjoint ||
+      (A < Entries + 8ull * XT_SLOT_LAYOUT_MAX_CPUS && Entries < A + 8) ||
+      A - SlotsPa[N] >= 8ull * XT_SLOT_LAYOUT_SLOTS || !SlotsPa[N] ||
+      Mem->mmioRegionCount() != HostRegions || !SlotsHost[N]) [[unlikely]]
+    return storedElsewhere(P, Pa, SizeBytes);
+  const uint64_t S = (A - SlotsPa[N]) / 8;
+  uint64_t V;
+  std::memcpy(&V, SlotsHost[N] + 8 * S, 8); // slotValue(N, S)
+  R.slotStore(P.Id, P.Cycles, N, uint32_t(S), V, P.S.Rip);
+}
+
+void GroundTruthLink::storedElsewhere(const Cpu &P, Hpa Pa, unsigned SizeBytes) {
+  const uint64_t A = Pa.value();
+  const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
+  if (!Mem || SizeBytes != 8 || (A & 7) || !ArraysDisjoint ||
+      (A < Entries + 8ull * XT_SLOT_LAYOUT_MAX_CPUS && Entries < A + 8))
+    return watchedStore(watchedStoreEventOf(P, Pa, SizeBytes, StoreAgent::Instruction));
+  // Another array than the last one's, or none.
+  const auto Hit = std::find_if(Published.begin(), Published.end(), [&](uint32_t M) {
+    return A - SlotsPa[M] < 8ull * XT_SLOT_LAYOUT_SLOTS;
+  });
+  if (Hit == Published.end())
+    return; // in no array: no record
+  const uint32_t N = LastOwner = *Hit;
+  const uint64_t S = (A - SlotsPa[N]) / 8;
+  R.slotStore(P.Id, P.Cycles, N, uint32_t(S), slotValue(N, S), P.S.Rip);
+}
+
+void GroundTruthLink::noteArrays() {
+  HostRegions = ~size_t(0); // SlotsHost follows SlotsPa
+  ArraysDisjoint = true;
+  const uint64_t Bytes = 8ull * XT_SLOT_LAYOUT_SLOTS;
+  for (size_t I = 0; I < Published.size(); ++I)
+    for (size_t J = I + 1; J < Published.size(); ++J) {
+      const uint64_t X = SlotsPa[Published[I]], Y = SlotsPa[Published[J]];
+      if (X < Y + Bytes && Y < X + Bytes)
+        ArraysDisjoint = false;
+    }
+}
+
+void GroundTruthLink::refreshSlotsHost() {
+  HostRegions = Mem->mmioRegionCount();
+  SlotsHost.assign(SlotsPa.size(), nullptr);
+  for (size_t Owner = 0; Owner < SlotsPa.size(); ++Owner) {
+    const uint64_t Pa = SlotsPa[Owner];
+    if (!Pa)
+      continue;
+    // read64 takes each slot's own ramPointer: the array's must give all of them.
+    const uint8_t *H = Mem->ramPointer(Hpa(Pa));
+    for (uint64_t S = 0; H && S < XT_SLOT_LAYOUT_SLOTS; ++S)
+      if ((Pa & 0xfff) + 8 * S > 0xff8 || Mem->ramPointer(Hpa(Pa + 8 * S)) != H + 8 * S)
+        H = nullptr;
+    SlotsHost[Owner] = H;
   }
 }
 
@@ -305,6 +370,7 @@ void GroundTruthLink::load(SnapshotReader &R) {
   for (uint32_t Owner = 0; Owner < SlotsPa.size(); ++Owner)
     if ((SlotsPa[Owner] = R.u64()))
       Published.push_back(Owner);
+  noteArrays();
   const uint64_t M = R.u64(); // grows with the CPUs that exited so far
   if (R.ok() && M > 4096) {
     R.fail("the snapshot's ground truth lists " + std::to_string(M) + " CPUs");

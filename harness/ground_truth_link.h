@@ -7,6 +7,7 @@
 #include "trace/ground_truth.h"
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -34,6 +35,11 @@ public:
   void vmEntryFailure(const VmEntryFailureEvent &E) override;
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override;
   void watchedStore(const WatchedStoreEvent &E) override;
+  /// The fast path of watchedStore, from the processor: an aligned 8-byte store into one
+  /// slot of a published array (a traced hypervisor's TRACE_VMEXIT and its resets),
+  /// found from the array the last one went to; anything else goes to watchedStore with
+  /// the processor's event. The same records either way.
+  void instructionStored(const Cpu &P, Hpa Pa, unsigned SizeBytes) override;
 
   /// Reads the slot table at TablePa (loaded from the image) and, when its header is the
   /// one trace/slot_layout.h defines, writes GT_SLOT_LAYOUT and watches the table: each
@@ -106,6 +112,20 @@ private:
   [[gnu::noinline]] void entryFromEvent(const Cpu &P, bool IsLaunch, uint32_t Info);
   /// The 8 bytes at machine-physical Pa (8-byte aligned) as the store left them.
   uint64_t read64(uint64_t Pa) const;
+  /// Slot S of Owner's published array as the store left it: read64 of its address,
+  /// through SlotsHost when it is current.
+  uint64_t slotValue(uint32_t Owner, uint64_t S) {
+    if (Mem->mmioRegionCount() != HostRegions) [[unlikely]]
+      refreshSlotsHost();
+    if (const uint8_t *H = SlotsHost[Owner]) [[likely]] {
+      uint64_t V;
+      std::memcpy(&V, H + 8 * S, 8);
+      return V;
+    }
+    return read64(SlotsPa[Owner] + 8 * S);
+  }
+  /// SlotsHost of every owner, from SlotsPa and the MMIO regions now.
+  void refreshSlotsHost();
   void publish(unsigned StoringCpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
   /// The records after an exit's GT_EXIT (GT_VMEXIT_EVENT, _ADDR, _REGS, GT_GPR,
   /// GT_ACTIVITY), each when it is due: vmExit calls it only when one may be.
@@ -121,6 +141,20 @@ private:
   uint64_t Table = 0;
   std::vector<uint64_t> SlotsPa; ///< per owner CPU; 0 = not published
   std::vector<uint32_t> Published; ///< the owners whose SlotsPa is not 0, ascending
+  /// Per owner: the host pointer of its slot array when every slot's RAM has the one
+  /// PhysMem::ramPointer gives (read64 reads the same bytes through it), else null; valid
+  /// while PhysMem::mmioRegionCount() is HostRegions (~0: never).
+  std::vector<const uint8_t *> SlotsHost;
+  size_t HostRegions = ~size_t(0);
+  /// No two published arrays share a byte (kept by noteArrays): an aligned 8-byte store
+  /// is then one slot of at most one array.
+  bool ArraysDisjoint = true;
+  /// The owner whose array instructionStored found last (an index into SlotsPa).
+  uint32_t LastOwner = 0;
+  /// ArraysDisjoint and HostRegions after SlotsPa changed (publish, load).
+  void noteArrays();
+  /// instructionStored's other cases, out of line so that its common one stays leaf code.
+  [[gnu::noinline]] void storedElsewhere(const Cpu &P, Hpa Pa, unsigned SizeBytes);
   std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
   /// The CPUs the fast paths serve: those of Regs that have a lane (without the
   /// division of Regs.size() on the fast paths).

@@ -412,9 +412,10 @@ TEST(GroundTruth, ExitRecordsOfBothLayoutsReadTheSame) {
 
 namespace {
 
-// The processor's transitions with only the event-based calls forwarded: vmExitBegins
-// and vmEntryDone take VmxTransitionObserver's defaults (the events built, then vmExit
-// and vmEntry), so the link behind it writes everything through its full paths.
+// The processor's transitions with only the event-based calls forwarded: vmExitBegins,
+// vmEntryDone and instructionStored take VmxTransitionObserver's defaults (the events
+// built, then vmExit, vmEntry and watchedStore), so the link behind it writes everything
+// through its full paths.
 class EventsOnly final : public VmxTransitionObserver {
 public:
   explicit EventsOnly(VmxTransitionObserver &Next) : Next(Next) {}
@@ -427,9 +428,12 @@ public:
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) override {
     Next.rootTsc(Cpu, Tsc, Rip, Value);
   }
-  void watchedStore(const WatchedStoreEvent &E) override { Next.watchedStore(E); }
+  void watchedStore(const WatchedStoreEvent &E) override {
+    ++Stores;
+    Next.watchedStore(E);
+  }
   void watchedLoad(const WatchedLoadEvent &E) override { Next.watchedLoad(E); }
-  uint64_t Exits = 0;
+  uint64_t Exits = 0, Stores = 0;
 
 private:
   VmxTransitionObserver &Next;
@@ -457,7 +461,7 @@ MachineConfig pathCaseConfig(const PathCase &Case, ExecMode Exec) {
 // through the fast paths or, with Full, through the full paths only. Exits counts the
 // VM exits that reached a full path by their event.
 std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
-                               uint64_t &Exits) {
+                               uint64_t &Exits, uint64_t *Stores = nullptr) {
   MachineConfig Cfg = pathCaseConfig(Case, Exec);
   Cfg.GroundTruthFile = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_paths.xt";
   std::vector<std::unique_ptr<EventsOnly>> Wrappers; // outlive the machine
@@ -475,8 +479,11 @@ std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
     EXPECT_EQ(R.Reason, RunReason::GuestExit) << Case.Image << " " << R.describe();
   }
   Exits = 0;
-  for (const auto &W : Wrappers)
+  for (const auto &W : Wrappers) {
     Exits += W->Exits;
+    if (Stores)
+      *Stores += W->Stores;
+  }
   return readFile(Cfg.GroundTruthFile);
 }
 
@@ -512,12 +519,14 @@ const PathCase kPathCases[] = {
     {"vmx_e2e.elf", "", 1},                // 40 exits of many reasons, CR accesses
     {"vmx_bench.elf", "iters=300 trace=0", 1}, // the common exit, 901 times
     {"hv.elf", "scenario=mixed", 2},       // two CPUs, events, injections, slot stores
+    {"vmx_bench.elf", "iters=100 trace=1", 1}, // the traced exit: 8.7 slot stores each
 };
 
 } // namespace
 
-// The fast paths (GroundTruthLink::vmExitBegins and vmEntryDone, from the processor)
-// write exactly what the full paths (vmExit and vmEntry, from the events) write: the same
+// The fast paths (GroundTruthLink::vmExitBegins, vmEntryDone and instructionStored, from
+// the processor) write exactly what the full paths (vmExit, vmEntry and watchedStore, from
+// the events) write: the same
 // runs with the processor's calls forced through the events give the same bytes, with
 // slot watching (the machine's ground truth) and without (a link of the test's own), in
 // both execution modes, and on buffers that flush every few records or drop them.
@@ -525,11 +534,14 @@ TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
   for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
     for (const PathCase &Case : kPathCases) {
       SCOPED_TRACE(std::string(Case.Image) + " exec " + std::to_string(int(Exec)));
-      uint64_t FastExits = 0, FullExits = 0;
+      uint64_t FastExits = 0, FullExits = 0, FullStores = 0;
       const std::string Fast = machineGroundTruth(Case, Exec, false, FastExits);
-      const std::string Full = machineGroundTruth(Case, Exec, true, FullExits);
+      const std::string Full = machineGroundTruth(Case, Exec, true, FullExits, &FullStores);
       EXPECT_EQ(FastExits, 0u);
       EXPECT_GE(FullExits, 40u); // every exit went through its event
+      if (std::string(Case.Append).find("trace=1") != std::string::npos) {
+        EXPECT_GE(FullStores, 8 * 300u); // and every slot store
+      }
       EXPECT_GT(Fast.size(), 40u * 16);
       EXPECT_TRUE(Fast == Full);
       struct Buffer {
@@ -583,6 +595,49 @@ TEST(GroundTruth, ThreadedTraceFilesAreTheEmulationThreadsBytes) {
     for (unsigned Run = 0; Run < 2; ++Run) {
       EXPECT_TRUE(Gt[Run] == Gt[2]) << Run << ": " << Gt[Run].size() << " " << Gt[2].size();
       EXPECT_TRUE(Hv[Run] == Hv[2]) << Run << ": " << Hv[Run].size() << " " << Hv[2].size();
+    }
+  }
+}
+
+// The MMU's path for stores into watched pages without code (Mmu::writeWatchedPage,
+// cpu/watched_store.h), which a traced hypervisor's slot stores take, writes what the
+// slow path it replaces (writeLinearSlow, writeCodePage) writes: the ground truth and the
+// hypervisor's own trace are the same bytes with it turned off on every CPU, interpreted
+// and translated, on one CPU and on two; it took the slot stores (thousands) when on.
+TEST(GroundTruth, WatchedPageStoresWriteWhatTheSlowPathWrites) {
+  const PathCase Cases[] = {{"vmx_bench.elf", "iters=300 trace=1", 1},
+                            {"hv.elf", "scenario=mixed", 2},
+                            {"vmx_e2e.elf", "", 1}};
+  for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
+    for (const PathCase &Case : Cases) {
+      SCOPED_TRACE(std::string(Case.Image) + " exec " + std::to_string(int(Exec)));
+      std::string Gt[2], Hv[2];
+      uint64_t Taken[2] = {0, 0};
+      for (unsigned On = 0; On < 2; ++On) {
+        MachineConfig Cfg = pathCaseConfig(Case, Exec);
+        const std::string Base = std::string(VMXSIM_BINARY_DIR) +
+                                 "/tests/ground_truth_watched_page_" + std::to_string(On);
+        Cfg.GroundTruthFile = Base + "_gt.xt";
+        Cfg.XentraceFile = Base + "_hv.xt";
+        {
+          Error Err;
+          auto M = Machine::create(Cfg, Err);
+          ASSERT_TRUE(M) << Err.str();
+          for (unsigned I = 0; I < M->numCpus(); ++I)
+            M->cpu(I).Mmu.setWatchedPageStores(On);
+          const RunResult R = M->run();
+          EXPECT_EQ(R.Reason, RunReason::GuestExit) << R.describe();
+          for (unsigned I = 0; I < M->numCpus(); ++I)
+            Taken[On] += M->cpu(I).Mmu.watchedPageStores();
+        }
+        Gt[On] = readFile(Cfg.GroundTruthFile);
+        Hv[On] = readFile(Cfg.XentraceFile);
+      }
+      EXPECT_EQ(Taken[0], 0u);
+      EXPECT_GE(Taken[1], Case.Cpus == 2 ? 100u : std::string(Case.Image) == "vmx_e2e.elf" ? 40u : 2000u);
+      EXPECT_GT(Gt[1].size(), 1000u);
+      EXPECT_TRUE(Gt[0] == Gt[1]) << Gt[0].size() << " " << Gt[1].size();
+      EXPECT_TRUE(Hv[0] == Hv[1]) << Hv[0].size() << " " << Hv[1].size();
     }
   }
 }
