@@ -152,18 +152,23 @@ template <typename T>
   return readLinear(C, La, Out);
 }
 template <typename T>
-[[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
-  // A store into a watched page (the ground truth's trace slots) first, as writeLinear's
-  // miss would take it (writeLinearMiss): in the fast access mode segmentation is the
-  // offset plus the FS/GS base with only the canonical check, which a TLB entry's
-  // match implies (above), and the alignment check is off.
-  if (fastAccessMode(C) &&
-      C.Mmu.writeWatchedPage(Gla(fastLinear(C, Seg, Off)), sizeof(T), &V, false))
-    return Status::Ok;
+[[gnu::noinline]] Status writeMemSegmented(Cpu &C, SegReg Seg, uint64_t Off, T V) {
   uint64_t La;
   VMX_TRY(segmentToLinear(C, Seg, Off, sizeof(T), Access::Write, La));
   VMX_TRY(alignmentCheck<T>(C, La));
   return writeLinear(C, La, V);
+}
+template <typename T>
+[[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+  // A store into a watched page (the ground truth's trace slots) first, as writeLinear's
+  // miss would take it (writeLinearMiss): in the fast access mode segmentation is the
+  // offset plus the FS/GS base with only the canonical check, which a TLB entry's
+  // match implies (above), and the alignment check is off. The rest is a call of its
+  // own, so that this path keeps a small frame.
+  if (fastAccessMode(C) &&
+      C.Mmu.writeWatchedPage(Gla(fastLinear(C, Seg, Off)), sizeof(T), &V, false))
+    return Status::Ok;
+  return writeMemSegmented(C, Seg, Off, V);
 }
 
 template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {
