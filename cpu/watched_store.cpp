@@ -4,7 +4,9 @@
 // keeps a fast write mapping of a watched page: mmu/phys_mem.h, "Write watches"). Through
 // writeLinearSlow such a store compares the page with every watched range twice
 // (writeCodePage's pageWatched, noteWrite's rangeWatched) and reaches the watcher by a
-// virtual call; here the page's ranges are looked up once per change of the watches.
+// virtual call. The short path (cpu/watched_store.h, inline in the stores' miss path)
+// looks the page's ranges up once per change of the watches: here, with the event of a
+// watched store and writeLinear's miss.
 #include "cpu/cpu.h"
 #include "cpu/memory.h"
 #include "cpu/observer.h"

@@ -15,9 +15,9 @@ namespace vmxsim {
 // device it programmed (Mmu::watchedWrite, and writeWatchedPage below).
 [[gnu::always_inline]] inline void Mmu::storeSeen(Hpa Pa, uint64_t SizeBytes,
                                                   StoreAgent Agent) {
-  // MONITOR (cpu/monitor.h): a store by any agent triggers every armed monitor whose
-  // line it touches, at the storing processor's time (monitorSawStore does nothing to
-  // one that is not armed).
+  // MONITOR (cpu/monitor.h; SDM Vol. 2B, MONITOR): a store by any agent triggers every
+  // armed monitor whose line it touches, at the storing processor's time
+  // (monitorSawStore does nothing to one that is not armed).
   for (unsigned K = 0; K < NumPeers; ++K)
     if (Peers[K]->Monitor.State == MonitorState::Phase::Armed)
       monitorSawStore(*Peers[K], Pa, SizeBytes, Owner.Cycles);
