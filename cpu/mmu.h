@@ -107,7 +107,8 @@
 //   PhysMem listed at the watches' current epoch (PhysMem::watchEpoch, which moves at
 //   every change of the ranges), so that its report is the one noteWrite would make.
 //   It adds no TLB rule: it stores only where writeCodePage would, and leaves every
-//   entry as writeCodePage leaves it.
+//   entry as writeCodePage leaves it; it compares the entry with writeTag, so while a
+//   store log is open it takes nothing (every store reaches writeLinearSlow).
 // Why it is enough: a TLB entry is used only when its tag matches the current context
 // and privilege, every architectural event that may change a translation of that
 // context gives it a fresh generation, and code changes are seen through PhysMem's

@@ -40,8 +40,10 @@ namespace vmxsim {
   const uint64_t La = Linear.value();
   const TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   // The tag of the store's last byte: slot K holds only entries of pages whose slot is
-  // K, so a store that leaves the page misses (cpu/memory.h, tlbMaps).
-  if (E.Tag != tag(La + (Size - 1), Supervisor) || !WatchedPageOn) [[unlikely]]
+  // K, so a store that leaves the page misses (cpu/memory.h, tlbMaps). writeTag, as the
+  // store fast paths: while lockstep logs the interpreter's stores (StoreLog) no entry
+  // matches it, so every store goes to writeLinearSlow, which logs or refuses it.
+  if (E.Tag != writeTag(La + (Size - 1), Supervisor) || !WatchedPageOn) [[unlikely]]
     return false;
   if (Watched.Pfn != E.Pfn || Watched.Epoch != Mem.watchEpoch()) [[unlikely]]
     lookUpWatchedPage(E.Pfn);
