@@ -1940,11 +1940,11 @@ JitRun Translator::runSlow(Block &B, const Block *Prev) {
 
 // Lockstep (docs/TRANSLATOR.md, "Lockstep"): the interpreter runs the block first, as the
 // run loop's fast loop would, with its stores logged (StoreLog, cpu/mmu.h); then the
-// state and the stored frames are put back, the translation runs, and both results are
+// state is put back and the stores undone, the translation runs, and both results are
 // compared: the registers, RIP, RFLAGS, CR2, the clock and the count, where the block
-// stopped and with what status (a fault's exception too), and the bytes of every frame
-// the interpreter stored into. A pass that reached something it could not undo stopped
-// before it (StoreLogRefusal); the block then runs translated only, counted by reason.
+// stopped and with what status (a fault's exception too), and the bytes of every store
+// the interpreter made. A pass that reached something it could not undo stopped before
+// it (StoreLogRefusal); the block then runs translated only, counted by reason.
 JitRun Translator::lockstep(Block &B, Entry Fn) {
   auto alone = [&](LockstepSkip Why) {
     ++Stats.LockstepUncompared[size_t(Why)];
@@ -1996,25 +1996,22 @@ JitRun Translator::lockstep(Block &B, Entry Fn) {
   LockstepSkip Skip = LockstepSkip::Count; // none
   if (StI != Status::Ok && StI != Status::Fault)
     Skip = LockstepSkip::Other;
-  unsigned Stores = 0;
-  {
-    switch (Log->Refused) {
-    case StoreLogRefusal::None: break;
-    case StoreLogRefusal::Device: Skip = LockstepSkip::Device; break;
-    case StoreLogRefusal::CodeOrWatched: Skip = LockstepSkip::CodeOrWatched; break;
-    case StoreLogRefusal::VmExit: Skip = LockstepSkip::VmExit; break;
-    case StoreLogRefusal::Full:
-    case StoreLogRefusal::Count: Skip = LockstepSkip::Full; break;
-    }
-    // The interpreter's bytes kept for the comparison, then its stores undone, the last
-    // first (stores may overlap).
-    Stores = Log->NumStores;
-    for (unsigned K = 0; K < Stores; ++K)
-      StoreLog::copy(Log->Stores[K].New, Log->Stores[K].Host, Log->Stores[K].Size);
-    for (unsigned K = Stores; K-- > 0;)
-      StoreLog::copy(Log->Stores[K].Host, Log->Stores[K].Old, Log->Stores[K].Size);
-    C.Mmu.endStoreLog();
+  switch (Log->Refused) {
+  case StoreLogRefusal::None: break;
+  case StoreLogRefusal::Device: Skip = LockstepSkip::Device; break;
+  case StoreLogRefusal::CodeOrWatched: Skip = LockstepSkip::CodeOrWatched; break;
+  case StoreLogRefusal::VmExit: Skip = LockstepSkip::VmExit; break;
+  case StoreLogRefusal::Full:
+  case StoreLogRefusal::Count: Skip = LockstepSkip::Full; break;
   }
+  // The interpreter's bytes kept for the comparison, then its stores undone, the last
+  // first (stores may overlap).
+  const unsigned Stores = Log->NumStores;
+  for (unsigned K = 0; K < Stores; ++K)
+    StoreLog::copy(Log->Stores[K].New, Log->Stores[K].Host, Log->Stores[K].Size);
+  for (unsigned K = Stores; K-- > 0;)
+    StoreLog::copy(Log->Stores[K].Host, Log->Stores[K].Old, Log->Stores[K].Size);
+  C.Mmu.endStoreLog();
   Before.give(C.S);
   C.Pending = Pending0;
   C.Cycles = Cycles0;

@@ -36,7 +36,7 @@ enum class LockstepSkip : uint8_t {
   Device,         ///< the pass reached memory outside plain RAM (StoreLogRefusal)
   CodeOrWatched,  ///< a store into code or a watched range, a read of a read-watched one
   VmExit,         ///< an access would have caused a VM exit
-  Full,           ///< more frames stored than the log holds
+  Full,           ///< more stores than the log holds, or one too large for it
   Other,          ///< the pass ended in another status (shutdown, an emulator gap)
   Count
 };

@@ -532,7 +532,7 @@ TEST(Translator, LockstepReportsADifferenceNamingBlockInstructionAndRegister) {
                "(instruction 1 of 3): RAX interpreter=0x14 translated=0x13");
 }
 
-TEST(Translator, LockstepComparesTheFramesTheInterpreterStoredInto) {
+TEST(Translator, LockstepComparesTheBytesTheInterpreterStored) {
   // A block that stores into a data frame and the stack: compared, stores included. Then
   // the interpreter's copy of the store is made to store 1 more: the run stops naming
   // the store, the physical address and both values, and memory holds the translated
