@@ -153,6 +153,9 @@ public:
   /// Told of every VM exit, VM entry and VM-entry failure (cpu/observer.h): the
   /// ground truth listens here; null (one predictable branch) when nobody does.
   VmxTransitionObserver *Transitions = nullptr;
+  /// The common transitions' records, written in place for Transitions when it asked
+  /// (cpu/observer.h; cpu/inline_records.h); null otherwise.
+  InlineTransitionRecords *InlineRecords = nullptr;
   /// Test-only injected bugs, so that a differential test can prove it catches a wrong
   /// result (harness/kvm/fuzz.h, FuzzOptions::InjectBtCarryBug). All off outside it.
   struct InjectedBugs {

@@ -6,6 +6,7 @@
 // transfers in cpu/exec_far.cpp, CR/DR in cpu/exec_cr.cpp, port I/O in cpu/exec_io.cpp.
 #include "cpu/cpuid.h"
 #include "cpu/exec.h"
+#include "cpu/inline_records.h"
 #include "cpu/jit/jit_form.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
@@ -48,7 +49,7 @@ template <bool WithAux> Status execRdtsc(Cpu &C, const DecodedInsn &I) {
     Tsc = nonroot::guestTsc(C, Tsc);
   } else if (VmxTransitionObserver *O = C.Transitions) [[unlikely]] {
     // The ground truth of a hypervisor's trace timestamps (trace/slot_layout.h).
-    if (C.Vmx->InVmxOperation)
+    if (C.Vmx->InVmxOperation && !rootTscRecordInPlace(C, Tsc))
       O->rootTsc(C.Id, C.Cycles, C.S.Rip, Tsc);
   }
   C.S.Gpr[RAX] = uint32_t(Tsc);

@@ -692,8 +692,9 @@ private:
   bool WatchedPageOn = true;
   uint64_t WatchedPageStores = 0;
   void lookUpWatchedPage(uint64_t Pfn);
-  /// What watchedWrite does (cpu/watched_store.h).
-  void storeSeen(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent);
+  /// What watchedWrite does (cpu/watched_store.h); Bytes, when not null, are the
+  /// SizeBytes the instruction stored (the short path has them at hand).
+  void storeSeen(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent, const void *Bytes = nullptr);
 };
 
 } // namespace vmxsim

@@ -10,6 +10,7 @@
 #include "mmu/phys_mem.h"
 
 #include <cstdint>
+#include <memory>
 
 namespace vmxsim {
 
@@ -172,8 +173,96 @@ public:
   virtual void instructionStored(const Cpu &C, Hpa Pa, unsigned SizeBytes) {
     watchedStore(watchedStoreEventOf(C, Pa, SizeBytes, StoreAgent::Instruction));
   }
+  /// instructionStored of an 8-byte store, with the Value it stored (the processor's
+  /// short path for stores into watched pages, Mmu::writeWatchedPage, has it at hand):
+  /// the ground truth records a slot store from it without reading memory back. By
+  /// default instructionStored.
+  virtual void instructionStored64(const Cpu &C, Hpa Pa, uint64_t Value) {
+    (void)Value;
+    instructionStored(C, Pa, 8);
+  }
   /// A read touched read-watched memory (only while PhysMem watches reads).
   virtual void watchedLoad(const WatchedLoadEvent &E) { (void)E; }
+};
+
+/// The records of the common VM exit and of the entry that resumes after it, written by
+/// the processor itself, in place, for the observer that asked (the ground truth's
+/// GT_EXIT and GT_RESUME, harness/ground_truth_link.h): at an exit loop's rate a call into
+/// the observer per transition cost more than the records it wrote (docs/PERFORMANCE.md,
+/// "The common transitions' records in place"). The observer owns this (one per CPU),
+/// points Cpu::InlineRecords at it and keeps its fields; the processor only tests them
+/// and, when a transition qualifies, writes its record and the two fields that follow
+/// it (ResumeOpen, ResumeRip). Anything else is the observer's call, as without this.
+///
+/// Also, with slot watching (trace/slot_layout.h), two records a traced hypervisor makes
+/// several of per exit: an aligned 8-byte store into the slot array the observer names
+/// (SlotBase, SlotBytes: GT_SLOT_STORE) and an RDTSC in VMX root operation (GT_ROOT_TSC).
+///
+/// A record is the observer's format (a XenTrace record, trace/xentrace.h): a header
+/// word the observer gives, the TSC in two words (low first), then the payload. The exit
+/// record's payload is {exit reason, RIP low, RIP high, instruction length, exit
+/// qualification low, high}, of which the header keeps 4, 5 or 6 words (ExitHeader[0],
+/// [1], [2]: qualification 0, its high half 0, else); the entry record has no payload;
+/// the slot store's is {CPU, SlotOwner, slot index, value low, high, RIP low, high}; the
+/// root RDTSC's {CPU, value low, high, RIP low, high}.
+struct InlineTransitionRecords {
+  /// Whose records these are: the processor writes them only while this is the CPU's
+  /// Transitions (an observer interposed, as run control's, sees every transition).
+  const void *Observer = nullptr;
+  /// What the processor must test, kept by the observer: 0 nothing is written in place;
+  /// 1 a transition qualifies whatever the registers; 2 only with RAX, RCX, RDX and RBX
+  /// equal to Regs.
+  uint8_t Mode = 0;
+  /// The entry record is due: the next entry attempt is the first after an exit whose
+  /// record said "resume at ResumeRip" (rip + length). Set by the exit record, cleared by
+  /// the entry's, whoever wrote them.
+  bool ResumeOpen = false;
+  uint64_t ResumeRip = 0;
+  uint64_t Regs[4] = {};
+  /// Basic exit reasons (bit N of word N / 64) whose exits the observer records itself.
+  uint64_t CallReasons[2] = {~0ull, ~0ull};
+  uint32_t ExitHeader[3] = {};
+  uint32_t ResumeHeader = 0;
+  /// The slot array whose stores are recorded in place ([SlotBase, SlotBase +
+  /// SlotBytes), 8-byte slots; SlotBytes 0: none), its owner, the record's header.
+  uint64_t SlotBase = 0, SlotBytes = 0;
+  uint32_t SlotOwner = 0, SlotHeader = 0;
+  /// The root RDTSC record's header; 0: the observer's call.
+  uint32_t RootTscHeader = 0;
+  /// The observer's buffer, by reference (it may replace the buffer when it drains):
+  /// Words[0 .. Used) hold records, a record of N payload words may be written while
+  /// Used + 3 + N <= Limit (Limit 0 stops every in-place record), and LastTsc is the
+  /// last record's TSC.
+  const std::unique_ptr<uint32_t[]> *Words = nullptr;
+  uint32_t *Used = nullptr;
+  const uint32_t *Limit = nullptr;
+  uint64_t *LastTsc = nullptr;
+  /// Records written in place so far (tests, and the observer's statistics).
+  uint64_t Placed = 0;
+
+  /// The registers pass Mode's test.
+  bool regsPass(const uint64_t *Gpr) const {
+    return Mode == 1 || !((Regs[0] ^ Gpr[0]) | (Regs[1] ^ Gpr[1]) | (Regs[2] ^ Gpr[2]) |
+                          (Regs[3] ^ Gpr[3]));
+  }
+  /// Where the next record starts (an index into Words) when one of MaxWords payload
+  /// words fits, else ~0u.
+  template <unsigned MaxWords> uint32_t next() const {
+    const uint32_t U = *Used;
+    return U + 3 + MaxWords <= *Limit ? U : ~0u;
+  }
+  /// Writes Header and Tsc at index U (next()) and counts the record, of NumWords payload
+  /// words (the caller stores them, at the pointer returned).
+  uint32_t *place(uint32_t U, uint32_t Header, uint64_t Tsc, unsigned NumWords) {
+    uint32_t *P = Words->get() + U;
+    P[0] = Header;
+    P[1] = uint32_t(Tsc);
+    P[2] = uint32_t(Tsc >> 32);
+    *Used = U + 3 + NumWords;
+    *LastTsc = Tsc;
+    ++Placed;
+    return P + 3;
+  }
 };
 
 } // namespace vmxsim

@@ -4,6 +4,7 @@
 // observer each. cpu/watched_store.cpp has the rest.
 #pragma once
 #include "cpu/cpu.h"
+#include "cpu/inline_records.h"
 #include "cpu/mmu.h"
 
 #include <cstring>
@@ -14,7 +15,7 @@ namespace vmxsim {
 // store, directly, through the processor's own bookkeeping (A/D flags, ...) or through a
 // device it programmed (Mmu::watchedWrite, and writeWatchedPage below).
 [[gnu::always_inline]] inline void Mmu::storeSeen(Hpa Pa, uint64_t SizeBytes,
-                                                  StoreAgent Agent) {
+                                                  StoreAgent Agent, const void *Bytes) {
   // MONITOR (cpu/monitor.h; SDM Vol. 2B, MONITOR): a store by any agent triggers every
   // armed monitor whose line it touches, at the storing processor's time
   // (monitorSawStore does nothing to one that is not armed).
@@ -22,7 +23,12 @@ namespace vmxsim {
     if (Peers[K]->Monitor.State == MonitorState::Phase::Armed)
       monitorSawStore(*Peers[K], Pa, SizeBytes, Owner.Cycles);
   if (VmxTransitionObserver *O = Owner.Transitions) {
-    if (Agent == StoreAgent::Instruction) // an instruction's store is at most a page
+    if (Agent == StoreAgent::Instruction && SizeBytes == 8 && Bytes) {
+      uint64_t V;
+      std::memcpy(&V, Bytes, 8);
+      if (!slotRecordInPlace(Owner, Pa.value(), V))
+        O->instructionStored64(Owner, Pa, V);
+    } else if (Agent == StoreAgent::Instruction) // an instruction's store is at most a page
       O->instructionStored(Owner, Pa, unsigned(SizeBytes));
     else
       O->watchedStore(watchedStoreEventOf(Owner, Pa, SizeBytes, Agent));
@@ -62,7 +68,7 @@ namespace vmxsim {
       const Hpa Pa((E.Pfn << 12) | Off);
       // The processor that runs installs its own MMU as the watcher (Cpu::run).
       if (WriteWatcher *W = Mem.writeWatcher(); W == this) [[likely]]
-        storeSeen(Pa, Size, StoreAgent::Instruction); // watchedWrite, inline
+        storeSeen(Pa, Size, StoreAgent::Instruction, In); // watchedWrite, inline
       else if (W)
         W->watchedWrite(Pa, Size, StoreAgent::Instruction);
       break;

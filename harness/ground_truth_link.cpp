@@ -68,16 +68,16 @@ void GroundTruthLink::vmExitBegins(const Cpu &P, const VmExitInfo &I) {
       (Mem ? I.Reason == ExitReason::ControlRegisterAccesses
            : trace::exitHasRegs(uint32_t(I.Reason)))) [[unlikely]]
     return exitFromEvent(P, I);
-  CpuRegs &C = Regs[Id];
+  CpuRegs &C = *Regs[Id];
   if (!C.fastRegs(P.S.Gpr)) [[unlikely]]
     return exitFromEvent(P, I);
   // What the full path would set of C as well (so these may go first, while their
   // values are at hand): GT_RESUME's RIP (trace/events.def), no CR access open.
   const uint64_t Rip = P.S.Rip;
   const uint32_t Len = I.InstructionLength;
-  C.ResumeRip = Rip + Len;
-  C.ResumeOpen = true;
-  C.CrGpr = -1;
+  C.In.ResumeRip = Rip + Len;
+  C.In.ResumeOpen = true;
+  closeCr(C);
   if (!trace::GroundTruthRecorder::exitInPlace(*C.Lane, P.Cycles, uint32_t(I.Reason), Rip,
                                                I.Qualification, Len)) [[unlikely]]
     return exitFromEvent(P, I);
@@ -88,13 +88,13 @@ void GroundTruthLink::vmEntryDone(const Cpu &P, bool IsLaunch, uint32_t Info) {
   const unsigned Id = P.Id;
   if (Id >= NumFast) [[unlikely]]
     return entryFromEvent(P, IsLaunch, Info);
-  CpuRegs &C = Regs[Id];
-  if (!C.ResumeOpen || IsLaunch || Info || P.S.Rip != C.ResumeRip ||
+  CpuRegs &C = *Regs[Id];
+  if (!C.In.ResumeOpen || IsLaunch || Info || P.S.Rip != C.In.ResumeRip ||
       !C.fastRegs(P.S.Gpr) || !trace::GroundTruthRecorder::resumeInPlace(*C.Lane, P.Cycles))
       [[unlikely]]
     return entryFromEvent(P, IsLaunch, Info);
-  C.ResumeOpen = false;
-  C.CrGpr = -1;
+  C.In.ResumeOpen = false;
+  closeCr(C);
 }
 
 void GroundTruthLink::exitFromEvent(const Cpu &P, const VmExitInfo &I) {
@@ -111,8 +111,8 @@ void GroundTruthLink::vmExit(const VmExitEvent &E) {
   // RAX..RBX as last recorded) does not: then nothing else is called.
   R.exit(E.Cpu, E.Tsc, E.Reason, E.Rip, E.Qualification, E.InstructionLength);
   CpuRegs &C = regsOf(E.Cpu);
-  C.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
-  C.ResumeOpen = true;
+  C.In.ResumeRip = E.Rip + E.InstructionLength; // trace/events.def, GT_RESUME
+  C.In.ResumeOpen = true;
   if (!Mem) [[unlikely]] {
     exitDetails(E, C);
     refresh(C);
@@ -153,12 +153,12 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
   CpuRegs &C = regsOf(E.Cpu);
   // GT_RESUME for the entry its CPU's last GT_EXIT implies (trace/events.def), else
   // GT_VMENTRY with every field.
-  if (C.ResumeOpen && !E.IsLaunch && !(E.InjectedInfo | E.InjectedErrorCode) &&
-      E.Rip == C.ResumeRip) [[likely]]
+  if (C.In.ResumeOpen && !E.IsLaunch && !(E.InjectedInfo | E.InjectedErrorCode) &&
+      E.Rip == C.In.ResumeRip) [[likely]]
     R.resume(E.Cpu, E.Tsc);
   else
     R.vmEntry(E.Cpu, E.Tsc, E.Rip, E.IsLaunch, E.InjectedInfo, E.InjectedErrorCode);
-  C.ResumeOpen = false;
+  C.In.ResumeOpen = false;
   if (Mem && !C.unchanged(E.Gpr)) [[unlikely]] {
     recordRegs(E.Cpu, C, E.Gpr, false);
     recordGprs(E.Cpu, C, E.Gpr, C.CrGpr);
@@ -170,9 +170,43 @@ void GroundTruthLink::vmEntry(const VmEntryEvent &E) {
 void GroundTruthLink::regsResized() {
   trace::TraceWriter &W = R.writer();
   for (unsigned N = 0; N < Regs.size(); ++N)
-    Regs[N].Lane = W.lane(N);
+    Regs[N]->Lane = W.lane(N);
   NumFast = unsigned(std::min<size_t>(Regs.size(), W.numCpus()));
 }
+
+void GroundTruthLink::growRegs(size_t N) {
+  while (Regs.size() < N)
+    Regs.push_back(std::make_unique<CpuRegs>());
+  regsResized();
+}
+
+void GroundTruthLink::attachInline(Cpu &P) {
+  CpuRegs &C = regsOf(P.Id);
+  if (!C.Lane)
+    return; // no lane: every record through the writer's checks
+  InlineTransitionRecords &T = C.In;
+  T.Observer = this;
+  // The exits the full path must see: an open CR access's register (slot watching), or
+  // GT_VMEXIT_REGS after the ones that take operands in RAX..RDX (without it).
+  T.CallReasons[0] = T.CallReasons[1] = 0;
+  for (uint32_t Basic = 0; Basic < 128; ++Basic)
+    if (Mem ? Basic == uint32_t(ExitReason::ControlRegisterAccesses) : trace::exitHasRegs(Basic))
+      T.CallReasons[Basic >> 6] |= 1ull << (Basic & 63);
+  for (unsigned K = 0; K < 3; ++K)
+    T.ExitHeader[K] = trace::GroundTruthRecorder::exitHeader(4 + K);
+  T.ResumeHeader = trace::GroundTruthRecorder::resumeHeader();
+  T.SlotHeader = trace::GroundTruthRecorder::slotStoreHeader();
+  T.RootTscHeader = Mem ? trace::GroundTruthRecorder::rootTscHeader() : 0; // rootTsc
+  noteInline(); // T's slot array
+  T.Words = &C.Lane->Words;
+  T.Used = &C.Lane->Used;
+  T.Limit = &C.Lane->Limit;
+  T.LastTsc = &C.Lane->LastTsc;
+  refresh(C);
+  P.InlineRecords = &T;
+}
+
+void GroundTruthLink::detachInline(Cpu &P) { P.InlineRecords = nullptr; }
 
 void GroundTruthLink::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Rip, uint64_t Value) {
   if (Mem)
@@ -267,6 +301,45 @@ void GroundTruthLink::instructionStored(const Cpu &P, Hpa Pa, unsigned SizeBytes
   R.slotStore(P.Id, P.Cycles, N, uint32_t(S), V, P.S.Rip);
 }
 
+void GroundTruthLink::instructionStored64(const Cpu &P, Hpa Pa, uint64_t Value) {
+  // instructionStored's common case with its tests folded into FastBase and FastBytes
+  // (noteFast): Value is the slot's whole value after the store (an aligned 8-byte store
+  // into RAM, through the processor's write mapping).
+  const uint64_t Off = Pa.value() - FastBase;
+  const unsigned Id = P.Id;
+  if (Off >= FastBytes || (Off & 7) || Id >= NumFast ||
+      !trace::GroundTruthRecorder::slotStoreInPlace(*Regs[Id]->Lane, Id, P.Cycles, LastOwner,
+                                                    uint32_t(Off / 8), Value, P.S.Rip))
+      [[unlikely]]
+    return instructionStored(P, Pa, 8);
+}
+
+uint64_t GroundTruthLink::fastArray(uint32_t Owner) const {
+  const uint64_t Bytes = 8ull * XT_SLOT_LAYOUT_SLOTS;
+  const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
+  const uint64_t Base = Owner < SlotsPa.size() ? SlotsPa[Owner] : 0;
+  return Mem && Base && ArraysDisjoint &&
+                 !(Base < Entries + 8ull * XT_SLOT_LAYOUT_MAX_CPUS && Entries < Base + Bytes)
+             ? Base
+             : 0;
+}
+
+void GroundTruthLink::noteFast() {
+  FastBase = fastArray(LastOwner);
+  FastBytes = FastBase ? 8ull * XT_SLOT_LAYOUT_SLOTS : 0;
+}
+
+void GroundTruthLink::noteInline() {
+  // Each CPU's in-place slot-store records (attachInline) take its own array, the one
+  // its stores go to.
+  for (size_t N = 0; N < Regs.size(); ++N)
+    if (InlineTransitionRecords &T = Regs[N]->In; T.Observer) {
+      T.SlotBase = fastArray(uint32_t(N));
+      T.SlotBytes = T.SlotBase ? 8ull * XT_SLOT_LAYOUT_SLOTS : 0;
+      T.SlotOwner = uint32_t(N);
+    }
+}
+
 void GroundTruthLink::storedElsewhere(const Cpu &P, Hpa Pa, unsigned SizeBytes) {
   const uint64_t A = Pa.value();
   const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
@@ -280,6 +353,7 @@ void GroundTruthLink::storedElsewhere(const Cpu &P, Hpa Pa, unsigned SizeBytes) 
   if (Hit == Published.end())
     return; // in no array: no record
   const uint32_t N = LastOwner = *Hit;
+  noteFast();
   const uint64_t S = (A - SlotsPa[N]) / 8;
   R.slotStore(P.Id, P.Cycles, N, uint32_t(S), slotValue(N, S), P.S.Rip);
 }
@@ -294,6 +368,8 @@ void GroundTruthLink::noteArrays() {
       if (X < Y + Bytes && Y < X + Bytes)
         ArraysDisjoint = false;
     }
+  noteFast();
+  noteInline();
 }
 
 void GroundTruthLink::refreshSlotsHost() {
@@ -325,7 +401,7 @@ uint64_t GroundTruthLink::read64(uint64_t Pa) const {
 }
 
 void GroundTruthLink::vmEntryFailure(const VmEntryFailureEvent &E) {
-  regsOf(E.Cpu).ResumeOpen = false; // GT_RESUME: only the first attempt after an exit
+  regsOf(E.Cpu).In.ResumeOpen = false; // GT_RESUME: only the first attempt after an exit
   R.vmEntryFailure(E.Cpu, E.Tsc, uint32_t(E.Outcome), E.Number, E.CheckId, E.Qualification);
 }
 
@@ -350,12 +426,12 @@ void GroundTruthLink::save(SnapshotWriter &W) const {
   for (uint64_t Pa : SlotsPa)
     W.u64(Pa);
   W.u64(Regs.size());
-  for (const CpuRegs &C : Regs) {
-    for (uint64_t V : C.Value)
+  for (const auto &C : Regs) {
+    for (uint64_t V : C->Value)
       W.u64(V);
-    W.u64(C.Known);
-    W.io(C.CrGpr);
-    W.all(C.ResumeRip, C.ResumeOpen);
+    W.u64(C->Known);
+    W.io(C->CrGpr);
+    W.all(C->In.ResumeRip, C->In.ResumeOpen);
   }
 }
 
@@ -376,17 +452,26 @@ void GroundTruthLink::load(SnapshotReader &R) {
     R.fail("the snapshot's ground truth lists " + std::to_string(M) + " CPUs");
     return;
   }
-  Regs.assign(M, CpuRegs{});
-  regsResized();
-  for (CpuRegs &C : Regs) {
-    for (uint64_t &V : C.Value)
-      V = R.u64();
-    C.Known = uint16_t(R.u64());
-    R.io(C.CrGpr);
-    R.all(C.ResumeRip, C.ResumeOpen);
-    if (C.CrGpr < -1 || C.CrGpr > 15) {
-      R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
-      C.CrGpr = -1;
+  // Each CpuRegs stays where it is (the processor may point into it): those the
+  // snapshot lists are read, any others start again.
+  growRegs(M);
+  for (size_t N = 0; N < Regs.size(); ++N) {
+    CpuRegs &C = *Regs[N];
+    std::fill(std::begin(C.Value), std::end(C.Value), 0);
+    C.Known = 0;
+    C.CrGpr = -1;
+    C.In.ResumeRip = 0;
+    C.In.ResumeOpen = false;
+    if (N < M) {
+      for (uint64_t &V : C.Value)
+        V = R.u64();
+      C.Known = uint16_t(R.u64());
+      R.io(C.CrGpr);
+      R.all(C.In.ResumeRip, C.In.ResumeOpen);
+      if (C.CrGpr < -1 || C.CrGpr > 15) {
+        R.fail("the snapshot's ground truth names register " + std::to_string(C.CrGpr));
+        C.CrGpr = -1;
+      }
     }
     refresh(C);
   }

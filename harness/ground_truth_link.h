@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,19 @@ public:
   /// found from the array the last one went to; anything else goes to watchedStore with
   /// the processor's event. The same records either way.
   void instructionStored(const Cpu &P, Hpa Pa, unsigned SizeBytes) override;
+  /// The common case of instructionStored, with the bytes stored: an aligned store into
+  /// the array the last one went to (FastBase), recorded in place from Value; anything
+  /// else goes to instructionStored. The same records either way.
+  void instructionStored64(const Cpu &P, Hpa Pa, uint64_t Value) override;
+
+  /// Lets the processor write CPU C's most frequent records in place, without a call
+  /// (cpu/observer.h, InlineTransitionRecords: GT_EXIT, GT_RESUME, and with slot
+  /// watching GT_SLOT_STORE and GT_ROOT_TSC), when C has a lane in the writer; the
+  /// records are the same bytes as this link's calls write
+  /// (MachineConfig::GroundTruthInline). Call after watchSlotTable, with C->Transitions
+  /// this; detach before this goes away.
+  void attachInline(Cpu &C);
+  static void detachInline(Cpu &C);
 
   /// Reads the slot table at TablePa (loaded from the image) and, when its header is the
   /// one trace/slot_layout.h defines, writes GT_SLOT_LAYOUT and watches the table: each
@@ -62,10 +76,11 @@ private:
     uint64_t Value[16] = {};
     uint16_t Known = 0; ///< bit n: register n was recorded
     int CrGpr = -1;     ///< the register of the open CR-access exit, or -1
-    /// The RIP a GT_RESUME would stand for (trace/events.def: its last exit's rip +
-    /// len), while its next entry attempt is the first after that exit (ResumeOpen).
-    uint64_t ResumeRip = 0;
-    bool ResumeOpen = false;
+    /// In.ResumeRip: the RIP a GT_RESUME would stand for (trace/events.def: its last
+    /// exit's rip + len), while its next entry attempt is the first after that exit
+    /// (In.ResumeOpen); kept there for the processor's in-place records, which refresh
+    /// keeps the rest of In for (its Mode and Regs) when they are attached.
+    InlineTransitionRecords In;
     /// What the fast paths must test of the registers, kept by refresh: 0 nothing (no
     /// slot watching), 1 that RAX..RBX are as last recorded (unchanged), 2 take the
     /// full path (a register of RAX..RBX never recorded, a CR access's open).
@@ -96,13 +111,28 @@ private:
   /// every full path, which alone changes them.
   void refresh(CpuRegs &C) const {
     C.Check = !Mem ? 0 : (C.Known & 15) == 15 && C.CrGpr < 4 ? 1 : 2;
+    // The processor's in-place records: the fast paths' tests, with no CR access's
+    // register open at all (the fast paths close one; the processor does not).
+    if (C.In.Observer) {
+      C.In.Mode = C.Check == 0 ? 1 : C.Check == 1 && C.CrGpr < 0 ? 2 : 0;
+      for (unsigned Reg = 0; Reg < 4; ++Reg)
+        C.In.Regs[Reg] = C.Value[Reg];
+    }
   }
   CpuRegs &regsOf(unsigned Cpu) {
-    if (Cpu >= Regs.size()) [[unlikely]] {
-      Regs.resize(Cpu + 1);
-      regsResized();
+    if (Cpu >= Regs.size()) [[unlikely]]
+      growRegs(Cpu + 1);
+    return *Regs[Cpu];
+  }
+  /// Regs to N CPUs (each CpuRegs stays where it is: the processor may point into it).
+  void growRegs(size_t N);
+  /// The fast paths' closing of an open CR access (CpuRegs::CrGpr), which refresh then
+  /// sees for the in-place records.
+  void closeCr(CpuRegs &C) {
+    if (C.CrGpr != -1) [[unlikely]] {
+      C.CrGpr = -1;
+      refresh(C);
     }
-    return Regs[Cpu];
   }
   /// Each CPU's lane, and NumFast, after Regs grew or was loaded.
   void regsResized();
@@ -153,9 +183,22 @@ private:
   uint32_t LastOwner = 0;
   /// ArraysDisjoint and HostRegions after SlotsPa changed (publish, load).
   void noteArrays();
+  /// Owner's array when a store into it is a slot store of that array alone (slot
+  /// watching on, the arrays disjoint, none of the table's slots_pa entries in it), else 0.
+  uint64_t fastArray(uint32_t Owner) const;
+  /// What instructionStored64 serves without a test more: the array of LastOwner,
+  /// [FastBase, FastBase + FastBytes), when fastArray gives it; FastBytes 0 otherwise.
+  /// Kept by noteFast after each change of LastOwner or of the arrays.
+  uint64_t FastBase = 0, FastBytes = 0;
+  void noteFast();
+  /// Each attached CPU's in-place slot array (InlineTransitionRecords::SlotBase: its own
+  /// array's fastArray), after the arrays changed or a CPU was attached.
+  void noteInline();
   /// instructionStored's other cases, out of line so that its common one stays leaf code.
   [[gnu::noinline]] void storedElsewhere(const Cpu &P, Hpa Pa, unsigned SizeBytes);
-  std::vector<CpuRegs> Regs;     ///< per CPU (grows with the CPUs that exited)
+  /// Per CPU (grows with the CPUs that exited or were attached); each in a place of its
+  /// own, which Cpu::InlineRecords may point into.
+  std::vector<std::unique_ptr<CpuRegs>> Regs;
   /// The CPUs the fast paths serve: those of Regs that have a lane (without the
   /// division of Regs.size() on the fast paths).
   unsigned NumFast = 0;

@@ -72,6 +72,7 @@ Machine::~Machine() {
   for (auto &C : Cpus) {
     C->Observer = nullptr;
     C->Transitions = nullptr;
+    GroundTruthLink::detachInline(*C);
   }
 }
 
@@ -206,6 +207,8 @@ Error Machine::init() {
       GroundTruthTransitions->watchSlotTable(Mem, CpuPtrs, *SlotTablePa);
     for (auto &C : Cpus) {
       C->Transitions = GroundTruthTransitions.get();
+      if (Cfg.GroundTruthInline)
+        GroundTruthTransitions->attachInline(*C);
       if (Cfg.GroundTruthInsns) {
         GroundTruthInsnObservers.push_back(
             std::make_unique<GroundTruthInsnObserver>(*GroundTruth, C->Observer));

@@ -159,6 +159,12 @@ struct MachineConfig {
   /// so that the kernel's copying them costs the emulation no time; false writes them
   /// on the emulation thread. Their bytes are the same either way.
   bool TraceFileThreads = true;
+  /// The ground truth's records of the common VM exit and entry, of a slot store and of a
+  /// root RDTSC (GT_EXIT, GT_RESUME, GT_SLOT_STORE, GT_ROOT_TSC) are written in place by
+  /// the processor (cpu/observer.h, InlineTransitionRecords) rather than through a call
+  /// into the ground truth each; false makes every one that call. The same bytes either
+  /// way (a test compares them).
+  bool GroundTruthInline = true;
   /// Retired-instruction budget for run() (total of all CPUs since load); ~0 = unlimited.
   uint64_t MaxInsns = ~uint64_t(0);
   /// Processor model; null = CpuModel::defaultModel().
@@ -404,6 +410,9 @@ public:
   Cpu &cpu(unsigned I = 0) { return *Cpus[I]; }
   Cpu &bsp() { return *Cpus[0]; }
   PhysMem &mem() { return Mem; }
+  /// The guest-physical address of the image's trace-slot table (trace/slot_layout.h),
+  /// when it publishes one.
+  std::optional<uint64_t> slotTablePa() const { return SlotTablePa; }
   IoBus &io() { return Io; }
   const BootLayout &layout() const { return Layout; }
   /// Captured output (empty unless the spec was OutputSpec::capture()).

@@ -65,6 +65,14 @@ public:
     P[5] = uint32_t(Qualification >> 32);
     return true;
   }
+  /// The header words of the records exitInPlace and resumeInPlace write: GT_EXIT with
+  /// NumWords (4 to 6) payload words, GT_RESUME. For a writer of those records outside
+  /// trace/ (the processor's in-place records, cpu/observer.h, InlineTransitionRecords).
+  static uint32_t exitHeader(unsigned NumWords) { return xt_header(XT_EV_GtExit, NumWords, 1); }
+  static uint32_t resumeHeader() { return xt_header(XT_EV_GtResume, 0, 1); }
+  /// The header words of GT_SLOT_STORE and GT_ROOT_TSC (slotStore, rootTsc), likewise.
+  static uint32_t slotStoreHeader() { return xt_header(XT_EV_GtSlotStore, 7, 1); }
+  static uint32_t rootTscHeader() { return xt_header(XT_EV_GtRootTsc, 5, 1); }
   /// GT_VMEXIT_EVENT {intr_info, intr_err, idtv_info, idtv_err, insn_info}: after exit,
   /// only when one of them is not 0.
   void exitEvent(unsigned Cpu, const uint32_t (&Event)[5]);
@@ -118,12 +126,20 @@ public:
   void slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot, uint64_t Value,
                  uint64_t Rip) {
     if (TraceWriter::Lane *L = W.lane(Cpu)) [[likely]]
-      if (uint32_t *P = TraceWriter::placeTsc<7>(*L, XT_EV_GtSlotStore, Tsc, 7)) [[likely]] {
-        P[0] = Cpu, P[1] = Owner, P[2] = Slot, P[3] = uint32_t(Value);
-        P[4] = uint32_t(Value >> 32), P[5] = uint32_t(Rip), P[6] = uint32_t(Rip >> 32);
+      if (slotStoreInPlace(*L, Cpu, Tsc, Owner, Slot, Value, Rip)) [[likely]]
         return;
-      }
     slotStoreSlow(Cpu, Tsc, Owner, Slot, Value, Rip);
+  }
+  /// slotStore on lane L, Cpu's, when it can be stored in place (as exitInPlace); false
+  /// with nothing written.
+  static bool slotStoreInPlace(TraceWriter::Lane &L, unsigned Cpu, uint64_t Tsc,
+                               uint32_t Owner, uint32_t Slot, uint64_t Value, uint64_t Rip) {
+    uint32_t *P = TraceWriter::placeTsc<7>(L, XT_EV_GtSlotStore, Tsc, 7);
+    if (!P) [[unlikely]]
+      return false;
+    P[0] = Cpu, P[1] = Owner, P[2] = Slot, P[3] = uint32_t(Value);
+    P[4] = uint32_t(Value >> 32), P[5] = uint32_t(Rip), P[6] = uint32_t(Rip >> 32);
+    return true;
   }
   /// GT_ROOT_TSC {cpu, value, rip}.
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip);

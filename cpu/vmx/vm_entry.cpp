@@ -7,6 +7,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
 #include "cpu/exceptions.h"
+#include "cpu/inline_records.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
 #include "cpu/vmx/apic_virtualization.h"
@@ -294,7 +295,8 @@ Status vmEntry(Cpu &C, const DecodedInsn &I, bool IsLaunch) {
     // Only a valid field injects (SDM Vol. 3C, "Format of the VM-Entry
     // Interruption-Information Field").
     const uint32_t Info = uint32_t(V.get(F::VmEntryInterruptionInformation));
-    O->vmEntryDone(C, IsLaunch, Info & intinfo::Valid ? Info : 0);
+    if (!entryRecordInPlace(C, IsLaunch, Info & intinfo::Valid ? Info : 0))
+      O->vmEntryDone(C, IsLaunch, Info & intinfo::Valid ? Info : 0);
   }
   return injectEvent(C, V);
 }

@@ -8,6 +8,7 @@
 #include "cpu/cost_model.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_model.h"
+#include "cpu/inline_records.h"
 #include "cpu/msrs.h"
 #include "cpu/perfmon.h"
 #include "cpu/vmx/capabilities.h"
@@ -365,7 +366,8 @@ Status vmExit(Cpu &C, const VmExitInfo &Info) {
   VmcsData &V = X.Vmcs;
   // The transition observer (the ground truth): guest state is still in C here.
   if (VmxTransitionObserver *O = C.Transitions) [[unlikely]]
-    O->vmExitBegins(C, Info);
+    if (!exitRecordInPlace(C, Info))
+      O->vmExitBegins(C, Info);
   recordExitInformation(C, V, Info);
   // VM exits clear the valid bit of the VM-entry interruption-information field (SDM
   // Vol. 3C, "Updating VM-Entry Control Fields").

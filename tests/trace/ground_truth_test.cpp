@@ -461,9 +461,11 @@ MachineConfig pathCaseConfig(const PathCase &Case, ExecMode Exec) {
 // through the fast paths or, with Full, through the full paths only. Exits counts the
 // VM exits that reached a full path by their event.
 std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
-                               uint64_t &Exits, uint64_t *Stores = nullptr) {
+                               uint64_t &Exits, uint64_t *Stores = nullptr,
+                               bool Inline = true, uint64_t *Placed = nullptr) {
   MachineConfig Cfg = pathCaseConfig(Case, Exec);
   Cfg.GroundTruthFile = std::string(VMXSIM_BINARY_DIR) + "/tests/ground_truth_paths.xt";
+  Cfg.GroundTruthInline = Inline;
   std::vector<std::unique_ptr<EventsOnly>> Wrappers; // outlive the machine
   {
     Error Err;
@@ -477,6 +479,9 @@ std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
     }
     const RunResult R = M->run();
     EXPECT_EQ(R.Reason, RunReason::GuestExit) << Case.Image << " " << R.describe();
+    for (unsigned I = 0; Placed && I < M->numCpus(); ++I)
+      if (const InlineTransitionRecords *T = M->cpu(I).InlineRecords)
+        *Placed += T->Placed;
   }
   Exits = 0;
   for (const auto &W : Wrappers) {
@@ -488,8 +493,11 @@ std::string machineGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
 }
 
 // A link of the test's own, without slot watching, on a writer of BufferBytes per CPU.
+// With Watch, the link watches the image's slot table as the machine's would.
 std::vector<uint8_t> ownGroundTruth(const PathCase &Case, ExecMode Exec, bool Full,
-                                    size_t BufferBytes, FullPolicy Policy) {
+                                    size_t BufferBytes, FullPolicy Policy,
+                                    bool Inline = false, uint64_t *Placed = nullptr,
+                                    bool Watch = false) {
   MemoryOutput Out;
   std::vector<std::unique_ptr<EventsOnly>> Wrappers;
   {
@@ -501,6 +509,15 @@ std::vector<uint8_t> ownGroundTruth(const PathCase &Case, ExecMode Exec, bool Fu
     EXPECT_TRUE(M) << Err.str();
     if (!M)
       return {};
+    if (Watch) {
+      std::vector<Cpu *> Cpus;
+      for (unsigned I = 0; I < M->numCpus(); ++I)
+        Cpus.push_back(&M->cpu(I));
+      EXPECT_TRUE(M->slotTablePa().has_value());
+      if (M->slotTablePa()) {
+        EXPECT_TRUE(Link.watchSlotTable(M->mem(), Cpus, *M->slotTablePa()));
+      }
+    }
     for (unsigned I = 0; I < M->numCpus(); ++I) {
       VmxTransitionObserver *O = &Link;
       if (Full) {
@@ -508,12 +525,27 @@ std::vector<uint8_t> ownGroundTruth(const PathCase &Case, ExecMode Exec, bool Fu
         O = Wrappers.back().get();
       }
       M->cpu(I).Transitions = O;
+      if (Inline)
+        Link.attachInline(M->cpu(I));
     }
     const RunResult R = M->run();
     EXPECT_EQ(R.Reason, RunReason::GuestExit) << Case.Image << " " << R.describe();
+    for (unsigned I = 0; I < M->numCpus(); ++I) {
+      if (Placed && M->cpu(I).InlineRecords)
+        *Placed += M->cpu(I).InlineRecords->Placed;
+      GroundTruthLink::detachInline(M->cpu(I));
+    }
   }
   return Out.Bytes;
 }
+
+// How many records the processor writes in place in each case's ground truth (the same
+// in both execution modes): the four kinds it writes (GT_EXIT, GT_RESUME, GT_SLOT_STORE,
+// GT_ROOT_TSC) less those the link writes itself, which are the transitions with more to
+// say (registers first seen or changed, events, addresses, CR accesses, launches) and
+// the records met with a buffer too full for an exit record. vmx_bench untraced: 901
+// GT_EXIT, 900 GT_RESUME and 2 GT_ROOT_TSC, less the one exit whose registers changed.
+uint64_t placedRecords(const PathCase &Case);
 
 const PathCase kPathCases[] = {
     {"vmx_e2e.elf", "", 1},                // 40 exits of many reasons, CR accesses
@@ -522,6 +554,20 @@ const PathCase kPathCases[] = {
     {"vmx_bench.elf", "iters=100 trace=1", 1}, // the traced exit: 8.7 slot stores each
 };
 
+uint64_t placedRecords(const PathCase &Case) {
+  const std::string Name = std::string(Case.Image) + " " + Case.Append;
+  if (Name == "vmx_e2e.elf ") // of 519 records of the four kinds
+    return 463;
+  if (Name == "vmx_bench.elf iters=300 trace=0") // of 1,803
+    return 1802;
+  if (Name == "hv.elf scenario=mixed") // of 4,400, on two CPUs
+    return 3998;
+  if (Name == "vmx_bench.elf iters=100 trace=1") // of 3,813
+    return 3811;
+  ADD_FAILURE() << "no count for " << Name;
+  return 0;
+}
+
 } // namespace
 
 // The fast paths (GroundTruthLink::vmExitBegins, vmEntryDone and instructionStored, from
@@ -529,15 +575,30 @@ const PathCase kPathCases[] = {
 // the events) write: the same
 // runs with the processor's calls forced through the events give the same bytes, with
 // slot watching (the machine's ground truth) and without (a link of the test's own), in
-// both execution modes, and on buffers that flush every few records or drop them.
+// both execution modes, and on buffers that flush every few records or drop them. So do
+// the records the processor writes in place (cpu/inline_records.h: GT_EXIT, GT_RESUME,
+// GT_SLOT_STORE, GT_ROOT_TSC; MachineConfig::GroundTruthInline), which the machine's
+// ground truth takes by default: off, every record goes through the link's calls; with
+// the events forced (an observer interposed) the processor writes none.
 TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
   for (ExecMode Exec : {ExecMode::Interp, ExecMode::Translate}) {
     for (const PathCase &Case : kPathCases) {
       SCOPED_TRACE(std::string(Case.Image) + " exec " + std::to_string(int(Exec)));
-      uint64_t FastExits = 0, FullExits = 0, FullStores = 0;
-      const std::string Fast = machineGroundTruth(Case, Exec, false, FastExits);
-      const std::string Full = machineGroundTruth(Case, Exec, true, FullExits, &FullStores);
+      uint64_t FastExits = 0, FullExits = 0, FullStores = 0, CallExits = 0;
+      uint64_t Placed = 0, FullPlaced = 0, CallPlaced = 0;
+      const std::string Fast =
+          machineGroundTruth(Case, Exec, false, FastExits, nullptr, true, &Placed);
+      const std::string Full =
+          machineGroundTruth(Case, Exec, true, FullExits, &FullStores, true, &FullPlaced);
+      const std::string Calls =
+          machineGroundTruth(Case, Exec, false, CallExits, nullptr, false, &CallPlaced);
       EXPECT_EQ(FastExits, 0u);
+      EXPECT_EQ(FullPlaced, 0u);
+      EXPECT_EQ(CallPlaced, 0u);
+      EXPECT_TRUE(Calls == Fast);
+      std::printf("%s %s exec %d: %llu records in place\n", Case.Image, Case.Append, int(Exec),
+                  (unsigned long long)Placed);
+      EXPECT_EQ(Placed, placedRecords(Case));
       EXPECT_GE(FullExits, 40u); // every exit went through its event
       if (std::string(Case.Append).find("trace=1") != std::string::npos) {
         EXPECT_GE(FullStores, 8 * 300u); // and every slot store
@@ -552,9 +613,26 @@ TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
                        Buffer{160, FullPolicy::Drop}}) {
         const std::vector<uint8_t> OwnFast = ownGroundTruth(Case, Exec, false, B.Bytes, B.Policy);
         const std::vector<uint8_t> OwnFull = ownGroundTruth(Case, Exec, true, B.Bytes, B.Policy);
+        uint64_t OwnPlaced = 0;
+        const std::vector<uint8_t> OwnInline =
+            ownGroundTruth(Case, Exec, false, B.Bytes, B.Policy, true, &OwnPlaced);
         // Dropping keeps only the records of the last buffer (and LOST_RECORDS).
         EXPECT_GT(OwnFast.size(), B.Policy == FullPolicy::Drop ? 40u : 40u * 16) << B.Bytes;
         EXPECT_TRUE(OwnFast == OwnFull) << B.Bytes << " " << int(B.Policy);
+        EXPECT_TRUE(OwnInline == OwnFull) << B.Bytes << " " << int(B.Policy);
+        // Without slot watching: the exits that take no operands in RAX..RDX, and their
+        // entries, when they fit.
+        EXPECT_GT(OwnPlaced, 0u) << B.Bytes << " " << int(B.Policy);
+        // With it, on these buffers: records of up to 10 words at their ends, the slot
+        // stores and root RDTSCs too.
+        uint64_t WatchPlaced = 0;
+        const std::vector<uint8_t> WatchFull =
+            ownGroundTruth(Case, Exec, true, B.Bytes, B.Policy, false, nullptr, true);
+        const std::vector<uint8_t> WatchInline =
+            ownGroundTruth(Case, Exec, false, B.Bytes, B.Policy, true, &WatchPlaced, true);
+        EXPECT_GT(WatchFull.size(), B.Policy == FullPolicy::Drop ? 40u : 40u * 16) << B.Bytes;
+        EXPECT_TRUE(WatchInline == WatchFull) << B.Bytes << " " << int(B.Policy);
+        EXPECT_GT(WatchPlaced, 0u) << B.Bytes << " " << int(B.Policy);
       }
     }
   }
