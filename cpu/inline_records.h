@@ -60,6 +60,21 @@ namespace vmxsim {
   return true;
 }
 
+/// The slot-store record of an 8-byte store of Value at offset Off of T's slot array,
+/// at index U (T->next<7>()).
+[[gnu::always_inline]] inline void writeSlotRecord(Cpu &C, InlineTransitionRecords &T,
+                                                   uint32_t U, uint64_t Off, uint64_t Value) {
+  const uint64_t Rip = C.S.Rip;
+  uint32_t *P = T.place(U, T.SlotHeader, C.Cycles, 7);
+  P[0] = C.Id;
+  P[1] = T.SlotOwner;
+  P[2] = uint32_t(Off / 8);
+  P[3] = uint32_t(Value);
+  P[4] = uint32_t(Value >> 32);
+  P[5] = uint32_t(Rip);
+  P[6] = uint32_t(Rip >> 32);
+}
+
 /// An instruction's aligned 8-byte store of Value at Pa (in a watched page: Mmu::storeSeen):
 /// its slot-store record, when Pa is a slot of the observer's array and the buffer has
 /// room.
@@ -73,15 +88,7 @@ namespace vmxsim {
   const uint32_t U = T->next<7>();
   if (U == ~0u) [[unlikely]]
     return false;
-  const uint64_t Rip = C.S.Rip;
-  uint32_t *P = T->place(U, T->SlotHeader, C.Cycles, 7);
-  P[0] = C.Id;
-  P[1] = T->SlotOwner;
-  P[2] = uint32_t(Off / 8);
-  P[3] = uint32_t(Value);
-  P[4] = uint32_t(Value >> 32);
-  P[5] = uint32_t(Rip);
-  P[6] = uint32_t(Rip >> 32);
+  writeSlotRecord(C, *T, U, Off, Value);
   return true;
 }
 

@@ -159,7 +159,7 @@ template <typename T>
   return writeLinear(C, La, V);
 }
 template <typename T>
-[[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+[[gnu::noinline]] Status writeMemWatched(Cpu &C, SegReg Seg, uint64_t Off, T V) {
   // A store into a watched page (the ground truth's trace slots) first, as writeLinear's
   // miss would take it (writeLinearMiss): in the fast access mode segmentation is the
   // offset plus the FS/GS base with only the canonical check, which a TLB entry's
@@ -169,6 +169,19 @@ template <typename T>
       C.Mmu.writeWatchedPage(Gla(fastLinear(C, Seg, Off)), sizeof(T), &V, false))
     return Status::Ok;
   return writeMemSegmented(C, Seg, Off, V);
+}
+template <typename T>
+[[gnu::noinline]] Status writeMemFull(Cpu &C, SegReg Seg, uint64_t Off, T V) {
+  // An 8-byte store may be a traced hypervisor's slot store, several per VM exit: the
+  // processor records it in place without a call (Mmu::writeSlotInPlace), in the same
+  // fast access mode; anything else is writeMemWatched's.
+  if constexpr (sizeof(T) == 8) {
+    uint64_t Bits;
+    std::memcpy(&Bits, &V, 8);
+    if (fastAccessMode(C) && C.Mmu.writeSlotInPlace(Gla(fastLinear(C, Seg, Off)), Bits))
+      return Status::Ok;
+  }
+  return writeMemWatched(C, Seg, Off, V);
 }
 
 template <typename T> inline Status readMem(Cpu &C, SegReg Seg, uint64_t Off, T &Out) {

@@ -692,6 +692,13 @@ private:
   bool WatchedPageOn = true;
   uint64_t WatchedPageStores = 0;
   void lookUpWatchedPage(uint64_t Pfn);
+public:
+  /// An 8-byte store of Value at Linear (in the fast access mode, user stores as
+  /// writeWatchedPage's caller) when it is a slot store the processor records in place
+  /// (cpu/watched_store.h): done, true; else nothing done, false.
+  bool writeSlotInPlace(Gla Linear, uint64_t Value);
+
+private:
   /// What watchedWrite does (cpu/watched_store.h); Bytes, when not null, are the
   /// SizeBytes the instruction stored (the short path has them at hand).
   void storeSeen(Hpa Pa, uint64_t SizeBytes, StoreAgent Agent, const void *Bytes = nullptr);
