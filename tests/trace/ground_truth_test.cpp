@@ -6,6 +6,7 @@
 #include "harness/gtest/vmxsim_gtest.h"
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/test_machine.h"
 #include "tests/trace/trace_test_util.h"
 #include "trace/ground_truth.h"
 #include "trace/gt_records.h"
@@ -725,4 +726,122 @@ TEST(GroundTruth, WatchedPageStoresWriteWhatTheSlowPathWrites) {
       EXPECT_TRUE(Hv[0] == Hv[1]) << Hv[0].size() << " " << Hv[1].size();
     }
   }
+}
+
+namespace {
+
+// One run of OddSlotStoresGoThroughTheLink's script, with the processor's in-place
+// records attached or not: the ground truth's bytes, its slot stores as text, the
+// records written in place, and the MONITOR's state and clock at the end.
+struct OddSlotRun {
+  std::vector<uint8_t> Bytes;
+  std::vector<std::string> Stores;
+  uint64_t Placed = 0, Cycles = 0;
+  MonitorState::Phase Monitor = MonitorState::Phase::Idle;
+};
+
+OddSlotRun runOddSlotStores(bool Inline) {
+  vmxsim::test::TestMachine M;
+  M.setupLongMode();
+  const uint64_t Table = vmxsim::test::kDataBase + 0x800;
+  const uint64_t Slots = vmxsim::test::kDataBase + 0x100;
+  xt_slot_layout T{};
+  T.magic = XT_SLOT_LAYOUT_MAGIC;
+  T.version = XT_SLOT_LAYOUT_VERSION;
+  T.slot_count = XT_SLOT_LAYOUT_SLOTS;
+  T.max_cpus = XT_SLOT_LAYOUT_MAX_CPUS;
+  T.slots_pa[0] = Slots; // published before the watch
+  M.write(Table, &T, sizeof(T));
+  MemoryOutput Out;
+  OddSlotRun R;
+  {
+    TraceWriter W(Out, 1);
+    GroundTruthRecorder G(W);
+    GroundTruthLink L(G);
+    Cpu *const Cpus[] = {&M.Cpu_};
+    EXPECT_TRUE(L.watchSlotTable(M.Mem, Cpus, Table));
+    M.Cpu_.Transitions = &L;
+    if (Inline)
+      L.attachInline(M.Cpu_);
+    M.loadCode({
+        0x48, 0xbf, 0x00, 0x01, 0x20, 0, 0, 0, 0, 0, // +0  mov rdi, 0x200100 (the slots)
+        0x48, 0xb8, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // +10 mov rax, imm64
+        0x48, 0x89, 0x07,                   // +20 mov [rdi], rax: fills the page's entry
+        0x48, 0x89, 0x47, 0x08,             // +23 mov [rdi+8], rax: slot 1
+        0x48, 0x89, 0x47, 0x11,             // +27 mov [rdi+0x11], rax: across slots 2, 3
+        0x89, 0x47, 0x20,                   // +31 mov [rdi+0x20], eax: 4 bytes of slot 4
+        0x48, 0x89, 0x47, 0x28,             // +34 mov [rdi+0x28], rax: past the array
+        0x48, 0xbb, 0x80, 0x01, 0x20, 0, 0, 0, 0, 0, // +38 mov rbx, 0x200180
+        0x48, 0x89, 0x9f, 0x10, 0x07, 0, 0, // +48 mov [rdi+0x710], rbx: republish CPU 0
+        0x48, 0x89, 0x43, 0x08,             // +55 mov [rbx+8], rax: the new array's slot 1
+        0x48, 0x89, 0x47, 0x10,             // +59 mov [rdi+0x10], rax: the old array's
+        0x48, 0x89, 0xd8,                   // +63 mov rax, rbx
+        0x31, 0xc9, 0x31, 0xd2,             // +66 xor ecx, ecx; xor edx, edx
+        0x0f, 0x01, 0xc8,                   // +70 monitor (the new array's line)
+        0x48, 0x89, 0x43, 0x10,             // +73 mov [rbx+0x10], rax: the armed monitor's
+        0x48, 0x89, 0x43, 0x18,             // +77 mov [rbx+0x18], rax: slot 3
+    });
+    M.run(17);
+    EXPECT_EQ(M.S.Rip, vmxsim::test::kCodeBase + 81);
+    R.Placed = M.Cpu_.InlineRecords ? M.Cpu_.InlineRecords->Placed : 0;
+    GroundTruthLink::detachInline(M.Cpu_);
+    M.Cpu_.Transitions = nullptr;
+    R.Monitor = M.Cpu_.Monitor.State;
+    R.Cycles = M.Cpu_.Cycles;
+  }
+  R.Bytes = Out.Bytes;
+  for (const TraceRecord &Rec : vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged))
+    if (Rec.Event == XT_EV_GtSlotStore)
+      R.Stores.push_back("owner " + std::to_string(Rec.Words[1]) + " slot " +
+                         std::to_string(Rec.Words[2]) + " value " +
+                         std::to_string(uint64_t(Rec.Words[4]) << 32 | Rec.Words[3]) +
+                         " rip +" +
+                         std::to_string((uint64_t(Rec.Words[6]) << 32 | Rec.Words[5]) -
+                                        vmxsim::test::kCodeBase));
+    else if (Rec.Event == XT_EV_GtSlotPublish)
+      R.Stores.push_back("publish " + std::to_string(Rec.Words[0]) + " at " +
+                         std::to_string(uint64_t(Rec.Words[2]) << 32 | Rec.Words[1]));
+  return R;
+}
+
+} // namespace
+
+// The processor's in-place slot-store records (Mmu::writeSlotInPlace and
+// slotRecordInPlace, cpu/inline_records.h) take only an aligned 8-byte store into the
+// running CPU's own slot array as the link last published it (a store that meets an
+// armed MONITOR takes the watched-page path, which triggers it first); a hypervisor's odd
+// stores into its slots go through the link, which records them as before: the first
+// store (it fills the page's TLB entry), one across two slots, one of 4 bytes, one past
+// the array, the table's entry republishing CPU 0's array, a store into the old array
+// (no longer a slot: no record). The same records, bytes, clock and MONITOR state with
+// and without them.
+TEST(GroundTruth, OddSlotStoresGoThroughTheLink) {
+  const OddSlotRun Calls = runOddSlotStores(false);
+  const OddSlotRun In = runOddSlotStores(true);
+  EXPECT_EQ(Calls.Placed, 0u);
+  // +23, +55, +77 ahead of the watched-page lookup; +73 after it, once that path has
+  // triggered the monitor (Mmu::storeSeen: MONITOR first, then the record).
+  EXPECT_EQ(In.Placed, 4u);
+  const uint64_t V = 0x1122334455667788ull, Moved = 0x200180;
+  const auto slot = [](unsigned S, uint64_t Value, unsigned Rip) {
+    return "owner 0 slot " + std::to_string(S) + " value " + std::to_string(Value) + " rip +" +
+           std::to_string(Rip);
+  };
+  const std::vector<std::string> Want = {
+      "publish 0 at " + std::to_string(0x200100),
+      slot(0, V, 20),
+      slot(1, V, 23),
+      slot(2, V << 8, 27),  // the bytes of [0x111, 0x119) as each slot now holds them
+      slot(3, V >> 56, 27),
+      slot(4, 0x55667788, 31),
+      "publish 0 at " + std::to_string(Moved),
+      slot(1, V, 55),
+      slot(2, Moved, 73),
+      slot(3, Moved, 77),
+  };
+  EXPECT_EQ(In.Stores, Want);
+  EXPECT_TRUE(In.Bytes == Calls.Bytes);
+  EXPECT_EQ(In.Monitor, MonitorState::Phase::Triggered);
+  EXPECT_EQ(In.Monitor, Calls.Monitor);
+  EXPECT_EQ(In.Cycles, Calls.Cycles);
 }
