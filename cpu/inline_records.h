@@ -1,6 +1,6 @@
 // The common VM exit's and entry's records, a slot store's and a root RDTSC's, written in
 // place by the processor for the observer that asked (cpu/observer.h,
-// InlineTransitionRecords; the ground truth's GT_EXIT, GT_RESUME, GT_SLOT_STORE and
+// InlineTransitionRecords; the ground truth's GT_EXIT, GT_RESUME, GT_SLOT_OWN and
 // GT_ROOT_TSC). vmExit, vmEntry, the watched-page store and RDTSC try these first; false
 // means nothing was written and the observer's call follows, as without them.
 #pragma once
@@ -60,19 +60,20 @@ namespace vmxsim {
   return true;
 }
 
-/// The slot-store record of an 8-byte store of Value at offset Off of T's slot array,
-/// at index U (T->next<7>()).
+/// The slot-store record of an 8-byte store of Value at offset Off of T's slot array (the
+/// CPU's own), at index U (T->next<5>()).
 [[gnu::always_inline]] inline void writeSlotRecord(Cpu &C, InlineTransitionRecords &T,
                                                    uint32_t U, uint64_t Off, uint64_t Value) {
   const uint64_t Rip = C.S.Rip;
-  uint32_t *P = T.place(U, T.SlotHeader, C.Cycles, 7);
-  P[0] = C.Id;
-  P[1] = T.SlotOwner;
-  P[2] = uint32_t(Off / 8);
-  P[3] = uint32_t(Value);
-  P[4] = uint32_t(Value >> 32);
-  P[5] = uint32_t(Rip);
-  P[6] = uint32_t(Rip >> 32);
+  const uint32_t RipHi = uint32_t(Rip >> 32), ValueHi = uint32_t(Value >> 32);
+  // All five payload words are stored; those past the header's count are room.
+  const unsigned Extra = unsigned((ValueHi | RipHi) != 0) + unsigned(RipHi != 0);
+  uint32_t *P = T.place(U, T.SlotHeader[Extra], C.Cycles, 3 + Extra);
+  P[0] = uint32_t(Off / 8);
+  P[1] = uint32_t(Rip);
+  P[2] = uint32_t(Value);
+  P[3] = ValueHi;
+  P[4] = RipHi;
 }
 
 /// An instruction's aligned 8-byte store of Value at Pa (in a watched page: Mmu::storeSeen):
@@ -85,7 +86,7 @@ namespace vmxsim {
   const uint64_t Off = Pa - T->SlotBase;
   if (Off >= T->SlotBytes || (Off & 7)) [[unlikely]]
     return false;
-  const uint32_t U = T->next<7>();
+  const uint32_t U = T->next<5>();
   if (U == ~0u) [[unlikely]]
     return false;
   writeSlotRecord(C, *T, U, Off, Value);

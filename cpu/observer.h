@@ -195,16 +195,18 @@ public:
 /// it (ResumeOpen, ResumeRip). Anything else is the observer's call, as without this.
 ///
 /// Also, with slot watching (trace/slot_layout.h), two records a traced hypervisor makes
-/// several of per exit: an aligned 8-byte store into the slot array the observer names
-/// (SlotBase, SlotBytes: GT_SLOT_STORE) and an RDTSC in VMX root operation (GT_ROOT_TSC).
+/// several of per exit: an aligned 8-byte store into the CPU's own slot array, which the
+/// observer names (SlotBase, SlotBytes: GT_SLOT_OWN) and an RDTSC in VMX root operation
+/// (GT_ROOT_TSC).
 ///
 /// A record is the observer's format (a XenTrace record, trace/xentrace.h): a header
 /// word the observer gives, the TSC in two words (low first), then the payload. The exit
 /// record's payload is {exit reason, RIP low, RIP high, instruction length, exit
 /// qualification low, high}, of which the header keeps 4, 5 or 6 words (ExitHeader[0],
 /// [1], [2]: qualification 0, its high half 0, else); the entry record has no payload;
-/// the slot store's is {CPU, SlotOwner, slot index, value low, high, RIP low, high}; the
-/// root RDTSC's {CPU, value low, high, RIP low, high}.
+/// the slot store's is {slot index, RIP low, value low, value high, RIP high}, of which
+/// the header keeps 3, 4 or 5 words (SlotHeader[0], [1], [2]: both high halves 0, RIP's
+/// 0, else); the root RDTSC's {CPU, value low, high, RIP low, high}.
 struct InlineTransitionRecords {
   /// Whose records these are: the processor writes them only while this is the CPU's
   /// Transitions (an observer interposed, as run control's, sees every transition).
@@ -223,10 +225,10 @@ struct InlineTransitionRecords {
   uint64_t CallReasons[2] = {~0ull, ~0ull};
   uint32_t ExitHeader[3] = {};
   uint32_t ResumeHeader = 0;
-  /// The slot array whose stores are recorded in place ([SlotBase, SlotBase +
-  /// SlotBytes), 8-byte slots; SlotBytes 0: none), its owner, the record's header.
+  /// The CPU's own slot array, whose stores are recorded in place ([SlotBase, SlotBase +
+  /// SlotBytes), 8-byte slots; SlotBytes 0: none), and the record's headers.
   uint64_t SlotBase = 0, SlotBytes = 0;
-  uint32_t SlotOwner = 0, SlotHeader = 0;
+  uint32_t SlotHeader[3] = {};
   /// The root RDTSC record's header; 0: the observer's call.
   uint32_t RootTscHeader = 0;
   /// The observer's buffer, by reference (it may replace the buffer when it drains):

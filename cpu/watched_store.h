@@ -102,7 +102,7 @@ namespace vmxsim {
   for (unsigned K = 0; K < NumPeers; ++K)
     if (Peers[K]->Monitor.State == MonitorState::Phase::Armed) [[unlikely]]
       return false;
-  const uint32_t U = T->next<7>();
+  const uint32_t U = T->next<5>();
   if (U == ~0u) [[unlikely]]
     return false;
   std::memcpy(reinterpret_cast<void *>(La + E.Addend), &Value, 8);

@@ -195,7 +195,8 @@ void GroundTruthLink::attachInline(Cpu &P) {
   for (unsigned K = 0; K < 3; ++K)
     T.ExitHeader[K] = trace::GroundTruthRecorder::exitHeader(4 + K);
   T.ResumeHeader = trace::GroundTruthRecorder::resumeHeader();
-  T.SlotHeader = trace::GroundTruthRecorder::slotStoreHeader();
+  for (unsigned K = 0; K < 3; ++K)
+    T.SlotHeader[K] = trace::GroundTruthRecorder::slotOwnHeader(3 + K);
   T.RootTscHeader = Mem ? trace::GroundTruthRecorder::rootTscHeader() : 0; // rootTsc
   noteInline(); // T's slot array
   T.Words = &C.Lane->Words;
@@ -270,7 +271,7 @@ void GroundTruthLink::watchedStore(const WatchedStoreEvent &E) {
       if (const uint64_t V = read64(Entries + 8 * N))
         publish(E.Cpu, E.Tsc, uint32_t(N), V);
   }
-  // Ascending owners (Published is sorted), ascending slots: one GT_SLOT_STORE per slot
+  // Ascending owners (Published is sorted), ascending slots: one slot store (GT_SLOT_OWN or GT_SLOT_STORE) per slot
   // the store touched, holding the slot's whole value after it.
   for (const uint32_t N : Published) {
     const uint64_t Base = SlotsPa[N];
@@ -288,7 +289,7 @@ void GroundTruthLink::instructionStored(const Cpu &P, Hpa Pa, unsigned SizeBytes
   const uint64_t Entries = Table + XT_SLOT_LAYOUT_OFF_SLOTS_PA;
   // What watchedStore does with such a store: no table entry touched, so nothing
   // published; the one array holding the 8 bytes (disjoint arrays, 8-aligned bases:
-  // publish) gets one GT_SLOT_STORE of that slot, and no other array anything.
+  // publish) gets one slot-store record of that slot, and no other array anything.
   const uint32_t N = LastOwner;
   if (!Mem || SizeBytes != 8 || (A & 7) || !ArraysDisjoint ||
       (A < Entries + 8ull * XT_SLOT_LAYOUT_MAX_CPUS && Entries < A + 8) ||
@@ -336,7 +337,6 @@ void GroundTruthLink::noteInline() {
     if (InlineTransitionRecords &T = Regs[N]->In; T.Observer) {
       T.SlotBase = fastArray(uint32_t(N));
       T.SlotBytes = T.SlotBase ? 8ull * XT_SLOT_LAYOUT_SLOTS : 0;
-      T.SlotOwner = uint32_t(N);
     }
 }
 

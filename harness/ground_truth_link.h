@@ -48,7 +48,7 @@ public:
 
   /// Lets the processor write CPU C's most frequent records in place, without a call
   /// (cpu/observer.h, InlineTransitionRecords: GT_EXIT, GT_RESUME, and with slot
-  /// watching GT_SLOT_STORE and GT_ROOT_TSC), when C has a lane in the writer; the
+  /// watching GT_SLOT_OWN and GT_ROOT_TSC), when C has a lane in the writer; the
   /// records are the same bytes as this link's calls write
   /// (MachineConfig::GroundTruthInline). Call after watchSlotTable, with C->Transitions
   /// this; detach before this goes away.

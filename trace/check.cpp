@@ -143,9 +143,9 @@ constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kInvlpgReason = 14, kRdtscReason = 16, kMovDrReason = 29,
                    kXsetbvReason = 55, kExternalInterruptReason = 1,
                    kVirtualizedEoiReason = 45, kApicWriteReason = 56;
-/// GT_SLOT_STORE's header word: 7 payload words and a TSC (trace/events.def; as
-/// xt_header(XT_EV_GtSlotStore, 7, 1)).
-constexpr uint32_t kSlotStoreHeader = XT_EV_GtSlotStore | 7u << XT_WORDS_SHIFT | XT_TSC_FLAG;
+/// GT_SLOT_OWN's header word with 3 payload words (both high halves 0) and a TSC
+/// (trace/events.def; as xt_header(XT_EV_GtSlotOwn, 3, 1)).
+constexpr uint32_t kSlotOwnHeader = XT_EV_GtSlotOwn | 3u << XT_WORDS_SHIFT | XT_TSC_FLAG;
 constexpr uint32_t kEntryFailureBit = 1u << 31;
 /// VM-entry interruption information (SDM Vol. 3C, "VM-Entry Controls for Event
 /// Injection"): bit 31 valid, bit 11 deliver error code, bits 7:0 vector.
@@ -406,18 +406,16 @@ private:
     bool Stores = false; // slot stores queued: read on to the next other item (one call)
     for (;;) {
       // Runs of the CPU's stores into its own slots (8.7 per exit of vmx_bench with
-      // trace=1, most of the records): taken straight from the reader's buffer, as the
-      // case below would take them one by one.
+      // trace=1, most of the records), those of 3 words: taken straight from the reader's
+      // buffer, as the case below would take them one by one.
       if (Strict && !Q.held()) [[likely]] {
-        const uint64_t Taken = Gt.takeRun<kSlotStoreHeader>(N, [&](const uint8_t *P, uint64_t) {
+        const uint64_t Taken = Gt.takeRun<kSlotOwnHeader>(N, [&](const uint8_t *P, uint64_t) {
           const uint8_t *W = P + 12; // the payload, after the header and the TSC
-          uint32_t Owner, Slot;
-          std::memcpy(&Owner, W + 4, 4);
-          std::memcpy(&Slot, W + 8, 4);
-          if (Owner != N || Slot >= kSlots) [[unlikely]]
+          uint32_t Slot, Value;
+          std::memcpy(&Slot, W, 4);
+          if (Slot >= kSlots) [[unlikely]]
             return false;
-          uint64_t Value;
-          std::memcpy(&Value, W + 12, 8);
+          std::memcpy(&Value, W + 8, 4); // its high half is 0: a word left off
           Q.storeOwn(Slot, Value);
           return true;
         });
@@ -429,10 +427,8 @@ private:
       ++Res.GroundTruthRecords;
       // The common case first: a slot store (8.7 per exit of vmx_bench with trace=1) with
       // no transition held, kept as the switch below would.
-      if (R.Event == XT_EV_GtSlotStore && !R.Full && Strict && !Q.held() &&
-          R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS && R.word(2) < kSlots)
-          [[likely]] {
-        store(Q, N, R);
+      if (GtSlotStoreFields F; !R.Full && Strict && !Q.held() && isStore(R, N, F)) [[likely]] {
+        store(Q, N, F);
         Stores = true;
         continue;
       }
@@ -497,9 +493,9 @@ private:
       // Every item is built where it is queued.
       switch (R.Event) {
       case XT_EV_GtSlotStore:
-        if (Strict && R.NumWords >= 7 && R.word(1) < XT_SLOT_LAYOUT_MAX_CPUS &&
-            R.word(2) < kSlots) {
-          store(Q, N, R);
+      case XT_EV_GtSlotOwn:
+        if (GtSlotStoreFields F; Strict && isStore(R, N, F)) {
+          store(Q, N, F);
           if (Queued)
             return true;
           Stores = true;
@@ -579,14 +575,19 @@ private:
     return release(N) || Stores;
   }
 
-  /// A GT_SLOT_STORE of CPU N's ground truth (Strict, its owner and slot in range): into
-  /// the back delta when it stores into N's own slots, else an item of its own.
-  static void store(GtQueue &Q, uint16_t N, const RawRecord &R) {
-    const uint32_t Owner = R.word(1), Slot = R.word(2);
-    if (Owner == N) [[likely]]
-      Q.storeOwn(Slot, R.quad(3));
+  /// CPU N's record R, when it is a slot store the check takes (store: GT_SLOT_OWN or
+  /// GT_SLOT_STORE, trace/gt_records.h, of a slot that exists and an owner that can).
+  static bool isStore(const RawRecord &R, uint16_t N, GtSlotStoreFields &F) {
+    return gtSlotStore(R.Event, R.NumWords, [&](unsigned I) { return R.word(I); }, N, F) &&
+           F.Owner < XT_SLOT_LAYOUT_MAX_CPUS && F.Slot < kSlots;
+  }
+  /// Applies isStore's F on CPU N (Strict): into the back delta when it stores into N's
+  /// own slots, else an item of its own.
+  static void store(GtQueue &Q, uint16_t N, const GtSlotStoreFields &F) {
+    if (F.Owner == N) [[likely]]
+      Q.storeOwn(F.Slot, F.Value);
     else
-      Q.pushStore(Owner, Slot, R.quad(3));
+      Q.pushStore(F.Owner, F.Slot, F.Value);
   }
 
   /// Queues CPU N's held transition, if any (GtQueue::release). With slot watching, its

@@ -61,7 +61,7 @@
 //
 // When the image publishes its trace slots (trace/slot_layout.h; the bundled core does,
 // hvm/vmx/trace_layout.c), the ground truth starts with GT_SLOT_LAYOUT and also holds
-// every store to the slots (GT_SLOT_STORE: slot, value, TSC, RIP), every RDTSC/RDTSCP of
+// every store to the slots (GT_SLOT_OWN and GT_SLOT_STORE: slot, value, TSC, RIP), every RDTSC/RDTSCP of
 // VMX root operation (GT_ROOT_TSC: the value it returned) and the guest registers at each
 // exit and entry (GT_VMEXIT_REGS, GT_VMENTRY_REGS, GT_GPR: a register file per CPU, each
 // register recorded when it changed). The check then proves every word of the

@@ -85,6 +85,11 @@ void GroundTruthRecorder::slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner
 
 void GroundTruthRecorder::slotStoreSlow(unsigned Cpu, uint64_t Tsc, uint32_t Owner,
                                         uint32_t Slot, uint64_t Value, uint64_t Rip) {
+  if (Owner == Cpu) {
+    const uint32_t Words[5] = {Slot, lo(Rip), lo(Value), hi(Value), hi(Rip)};
+    W.recordTsc(Cpu, XT_EV_GtSlotOwn, Tsc, Words, slotOwnWords(Value, Rip));
+    return;
+  }
   const uint32_t Words[7] = {Cpu, Owner, Slot, lo(Value), hi(Value), lo(Rip), hi(Rip)};
   W.recordTsc(Cpu, XT_EV_GtSlotStore, Tsc, Words);
 }

@@ -70,8 +70,16 @@ public:
   /// trace/ (the processor's in-place records, cpu/observer.h, InlineTransitionRecords).
   static uint32_t exitHeader(unsigned NumWords) { return xt_header(XT_EV_GtExit, NumWords, 1); }
   static uint32_t resumeHeader() { return xt_header(XT_EV_GtResume, 0, 1); }
-  /// The header words of GT_SLOT_STORE and GT_ROOT_TSC (slotStore, rootTsc), likewise.
-  static uint32_t slotStoreHeader() { return xt_header(XT_EV_GtSlotStore, 7, 1); }
+  /// The header words of GT_SLOT_OWN with NumWords (3 to 5) payload words and of
+  /// GT_ROOT_TSC (slotStore, rootTsc), likewise.
+  static uint32_t slotOwnHeader(unsigned NumWords) {
+    return xt_header(XT_EV_GtSlotOwn, NumWords, 1);
+  }
+  /// GT_SLOT_OWN's payload words for Value and Rip: 3, 4 when Value's high half is not 0,
+  /// 5 when Rip's is not (trace/events.def).
+  static unsigned slotOwnWords(uint64_t Value, uint64_t Rip) {
+    return 3 + unsigned(((Value | Rip) >> 32) != 0) + unsigned((Rip >> 32) != 0);
+  }
   static uint32_t rootTscHeader() { return xt_header(XT_EV_GtRootTsc, 5, 1); }
   /// GT_VMEXIT_EVENT {intr_info, intr_err, idtv_info, idtv_err, insn_info}: after exit,
   /// only when one of them is not 0.
@@ -120,7 +128,9 @@ public:
   void slotLayout(uint64_t TablePa, uint32_t Slots, uint32_t MaxCpus);
   /// GT_SLOT_PUBLISH {owner, slots_pa}, on the publishing CPU's record stream.
   void slotPublish(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint64_t SlotsPa);
-  /// GT_SLOT_STORE {cpu, owner, slot, value, rip}. In place when it fits
+  /// A store by Cpu into CPU Owner's slot Slot that left Value there: GT_SLOT_OWN {slot,
+  /// rip, value, value_hi, rip_hi} (as few words as slotOwnWords says) when Owner is
+  /// Cpu, else GT_SLOT_STORE {cpu, owner, slot, value, rip}. In place when it fits
   /// (TraceWriter::placeTsc), as GT_EXIT: a traced hypervisor stores its slots several
   /// times per exit. The same record either way.
   void slotStore(unsigned Cpu, uint64_t Tsc, uint32_t Owner, uint32_t Slot, uint64_t Value,
@@ -134,6 +144,15 @@ public:
   /// with nothing written.
   static bool slotStoreInPlace(TraceWriter::Lane &L, unsigned Cpu, uint64_t Tsc,
                                uint32_t Owner, uint32_t Slot, uint64_t Value, uint64_t Rip) {
+    if (Owner == Cpu) [[likely]] {
+      // All five payload words are stored; those past the header's count are room.
+      uint32_t *P = TraceWriter::placeTsc<5>(L, XT_EV_GtSlotOwn, Tsc, slotOwnWords(Value, Rip));
+      if (!P) [[unlikely]]
+        return false;
+      P[0] = Slot, P[1] = uint32_t(Rip), P[2] = uint32_t(Value);
+      P[3] = uint32_t(Value >> 32), P[4] = uint32_t(Rip >> 32);
+      return true;
+    }
     uint32_t *P = TraceWriter::placeTsc<7>(L, XT_EV_GtSlotStore, Tsc, 7);
     if (!P) [[unlikely]]
       return false;

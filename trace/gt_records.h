@@ -84,4 +84,45 @@ template <class Record> bool gtEntryOf(const Record &R, uint64_t ResumeRip, GtEn
   return gtEntry(R.Event, R.NumWords, [&](unsigned I) { return R.Words[I]; }, ResumeRip, F);
 }
 
+/// What a slot store's record says (trace/slot_layout.h): a store by the CPU whose window
+/// holds it into CPU Owner's slot Slot, which left Value there, by the instruction at Rip.
+struct GtSlotStoreFields {
+  uint32_t Owner = 0, Slot = 0;
+  uint64_t Value = 0, Rip = 0;
+};
+
+constexpr bool isGtSlotStore(uint32_t Event) {
+  return Event == XT_EV_GtSlotOwn || Event == XT_EV_GtSlotStore;
+}
+
+/// GT_SLOT_OWN {slot, rip, value, value_hi, rip_hi} (3 to 5 words: a word left off is 0;
+/// the owner is Cpu, the record's) or GT_SLOT_STORE {cpu, owner, slot, value, rip}. False
+/// for another event or a record too short for its layout.
+template <class WordFn>
+bool gtSlotStore(uint32_t Event, unsigned NumWords, WordFn &&Word, uint32_t Cpu,
+                 GtSlotStoreFields &F) {
+  const auto Quad = [&](unsigned I) { return uint64_t(Word(I)) | uint64_t(Word(I + 1)) << 32; };
+  if (Event == XT_EV_GtSlotOwn && NumWords >= 3) {
+    F.Owner = Cpu;
+    F.Slot = Word(0);
+    F.Value = Word(2) | (NumWords >= 4 ? uint64_t(Word(3)) << 32 : 0);
+    F.Rip = Word(1) | (NumWords >= 5 ? uint64_t(Word(4)) << 32 : 0);
+    return true;
+  }
+  if (Event == XT_EV_GtSlotStore && NumWords >= 7) {
+    F.Owner = Word(1);
+    F.Slot = Word(2);
+    F.Value = Quad(3);
+    F.Rip = Quad(5);
+    return true;
+  }
+  return false;
+}
+
+/// gtSlotStore of a record that holds its payload words in Words[] and its CPU in Cpu
+/// (TraceRecord).
+template <class Record> bool gtSlotStoreOf(const Record &R, GtSlotStoreFields &F) {
+  return gtSlotStore(R.Event, R.NumWords, [&](unsigned I) { return R.Words[I]; }, R.Cpu, F);
+}
+
 } // namespace vmxsim::trace

@@ -1,6 +1,7 @@
 /* Where a hypervisor's per-CPU trace_values slots are: the table a hypervisor core
  * publishes so that vmxsim can record every store to them in its ground truth (each
- * store: CPU, slot, value, virtual TSC, guest RIP; trace/events.def, GT_SLOT_STORE), and
+ * store: CPU, slot, value, virtual TSC, guest RIP; trace/events.def, GT_SLOT_OWN and
+ * GT_SLOT_STORE), and
  * `vmxsim trace check` can prove every word of the hypervisor's handler and entry
  * records against what it stored and against the architectural source of the exit.
  * Plain freestanding C11 like trace/tbuf.h: hvm/ includes it.

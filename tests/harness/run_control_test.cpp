@@ -282,7 +282,7 @@ TEST(RunControl, WriteStopsAfterTheStoringInstruction) {
   ASSERT_TRUE(T.M);
   Machine &M = *T.M;
   // Run until the hypervisor has published its trace slots (GT_SLOT_PUBLISH), then
-  // watch slot 0 of CPU 0's slot array: the stop follows the store GT_SLOT_STORE records.
+  // watch slot 0 of CPU 0's slot array: the stop follows the store GT_SLOT_OWN records.
   const uint64_t Slots = cpu0Slots(M);
   ASSERT_NE(Slots, 0u);
   const RunResult R = stopped(M.runUntil({StopWhen::write(Hpa(Slots), 8)}));
@@ -290,12 +290,15 @@ TEST(RunControl, WriteStopsAfterTheStoringInstruction) {
   auto G = GroundTruth::read(M);
   ASSERT_TRUE(G);
   const trace::TraceRecord &Last = G->records().back();
-  ASSERT_EQ(Last.Event, XT_EV_GtSlotStore);
-  EXPECT_EQ(Last.Words[2], 0u); // slot 0
+  ASSERT_EQ(Last.Event, XT_EV_GtSlotOwn);
+  trace::GtSlotStoreFields F;
+  ASSERT_TRUE(trace::gtSlotStoreOf(Last, F));
+  EXPECT_EQ(F.Owner, 0u);
+  EXPECT_EQ(F.Slot, 0u);
   uint64_t Now = 0;
   ASSERT_FALSE(M.readPhysical(Hpa(Slots), &Now, 8));
-  EXPECT_EQ(Now, uint64_t(Last.Words[3]) | uint64_t(Last.Words[4]) << 32);
-  const uint64_t StoreRip = uint64_t(Last.Words[5]) | uint64_t(Last.Words[6]) << 32;
+  EXPECT_EQ(Now, F.Value);
+  const uint64_t StoreRip = F.Rip;
   EXPECT_NE(M.cpu(0).S.Rip, StoreRip); // the store's instruction has completed
   EXPECT_GT(M.cpu(0).S.Rip, StoreRip);
   EXPECT_LT(M.cpu(0).S.Rip, StoreRip + 16);

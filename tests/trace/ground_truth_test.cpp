@@ -541,7 +541,7 @@ std::vector<uint8_t> ownGroundTruth(const PathCase &Case, ExecMode Exec, bool Fu
 }
 
 // How many records the processor writes in place in each case's ground truth (the same
-// in both execution modes): the four kinds it writes (GT_EXIT, GT_RESUME, GT_SLOT_STORE,
+// in both execution modes): the four kinds it writes (GT_EXIT, GT_RESUME, GT_SLOT_OWN,
 // GT_ROOT_TSC) less those the link writes itself, which are the transitions with more to
 // say (registers first seen or changed, events, addresses, CR accesses, launches) and
 // the records met with a buffer too full for an exit record. vmx_bench untraced: 901
@@ -578,7 +578,7 @@ uint64_t placedRecords(const PathCase &Case) {
 // slot watching (the machine's ground truth) and without (a link of the test's own), in
 // both execution modes, and on buffers that flush every few records or drop them. So do
 // the records the processor writes in place (cpu/inline_records.h: GT_EXIT, GT_RESUME,
-// GT_SLOT_STORE, GT_ROOT_TSC; MachineConfig::GroundTruthInline), which the machine's
+// GT_SLOT_OWN, GT_ROOT_TSC; MachineConfig::GroundTruthInline), which the machine's
 // ground truth takes by default: off, every record goes through the link's calls; with
 // the events forced (an observer interposed) the processor writes none.
 TEST(GroundTruth, FastPathsWriteWhatTheFullPathsWrite) {
@@ -791,13 +791,10 @@ OddSlotRun runOddSlotStores(bool Inline) {
   }
   R.Bytes = Out.Bytes;
   for (const TraceRecord &Rec : vmxsim::trace::testing::readAll(Out.Bytes, ReadOrder::Merged))
-    if (Rec.Event == XT_EV_GtSlotStore)
-      R.Stores.push_back("owner " + std::to_string(Rec.Words[1]) + " slot " +
-                         std::to_string(Rec.Words[2]) + " value " +
-                         std::to_string(uint64_t(Rec.Words[4]) << 32 | Rec.Words[3]) +
-                         " rip +" +
-                         std::to_string((uint64_t(Rec.Words[6]) << 32 | Rec.Words[5]) -
-                                        vmxsim::test::kCodeBase));
+    if (vmxsim::trace::GtSlotStoreFields F; vmxsim::trace::gtSlotStoreOf(Rec, F))
+      R.Stores.push_back("owner " + std::to_string(F.Owner) + " slot " +
+                         std::to_string(F.Slot) + " value " + std::to_string(F.Value) +
+                         " rip +" + std::to_string(F.Rip - vmxsim::test::kCodeBase));
     else if (Rec.Event == XT_EV_GtSlotPublish)
       R.Stores.push_back("publish " + std::to_string(Rec.Words[0]) + " at " +
                          std::to_string(uint64_t(Rec.Words[2]) << 32 | Rec.Words[1]));
