@@ -10,9 +10,9 @@
 // ground truths with a slot store changed.
 #include "harness/machine.h"
 #include "tests/support/files.h"
+#include "tests/support/kvm_trace_mutation.h"
 #include "trace/check.h"
 #include "trace/reader.h"
-#include "trace/writer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -227,22 +227,9 @@ std::vector<uint8_t> rewrite(const std::vector<uint8_t> &Gt, size_t Index = ~siz
         All.push_back(Rec);
     EXPECT_FALSE(R.failed());
   }
-  unsigned Cpus = 1;
-  for (const TraceRecord &Rec : All)
-    Cpus = std::max(Cpus, unsigned(Rec.Cpu) + 1);
-  MemoryOutput Out;
-  {
-    TraceWriter W(Out, Cpus, Gt.size() + 64);
-    for (size_t I = 0; I < All.size(); ++I) {
-      const TraceRecord &Rec = I == Index && Swap ? *Swap : All[I];
-      if (Rec.HasTsc)
-        W.recordTsc(Rec.Cpu, Rec.Event, Rec.Tsc, Rec.Words, Rec.NumWords);
-      else
-        W.record(Rec.Cpu, Rec.Event, Rec.Words, Rec.NumWords);
-    }
-    W.flush();
-  }
-  return Out.Bytes;
+  if (Swap && Index < All.size())
+    All[Index] = *Swap;
+  return vmxsim::test::rewriteTrace(All);
 }
 
 /// For every store of a CPU into its own slots in the ground truth (GT_SLOT_OWN {slot,
