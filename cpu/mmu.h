@@ -130,6 +130,7 @@
 namespace vmxsim {
 
 class Cpu;
+struct InlineTransitionRecords;
 
 /// Software TLB entry: a linear page mapped straight to host memory. Tag is the linear
 /// page address | the TLB generation << 1 | 1 for a user-mode (CPL 3) access; an empty
@@ -408,8 +409,10 @@ public:
   /// Off: writeWatchedPage always declines, so every such store takes writeCodePage
   /// (tests compare the two paths' results).
   void setWatchedPageStores(bool On) { WatchedPageOn = On; }
-  /// Stores writeWatchedPage made (tests, statistics).
-  uint64_t watchedPageStores() const { return WatchedPageStores; }
+  /// Stores writeWatchedPage and writeSlotInPlace made (tests, statistics).
+  uint64_t watchedPageStores() const { return WatchedPageStores + SlotStoresAhead; }
+  /// Of those, the slot stores writeSlotInPlace made, ahead of the watched-page lookup.
+  uint64_t slotStoresAhead() const { return SlotStoresAhead; }
 
   // --- the decoded-block cache ---
 
@@ -690,8 +693,12 @@ private:
   };
   WatchedPage Watched;
   bool WatchedPageOn = true;
-  uint64_t WatchedPageStores = 0;
+  uint64_t WatchedPageStores = 0, SlotStoresAhead = 0;
   void lookUpWatchedPage(uint64_t Pfn);
+  /// writeSlotInPlace's monitor test, kept per change of the watches (T's
+  /// SlotQuietEpoch): looks every peer's monitor up for T's slot array; true, and the
+  /// answer kept, when no armed one covers any of its bytes.
+  bool noteSlotArrayQuiet(InlineTransitionRecords &T);
 public:
   /// An 8-byte store of Value at Linear (in the fast access mode, user stores as
   /// writeWatchedPage's caller) when it is a slot store the processor records in place

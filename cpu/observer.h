@@ -192,7 +192,8 @@ public:
 /// "The common transitions' records in place"). The observer owns this (one per CPU),
 /// points Cpu::InlineRecords at it and keeps its fields; the processor only tests them
 /// and, when a transition qualifies, writes its record and the two fields that follow
-/// it (ResumeOpen, ResumeRip). Anything else is the observer's call, as without this.
+/// it (ResumeOpen, ResumeRip), and SlotQuietEpoch. Anything else is the observer's
+/// call, as without this.
 ///
 /// Also, with slot watching (trace/slot_layout.h), two records a traced hypervisor makes
 /// several of per exit: an aligned 8-byte store into the CPU's own slot array, which the
@@ -229,6 +230,10 @@ struct InlineTransitionRecords {
   /// SlotBytes), 8-byte slots; SlotBytes 0: none), and the record's headers.
   uint64_t SlotBase = 0, SlotBytes = 0;
   uint32_t SlotHeader[3] = {};
+  /// The processor's: PhysMem::watchEpoch when it found no armed MONITOR covering a
+  /// byte of the slot array (Mmu::writeSlotInPlace); 0, not known. The observer sets it
+  /// to 0 whenever it changes the array.
+  uint64_t SlotQuietEpoch = 0;
   /// The root RDTSC record's header; 0: the observer's call.
   uint32_t RootTscHeader = 0;
   /// The observer's buffer, by reference (it may replace the buffer when it drains):

@@ -27,6 +27,20 @@ WatchedStoreEvent watchedStoreEventOf(const Cpu &C, Hpa Pa, uint64_t SizeBytes, 
   return E;
 }
 
+bool Mmu::noteSlotArrayQuiet(InlineTransitionRecords &T) {
+  // monitorSawStore (cpu/monitor.h) acts on an armed monitor whose line the store
+  // touches, and on nothing else: a slot store no armed line covers needs no look at the
+  // monitors. Arming one watches its line (cpu/exec_monitor.cpp), which moves the epoch.
+  for (unsigned K = 0; K < NumPeers; ++K) {
+    const MonitorState &M = Peers[K]->Monitor;
+    if (M.State == MonitorState::Phase::Armed && M.Line < T.SlotBase + T.SlotBytes &&
+        T.SlotBase < M.Line + kMonitorLineBytes)
+      return false;
+  }
+  T.SlotQuietEpoch = Mem.watchEpoch();
+  return true;
+}
+
 void Mmu::lookUpWatchedPage(uint64_t Pfn) {
   Watched.Pfn = Pfn;
   Watched.Epoch = Mem.watchEpoch();

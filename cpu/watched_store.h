@@ -81,32 +81,35 @@ namespace vmxsim {
 // into the running CPU's own slot array (cpu/inline_records.h), which the ground truth
 // watches as a range of its own, so that writeWatchedPage would report the store exactly
 // once, to this MMU's storeSeen, and the processor would write its record in place. The
-// same tests as that path (the entry's tag, no decoded code in the page, no data
-// breakpoint armed, this MMU the watcher), and storeSeen's (no armed monitor among the
-// peers, which would need monitorSawStore; the observer the one that asked; room for the
-// record) all come first; then the store, its count and the record. Without a call, so
-// that writeMemFull's 8-byte stores keep no frame for it. False with nothing done
-// otherwise.
+// same tests as that path (the entry's tag, no decoded code in the page, this MMU the
+// watcher), and storeSeen's (no armed monitor that the store's line would trigger:
+// monitorSawStore; the observer the one that asked; room for the record) all come first;
+// then the store, its count and the record. Without a call, so that writeMemFull's 8-byte
+// stores keep no frame for it. False with nothing done otherwise.
+//
+// A data breakpoint needs no test: a page holding an armed one has no TLB entry at all
+// (Mmu::translate refuses it, and arming one flushes every entry: cpu/debug.cpp), so the
+// entry's tag matching means no breakpoint covers the store, as on the stores' fast
+// path (cpu/memory.h). A slot array of 0 bytes (none) fails the offset test.
 [[gnu::always_inline]] inline bool Mmu::writeSlotInPlace(Gla Linear, uint64_t Value) {
   InlineTransitionRecords *T = Owner.InlineRecords;
-  if (!T || !T->SlotBytes || T->Observer != Owner.Transitions) [[unlikely]]
+  if (!T || T->Observer != Owner.Transitions) [[unlikely]]
     return false;
   const uint64_t La = Linear.value();
   const TlbEntry &E = TlbWriteCode[(La >> 12) & (kTlbEntries - 1)];
   if (E.Tag != writeTag(La + 7, false) || !WatchedPageOn) [[unlikely]]
     return false;
   const uint64_t Off = ((E.Pfn << 12) | (La & 0xfff)) - T->SlotBase;
-  if (Off >= T->SlotBytes || (Off & 7) || Mem.codeLines(E.Pfn) || Owner.Debug.DataArmed ||
-      Mem.writeWatcher() != this) [[unlikely]]
+  if (Off >= T->SlotBytes || (Off & 7) || Mem.codeLines(E.Pfn) || Mem.writeWatcher() != this)
+      [[unlikely]]
     return false;
-  for (unsigned K = 0; K < NumPeers; ++K)
-    if (Peers[K]->Monitor.State == MonitorState::Phase::Armed) [[unlikely]]
-      return false;
+  if (T->SlotQuietEpoch != Mem.watchEpoch() && !noteSlotArrayQuiet(*T)) [[unlikely]]
+    return false;
   const uint32_t U = T->next<5>();
   if (U == ~0u) [[unlikely]]
     return false;
   std::memcpy(reinterpret_cast<void *>(La + E.Addend), &Value, 8);
-  ++WatchedPageStores;
+  ++SlotStoresAhead;
   writeSlotRecord(Owner, *T, U, Off, Value);
   return true;
 }

@@ -337,6 +337,7 @@ void GroundTruthLink::noteInline() {
     if (InlineTransitionRecords &T = Regs[N]->In; T.Observer) {
       T.SlotBase = fastArray(uint32_t(N));
       T.SlotBytes = T.SlotBase ? 8ull * XT_SLOT_LAYOUT_SLOTS : 0;
+      T.SlotQuietEpoch = 0; // the processor looks at the monitors again
     }
 }
 

@@ -736,8 +736,10 @@ namespace {
 struct OddSlotRun {
   std::vector<uint8_t> Bytes;
   std::vector<std::string> Stores;
-  uint64_t Placed = 0, Cycles = 0;
-  MonitorState::Phase Monitor = MonitorState::Phase::Idle;
+  uint64_t Placed = 0, Ahead = 0, Cycles = 0;
+  /// The MONITOR's state after the store at +77 (armed elsewhere) and at the end.
+  MonitorState::Phase MonitorElsewhere = MonitorState::Phase::Idle,
+                      Monitor = MonitorState::Phase::Idle;
 };
 
 OddSlotRun runOddSlotStores(bool Inline) {
@@ -775,15 +777,22 @@ OddSlotRun runOddSlotStores(bool Inline) {
         0x48, 0x89, 0x9f, 0x10, 0x07, 0, 0, // +48 mov [rdi+0x710], rbx: republish CPU 0
         0x48, 0x89, 0x43, 0x08,             // +55 mov [rbx+8], rax: the new array's slot 1
         0x48, 0x89, 0x47, 0x10,             // +59 mov [rdi+0x10], rax: the old array's
-        0x48, 0x89, 0xd8,                   // +63 mov rax, rbx
-        0x31, 0xc9, 0x31, 0xd2,             // +66 xor ecx, ecx; xor edx, edx
-        0x0f, 0x01, 0xc8,                   // +70 monitor (the new array's line)
-        0x48, 0x89, 0x43, 0x10,             // +73 mov [rbx+0x10], rax: the armed monitor's
-        0x48, 0x89, 0x43, 0x18,             // +77 mov [rbx+0x18], rax: slot 3
+        0x48, 0x8d, 0x83, 0x00, 0x02, 0, 0, // +63 lea rax, [rbx+0x200]
+        0x31, 0xc9, 0x31, 0xd2,             // +70 xor ecx, ecx; xor edx, edx
+        0x0f, 0x01, 0xc8,                   // +74 monitor (a line of the page, not the array's)
+        0x48, 0x89, 0x43, 0x20,             // +77 mov [rbx+0x20], rax: slot 4, armed elsewhere
+        0x48, 0x89, 0xd8,                   // +81 mov rax, rbx
+        0x0f, 0x01, 0xc8,                   // +84 monitor (the new array's line)
+        0x48, 0x89, 0x43, 0x10,             // +87 mov [rbx+0x10], rax: the armed monitor's
+        0x48, 0x89, 0x43, 0x18,             // +91 mov [rbx+0x18], rax: slot 3
     });
-    M.run(17);
+    M.run(16);
     EXPECT_EQ(M.S.Rip, vmxsim::test::kCodeBase + 81);
+    R.MonitorElsewhere = M.Cpu_.Monitor.State;
+    M.run(4);
+    EXPECT_EQ(M.S.Rip, vmxsim::test::kCodeBase + 95);
     R.Placed = M.Cpu_.InlineRecords ? M.Cpu_.InlineRecords->Placed : 0;
+    R.Ahead = M.Cpu_.Mmu.slotStoresAhead();
     GroundTruthLink::detachInline(M.Cpu_);
     M.Cpu_.Transitions = nullptr;
     R.Monitor = M.Cpu_.Monitor.State;
@@ -806,19 +815,22 @@ OddSlotRun runOddSlotStores(bool Inline) {
 // The processor's in-place slot-store records (Mmu::writeSlotInPlace and
 // slotRecordInPlace, cpu/inline_records.h) take only an aligned 8-byte store into the
 // running CPU's own slot array as the link last published it (a store that meets an
-// armed MONITOR takes the watched-page path, which triggers it first); a hypervisor's odd
-// stores into its slots go through the link, which records them as before: the first
-// store (it fills the page's TLB entry), one across two slots, one of 4 bytes, one past
-// the array, the table's entry republishing CPU 0's array, a store into the old array
-// (no longer a slot: no record). The same records, bytes, clock and MONITOR state with
-// and without them.
+// armed MONITOR's line takes the watched-page path, which triggers it first; a monitor
+// armed on another line does not stop them); a hypervisor's odd stores into its slots go
+// through the link, which records them as before: the first store (it fills the page's
+// TLB entry), one across two slots, one of 4 bytes, one past the array, the table's
+// entry republishing CPU 0's array, a store into the old array (no longer a slot: no
+// record). The same records, bytes, clock and MONITOR states with and without them.
 TEST(GroundTruth, OddSlotStoresGoThroughTheLink) {
   const OddSlotRun Calls = runOddSlotStores(false);
   const OddSlotRun In = runOddSlotStores(true);
   EXPECT_EQ(Calls.Placed, 0u);
-  // +23, +55, +77 ahead of the watched-page lookup; +73 after it, once that path has
-  // triggered the monitor (Mmu::storeSeen: MONITOR first, then the record).
-  EXPECT_EQ(In.Placed, 4u);
+  EXPECT_EQ(Calls.Ahead, 0u);
+  // +23, +55, +77 and +91 ahead of the watched-page lookup (Mmu::writeSlotInPlace); +87
+  // after it, once that path has triggered the monitor (Mmu::storeSeen: MONITOR first,
+  // then the record).
+  EXPECT_EQ(In.Placed, 5u);
+  EXPECT_EQ(In.Ahead, 4u);
   const uint64_t V = 0x1122334455667788ull, Moved = 0x200180;
   const auto slot = [](unsigned S, uint64_t Value, unsigned Rip) {
     return "owner 0 slot " + std::to_string(S) + " value " + std::to_string(Value) + " rip +" +
@@ -833,11 +845,14 @@ TEST(GroundTruth, OddSlotStoresGoThroughTheLink) {
       slot(4, 0x55667788, 31),
       "publish 0 at " + std::to_string(Moved),
       slot(1, V, 55),
-      slot(2, Moved, 73),
-      slot(3, Moved, 77),
+      slot(4, Moved + 0x200, 77),
+      slot(2, Moved, 87),
+      slot(3, Moved, 91),
   };
   EXPECT_EQ(In.Stores, Want);
   EXPECT_TRUE(In.Bytes == Calls.Bytes);
+  EXPECT_EQ(In.MonitorElsewhere, MonitorState::Phase::Armed);
+  EXPECT_EQ(In.MonitorElsewhere, Calls.MonitorElsewhere);
   EXPECT_EQ(In.Monitor, MonitorState::Phase::Triggered);
   EXPECT_EQ(In.Monitor, Calls.Monitor);
   EXPECT_EQ(In.Cycles, Calls.Cycles);
