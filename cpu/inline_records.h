@@ -1,7 +1,7 @@
 // The common VM exit's and entry's records, a slot store's and a root RDTSC's, written in
 // place by the processor for the observer that asked (cpu/observer.h,
 // InlineTransitionRecords; the ground truth's GT_EXIT, GT_RESUME, GT_SLOT_OWN and
-// GT_ROOT_TSC). vmExit, vmEntry, the watched-page store and RDTSC try these first; false
+// GT_ROOT_RDTSC). vmExit, vmEntry, the watched-page store and RDTSC try these first; false
 // means nothing was written and the observer's call follows, as without them.
 #pragma once
 #include "cpu/cpu.h"
@@ -97,18 +97,20 @@ namespace vmxsim {
 /// records those in place and the buffer has room.
 [[gnu::always_inline]] inline bool rootTscRecordInPlace(Cpu &C, uint64_t Value) {
   InlineTransitionRecords *T = C.InlineRecords;
-  if (!T || T->Observer != C.Transitions || !T->RootTscHeader) [[unlikely]]
+  if (!T || T->Observer != C.Transitions || !T->RootTscHeader[0]) [[unlikely]]
     return false;
-  const uint32_t U = T->next<5>();
+  const uint32_t U = T->next<4>();
   if (U == ~0u) [[unlikely]]
     return false;
-  const uint64_t Rip = C.S.Rip;
-  uint32_t *P = T->place(U, T->RootTscHeader, C.Cycles, 5);
-  P[0] = C.Id;
-  P[1] = uint32_t(Value);
-  P[2] = uint32_t(Value >> 32);
-  P[3] = uint32_t(Rip);
-  P[4] = uint32_t(Rip >> 32);
+  const uint64_t Rip = C.S.Rip, Offset = Value - C.Cycles;
+  const uint32_t RipHi = uint32_t(Rip >> 32), OffsetHi = uint32_t(Offset >> 32);
+  const unsigned Words = RipHi ? 4 : OffsetHi ? 3 : Offset ? 2 : 1;
+  // All four payload words are stored; those past the header's count are room.
+  uint32_t *P = T->place(U, T->RootTscHeader[Words - 1], C.Cycles, Words);
+  P[0] = uint32_t(Rip);
+  P[1] = uint32_t(Offset);
+  P[2] = OffsetHi;
+  P[3] = RipHi;
   return true;
 }
 

@@ -198,7 +198,7 @@ public:
 /// Also, with slot watching (trace/slot_layout.h), two records a traced hypervisor makes
 /// several of per exit: an aligned 8-byte store into the CPU's own slot array, which the
 /// observer names (SlotBase, SlotBytes: GT_SLOT_OWN) and an RDTSC in VMX root operation
-/// (GT_ROOT_TSC).
+/// (GT_ROOT_RDTSC).
 ///
 /// A record is the observer's format (a XenTrace record, trace/xentrace.h): a header
 /// word the observer gives, the TSC in two words (low first), then the payload. The exit
@@ -207,7 +207,9 @@ public:
 /// [1], [2]: qualification 0, its high half 0, else); the entry record has no payload;
 /// the slot store's is {slot index, RIP low, value low, value high, RIP high}, of which
 /// the header keeps 3, 4 or 5 words (SlotHeader[0], [1], [2]: both high halves 0, RIP's
-/// 0, else); the root RDTSC's {CPU, value low, high, RIP low, high}.
+/// 0, else); the root RDTSC's {RIP low, offset low, offset high, RIP high} (the value
+/// less the record's TSC), of which the header keeps 1 to 4 (RootTscHeader[0] to [3]:
+/// as few as hold every word that is not 0).
 struct InlineTransitionRecords {
   /// Whose records these are: the processor writes them only while this is the CPU's
   /// Transitions (an observer interposed, as run control's, sees every transition).
@@ -234,8 +236,8 @@ struct InlineTransitionRecords {
   /// byte of the slot array (Mmu::writeSlotInPlace); 0, not known. The observer sets it
   /// to 0 whenever it changes the array.
   uint64_t SlotQuietEpoch = 0;
-  /// The root RDTSC record's header; 0: the observer's call.
-  uint32_t RootTscHeader = 0;
+  /// The root RDTSC record's headers (1 to 4 payload words); [0] 0: the observer's call.
+  uint32_t RootTscHeader[4] = {};
   /// The observer's buffer, by reference (it may replace the buffer when it drains):
   /// Words[0 .. Used) hold records, a record of N payload words may be written while
   /// Used + 3 + N <= Limit (Limit 0 stops every in-place record), and LastTsc is the

@@ -197,7 +197,8 @@ void GroundTruthLink::attachInline(Cpu &P) {
   T.ResumeHeader = trace::GroundTruthRecorder::resumeHeader();
   for (unsigned K = 0; K < 3; ++K)
     T.SlotHeader[K] = trace::GroundTruthRecorder::slotOwnHeader(3 + K);
-  T.RootTscHeader = Mem ? trace::GroundTruthRecorder::rootTscHeader() : 0; // rootTsc
+  for (unsigned K = 0; K < 4; ++K) // rootTsc, with slot watching
+    T.RootTscHeader[K] = Mem ? trace::GroundTruthRecorder::rootTscHeader(1 + K) : 0;
   noteInline(); // T's slot array
   T.Words = &C.Lane->Words;
   T.Used = &C.Lane->Used;

@@ -20,7 +20,7 @@ class PhysMem;
 /// Every VM exit, entry and entry failure of the CPUs it is attached to (Cpu::Transitions)
 /// becomes a ground-truth record. With watchSlotTable, also every store to a hypervisor's
 /// published trace_values slots (trace/slot_layout.h), every RDTSC/RDTSCP in VMX root
-/// operation, and the guest registers at each exit and entry (GT_SLOT_*, GT_ROOT_TSC,
+/// operation, and the guest registers at each exit and entry (GT_SLOT_*, GT_ROOT_RDTSC,
 /// GT_GPR in trace/events.def): what `trace check` proves a hypervisor's records with.
 class GroundTruthLink final : public VmxTransitionObserver {
 public:
@@ -48,7 +48,7 @@ public:
 
   /// Lets the processor write CPU C's most frequent records in place, without a call
   /// (cpu/observer.h, InlineTransitionRecords: GT_EXIT, GT_RESUME, and with slot
-  /// watching GT_SLOT_OWN and GT_ROOT_TSC), when C has a lane in the writer; the
+  /// watching GT_SLOT_OWN and GT_ROOT_RDTSC), when C has a lane in the writer; the
   /// records are the same bytes as this link's calls write
   /// (MachineConfig::GroundTruthInline). Call after watchSlotTable, with C->Transitions
   /// this; detach before this goes away.

@@ -160,7 +160,7 @@ struct MachineConfig {
   /// on the emulation thread. Their bytes are the same either way.
   bool TraceFileThreads = true;
   /// The ground truth's records of the common VM exit and entry, of a slot store and of a
-  /// root RDTSC (GT_EXIT, GT_RESUME, GT_SLOT_OWN, GT_ROOT_TSC) are written in place by
+  /// root RDTSC (GT_EXIT, GT_RESUME, GT_SLOT_OWN, GT_ROOT_RDTSC) are written in place by
   /// the processor (cpu/observer.h, InlineTransitionRecords) rather than through a call
   /// into the ground truth each; false makes every one that call. The same bytes either
   /// way (a test compares them).

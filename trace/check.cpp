@@ -136,6 +136,19 @@ template <class Record> uint64_t word64(const Record &R, unsigned I) {
   return uint64_t(R.Words[I]) | uint64_t(R.Words[I + 1]) << 32;
 }
 
+/// The RIP of a root RDTSC's record (GT_ROOT_RDTSC or GT_ROOT_TSC: trace/gt_records.h),
+/// for a message.
+uint64_t rootTscRip(const GtRecord &R) {
+  GtRootTscFields F;
+  return gtRootTsc(R.Event, R.NumWords, [&](unsigned I) { return R.Words[I]; }, R.Tsc, F)
+             ? F.Rip
+             : 0;
+}
+/// The name of a root RDTSC's record, for a message.
+const char *rootTscName(const GtRecord &R) {
+  return R.Event == XT_EV_GtRootRdtsc ? "GT_ROOT_RDTSC" : "GT_ROOT_TSC";
+}
+
 /// Basic exit reasons (SDM Vol. 3D, Appendix C) whose records the slot check knows.
 constexpr uint32_t kCpuidReason = 10, kHltReason = 12, kVmcallReason = 18,
                    kRdmsrReason = 31, kWrmsrReason = 32, kEptViolationReason = 48,
@@ -502,13 +515,16 @@ private:
           continue;
         }
         break;
+      case XT_EV_GtRootRdtsc:
       case XT_EV_GtRootTsc:
-        if (Strict && R.NumWords >= 3) {
+        if (GtRootTscFields F; Strict && gtRootTsc(
+                                             R.Event, R.NumWords,
+                                             [&](unsigned I) { return R.word(I); }, R.Tsc, F)) {
           GtEvent &E = Q.push(); // the fields a root RDTSC has, set below
           E.Rec.set(R, N);
           E.Kind = GtKind::RootTsc;
           E.IsExit = E.IsFail = false;
-          E.Value = R.quad(1);
+          E.Value = F.Value;
           return true;
         }
         break;
@@ -673,9 +689,10 @@ private:
 
   /// An RDTSC of root operation whose value no hypervisor record carries where it must.
   void unstamped(const GtEvent &T) {
-    fail(fmt::format("cpu{}: the RDTSC at rip {:#x} (TSC {:#x}, GT_ROOT_TSC at offset "
+    fail(fmt::format("cpu{}: the RDTSC at rip {:#x} (TSC {:#x}, {} at offset "
                      "{:#x}) stamps no hypervisor record",
-                     T.Rec.Cpu, word64(T.Rec, 3), T.Value, T.Rec.Offset));
+                     T.Rec.Cpu, rootTscRip(T.Rec), T.Value, rootTscName(T.Rec),
+                     T.Rec.Offset));
   }
 
   /// The first transition or root RDTSC the ground truth still holds, CPU by CPU.
@@ -708,6 +725,7 @@ private:
     // The first RDTSC skipped, for the message: its value, RIP and record offset.
     struct Skipped {
       uint64_t Value, Rip, Offset;
+      const char *Name;
     };
     std::optional<Skipped> First;
     GtQueue &Q = Pending[R.Cpu]; // R.Cpu is known: readGt does not resize Pending
@@ -721,15 +739,15 @@ private:
         else
           fail(fmt::format("cpu{}: {}: the TSC of {} at offset {:#x} is not the value of any "
                            "RDTSC of root operation before the next transition (the first "
-                           "returned {:#x} at rip {:#x}, GT_ROOT_TSC at offset {:#x})",
+                           "returned {:#x} at rip {:#x}, {} at offset {:#x})",
                            R.Cpu, What, formatRecord(R, 0), R.Offset, First->Value,
-                           First->Rip, First->Offset));
+                           First->Rip, First->Name, First->Offset));
         return false;
       }
       const GtEvent &T = Q.front();
       const bool Stamped = T.Value == R.Tsc;
       if (!Stamped && !First)
-        First = Skipped{T.Value, word64(T.Rec, 3), T.Rec.Offset};
+        First = Skipped{T.Value, rootTscRip(T.Rec), T.Rec.Offset, rootTscName(T.Rec)};
       Q.pop_front(); // T is gone
       if (Stamped)
         break;

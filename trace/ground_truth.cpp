@@ -95,13 +95,16 @@ void GroundTruthRecorder::slotStoreSlow(unsigned Cpu, uint64_t Tsc, uint32_t Own
 }
 
 void GroundTruthRecorder::rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip) {
+  const uint64_t Offset = Value - Tsc;
+  const unsigned N = rootTscWords(Offset, Rip);
+  // All four payload words are stored; those past the header's count are room.
   if (TraceWriter::Lane *L = W.lane(Cpu)) [[likely]]
-    if (uint32_t *P = TraceWriter::placeTsc<5>(*L, XT_EV_GtRootTsc, Tsc, 5)) [[likely]] {
-      P[0] = Cpu, P[1] = lo(Value), P[2] = hi(Value), P[3] = lo(Rip), P[4] = hi(Rip);
+    if (uint32_t *P = TraceWriter::placeTsc<4>(*L, XT_EV_GtRootRdtsc, Tsc, N)) [[likely]] {
+      P[0] = lo(Rip), P[1] = lo(Offset), P[2] = hi(Offset), P[3] = hi(Rip);
       return;
     }
-  const uint32_t Words[5] = {Cpu, lo(Value), hi(Value), lo(Rip), hi(Rip)};
-  W.recordTsc(Cpu, XT_EV_GtRootTsc, Tsc, Words);
+  const uint32_t Words[4] = {lo(Rip), lo(Offset), hi(Offset), hi(Rip)};
+  W.recordTsc(Cpu, XT_EV_GtRootRdtsc, Tsc, Words, N);
 }
 
 void GroundTruthRecorder::instruction(unsigned Cpu, uint64_t Tsc, uint64_t Rip, unsigned Length,

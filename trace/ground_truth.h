@@ -71,7 +71,7 @@ public:
   static uint32_t exitHeader(unsigned NumWords) { return xt_header(XT_EV_GtExit, NumWords, 1); }
   static uint32_t resumeHeader() { return xt_header(XT_EV_GtResume, 0, 1); }
   /// The header words of GT_SLOT_OWN with NumWords (3 to 5) payload words and of
-  /// GT_ROOT_TSC (slotStore, rootTsc), likewise.
+  /// GT_ROOT_RDTSC with NumWords (1 to 4) (slotStore, rootTsc), likewise.
   static uint32_t slotOwnHeader(unsigned NumWords) {
     return xt_header(XT_EV_GtSlotOwn, NumWords, 1);
   }
@@ -80,7 +80,15 @@ public:
   static unsigned slotOwnWords(uint64_t Value, uint64_t Rip) {
     return 3 + unsigned(((Value | Rip) >> 32) != 0) + unsigned((Rip >> 32) != 0);
   }
-  static uint32_t rootTscHeader() { return xt_header(XT_EV_GtRootTsc, 5, 1); }
+  static uint32_t rootTscHeader(unsigned NumWords) {
+    return xt_header(XT_EV_GtRootRdtsc, NumWords, 1);
+  }
+  /// GT_ROOT_RDTSC's payload words for an RDTSC at Rip whose value is the record's TSC
+  /// plus Offset: 1, 2 when the offset is not 0, 3 when its high half is not, 4 when
+  /// Rip's is not (trace/events.def).
+  static unsigned rootTscWords(uint64_t Offset, uint64_t Rip) {
+    return (Rip >> 32) ? 4 : (Offset >> 32) ? 3 : Offset ? 2 : 1;
+  }
   /// GT_VMEXIT_EVENT {intr_info, intr_err, idtv_info, idtv_err, insn_info}: after exit,
   /// only when one of them is not 0.
   void exitEvent(unsigned Cpu, const uint32_t (&Event)[5]);
@@ -160,7 +168,8 @@ public:
     P[4] = uint32_t(Value >> 32), P[5] = uint32_t(Rip), P[6] = uint32_t(Rip >> 32);
     return true;
   }
-  /// GT_ROOT_TSC {cpu, value, rip}.
+  /// GT_ROOT_RDTSC {rip, offset = Value - Tsc, offset_hi, rip_hi}, in as few words as
+  /// rootTscWords says.
   void rootTsc(unsigned Cpu, uint64_t Tsc, uint64_t Value, uint64_t Rip);
   /// GT_INSN {cpu, rip, flags = length | non-root << 8}, before the instruction executes.
   void instruction(unsigned Cpu, uint64_t Tsc, uint64_t Rip, unsigned Length, bool NonRoot);

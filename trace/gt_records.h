@@ -119,6 +119,41 @@ bool gtSlotStore(uint32_t Event, unsigned NumWords, WordFn &&Word, uint32_t Cpu,
   return false;
 }
 
+/// What a root RDTSC's record says: the instruction at Rip returned Value.
+struct GtRootTscFields {
+  uint64_t Value = 0, Rip = 0;
+};
+
+constexpr bool isGtRootTsc(uint32_t Event) {
+  return Event == XT_EV_GtRootRdtsc || Event == XT_EV_GtRootTsc;
+}
+
+/// GT_ROOT_RDTSC {rip, offset, offset_hi, rip_hi} (1 to 4 words: a word left off is 0;
+/// the value is the record's Tsc plus the offset) or GT_ROOT_TSC {cpu, value, rip}.
+/// False for another event or a record too short for its layout.
+template <class WordFn>
+bool gtRootTsc(uint32_t Event, unsigned NumWords, WordFn &&Word, uint64_t Tsc,
+               GtRootTscFields &F) {
+  const auto At = [&](unsigned I) { return I < NumWords ? uint64_t(Word(I)) : 0; };
+  if (Event == XT_EV_GtRootRdtsc && NumWords >= 1) {
+    F.Rip = At(0) | At(3) << 32;
+    F.Value = Tsc + (At(1) | At(2) << 32);
+    return true;
+  }
+  if (Event == XT_EV_GtRootTsc && NumWords >= 5) {
+    F.Value = At(1) | At(2) << 32;
+    F.Rip = At(3) | At(4) << 32;
+    return true;
+  }
+  return false;
+}
+
+/// gtRootTsc of a record that holds its payload words in Words[] and its TSC in Tsc
+/// (TraceRecord).
+template <class Record> bool gtRootTscOf(const Record &R, GtRootTscFields &F) {
+  return gtRootTsc(R.Event, R.NumWords, [&](unsigned I) { return R.Words[I]; }, R.Tsc, F);
+}
+
 /// gtSlotStore of a record that holds its payload words in Words[] and its CPU in Cpu
 /// (TraceRecord).
 template <class Record> bool gtSlotStoreOf(const Record &R, GtSlotStoreFields &F) {

@@ -137,7 +137,7 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "> #90 CPU0 402262 +26 GT_EXIT reason=30(IoInstruction) rip=0x10939c len=1 "
             "qual=0x3fd0008\n"
             "  #91 CPU0 402262 - GT_VMEXIT_REGS rax=0x0 rcx=0x68 rdx=0x78b03fd\n"
-            "  #92 CPU0 402560 +298 GT_ROOT_TSC cpu=0 value=0x62480 rip=0x108986\n"
+            "  #92 CPU0 402560 +298 GT_ROOT_RDTSC rip=0x108986\n"
             "  #93 CPU0 402687 +127 GT_SLOT_OWN slot=0 rip=0x101daf value=0x1e\n");
   EXPECT_EQ(explain(::testing::Matcher<const ExitInfo &>(ExitedWith(ExitReason::Cpuid)), X[39]),
             "exit reason is HLT (12), not CPUID (10)\n"
@@ -151,9 +151,9 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  #572 CPU0 952054 +1 GT_SLOT_OWN slot=4 rip=0x1083f8 value=0x0\n"
             "  #573 CPU0 952176 +122 GT_RESUME\n"
             "> #574 CPU0 952196 +20 GT_EXIT reason=12(Hlt) rip=0x10938e len=1\n"
-            "  #575 CPU0 952494 +298 GT_ROOT_TSC cpu=0 value=0xe88ae rip=0x108986\n"
+            "  #575 CPU0 952494 +298 GT_ROOT_RDTSC rip=0x108986\n"
             "  #576 CPU0 952621 +127 GT_SLOT_OWN slot=0 rip=0x101daf value=0xc\n"
-            "  #577 CPU0 966606 +13985 GT_ROOT_TSC cpu=0 value=0xebfce rip=0x108986\n");
+            "  #577 CPU0 966606 +13985 GT_ROOT_RDTSC rip=0x108986\n");
   EXPECT_EQ(explain(ExitCountsAre({{ExitReason::Cpuid, 3}, {ExitReason::Hlt, 1}}), X),
             "CPUID (10): 2, not 3");
   EXPECT_EQ(explain(ContainsExitsInOrder({ExitReason::Hlt, ExitReason::Cpuid}), X),
@@ -172,7 +172,7 @@ TEST(GtestMatchers, FailureMessagesAreExact) {
             "  #21 CPU0 312911 - GT_GPR cpu=0 reg=3 value=0x73786d76\n"
             "> #22 CPU0 312935 +24 GT_EXIT reason=18(Vmcall) rip=0x109262 len=3\n"
             "  #23 CPU0 312935 - GT_VMEXIT_REGS rax=0x0 rcx=0x56486d69 rdx=0x4d\n"
-            "  #24 CPU0 313233 +298 GT_ROOT_TSC cpu=0 value=0x4c791 rip=0x108986\n"
+            "  #24 CPU0 313233 +298 GT_ROOT_RDTSC rip=0x108986\n"
             "  #25 CPU0 313360 +127 GT_SLOT_OWN slot=0 rip=0x101daf value=0x12\n");
   EXPECT_NONFATAL_FAILURE(EXPECT_THAT(e2e().T, HandlerCycles(ExitReason::Cpuid) <= 10),
                           "the slowest of 2 CPUID (10) exits took 15395 cycles to the next VM entry: VM exit "

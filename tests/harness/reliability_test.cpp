@@ -578,7 +578,7 @@ TEST(Reliability, TraceCheckStatusesFollowTheReadmeForEitherFile) {
   EXPECT_EQ(R.Status, 2);
   EXPECT_EQ(R.Out.find("mismatch"), std::string::npos) << R.Out;
   EXPECT_EQ(lines(R.Err), 1u) << R.Err;
-  EXPECT_NE(R.Err.find("(ground truth: offset 0xba0: file ends inside a record"), std::string::npos)
+  EXPECT_NE(R.Err.find("(ground truth: offset 0xba8: file ends inside a record"), std::string::npos)
       << R.Err;
 
   // A corrupt hypervisor trace: status 2, the error on stderr.
