@@ -269,6 +269,18 @@ TEST(GroundTruth, CompactSlotStoreAndRootRdtscKeepEveryWord) {
   ASSERT_TRUE(gtRootTscOf(Old, F));
   EXPECT_EQ(F.Value, 1005u);
   EXPECT_EQ(F.Rip, 0x108986u);
+  // Records too short for their layout (a damaged file) are not read as any.
+  TraceRecord Short;
+  GtSlotStoreFields S;
+  for (const auto &[Event, Words] : {std::pair{uint32_t(XT_EV_GtSlotOwn), 2u},
+                                     std::pair{uint32_t(XT_EV_GtSlotStore), 6u},
+                                     std::pair{uint32_t(XT_EV_GtRootRdtsc), 0u},
+                                     std::pair{uint32_t(XT_EV_GtRootTsc), 4u}}) {
+    Short.Event = Event;
+    Short.NumWords = uint8_t(Words);
+    EXPECT_FALSE(gtSlotStoreOf(Short, S)) << Event;
+    EXPECT_FALSE(gtRootTscOf(Short, F)) << Event;
+  }
 }
 
 // With a hypervisor's trace slots watched, the guest registers are a register file per
