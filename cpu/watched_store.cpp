@@ -28,9 +28,10 @@ WatchedStoreEvent watchedStoreEventOf(const Cpu &C, Hpa Pa, uint64_t SizeBytes, 
 }
 
 bool Mmu::noteSlotArrayQuiet(InlineTransitionRecords &T) {
-  // monitorSawStore (cpu/monitor.h) acts on an armed monitor whose line the store
-  // touches, and on nothing else: a slot store no armed line covers needs no look at the
-  // monitors. Arming one watches its line (cpu/exec_monitor.cpp), which moves the epoch.
+  // A store triggers an armed monitor only when it writes the monitored address range
+  // (SDM Vol. 2B, MONITOR; monitorSawStore, cpu/monitor.h), so a slot store no armed
+  // line covers needs no look at the monitors. Arming one watches its line
+  // (cpu/exec_monitor.cpp), which moves the epoch.
   for (unsigned K = 0; K < NumPeers; ++K) {
     const MonitorState &M = Peers[K]->Monitor;
     if (M.State == MonitorState::Phase::Armed && M.Line < T.SlotBase + T.SlotBytes &&

@@ -87,7 +87,8 @@ namespace vmxsim {
 // then the store, its count and the record. Without a call, so that writeMemFull's 8-byte
 // stores keep no frame for it. False with nothing done otherwise.
 //
-// A data breakpoint needs no test: a page holding an armed one has no TLB entry at all
+// A data breakpoint (SDM Vol. 3B, "Data Memory and I/O Breakpoint Exception Conditions")
+// needs no test: a page holding an armed one has no TLB entry at all
 // (Mmu::translate refuses it, and arming one flushes every entry: cpu/debug.cpp), so the
 // entry's tag matching means no breakpoint covers the store, as on the stores' fast
 // path (cpu/memory.h). A slot array of 0 bytes (none) fails the offset test.
